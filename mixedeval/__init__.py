@@ -1,0 +1,61 @@
+"""mixedeval: statistically sound evaluation of ML/NLP systems.
+
+Linear mixed models computed by R (lme4, lmerTest, emmeans, pbkrtest, effectsize,
+performance) through rpy2, with numbers equal to what R prints; resampling, diagnostics maths
+and reporting in vectorized numpy.
+
+``import mixedeval`` is cheap: it neither starts R nor imports pandas. Public names are
+resolved lazily on first access.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import DataError, MixedEvalError, RError, RNotAvailableError
+
+__version__ = "0.1.0"
+
+# public name -> (module, attribute); attribute None means the module itself
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "datasets": ("mixedeval.datasets", None),
+    "check_r": ("mixedeval.engine.check", "check_r"),
+    "lmm": ("mixedeval.lmm", "lmm"),
+    "LMMFit": ("mixedeval.lmm", "LMMFit"),
+    "compare": ("mixedeval.compare", "compare"),
+    "adjust_pvalues": ("mixedeval.padjust", "adjust_pvalues"),
+    "bootstrap": ("mixedeval.resampling", "bootstrap"),
+    "paired_bootstrap_test": ("mixedeval.resampling", "paired_bootstrap_test"),
+    "approximate_randomization": ("mixedeval.resampling", "approximate_randomization"),
+    "sign_flip_test": ("mixedeval.resampling", "sign_flip_test"),
+    "resampling": ("mixedeval.resampling", None),
+    "diagnostics": ("mixedeval.diagnostics", None),
+    "variance_components": ("mixedeval.workflows.variance_components", "variance_components"),
+    "compare_systems": ("mixedeval.workflows.compare_systems", "compare_systems"),
+    "conditional_compare": ("mixedeval.workflows.conditional_compare", "conditional_compare"),
+    "meta_parameter_importance": ("mixedeval.workflows.meta_parameters", "meta_parameter_importance"),
+    "assess_meta_parameter": ("mixedeval.workflows.meta_parameters", "assess_meta_parameter"),
+    "inferential_reproducibility": ("mixedeval.workflows.reproducibility", "inferential_reproducibility"),
+    "krippendorff_alpha": ("mixedeval.workflows.krippendorff", "krippendorff_alpha"),
+    "language_disparity": ("mixedeval.workflows.language_disparity", "language_disparity"),
+    "report": ("mixedeval.report", "report"),
+    "validate": ("mixedeval.data.validate", None),
+    "describe_design": ("mixedeval.data.design", "describe_design"),
+}
+
+__all__ = ["DataError", "MixedEvalError", "RError", "RNotAvailableError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'mixedeval' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

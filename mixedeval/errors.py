@@ -1,0 +1,28 @@
+"""Exceptions raised by mixedeval.
+
+Every error the package raises derives from :class:`MixedEvalError`, so a caller can
+catch the whole family with one ``except``.
+"""
+from __future__ import annotations
+
+
+class MixedEvalError(Exception):
+    """Base class of every error raised by mixedeval."""
+
+
+class DataError(MixedEvalError, ValueError):
+    """The input table (or an argument describing it) is unusable; the message names the
+    column and the fix."""
+
+
+class RError(MixedEvalError, RuntimeError):
+    """R signalled an error. ``r_message`` holds R's own message; the R session survives."""
+
+    def __init__(self, message: str, r_message: str | None = None, call: str | None = None):
+        super().__init__(message)
+        self.r_message = r_message if r_message is not None else message
+        self.call = call
+
+
+class RNotAvailableError(MixedEvalError, RuntimeError):
+    """R or rpy2 or a required R package is missing; the message says how to install it."""

@@ -1,0 +1,452 @@
+"""Linear mixed models fitted by R's lme4 through lmerTest.
+
+:func:`lmm` fits ``lmerTest::lmer(formula, data, REML = reml)`` (Bates et al. 2015; Kuznetsova
+et al. 2017) and returns an :class:`LMMFit` whose tables equal what R prints:
+
+* ``fixed``: ``summary(m, ddf = "Satterthwaite")$coefficients`` (or Kenward-Roger via pbkrtest,
+  or asymptotic z), with Wald t intervals ``estimate +- qt(1 - alpha/2, df) * std_error``;
+* ``random``: ``as.data.frame(VarCorr(m), order = "lower.tri")``: one row per variance
+  (``std_dev`` set) and per covariance (``term2`` and ``corr`` set; ``variance`` holds the
+  covariance), the residual last;
+* ``sigma``, ``loglik`` (the REML criterion's log-likelihood for REML fits, as R prints it),
+  ``aic``, ``bic``, ``nobs``, ``ngroups``; ``singular`` is ``lme4::isSingular(m, tol = 1e-4)``.
+
+Factor coding: string columns become factors whose levels are sorted by code point; the first
+level is the reference (treatment contrasts). Use a pandas Categorical to choose the order, or
+``reference={"system": "Baseline"}``. Columns listed in ``factors`` (e.g. integer seeds) are
+treated as categories.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import formula as fml
+from .errors import DataError
+from .results import ResultMixin, ResultWarning, r_condition_warnings
+
+DF_METHODS = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger", "asymptotic": "asymptotic"}
+OPTIMIZERS = ("nloptwrap", "bobyqa", "Nelder_Mead")
+_OPTIMIZER_ALIASES = {"nelder-mead": "Nelder_Mead", "nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}
+
+
+def normalize_df_method(df_method: str) -> str:
+    key = str(df_method).lower().replace("_", "-").replace(" ", "-")
+    key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "satt": "satterthwaite", "z": "asymptotic",
+           "inf": "asymptotic", "none": "asymptotic"}.get(key, key)
+    if key not in DF_METHODS:
+        raise DataError(f"df_method {df_method!r} is not one of {', '.join(DF_METHODS)}")
+    return key
+
+
+def normalize_optimizer(optimizer: str) -> str:
+    opt = _OPTIMIZER_ALIASES.get(str(optimizer).lower(), optimizer)
+    if opt not in OPTIMIZERS:
+        raise DataError(f"optimizer {optimizer!r} is not one of {', '.join(OPTIMIZERS)} (lme4's lmerControl names)")
+    return opt
+
+
+_VERSION_CACHE: dict[str, Any] = {}
+
+
+def r_provenance() -> dict[str, Any]:
+    """Versions of mixedeval, R and the R packages in use (cached per session)."""
+    if not _VERSION_CACHE:
+        from . import __version__  # noqa: PLC0415
+        from .engine import session  # noqa: PLC0415
+
+        v = session.versions()
+        _VERSION_CACHE.update(
+            {"mixedeval": __version__, "r": v["r_version"], **{k: val for k, val in v["packages"].items()}}
+        )
+    return dict(_VERSION_CACHE)
+
+
+def prepare_model_data(
+    formula: str,
+    data: Any,
+    *,
+    factors: Sequence[str] = (),
+    levels: Mapping[str, Sequence[Any]] | None = None,
+    reference: Mapping[str, Any] | None = None,
+):
+    """Validate ``data`` for ``formula`` and return ``(quoted_formula, frame, warnings)``.
+
+    ``frame`` is a private copy holding only the referenced columns, with categorical columns
+    as pandas Categoricals carrying explicit levels. Raises :class:`DataError` for: empty data,
+    names in the formula that are not columns, a non-numeric or non-finite response, a factor
+    (fixed or grouping) with fewer than two levels.
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    from .data.table import as_pandas  # noqa: PLC0415
+    from .data.validate import require_finite, require_levels, require_nonempty  # noqa: PLC0415
+
+    if not isinstance(formula, str) or "~" not in formula:
+        raise DataError(f"formula {formula!r} must be a string like 'score ~ system + (1|item)'")
+    df = as_pandas(data)
+    require_nonempty(df)
+    cols = [str(c) for c in df.columns]
+    df.columns = cols
+    unknown = fml.unknown_variables(formula, cols)
+    if unknown:
+        raise DataError(
+            f"formula {formula!r} names {', '.join(repr(u) for u in unknown)}, not found among the data columns "
+            f"({', '.join(cols[:20])}); fix the spelling or back-quote names with spaces or symbols"
+        )
+    used = fml.referenced_columns(formula, cols)
+    resp = fml.response(formula)
+    if resp is None or resp not in cols:
+        raise DataError(f"the response of {formula!r} must be a data column (found {resp!r})")
+    frame = df[used].copy()
+    require_finite(frame, resp)
+    warnings: list[ResultWarning] = []
+    levels = dict(levels or {})
+    reference = dict(reference or {})
+    for c in [*factors, *levels, *reference]:
+        if c not in cols:
+            raise DataError(f"factor column {c!r} is not in the data; available columns: {', '.join(cols[:20])}")
+    groups = fml.grouping_columns(formula, cols)
+    for c in used:
+        if c == resp:
+            continue
+        s = frame[c]
+        is_cat = isinstance(s.dtype, pd.CategoricalDtype) or c in factors or c in levels or c in reference \
+            or not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
+        if pd.api.types.is_bool_dtype(s.dtype) and c not in factors:
+            is_cat = False
+        if is_cat:
+            frame[c] = _as_categorical(s, c, levels.get(c), reference.get(c))
+        if c in groups or is_cat:
+            require_levels(frame, c, 2, "grouping factor" if c in groups else "factor")
+    n_missing = int(frame.isna().any(axis=1).sum())
+    if n_missing:
+        which = [c for c in used if frame[c].isna().any()]
+        warnings.append(ResultWarning(
+            "missing_rows",
+            f"{n_missing} row(s) with missing values in {', '.join(which)} were dropped by the model (na.omit)",
+        ))
+    return fml.quote_columns(formula, cols), frame, warnings
+
+
+def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
+    import pandas as pd  # noqa: PLC0415
+
+    if levels is not None:
+        lv = [str(v) for v in levels]
+        vals = s.astype(object).map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
+        extra = sorted(set(vals.dropna()) - set(lv))
+        if extra:
+            raise DataError(f"column {name!r} has values {extra[:5]} that are not in the levels given for it")
+        cat = pd.Categorical(vals, categories=lv)
+    elif isinstance(s.dtype, pd.CategoricalDtype):
+        cat = s.cat.remove_unused_categories()
+        cat = cat.cat.rename_categories([str(c) for c in cat.cat.categories]).array
+    else:
+        vals = s.astype(object).map(lambda v: None if v is None or (isinstance(v, float) and v != v) or v is pd.NA else str(v))
+        cats = sorted(set(vals.dropna()))
+        if pd.api.types.is_numeric_dtype(s.dtype):  # numeric categories keep numeric order
+            uniq = sorted(set(s.dropna().tolist()))
+            cats = [str(v) for v in uniq]
+        cat = pd.Categorical(vals, categories=cats)
+    cat = pd.Series(cat, index=s.index)
+    cat = cat.cat.remove_unused_categories()
+    if ref is not None:
+        ref = str(ref)
+        if ref not in list(cat.cat.categories):
+            raise DataError(f"reference level {ref!r} is not a level of {name!r} ({list(cat.cat.categories)[:10]})")
+        order = [ref] + [c for c in cat.cat.categories if c != ref]
+        cat = cat.cat.reorder_categories(order)
+    return cat
+
+
+@dataclass(frozen=True, repr=False)
+class LMMFit(ResultMixin):
+    """A fitted linear mixed model (see :func:`lmm`)."""
+
+    formula: str
+    response: str
+    fixed: Any
+    random: Any
+    sigma: float
+    loglik: float
+    aic: float
+    bic: float
+    deviance: float
+    nobs: int
+    ngroups: dict[str, int]
+    reml: bool
+    singular: bool
+    converged: bool
+    optimizer: str
+    df_method: str
+    level: float
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    data: Any = field(repr=False)
+    factors: tuple[str, ...] = ()
+    _model: Any = field(default=None, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    _main_table = "fixed"
+    _print_tables = ("fixed", "random")
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        est = "REML" if self.reml else "ML"
+        return f"Linear mixed model fit by {est} (lme4 via lmerTest): {self.formula}"
+
+    def _scalars(self):
+        return [("nobs", self.nobs), ("groups", self.ngroups), ("sigma", f"{self.sigma:.6g}"),
+                ("logLik", f"{self.loglik:.6g}"), ("AIC", f"{self.aic:.6g}"), ("BIC", f"{self.bic:.6g}"),
+                ("df method", self.df_method), ("singular", self.singular), ("converged", self.converged)]
+
+    # ----------------------------------------------------------------- R access
+    def _call(self, fname: str, **kwargs: Any):
+        from .engine import session  # noqa: PLC0415
+
+        return session.call(fname, m=self._model, **kwargs)
+
+    def coef_table(self, df_method: str = "satterthwaite", level: float = 0.95):
+        """The fixed-effects table with another df method or confidence level."""
+        key = normalize_df_method(df_method)
+        return self._call("me_fixed_table", ddf=DF_METHODS[key], level=float(level)).value
+
+    def refit(self, reml: bool) -> "LMMFit":
+        """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""
+        if bool(reml) == self.reml:
+            return self
+        res = self._call("me_refit", reml=bool(reml))
+        return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level,
+                          list(self.warnings[:0]), self.factors, model=res.value)
+
+    def _values(self) -> dict[str, np.ndarray]:
+        if "values" not in self._cache:
+            v = self._call("me_model_values").value
+            self._cache["values"] = {k: np.asarray(v[k], dtype=float) for k in v}
+        return self._cache["values"]
+
+    def response_values(self) -> np.ndarray:
+        """The response as used by the model (rows with missing values dropped)."""
+        return self._values()["y"].copy()
+
+    def fitted(self, re: str = "conditional") -> np.ndarray:
+        """Fitted values: ``re="conditional"`` (with BLUPs, ``fitted(m)``) or ``"population"``
+        (fixed effects only, ``predict(m, re.form = NA)``)."""
+        key = {"conditional": "fitted_conditional", "population": "fitted_population"}.get(re)
+        if key is None:
+            raise DataError(f"re must be 'conditional' or 'population', not {re!r}")
+        return self._values()[key].copy()
+
+    def residuals(self) -> np.ndarray:
+        """Conditional residuals ``residuals(m)`` (response minus conditional fitted values)."""
+        return self._values()["residuals"].copy()
+
+    def ranef(self) -> dict[str, Any]:
+        """BLUPs per grouping factor: ``{group: DataFrame}`` indexed by level, one column per term."""
+        if "ranef" not in self._cache:
+            v = self._call("me_ranef").value
+            out = {}
+            for g, d in v.items():
+                d = d.set_index("level")
+                d.index = d.index.astype(str)
+                out[g] = d
+            self._cache["ranef"] = out
+        return {k: v.copy() for k, v in self._cache["ranef"].items()}
+
+    def model_frame(self):
+        """The model frame R used (only complete rows, the variables of the formula)."""
+        if "mf" not in self._cache:
+            self._cache["mf"] = self._call("me_model_frame").value
+        return self._cache["mf"].copy()
+
+    def simulate(self, n_sim: int = 250, seed: int | None = 123, re: str = "unconditional") -> np.ndarray:
+        """Responses simulated by ``lme4::simulate`` as an (nobs, n_sim) array.
+
+        ``re="unconditional"`` draws new random effects each time (``re.form = NA``);
+        ``re="conditional"`` keeps the fitted BLUPs (``re.form = NULL``). ``seed`` is R's
+        ``set.seed`` value, so the draws are reproducible.
+        """
+        if re not in ("unconditional", "conditional"):
+            raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
+        n_sim = int(n_sim)
+        if n_sim < 1:
+            raise DataError("n_sim must be at least 1")
+        seed_arg = None if seed is None else int(seed)
+        sims = self._call("me_simulate", nsim=n_sim, seed=seed_arg, conditional=(re == "conditional")).value
+        arr = np.array(sims, dtype=float, copy=True)
+        return arr.reshape(self.nobs, n_sim) if arr.ndim == 1 else arr
+
+    # ------------------------------------------------------------ inference layer
+    def anova(self, type: int | str = 3, ddf: str = "satterthwaite", level: float = 0.95):  # noqa: A002
+        """F tests (lmerTest ``anova``) with partial eta-squared and its interval (effectsize)."""
+        from .inference.anova import anova  # noqa: PLC0415
+
+        return anova(self, type=type, ddf=ddf, level=level)
+
+    def emmeans(self, specs, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
+        """Estimated marginal means (emmeans), with explicit ``lmer.df`` and limits."""
+        from .inference.emmeans import emmeans  # noqa: PLC0415
+
+        return emmeans(self, specs, by=by, df_method=df_method, level=level, at=at)
+
+    def emtrends(self, specs, var: str, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
+        """Slopes of a continuous covariate per level of ``specs`` (emmeans::emtrends)."""
+        from .inference.emmeans import emtrends  # noqa: PLC0415
+
+        return emtrends(self, specs, var=var, by=by, df_method=df_method, level=level, at=at)
+
+    def r2(self):
+        """Marginal and conditional R² (Nakagawa & Schielzeth 2013; Johnson 2014)."""
+        from .inference.r2 import r2  # noqa: PLC0415
+
+        return r2(self)
+
+    def icc(self):
+        """Adjusted and unadjusted ICC (as performance::icc)."""
+        from .inference.r2 import icc  # noqa: PLC0415
+
+        return icc(self)
+
+    def check_optimizers(self, optimizers: Sequence[str] = OPTIMIZERS, **kwargs: Any):
+        """Refit with several optimizers and compare log-likelihoods, fixed effects and variances."""
+        from .inference.optimizers import check_optimizers  # noqa: PLC0415
+
+        return check_optimizers(self, optimizers=optimizers, **kwargs)
+
+    def diagnose(self, n_sim: int = 250, seed: int = 123, re: str = "unconditional", **kwargs: Any):
+        """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks."""
+        from .diagnostics import diagnose_fit  # noqa: PLC0415
+
+        return diagnose_fit(self, n_sim=n_sim, seed=seed, re=re, **kwargs)
+
+    def report(self, path, **kwargs: Any):
+        """Write a self-contained HTML diagnostics report for this fit."""
+        from .report import report  # noqa: PLC0415
+
+        return report(self, path=path, **kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .results import jsonable  # noqa: PLC0415
+
+        keys = ["formula", "response", "fixed", "random", "sigma", "loglik", "aic", "bic", "deviance", "nobs",
+                "ngroups", "reml", "singular", "converged", "optimizer", "df_method", "warnings", "provenance"]
+        return {k: jsonable(getattr(self, k)) for k in keys}
+
+
+def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors, model=None) -> LMMFit:
+    v = res.value if model is None else None
+    if v is None:  # refit path: summarise the new model
+        from .engine import session  # noqa: PLC0415
+
+        res2 = session.call("me_fit_summary", m=model, ddf=DF_METHODS[df_method], level=float(level))
+        v = dict(res2.value)
+        v["model"] = model
+        res = res2
+    warnings = list(pre_warnings) + r_condition_warnings(res)
+    conv = v["convergence"]
+    conv_msgs = conv.get("messages")
+    conv_msgs = [] if conv_msgs is None else ([conv_msgs] if isinstance(conv_msgs, str) else list(conv_msgs))
+    for msg in conv_msgs:
+        if not any(w.message == msg for w in warnings):
+            warnings.append(ResultWarning("convergence", str(msg), "lme4"))
+    singular = bool(v["singular"])
+    if singular and not any(w.kind == "singular" for w in warnings):
+        warnings.append(ResultWarning("singular", "boundary (singular) fit: at least one variance component is "
+                                      "estimated as zero or a correlation as +-1 (lme4::isSingular)", "lme4"))
+    names = v["ngroups_names"]
+    counts = v["ngroups"]
+    names = [names] if isinstance(names, str) else list(names)
+    counts = [counts] if np.isscalar(counts) else list(counts)
+    reml = bool(v["reml"])
+    prov = r_provenance()
+    prov.update({"estimator": "REML" if reml else "ML", "optimizer": optimizer, "df_method": df_method,
+                 "r_function": "lmerTest::lmer"})
+    random = v["random"]
+    return LMMFit(
+        formula=formula,
+        response=str(v["response"]).strip("`"),
+        fixed=v["fixed"],
+        random=random,
+        sigma=float(v["sigma"]),
+        loglik=float(v["loglik"]),
+        aic=float(v["aic"]),
+        bic=float(v["bic"]),
+        deviance=float(v["deviance"]),
+        nobs=int(v["nobs"]),
+        ngroups={str(k): int(c) for k, c in zip(names, counts)},
+        reml=reml,
+        singular=singular,
+        converged=bool(conv["converged"]),
+        optimizer=optimizer,
+        df_method=df_method,
+        level=float(level),
+        warnings=tuple(warnings),
+        provenance=prov,
+        data=frame,
+        factors=tuple(factors),
+        _model=v["model"],
+    )
+
+
+def lmm(
+    formula: str,
+    data: Any,
+    reml: bool = True,
+    optimizer: str = "nloptwrap",
+    df_method: str = "satterthwaite",
+    *,
+    level: float = 0.95,
+    factors: Sequence[str] = (),
+    levels: Mapping[str, Sequence[Any]] | None = None,
+    reference: Mapping[str, Any] | None = None,
+    calc_derivs: bool = True,
+) -> LMMFit:
+    """Fit a linear mixed model with ``lmerTest::lmer`` (lme4).
+
+    Parameters
+    ----------
+    formula : lme4 formula, e.g. ``"ter ~ system + (1|sentence_id)"``. Column names with spaces
+        or brackets may be written as they are (they are back-quoted for R).
+    data : pandas/polars DataFrame, pyarrow Table, or path to a CSV/Parquet/JSON file. Never
+        modified.
+    reml : REML (default; use for estimates, variance components and df) or ML.
+    optimizer : ``"nloptwrap"`` (lme4's default), ``"bobyqa"`` or ``"Nelder_Mead"``.
+    df_method : denominator df of ``fixed``: ``"satterthwaite"`` (lmerTest), ``"kenward-roger"``
+        (pbkrtest, REML fits) or ``"asymptotic"`` (z tests).
+    factors : numeric columns to treat as categories (seeds, learning rates).
+    levels : explicit level order per column; the first level is the reference.
+    reference : reference level per column (moved to the front).
+    calc_derivs : lme4's ``calc.derivs`` (turn off to speed up very large fits).
+
+    Singular fits are reported (``singular=True`` and a warning), never raised.
+    """
+    from .engine import session  # noqa: PLC0415
+
+    df_key = normalize_df_method(df_method)
+    opt = normalize_optimizer(optimizer)
+    if df_key == "kenward-roger" and not reml:
+        raise DataError("Kenward-Roger df need a REML fit; use reml=True or df_method='satterthwaite'")
+    if not 0 < float(level) < 1:
+        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    qformula, frame, pre_warnings = prepare_model_data(formula, data, factors=factors, levels=levels, reference=reference)
+    res = session.call(
+        "me_fit_and_summarise",
+        formula=qformula,
+        data=frame,
+        reml=bool(reml),
+        optimizer=opt,
+        ddf=DF_METHODS[df_key],
+        level=float(level),
+        calc_derivs=bool(calc_derivs),
+    )
+    return _build_fit(res, formula, frame, opt, df_key, level, pre_warnings, factors)
+
+
+def replace(fit: LMMFit, **changes: Any) -> LMMFit:
+    """A copy of ``fit`` with fields changed (results are frozen)."""
+    return dataclasses.replace(fit, **changes)

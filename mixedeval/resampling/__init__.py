@@ -1,0 +1,42 @@
+"""Resampling in vectorized numpy (no R): hierarchical paired bootstrap, paired significance
+tests, rank distributions, multilingual leaderboard variance decomposition and simulation,
+and intervals for multiple stochastic runs.
+
+Names are resolved lazily so that importing this package stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY: dict[str, str] = {
+    # hierarchical paired bootstrap (mixedeval/resampling/bootstrap.py)
+    "bootstrap": "bootstrap",
+    "BootstrapResult": "bootstrap",
+    # paired two-system tests (mixedeval/resampling/paired_tests.py)
+    "paired_bootstrap_test": "paired_tests",
+    "approximate_randomization": "paired_tests",
+    "sign_flip_test": "paired_tests",
+    "PairedTestResult": "paired_tests",
+    # multilingual leaderboards, Saleva, Ataman & Lignos 2025 (mixedeval/resampling/leaderboard.py)
+    "decompose_variance": "leaderboard",
+    "decompose_variance_summary": "leaderboard",
+    "simulate_leaderboard": "leaderboard",
+    "LeaderboardResult": "leaderboard",
+    # multiple stochastic runs, Fraile-Hernandez & Penas 2025 (mixedeval/resampling/runs.py)
+    "run_intervals": "runs",
+    "pooled_run_bootstrap": "runs",
+    "RunIntervalsResult": "runs",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        mod = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'mixedeval.resampling' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value

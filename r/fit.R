@@ -1,0 +1,123 @@
+# Fitting linear mixed models with lmerTest::lmer and extracting tidy tables.
+
+me_control <- function(optimizer, calc_derivs = TRUE) {
+  lme4::lmerControl(optimizer = optimizer,
+                    calc.derivs = calc_derivs,
+                    check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
+}
+
+me_fit <- function(formula, data, reml = TRUE, optimizer = "nloptwrap", calc_derivs = TRUE) {
+  f <- stats::as.formula(formula)
+  m <- lmerTest::lmer(f, data = data, REML = reml, control = me_control(optimizer, calc_derivs))
+  m
+}
+
+# Convergence status as lme4 reports it: optimizer code plus lme4's own checks.
+me_convergence <- function(m) {
+  oi <- m@optinfo
+  msgs <- c(oi$conv$lme4$messages, oi$warnings)
+  msgs <- vapply(msgs, function(x) paste(as.character(x), collapse = " "), character(1))
+  code <- oi$conv$opt
+  if (is.null(code)) code <- 0L
+  list(converged = (length(msgs) == 0L) && isTRUE(code == 0),
+       optimizer_code = as.integer(code),
+       messages = unname(as.character(msgs)))
+}
+
+me_fixed_table <- function(m, ddf = "Satterthwaite", level = 0.95) {
+  if (ddf == "asymptotic") {
+    cf <- summary(m, ddf = "lme4")$coefficients
+    est <- cf[, 1]; se <- cf[, 2]; tval <- cf[, 3]
+    df <- rep(Inf, length(est))
+    p <- 2 * stats::pnorm(-abs(tval))
+  } else {
+    cf <- summary(m, ddf = ddf)$coefficients
+    est <- cf[, "Estimate"]; se <- cf[, "Std. Error"]; df <- cf[, "df"]
+    tval <- cf[, "t value"]; p <- cf[, "Pr(>|t|)"]
+  }
+  q <- stats::qt(1 - (1 - level) / 2, df)
+  data.frame(term = rownames(cf), estimate = unname(est), std_error = unname(se), df = unname(df),
+             t_value = unname(tval), p_value = unname(p),
+             conf_low = unname(est - q * se), conf_high = unname(est + q * se),
+             stringsAsFactors = FALSE)
+}
+
+me_random_table <- function(m) {
+  vc <- as.data.frame(lme4::VarCorr(m), order = "lower.tri")
+  is_cov <- !is.na(vc$var2)
+  data.frame(group = vc$grp,
+             term = ifelse(is.na(vc$var1), NA_character_, vc$var1),
+             term2 = ifelse(is_cov, vc$var2, NA_character_),
+             variance = vc$vcov,
+             std_dev = ifelse(is_cov, NA_real_, vc$sdcor),
+             corr = ifelse(is_cov, vc$sdcor, NA_real_),
+             stringsAsFactors = FALSE)
+}
+
+me_fit_summary <- function(m, ddf = "Satterthwaite", level = 0.95) {
+  ll <- stats::logLik(m)
+  ng <- lme4::ngrps(m)
+  list(
+    fixed = me_fixed_table(m, ddf, level),
+    random = me_random_table(m),
+    sigma = stats::sigma(m),
+    loglik = as.numeric(ll),
+    df_loglik = as.integer(attr(ll, "df")),
+    aic = stats::AIC(m),
+    bic = stats::BIC(m),
+    deviance = if (lme4::isREML(m)) as.numeric(lme4::REMLcrit(m)) else stats::deviance(m),
+    nobs = as.integer(stats::nobs(m)),
+    ngroups_names = names(ng),
+    ngroups = as.integer(ng),
+    reml = lme4::isREML(m),
+    singular = lme4::isSingular(m, tol = 1e-4),
+    convergence = me_convergence(m),
+    optimizer = m@optinfo$optimizer,
+    response = deparse(stats::formula(m)[[2]]),
+    formula = paste(deparse(stats::formula(m), width.cutoff = 500L), collapse = " ")
+  )
+}
+
+# Fit and summarise in one call (the common path: one round trip).
+me_fit_and_summarise <- function(formula, data, reml = TRUE, optimizer = "nloptwrap",
+                                 ddf = "Satterthwaite", level = 0.95, calc_derivs = TRUE) {
+  m <- me_fit(formula, data, reml, optimizer, calc_derivs)
+  c(list(model = m), me_fit_summary(m, ddf, level))
+}
+
+me_model_values <- function(m) {
+  list(y = stats::model.response(stats::model.frame(m)),
+       fitted_conditional = unname(stats::fitted(m)),
+       fitted_population = unname(stats::predict(m, re.form = NA)),
+       residuals = unname(stats::residuals(m)))
+}
+
+me_model_frame <- function(m) {
+  mf <- stats::model.frame(m)
+  attr(mf, "terms") <- NULL
+  as.data.frame(lapply(mf, function(col) if (is.matrix(col)) col[, 1] else col),
+                check.names = FALSE, stringsAsFactors = FALSE)
+}
+
+me_ranef <- function(m) {
+  re <- lme4::ranef(m)
+  lapply(re, function(d) {
+    d <- as.data.frame(d, check.names = FALSE)
+    cbind(data.frame(level = rownames(d), stringsAsFactors = FALSE), d)
+  })
+}
+
+me_simulate <- function(m, nsim, seed, conditional = FALSE) {
+  re_form <- if (conditional) NULL else NA
+  s <- stats::simulate(m, nsim = nsim, seed = seed, re.form = re_form)
+  as.matrix(s)
+}
+
+me_refit <- function(m, reml) {
+  if (isTRUE(reml) == lme4::isREML(m)) return(m)
+  if (!isTRUE(reml)) {
+    m2 <- lme4::refitML(m)
+    return(lmerTest::as_lmerModLmerTest(m2))
+  }
+  stats::update(m, REML = TRUE)
+}
