@@ -22,7 +22,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "check_r": ("mixedeval.engine.check", "check_r"),
     "lmm": ("mixedeval.lmm", "lmm"),
     "LMMFit": ("mixedeval.lmm", "LMMFit"),
-    "compare": ("mixedeval.compare", "compare"),
+    "compare": ("mixedeval.inference.compare", "compare"),
     "adjust_pvalues": ("mixedeval.padjust", "adjust_pvalues"),
     "bootstrap": ("mixedeval.resampling", "bootstrap"),
     "paired_bootstrap_test": ("mixedeval.resampling", "paired_bootstrap_test"),

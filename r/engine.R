@@ -63,3 +63,12 @@ me_factor <- function(codes, levels) {
   class(codes) <- "factor"
   codes
 }
+
+# Used by the test-suite to check the calling convention.
+me_call_test_conditions <- function() {
+  warning("first warning")
+  message("a message")
+  warning("second warning")
+  42
+}
+me_call_test_stop <- function() stop("boom")

@@ -86,7 +86,7 @@ me_fit_and_summarise <- function(formula, data, reml = TRUE, optimizer = "nloptw
 }
 
 me_model_values <- function(m) {
-  list(y = stats::model.response(stats::model.frame(m)),
+  list(y = unname(as.numeric(stats::model.response(stats::model.frame(m)))),
        fitted_conditional = unname(stats::fitted(m)),
        fitted_population = unname(stats::predict(m, re.form = NA)),
        residuals = unname(stats::residuals(m)))

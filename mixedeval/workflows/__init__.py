@@ -1,0 +1,1 @@
+"""One-call analysis workflows composed from the mixed-model and resampling layers."""
