@@ -147,12 +147,12 @@ def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
         cat = s.cat.remove_unused_categories()
         cat = cat.cat.rename_categories([str(c) for c in cat.cat.categories]).array
     else:
-        vals = s.astype(object).map(lambda v: None if v is None or (isinstance(v, float) and v != v) or v is pd.NA else str(v))
-        cats = sorted(set(vals.dropna()))
-        if pd.api.types.is_numeric_dtype(s.dtype):  # numeric categories keep numeric order
-            uniq = sorted(set(s.dropna().tolist()))
-            cats = [str(v) for v in uniq]
-        cat = pd.Categorical(vals, categories=cats)
+        # sorted factorisation: code-point order for strings, numeric order for numbers
+        codes, uniques = pd.factorize(s, sort=True, use_na_sentinel=True)
+        labels = [str(u) for u in uniques]
+        if len(set(labels)) != len(labels):  # e.g. 1 and "1" in one object column
+            raise DataError(f"column {name!r} has values that differ in type but print alike; convert it to one type")
+        cat = pd.Categorical.from_codes(codes, categories=labels)
     cat = pd.Series(cat, index=s.index)
     cat = cat.cat.remove_unused_categories()
     if ref is not None:
