@@ -96,3 +96,16 @@ def test_check_r_names_missing_package(monkeypatch):
     assert not res.ok
     assert res.missing == ("notARealPackage",)
     assert "apt-get install -y r-cran-notarealpackage" in res.message
+
+
+def test_describe_design(ter, annotation):
+    d = me.describe_design(ter, ["system", "replication", "sentence_id"])
+    rel = d.relations.set_index(["factor_a", "factor_b"])["relation"]
+    assert rel[("system", "sentence_id")] == "crossed"
+    assert rel[("system", "replication")] == "partially crossed"
+    assert not d.balanced  # Baseline has one seed, the fine-tuned systems three
+    a = me.describe_design(annotation, ["mode", "rater", "sentence", "occasion"])
+    assert a.balanced and (a.relations["relation"] == "crossed").all()
+    nested = pd.DataFrame({"system": list("aaaabbbb"), "seed": ["1", "1", "2", "2", "3", "3", "4", "4"], "y": range(8)})
+    n = me.describe_design(nested, ["system", "seed"])
+    assert n.relations["relation"].iloc[0] == "seed nested in system"

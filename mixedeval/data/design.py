@@ -1,0 +1,84 @@
+"""Describe the design of a score table: levels per factor, which factors are crossed or
+nested, and whether the cells are balanced."""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..results import ResultMixin
+from .table import as_pandas
+from .validate import require_columns, require_nonempty
+
+
+@dataclass(frozen=True, repr=False)
+class DesignDescription(ResultMixin):
+    """``factors``: factor, n_levels, min_rows_per_level, max_rows_per_level.
+    ``relations``: factor_a, factor_b, relation (crossed / partially crossed / a nested in b /
+    b nested in a), cells_observed, cells_possible.
+    ``balanced``: every combination of the factors' levels occurs, each with the same number of
+    rows."""
+
+    n_rows: int
+    factors: Any
+    relations: Any
+    balanced: bool
+    cell_counts: dict
+
+    _main_table = "factors"
+    _print_tables = ("factors", "relations")
+    _title = "Design of the score table"
+
+    def _scalars(self):
+        return [("rows", self.n_rows), ("balanced", self.balanced)]
+
+
+def _relation(df, a: str, b: str) -> tuple[str, int, int]:
+    pairs = df[[a, b]].drop_duplicates()
+    n_a, n_b = df[a].nunique(), df[b].nunique()
+    observed, possible = len(pairs), n_a * n_b
+    if observed == possible:
+        return "crossed", observed, possible
+    a_in_b = pairs.groupby(a, observed=True)[b].nunique().max() == 1  # each a-level in one b-level
+    b_in_a = pairs.groupby(b, observed=True)[a].nunique().max() == 1
+    if a_in_b and n_a > n_b:
+        return f"{a} nested in {b}", observed, possible
+    if b_in_a and n_b > n_a:
+        return f"{b} nested in {a}", observed, possible
+    return "partially crossed", observed, possible
+
+
+def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
+    """Levels per factor, pairwise crossed/nested relations, and balance of the full cells.
+
+    A pair is *crossed* when every combination of levels occurs, *nested* when each level of
+    one factor occurs with exactly one level of the other (e.g. seeds within systems).
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    df = as_pandas(data)
+    require_nonempty(df)
+    factors = list(factors)
+    require_columns(df, factors)
+    rows = []
+    for f in factors:
+        counts = df[f].value_counts(dropna=True)
+        rows.append({"factor": f, "n_levels": int(counts.size), "min_rows_per_level": int(counts.min()),
+                     "max_rows_per_level": int(counts.max())})
+    rel = []
+    for a, b in itertools.combinations(factors, 2):
+        r, obs, pos = _relation(df, a, b)
+        rel.append({"factor_a": a, "factor_b": b, "relation": r, "cells_observed": obs, "cells_possible": pos})
+    cell = df.groupby(factors, observed=True).size() if factors else pd.Series([len(df)])
+    n_full = 1
+    for r in rows:
+        n_full *= r["n_levels"]
+    balanced = bool(cell.nunique() == 1 and cell.size == n_full)
+    return DesignDescription(
+        n_rows=len(df),
+        factors=pd.DataFrame(rows),
+        relations=pd.DataFrame(rel, columns=["factor_a", "factor_b", "relation", "cells_observed", "cells_possible"]),
+        balanced=balanced,
+        cell_counts={"min": int(cell.min()), "max": int(cell.max()), "n_cells": int(cell.size)},
+    )
