@@ -1,0 +1,57 @@
+"""Model diagnostics: simulated (DHARMa-style) residuals, their tests, classical checks, plots.
+
+Everything here is numpy/scipy (R only produces the simulations, through the fitted model):
+
+* :func:`from_simulations` -- diagnostics from any simulation matrix (DHARMa's ``createDHARMa``);
+* :func:`diagnose_fit` -- the same for a fitted :class:`mixedeval.LMMFit`, plus classical checks;
+* ``test_*`` -- the individual tests (uniformity, dispersion, outliers, zero-inflation, generic,
+  categorical);
+* ``plot_*`` -- matplotlib figures (matplotlib is imported only when a plot is drawn).
+
+Names are resolved lazily so that importing this package stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY: dict[str, str] = {
+    "from_simulations": "core",
+    "Diagnostics": "result",
+    "SimulationTest": "result",
+    "diagnose_fit": "fit",
+    "classical_checks": "fit",
+    "pit_residuals": "residuals",
+    "test_uniformity": "simtests",
+    "test_dispersion": "simtests",
+    "test_outliers": "simtests",
+    "test_zero_inflation": "simtests",
+    "test_generic": "simtests",
+    "test_categorical": "simtests",
+    "ks_test_uniform": "_ks",
+    "binom_test_pvalue": "_binom",
+    "levene_median": "_levene",
+    "plot_qq_uniform": "plots",
+    "plot_residuals_vs_predicted": "plots",
+    "plot_residuals_by_group": "plots",
+    "plot_ranef_qq": "plots",
+    "plot_residuals_vs_fitted": "plots",
+    "plot_qq_normal": "plots",
+    "plot_dharma": "plots",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        mod = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'mixedeval.diagnostics' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

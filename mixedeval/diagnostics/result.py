@@ -1,0 +1,164 @@
+"""Result objects of the simulated-residual diagnostics."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..results import ResultMixin, ResultWarning
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: columns of ``Diagnostics.tests`` (the first five are the public contract of issue 5)
+TEST_COLUMNS = ["test", "statistic", "p_value", "alternative", "verdict", "reason", "method"]
+#: columns of ``Diagnostics.checks``
+CHECK_COLUMNS = ["check", "statistic", "p_value", "verdict", "reason", "method"]
+#: columns of ``Diagnostics.group_tests``
+GROUP_TEST_COLUMNS = ["level", "n", "statistic", "p_value", "p_adj", "exact", "verdict"]
+
+VERDICTS = ("ok", "warning", "not_applicable")
+
+
+def fmt_p(p: float) -> str:
+    """Short p-value text for verdict reasons (survival-function values, never rounded to 0)."""
+    if p != p:  # NaN
+        return "NA"
+    if p == 0:
+        return "<1e-300"  # underflow of the survival function, not rounding
+    return f"{p:.3g}"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SimulationTest(ResultMixin):
+    """One diagnostic test: statistic, p-value, alternative and a verdict with a one-line reason.
+
+    ``observed_summary`` and ``simulated_summaries`` hold the summary statistic on the data and on
+    each simulation for the simulation-based tests (dispersion, zero-inflation, generic), else
+    ``None``. ``details`` holds test-specific numbers (e.g. the expected outlier count).
+    """
+
+    test: str
+    statistic: float
+    p_value: float
+    alternative: str
+    verdict: str
+    reason: str
+    method: str
+    observed_summary: float | None = None
+    simulated_summaries: np.ndarray | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    _main_table = "table"
+    _title = "Simulation test"
+
+    def table(self) -> "pd.DataFrame":
+        import pandas as pd  # noqa: PLC0415
+
+        return pd.DataFrame([self.row()], columns=TEST_COLUMNS)
+
+    def row(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in TEST_COLUMNS}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Diagnostics(ResultMixin):
+    """Simulated-residual diagnostics of one model (DHARMa's algorithm, version 0.4.7 defaults).
+
+    Attributes
+    ----------
+    residuals : ndarray (n_obs,)
+        Scaled PIT residuals, U(0, 1) under a correct model.
+    tests : DataFrame
+        ``test, statistic, p_value, alternative, verdict, reason, method``; rows ``uniformity``,
+        ``dispersion``, ``outliers``, ``zero_inflation`` and, with a grouping variable,
+        ``uniformity_by_group`` and ``levene``.
+    group_tests : DataFrame or None
+        Per-level KS tests (``level, n, statistic, p_value, p_adj, exact, verdict``; Holm).
+    checks : DataFrame or None
+        Classical checks of a fitted model (``check, statistic, p_value, verdict, reason,
+        method``); ``None`` for :func:`from_simulations`.
+    """
+
+    residuals: np.ndarray
+    tests: "pd.DataFrame"
+    n_obs: int
+    n_sim: int
+    integer_response: bool
+    seed: Any
+    alpha: float
+    simulation: str = "external"
+    group_tests: "pd.DataFrame | None" = None
+    checks: "pd.DataFrame | None" = None
+    warnings: tuple[ResultWarning, ...] = ()
+    provenance: dict[str, Any] = field(default_factory=dict)
+    # large arrays: kept out of to_dict() (leading underscore), exposed read-only as properties
+    _simulated: np.ndarray | None = None
+    _observed: np.ndarray | None = None
+    _predicted: np.ndarray | None = None
+    _group: Any = None
+    _conditional_residuals: np.ndarray | None = None
+    _fitted_conditional: np.ndarray | None = None
+    _ranef: dict[str, Any] | None = None
+
+    _main_table = "tests"
+    _print_tables = ("tests", "group_tests", "checks")
+    _title = "Simulated-residual diagnostics (DHARMa algorithm)"
+
+    def _scalars(self) -> list[tuple[str, Any]]:
+        return [("observations", self.n_obs), ("simulations", f"{self.n_sim} ({self.simulation})"), ("seed", self.seed)]
+
+    # read-only views of the inputs -------------------------------------------------------------
+    @property
+    def simulated(self) -> np.ndarray:
+        """The simulation matrix (n_obs x n_sim)."""
+        return self._simulated
+
+    @property
+    def observed(self) -> np.ndarray:
+        return self._observed
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Population-level (fixed-effects) predictions used by the dispersion test and plots."""
+        return self._predicted
+
+    @property
+    def group(self):
+        """The grouping variable of the categorical tests (pandas Categorical) or None."""
+        return self._group
+
+    @property
+    def conditional_residuals(self) -> np.ndarray | None:
+        return self._conditional_residuals
+
+    @property
+    def fitted_conditional(self) -> np.ndarray | None:
+        return self._fitted_conditional
+
+    @property
+    def ranef(self) -> dict[str, Any] | None:
+        return self._ranef
+
+    # conveniences ------------------------------------------------------------------------------
+    @property
+    def ok(self) -> bool:
+        """True when no test and no check gave a warning."""
+        frames = [self.tests] + ([self.checks] if self.checks is not None else [])
+        return not any((f["verdict"] == "warning").any() for f in frames)
+
+    def summary(self) -> "pd.DataFrame":
+        """Tests and checks in one table: ``source, name, verdict, reason``."""
+        import pandas as pd  # noqa: PLC0415
+
+        parts = [self.tests.assign(source="simulated_residuals").rename(columns={"test": "name"})]
+        if self.checks is not None:
+            parts.append(self.checks.assign(source="classical").rename(columns={"check": "name"}))
+        return pd.concat(parts, ignore_index=True)[["source", "name", "verdict", "reason"]]
+
+    def test_generic(self, fun: Callable[[np.ndarray], float], alternative: str = "two.sided", name: str = "generic") -> SimulationTest:
+        """Shortcut for :func:`mixedeval.diagnostics.test_generic` on this object."""
+        from .simtests import test_generic  # noqa: PLC0415
+
+        return test_generic(self, fun, alternative=alternative, name=name)
