@@ -23,10 +23,12 @@ _LAZY: dict[str, str] = {
     "decompose_variance_summary": "leaderboard",
     "simulate_leaderboard": "leaderboard",
     "LeaderboardResult": "leaderboard",
+    "VarianceDecomposition": "leaderboard",
     # multiple stochastic runs, Fraile-Hernandez & Penas 2025 (mixedeval/resampling/runs.py)
     "run_intervals": "runs",
     "pooled_run_bootstrap": "runs",
     "RunIntervalsResult": "runs",
+    "PooledRunBootstrapResult": "runs",
 }
 
 __all__ = list(_LAZY)

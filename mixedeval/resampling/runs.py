@@ -1,0 +1,697 @@
+"""Intervals for a stochastic model evaluated in several runs on one test set, after
+Fraile-Hernández & Peñas (2025), "On measuring large language models performance with
+inferential statistics", Information 16(9):817.
+
+Input: the predictions of n runs on the same l test instances (and the gold labels), or
+per-instance numeric scores. Metrics: accuracy, binary F1 (``pos_label``), micro F1, macro F1
+(explicit ``zero_division`` for classes with tp + fp + fn = 0), or the mean of numeric scores.
+Every metric is recomputed from resampled sufficient statistics (tp / fp / fn counts), never
+averaged over instances.
+
+- :func:`pooled_run_bootstrap` is the published method (Algorithm 1): the l x n prediction-
+  label pairs of all runs are pooled, each bootstrap test set is l pairs drawn with
+  replacement (an instance drawn at random carrying the prediction of a run drawn at random),
+  B = 5000, and the interval is the pair of order statistics F_(alpha/2 B), F_((1-alpha/2) B).
+  Its width reflects test-set sampling plus run-to-run noise of ONE run: it is a predictive
+  interval for the score of one new run on a new test set of size l, not a confidence interval
+  for the expected score (which is why its "coverage" of single-run outcomes is ~100%).
+- :func:`run_intervals` puts beside it the interval for the expected score (cluster bootstrap
+  over instances, each drawn instance carrying the predictions of all runs, runs averaged), a
+  variance-components interval that also counts run-level effects, prediction intervals for a
+  new run (on this test set and on a new one), the run-level baselines the paper compares
+  against (t, percentile, BCa, bootstrap-t over the n run scores, with degenerate resamples
+  handled explicitly), and the split of the variance of one run's score into a test-set part
+  and a run-to-run part.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError
+from ..results import ResultMixin, ResultWarning
+from ._draws import index_counts
+from .leaderboard import (
+    _as_generator,
+    _check_level,
+    _check_n_resamples,
+    _choice,
+    _chunk_bounds,
+    _provenance,
+    _quantiles,
+    _spawn,
+    _uniform_index,
+)
+
+METRICS: tuple[str, ...] = ("accuracy", "f1", "micro_f1", "macro_f1", "mean")
+
+
+# --------------------------------------------------------------------------------------------
+# data preparation and metrics from sufficient statistics
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _RunData:
+    stats: np.ndarray      # (l, n, K) per instance and run sufficient statistics
+    metric: str
+    n_classes: int
+    zero_division: float
+    items: tuple
+    runs: tuple
+
+    @property
+    def n_items(self) -> int:
+        return self.stats.shape[0]
+
+    @property
+    def n_runs(self) -> int:
+        return self.stats.shape[1]
+
+    def score(self, sums: np.ndarray, count: int) -> np.ndarray:
+        """Metric from summed statistics ``sums`` (..., K) over ``count`` instances."""
+        if self.metric in ("accuracy", "mean"):
+            return sums[..., 0] / count
+        if self.metric in ("f1", "micro_f1"):
+            return _f1(sums[..., 0], sums[..., 1], sums[..., 2], self.zero_division)
+        s = sums.reshape(*sums.shape[:-1], self.n_classes, 3)
+        f = _f1(s[..., 0], s[..., 1], s[..., 2], self.zero_division)
+        if np.isnan(self.zero_division):
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(f)
+                n_ok = ok.sum(axis=-1)
+                return np.where(n_ok > 0, np.where(ok, f, 0.0).sum(axis=-1) / np.maximum(n_ok, 1), np.nan)
+        return f.mean(axis=-1)
+
+    def influence(self) -> np.ndarray:
+        """(l, n) first-order contributions of each prediction to the metric (the 0/1 correctness
+        for accuracy; (2 tp - F (2 tp + fp + fn)) / mean(2 tp + fp + fn) for F1, averaged over
+        classes for macro F1)."""
+        st = self.stats
+        if self.metric in ("accuracy", "mean"):
+            return st[..., 0]
+        if self.metric in ("f1", "micro_f1"):
+            st = st[..., None, :]
+        else:
+            st = st.reshape(*st.shape[:2], self.n_classes, 3)
+        tp, fp, fn = st[..., 0], st[..., 1], st[..., 2]
+        d = 2 * tp + fp + fn
+        dbar = d.mean(axis=(0, 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            F = np.where(dbar > 0, 2 * tp.mean(axis=(0, 1)) / dbar, 0.0)
+            psi = np.where(dbar > 0, (2 * tp - F * d) / dbar, 0.0)
+        if np.isnan(self.zero_division):
+            keep = dbar > 0
+            return psi[..., keep].mean(axis=-1) if keep.any() else np.zeros(st.shape[:2])
+        return psi.mean(axis=-1)
+
+
+def _f1(tp, fp, fn, zero_division: float):
+    den = 2 * tp + fp + fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 2 * tp / np.where(den > 0, den, 1), zero_division)
+
+
+def _check_zero_division(zero_division: Any) -> float:
+    try:
+        z = float(zero_division)
+    except (TypeError, ValueError):
+        z = None
+    if z is None or not (np.isnan(z) or z in (0.0, 1.0)):
+        raise DataError(
+            f"zero_division must be 0, 1 or nan (the F1 of a class with tp + fp + fn = 0; nan leaves the class "
+            f"out of the macro average, as scikit-learn does); got {zero_division!r}"
+        )
+    return z
+
+
+def _prepare_runs(
+    data: Any, y_true: Any, y_pred: Any, *, item: str, run: str, prediction: str, target: str,
+    metric: str, pos_label: Any, labels: Sequence[Any] | None, zero_division: Any,
+) -> _RunData:
+    import pandas as pd  # noqa: PLC0415
+
+    metric = _choice(metric, "metric", METRICS)
+    zd = _check_zero_division(zero_division)
+    if data is not None:
+        if y_true is not None or y_pred is not None:
+            raise DataError("pass either data= (a table) or y_true=/y_pred= (arrays), not both")
+        from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
+        from .leaderboard import _check_factor_columns  # noqa: PLC0415
+
+        df = as_pandas(data)
+        require_nonempty(df)
+        need = [item, run, prediction] + ([] if metric == "mean" else [target])
+        require_columns(df, need)
+        _check_factor_columns(df, [item, run] + ([] if metric == "mean" else [target]))
+        if metric == "mean":
+            require_finite(df, prediction)
+        elif df[prediction].isna().any():
+            raise DataError(
+                f"column {prediction!r} has {int(df[prediction].isna().sum())} missing predictions; a failed "
+                "prediction is a wrong answer: fill it with a label that is never correct (e.g. '<none>')"
+            )
+        require_unique(df, [item, run], what="prediction table")
+        items = list(pd.unique(df[item]))
+        runs = list(pd.unique(df[run]))
+        l, n = len(items), len(runs)
+        if len(df) != l * n:
+            full = pd.MultiIndex.from_product([items, runs])
+            miss = full.difference(pd.MultiIndex.from_frame(df[[item, run]]))
+            raise DataError(
+                f"{len(miss)} (item, run) predictions are missing, e.g. {', '.join(map(str, list(miss)[:5]))}; every "
+                f"run must predict every item (column {item!r} x column {run!r}): drop incomplete items or runs"
+            )
+        ic = pd.Categorical(df[item], categories=items).codes
+        rc = pd.Categorical(df[run], categories=runs).codes
+        P = np.empty((n, l), dtype=object if metric != "mean" else float)
+        P[rc, ic] = df[prediction].to_numpy()
+        T = None
+        if metric != "mean":
+            nt = df.groupby(item, sort=False)[target].nunique()
+            if (nt > 1).any():
+                raise DataError(
+                    f"the gold label (column {target!r}) differs between runs for items "
+                    f"{', '.join(map(str, nt.index[nt > 1][:5]))}; one gold label per item is expected"
+                )
+            T = np.empty(l, dtype=object)
+            T[ic] = df[target].to_numpy()
+    else:
+        if y_pred is None:
+            raise DataError("pass data= (a table with item, run, prediction, target columns) or y_pred= (n_runs x n_items)")
+        P = np.asarray(y_pred, dtype=float if metric == "mean" else None)
+        if P.ndim == 1:
+            P = P[None, :]
+        if P.ndim != 2 or P.shape[1] < 1:
+            raise DataError(f"y_pred must be a 2-D array (n_runs, n_items); got shape {P.shape}")
+        n, l = P.shape
+        items, runs = list(range(l)), list(range(n))
+        if metric == "mean":
+            if y_true is not None:
+                raise DataError("metric='mean' averages numeric per-item scores given in y_pred; y_true must be None")
+            if not np.isfinite(P).all():
+                raise DataError("y_pred has non-finite scores; drop or impute them first")
+            T = None
+        else:
+            if y_true is None:
+                raise DataError(f"metric={metric!r} needs the gold labels y_true (n_items,)")
+            T = np.asarray(y_true)
+            if T.ndim != 1 or len(T) != l:
+                raise DataError(f"y_true must be 1-D with one gold label per item ({l}); got shape {T.shape}")
+            if pd.isna(pd.Series(T.ravel())).any() or pd.isna(pd.Series(P.ravel())).any():
+                raise DataError("y_true / y_pred contain missing values; a failed prediction is a wrong answer: "
+                                "fill it with a label that is never correct")
+
+    if metric == "mean":
+        stats = P.T[:, :, None].astype(float)
+        return _RunData(stats, metric, 0, zd, tuple(items), tuple(runs))
+    Tb = T[None, :]
+    if metric == "accuracy":
+        stats = (P == Tb).T[:, :, None].astype(float)
+        return _RunData(stats, metric, 0, zd, tuple(items), tuple(runs))
+    if metric == "f1":
+        present = set(pd.unique(pd.Series(np.concatenate([T.ravel(), P.ravel()]))))
+        if pos_label not in present:
+            raise DataError(
+                f"pos_label={pos_label!r} occurs neither in the gold labels nor in the predictions (labels seen: "
+                f"{sorted(map(str, present))[:10]}); pass the positive class with pos_label="
+            )
+        pp, tt = P == pos_label, Tb == pos_label
+        stats = np.stack([pp & tt, pp & ~tt, ~pp & tt], axis=-1).transpose(1, 0, 2).astype(float)
+        return _RunData(stats, metric, 1, zd, tuple(items), tuple(runs))
+    if labels is None:
+        seen = pd.unique(pd.Series(np.concatenate([T.ravel(), P.ravel()])))
+        try:
+            classes = sorted(seen)
+        except TypeError:
+            classes = list(seen)
+    else:
+        classes = list(labels)
+        if not classes:
+            raise DataError("labels is empty; pass the classes to score or None for all labels seen")
+    if metric == "micro_f1":
+        cls = np.isin(P, classes), np.isin(Tb, classes)
+        hit = P == Tb
+        tp = hit & cls[0]
+        stats = np.stack([tp, cls[0] & ~hit, cls[1] & ~hit], axis=-1).transpose(1, 0, 2).astype(float)
+        return _RunData(stats, metric, 1, zd, tuple(items), tuple(runs))
+    st = np.empty((l, n, len(classes), 3))
+    for k, c in enumerate(classes):  # loop over classes, not resamples
+        pp, tt = P == c, Tb == c
+        st[:, :, k, 0] = (pp & tt).T
+        st[:, :, k, 1] = (pp & ~tt).T
+        st[:, :, k, 2] = (~pp & tt).T
+    return _RunData(st.reshape(l, n, -1), metric, len(classes), zd, tuple(items), tuple(runs))
+
+
+# --------------------------------------------------------------------------------------------
+# resampling engines
+# --------------------------------------------------------------------------------------------
+
+def _streams(random_state: Any) -> list[np.random.Generator]:
+    """Independent streams: pooled bootstrap, instance bootstrap, run draws, run-level baselines.
+    The same ``random_state`` gives the same pooled distribution in pooled_run_bootstrap and
+    run_intervals."""
+    return _spawn(_as_generator(random_state), 4)
+
+
+def _pooled_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: int | None,
+                  progress: bool) -> np.ndarray:
+    """Algorithm 1 of Fraile-Hernández & Peñas: B test sets of l pairs drawn with replacement
+    from the l x n pooled (instance, run) pairs; the metric of each."""
+    l, n, K = rd.stats.shape
+    flat = rd.stats.reshape(l * n, K)
+    out = np.empty(B)
+    for a, b in _chunk_bounds(B, 8.0 * l * (K + 2), chunk_size, progress, "pooled bootstrap"):
+        idx = _uniform_index(rng, l * n, (b - a, l))
+        out[a:b] = rd.score(flat[idx].sum(axis=1), l)
+    return out
+
+
+def _instance_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: int | None,
+                    progress: bool) -> np.ndarray:
+    """Cluster bootstrap over instances: each resample draws l instances with replacement, each
+    carrying the predictions of all n runs; returns the (B, n) per-run metrics."""
+    l, n, K = rd.stats.shape
+    flat = rd.stats.reshape(l, n * K)
+    out = np.empty((B, n))
+    for a, b in _chunk_bounds(B, 8.0 * (3 * l + 2 * n * K), chunk_size, progress, "instance bootstrap"):
+        c = b - a
+        idx = _uniform_index(rng, l, (c, l))
+        sums = (index_counts(idx, l) @ flat).reshape(c, n, K)  # count matrix (c, l) x stats
+        out[a:b] = rd.score(sums, l)
+    return out
+
+
+def _order_statistic_interval(dist: np.ndarray, level: float) -> tuple[float, float, int, int]:
+    """[F_(j_lo), F_(j_hi)], the j-th smallest of B values with j_lo = floor(alpha/2 B) and
+    j_hi = ceil((1 - alpha/2) B), clipped to 1..B (Fraile-Hernández & Peñas, sec. 3.4)."""
+    B = len(dist)
+    alpha = 1.0 - level
+    j_lo = int(np.clip(np.floor(alpha / 2 * B + 1e-9), 1, B))
+    j_hi = int(np.clip(np.ceil((1 - alpha / 2) * B - 1e-9), 1, B))
+    s = np.sort(dist)
+    return float(s[j_lo - 1]), float(s[j_hi - 1]), j_lo, j_hi
+
+
+def _two_way_anova(psi: np.ndarray) -> dict[str, float]:
+    """Mean squares of the instances x runs table with one value per cell."""
+    l, n = psi.shape
+    g = psi.mean()
+    ri = psi.mean(axis=1, keepdims=True)
+    cj = psi.mean(axis=0, keepdims=True)
+    ms_a = n * ((ri - g) ** 2).sum() / (l - 1) if l > 1 else np.nan
+    ms_b = l * ((cj - g) ** 2).sum() / (n - 1) if n > 1 else np.nan
+    ms_e = ((psi - ri - cj + g) ** 2).sum() / ((l - 1) * (n - 1)) if (l > 1 and n > 1) else np.nan
+    return {"ms_instance": float(ms_a), "ms_run": float(ms_b), "ms_residual": float(ms_e)}
+
+
+def _satterthwaite_df(parts: Sequence[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite df of a sum of independent variance estimates (value, df)."""
+    tot = sum(v for v, _ in parts)
+    den = sum(v * v / d for v, d in parts if d > 0 and v > 0)
+    return float(tot * tot / den) if den > 0 else np.inf
+
+
+def _bca_interval(theta_b: np.ndarray, theta_hat: float, jack: np.ndarray, level: float) -> tuple[float, float]:
+    """BCa interval (Efron & Tibshirani 1993, 14.3; the formulas of scipy.stats.bootstrap):
+    z0 from the 'mean' percentile of theta_hat among the draws, acceleration from the
+    jackknife values. NaN when z0 is infinite (theta_hat outside the draws: degenerate)."""
+    from scipy.special import ndtr, ndtri  # noqa: PLC0415
+
+    B = len(theta_b)
+    p0 = ((theta_b < theta_hat).sum() + (theta_b <= theta_hat).sum()) / (2 * B)
+    z0 = ndtri(p0)
+    u = (len(jack) - 1) * (jack.mean() - jack)
+    den = (u**2).sum() / len(jack) ** 2
+    a_hat = ((u**3).sum() / len(jack) ** 3) / (6 * den**1.5) if den > 0 else 0.0
+    if not np.isfinite(z0):
+        return np.nan, np.nan
+    alpha = (1.0 - level) / 2
+    za = ndtri(np.array([alpha, 1 - alpha]))
+    adj = ndtr(z0 + (z0 + za) / (1 - a_hat * (z0 + za)))
+    lo, hi = np.quantile(theta_b, adj)
+    return float(lo), float(hi)
+
+
+def _run_level_rows(scores: np.ndarray, B: int, rng: np.random.Generator, level: float
+                    ) -> tuple[list[dict[str, Any]], list[ResultWarning]]:
+    """The run-level baselines (intervals for the mean of the n per-run scores)."""
+    from scipy import stats  # noqa: PLC0415
+
+    n = len(scores)
+    alpha = 1.0 - level
+    target = "expected_score_this_test_set"
+    names = ("t", "percentile", "bca", "bootstrap_t")
+    if n < 2:
+        w = ResultWarning("too_few_runs", f"run-level intervals need at least 2 runs; got {n} (they are NaN)")
+        return [_row(m, target, np.nan, np.nan, np.nan, np.nan) for m in names], [w]
+    m, s = float(scores.mean()), float(scores.std(ddof=1))
+    se = s / np.sqrt(n)
+    warns: list[ResultWarning] = []
+    if np.ptp(scores) == 0:
+        warns.append(ResultWarning(
+            "degenerate", "all runs have the same score: the run-level intervals have zero width (they only see "
+                          "run-to-run variation, and there is none on this test set)"))
+        return [_row(k, target, m, 0.0, m, m, B if k != "t" else None) for k in names], warns
+    tq = stats.t.ppf(1 - alpha / 2, n - 1)
+    rows = [_row("t", target, m, se, m - tq * se, m + tq * se)]
+    idx = _uniform_index(rng, n, (B, n))
+    x = scores[idx]
+    bm = x.mean(axis=1)
+    q = np.quantile(bm, [alpha / 2, 1 - alpha / 2])
+    rows.append(_row("percentile", target, m, float(bm.std(ddof=1)), q[0], q[1], B))
+    jack = (scores.sum() - scores) / (n - 1)
+    lo, hi = _bca_interval(bm, m, jack, level)
+    if not np.isfinite(lo):
+        warns.append(ResultWarning("degenerate", "BCa interval undefined: the observed mean lies outside the "
+                                                 "bootstrap distribution (z0 infinite); reported as NaN"))
+    rows.append(_row("bca", target, m, float(bm.std(ddof=1)), lo, hi, B))
+    # bootstrap-t: resamples whose runs are all identical have SD 0 and no t statistic; they are
+    # dropped (and counted), the standard convention (Efron & Tibshirani 1993, ch. 12)
+    degenerate = np.ptp(x, axis=1) == 0
+    ok = ~degenerate
+    n_deg = int(degenerate.sum())
+    if ok.sum() >= 2:
+        tstar = (bm[ok] - m) / (x[ok].std(axis=1, ddof=1) / np.sqrt(n))
+        tq_lo, tq_hi = np.quantile(tstar, [alpha / 2, 1 - alpha / 2])
+        rows.append(_row("bootstrap_t", target, m, se, m - tq_hi * se, m - tq_lo * se, B, n_deg))
+    else:
+        rows.append(_row("bootstrap_t", target, m, se, np.nan, np.nan, B, n_deg))
+    if n_deg:
+        warns.append(ResultWarning(
+            "degenerate_resamples",
+            f"bootstrap-t: {n_deg} of {B} resamples drew the same run n times (SD 0, t undefined) and were dropped"))
+    return rows, warns
+
+
+def _row(method: str, target: str, estimate: float, std_error: float, lo: float, hi: float,
+         n_resamples: int | None = None, n_degenerate: int = 0) -> dict[str, Any]:
+    return {"method": method, "target": target, "estimate": float(estimate), "std_error": float(std_error),
+            "conf_low": float(lo), "conf_high": float(hi),
+            "n_resamples": n_resamples if n_resamples is not None else 0, "n_degenerate": int(n_degenerate)}
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class PooledRunBootstrapResult(ResultMixin):
+    """Result of :func:`pooled_run_bootstrap`: ``estimate`` (mean of the B pooled scores, the
+    paper's F1-hat_{1..n}), ``observed`` (metric of all l x n pooled pairs), ``std_error`` (SD
+    of the draws), ``conf_low`` / ``conf_high`` (order statistics ``order_statistics``).
+    The interval is predictive: it is where the score of ONE new run on a new test set of l
+    instances is expected to fall, not a confidence interval for the expected score."""
+
+    estimate: float
+    observed: float
+    std_error: float
+    conf_low: float
+    conf_high: float
+    level: float
+    n_resamples: int
+    n_items: int
+    n_runs: int
+    metric: str
+    order_statistics: tuple[int, int]
+    interpretation: str = "predictive interval for the score of one run on a new test set of the same size"
+    warnings: tuple[ResultWarning, ...] = ()
+    provenance: dict[str, Any] = field(default_factory=dict)
+    _distribution: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    _main_table = "table"
+    _title = "Pooled instance-level run bootstrap (Fraile-Hernandez & Penas 2025)"
+
+    @property
+    def bootstrap_distribution(self) -> np.ndarray:
+        return self._distribution
+
+    def table(self):
+        import pandas as pd  # noqa: PLC0415
+
+        return pd.DataFrame([{
+            "method": "pooled_instance_bootstrap", "target": "new_run_new_test_set", "metric": self.metric,
+            "estimate": self.estimate, "observed": self.observed, "std_error": self.std_error,
+            "conf_low": self.conf_low, "conf_high": self.conf_high, "level": self.level,
+            "n_resamples": self.n_resamples, "n_items": self.n_items, "n_runs": self.n_runs,
+        }])
+
+    def _scalars(self) -> list[tuple[str, Any]]:
+        return [("interpretation", self.interpretation)]
+
+
+def pooled_run_bootstrap(
+    data: Any = None,
+    *,
+    y_true: Any = None,
+    y_pred: Any = None,
+    item: str = "item",
+    run: str = "run",
+    prediction: str = "prediction",
+    target: str = "target",
+    metric: str = "accuracy",
+    pos_label: Any = 1,
+    labels: Sequence[Any] | None = None,
+    zero_division: float = 0.0,
+    n_resamples: int = 5000,
+    level: float = 0.95,
+    random_state: Any = None,
+    chunk_size: int | None = None,
+    progress: bool = True,
+) -> PooledRunBootstrapResult:
+    """The pooled instance-level bootstrap of Fraile-Hernández & Peñas (2025, Algorithm 1).
+
+    The predictions of all n runs are concatenated with the gold labels into l x n pairs; each
+    of ``n_resamples`` (B = 5000 as published) bootstrap test sets holds l pairs drawn with
+    replacement from them, i.e. an instance drawn uniformly carrying the prediction of a run
+    drawn uniformly; the metric is recomputed from the summed tp/fp/fn (or correct) counts of
+    the drawn pairs. ``estimate`` is the mean of the B scores, and the interval is the pair of
+    order statistics [F_(floor(alpha/2 B)), F_(ceil((1 - alpha/2) B))] (sec. 3.4).
+
+    What it is: the distribution of the score of ONE run (a prediction per instance drawn from
+    the run-mixture) on a resampled test set of size l, so the interval predicts a single new
+    run on a new test set. It does not narrow as runs are added and is not a confidence interval
+    for the expected score; see :func:`run_intervals` for that and for prediction intervals.
+
+    ``data`` is a table with columns ``item``, ``run``, ``prediction`` and ``target`` (one row
+    per item and run), or pass ``y_true`` (n_items,) and ``y_pred`` (n_runs, n_items). Metrics:
+    ``accuracy``, ``f1`` (binary, positive class ``pos_label``), ``micro_f1``, ``macro_f1``
+    (over ``labels`` or all labels seen; a class with tp + fp + fn = 0 scores ``zero_division``,
+    NaN leaves it out of the average), ``mean`` (numeric per-item scores in ``y_pred`` /
+    ``prediction``).
+    """
+    rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
+                       metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
+    level = _check_level(level)
+    B = _check_n_resamples(n_resamples)
+    pooled_rng = _streams(random_state)[0]
+    dist = _pooled_draws(rd, B, pooled_rng, chunk_size, progress)
+    lo, hi, jl, jh = _order_statistic_interval(dist, level)
+    l, n, _ = rd.stats.shape
+    observed = float(rd.score(rd.stats.sum(axis=(0, 1)), l * n))
+    return PooledRunBootstrapResult(
+        estimate=float(dist.mean()), observed=observed, std_error=float(dist.std(ddof=1)), conf_low=lo,
+        conf_high=hi, level=level, n_resamples=B, n_items=l, n_runs=n, metric=rd.metric, order_statistics=(jl, jh),
+        provenance=_provenance("pooled_run_bootstrap", random_state=random_state, n_resamples=B,
+                               zero_division=rd.zero_division),
+        _distribution=dist,
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class RunIntervalsResult(ResultMixin):
+    """Result of :func:`run_intervals`.
+
+    - ``intervals``: method, target, estimate, std_error, conf_low, conf_high, n_resamples,
+      n_degenerate. Targets: ``expected_score`` (the mean score of a run over runs and test
+      sets of size l), ``expected_score_this_test_set`` (over runs, this test set fixed: what
+      the run-level baselines estimate), ``new_run_this_test_set`` and
+      ``new_run_new_test_set`` (prediction intervals for one new run).
+    - ``runs``: run, score, and the per-run instance-bootstrap boot_mean, std_error,
+      conf_low, conf_high (the paper's per-run distributions F1_r).
+    - ``variance``: component (test_set, run_to_run, total), variance, std_dev, percent —
+      the law-of-total-variance split of one run's score on a new test set of size l.
+    """
+
+    intervals: Any
+    runs: Any
+    variance: Any
+    metric: str
+    estimate: float
+    n_items: int
+    n_runs: int
+    level: float
+    n_resamples: int
+    warnings: tuple[ResultWarning, ...] = ()
+    provenance: dict[str, Any] = field(default_factory=dict)
+    _distributions: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    _main_table = "intervals"
+    _print_tables = ("intervals", "variance")
+    _title = "Intervals for multiple stochastic runs (Fraile-Hernandez & Penas 2025)"
+
+    def _scalars(self) -> list[tuple[str, Any]]:
+        return [("metric", self.metric), ("items x runs", f"{self.n_items} x {self.n_runs}"),
+                ("estimate (mean over runs)", self.estimate), ("level", self.level)]
+
+    @property
+    def distributions(self) -> dict[str, np.ndarray]:
+        """Bootstrap draws: ``instance`` (B,), ``per_run`` (B, n), ``pooled`` (B,)."""
+        return self._distributions
+
+
+def run_intervals(
+    data: Any = None,
+    *,
+    y_true: Any = None,
+    y_pred: Any = None,
+    item: str = "item",
+    run: str = "run",
+    prediction: str = "prediction",
+    target: str = "target",
+    metric: str = "accuracy",
+    pos_label: Any = 1,
+    labels: Sequence[Any] | None = None,
+    zero_division: float = 0.0,
+    n_resamples: int = 5000,
+    level: float = 0.95,
+    resample_runs: bool = False,
+    random_state: Any = None,
+    chunk_size: int | None = None,
+    progress: bool = True,
+) -> RunIntervalsResult:
+    """Intervals for a model evaluated in n stochastic runs on one test set of l instances.
+
+    Input and metrics as in :func:`pooled_run_bootstrap`. With per-run scores s_1..s_n on the
+    full test set, estimate = mean_r s_r, and ``intervals`` holds:
+
+    - ``instance_bootstrap`` (target ``expected_score``): cluster bootstrap over instances —
+      each resample draws l instances with replacement, every drawn instance carrying the
+      predictions of all n runs; the metric is recomputed per run from summed counts and the n
+      run scores are averaged; percentile interval. Runs are kept fixed, so a run-level effect
+      (a run better on every item, e.g. a fine-tuning seed) is not counted; with
+      ``resample_runs=True`` runs are also drawn with replacement in each resample
+      (conservative: the item x run noise is counted twice). A warning is raised when the
+      two-way F test finds a run effect.
+    - ``variance_components`` (``expected_score``): estimate +- t * sqrt(V_test + V_run / n),
+      Satterthwaite df, from the variance split below (counts run-level effects).
+    - ``prediction_t`` (``new_run_this_test_set``): estimate +- t_{n-1} s sqrt(1 + 1/n).
+    - ``prediction_components`` (``new_run_new_test_set``):
+      estimate +- t * sqrt(2 V_test + V_run (1 + 1/n)), Satterthwaite df.
+    - ``pooled_instance_bootstrap`` (``new_run_new_test_set``): the published method, see
+      :func:`pooled_run_bootstrap` (same ``random_state`` gives the same draws).
+    - run-level baselines over the n scores (target ``expected_score_this_test_set``): ``t``,
+      ``percentile``, ``bca`` (scipy's formulas: 'mean' percentile-of-score z0, jackknife
+      acceleration; NaN when z0 is infinite), ``bootstrap_t`` (resamples that draw one run n
+      times have SD 0 and are dropped and counted in ``n_degenerate``). With one run they are
+      NaN; with identical run scores they have zero width (both with a warning).
+
+    Variance split (``variance``): V_run = sample variance of the n run scores (run-to-run
+    variance on a fixed test set); V_test = max(0, MS_instance - MS_residual) / (n l) from the
+    two-way instances x runs ANOVA of the per-prediction influence values (the 0/1 correctness
+    for accuracy; the linearisation (2tp - F d) / mean(d) for F1), i.e. the variance over test
+    sets of the run-averaged expected score. total = V_test + V_run is the variance of one run's
+    score on a new test set (law of total variance). With one run V_run is NaN and V_test
+    includes the item x run interaction.
+    """
+    from scipy import stats  # noqa: PLC0415
+
+    import pandas as pd  # noqa: PLC0415
+
+    rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
+                       metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
+    level = _check_level(level)
+    B = _check_n_resamples(n_resamples)
+    alpha = 1.0 - level
+    l, n, _ = rd.stats.shape
+    if l < 2:
+        raise DataError(f"need at least 2 test instances to resample; got {l}")
+    pooled_rng, inst_rng, run_rng, base_rng = _streams(random_state)
+    warns: list[ResultWarning] = []
+
+    scores = rd.score(rd.stats.sum(axis=0), l)  # (n,)
+    est = float(scores.mean())
+
+    # instance (cluster) bootstrap
+    per_run = _instance_draws(rd, B, inst_rng, chunk_size, progress)  # (B, n)
+    if resample_runs:
+        ridx = _uniform_index(run_rng, n, (B, n))
+        inst = np.take_along_axis(per_run, ridx, axis=1).mean(axis=1)
+    else:
+        inst = per_run.mean(axis=1)
+    q = _quantiles(inst, [alpha / 2, 1 - alpha / 2])
+    rows = [_row("instance_run_bootstrap" if resample_runs else "instance_bootstrap", "expected_score", est,
+                 float(np.nanstd(inst, ddof=1)), q[0], q[1], B)]
+    if np.isnan(inst).any():
+        warns.append(ResultWarning("undefined_draws", f"the metric is undefined in {int(np.isnan(inst).sum())} "
+                                                      "instance-bootstrap resamples (zero_division=nan); left out"))
+
+    # variance split
+    psi = rd.influence()
+    an = _two_way_anova(psi)
+    v_run = float(scores.var(ddof=1)) if n > 1 else np.nan
+    if n > 1:
+        v_test = max(0.0, an["ms_instance"] - an["ms_residual"]) / (n * l)
+        if an["ms_residual"] > 0:
+            F = an["ms_run"] / an["ms_residual"]
+            p = float(stats.f.sf(F, n - 1, (l - 1) * (n - 1)))
+            if p < 0.01 and not resample_runs:
+                warns.append(ResultWarning(
+                    "run_effect",
+                    f"runs differ by more than per-prediction noise explains (two-way F = {F:.3g}, p = {p:.2g}); the "
+                    "instance bootstrap keeps the runs fixed and misses that variance: prefer 'variance_components'"))
+    else:
+        v_test = an["ms_instance"] / (n * l)
+        warns.append(ResultWarning("too_few_runs", "one run: run-to-run variance is not estimable and the test-set "
+                                                   "variance includes the item x run interaction"))
+    tot = v_test + v_run
+    variance = pd.DataFrame({
+        "component": ["test_set", "run_to_run", "total"],
+        "variance": [v_test, v_run, tot],
+        "std_dev": np.sqrt([v_test, v_run, tot]),
+        "percent": [100 * v_test / tot, 100 * v_run / tot, 100.0] if tot > 0 else [np.nan, np.nan, np.nan],
+    })
+
+    def _t_row(method: str, tgt: str, parts: list[tuple[float, float]]) -> dict[str, Any]:
+        if n < 2:
+            return _row(method, tgt, est, np.nan, np.nan, np.nan)
+        v = sum(p for p, _ in parts)
+        df_ = _satterthwaite_df(parts)
+        tq = stats.t.ppf(1 - alpha / 2, df_) if np.isfinite(df_) else stats.norm.ppf(1 - alpha / 2)
+        return _row(method, tgt, est, np.sqrt(v), est - tq * np.sqrt(v), est + tq * np.sqrt(v))
+
+    rows.append(_t_row("variance_components", "expected_score", [(v_test, l - 1), (v_run / n, n - 1)]))
+    if n >= 2:
+        sp = np.sqrt(v_run * (1 + 1 / n))
+        tq = stats.t.ppf(1 - alpha / 2, n - 1)
+        rows.append(_row("prediction_t", "new_run_this_test_set", est, sp, est - tq * sp, est + tq * sp))
+    else:
+        rows.append(_row("prediction_t", "new_run_this_test_set", est, np.nan, np.nan, np.nan))
+    rows.append(_t_row("prediction_components", "new_run_new_test_set",
+                       [(2 * v_test, l - 1), (v_run * (1 + 1 / n), n - 1)]))
+
+    pooled = _pooled_draws(rd, B, pooled_rng, chunk_size, progress)
+    lo, hi, _, _ = _order_statistic_interval(pooled, level)
+    rows.append(_row("pooled_instance_bootstrap", "new_run_new_test_set", float(pooled.mean()),
+                     float(pooled.std(ddof=1)), lo, hi, B))
+
+    base_rows, base_warns = _run_level_rows(scores, B, base_rng, level)
+    rows += base_rows
+    warns += base_warns
+
+    with np.errstate(invalid="ignore"):
+        rq = _quantiles(per_run, [alpha / 2, 1 - alpha / 2])
+        runs_table = pd.DataFrame({
+            "run": list(rd.runs), "score": scores, "boot_mean": np.nanmean(per_run, axis=0),
+            "std_error": np.nanstd(per_run, axis=0, ddof=1), "conf_low": rq[0], "conf_high": rq[1],
+        })
+    return RunIntervalsResult(
+        intervals=pd.DataFrame(rows), runs=runs_table, variance=variance, metric=rd.metric, estimate=est,
+        n_items=l, n_runs=n, level=level, n_resamples=B, warnings=tuple(warns),
+        provenance=_provenance("run_intervals", random_state=random_state, n_resamples=B,
+                               resample_runs=bool(resample_runs), zero_division=rd.zero_division, **an),
+        _distributions={"instance": inst, "per_run": per_run, "pooled": pooled},
+    )
