@@ -1,0 +1,429 @@
+"""Estimated marginal means, trends and their contrasts, computed by R's emmeans.
+
+:func:`emmeans` calls ``emmeans::emmeans(m, specs, by, at, lmer.df = ..., lmerTest.limit = n,
+pbkrtest.limit = n)`` on the fitted ``lmerTest`` model and :func:`emtrends` calls
+``emmeans::emtrends(m, specs, var, ...)`` the same way (Lenth, emmeans package). The
+``.contrasts()`` method of the result calls ``emmeans::contrast(grid, method, adjust, by, ref)``
+and ``summary(..., infer = c(TRUE, TRUE), level)``, so every estimate, standard error, df,
+t ratio, p-value and interval is emmeans' own number.
+
+Degrees of freedom (statistical rule 2 of the design): emmeans defaults to Kenward-Roger and
+silently switches to ``df = Inf`` when the model has more than 3000 rows unless
+``lmerTest.limit`` / ``pbkrtest.limit`` are raised. mixedeval always passes ``lmer.df`` and
+both limits (set to the number of rows) with their exact dotted names, so Satterthwaite
+(default) or Kenward-Roger df are computed at any size; ``df_method="asymptotic"`` gives z
+tests (``df = Inf``) on request. If infinite df appear anyway (or emmeans reports another df
+method, or says it disabled the df calculation) the result carries a
+``ResultWarning(kind="df_fallback")``. Kenward-Roger needs a REML fit and builds n x n matrices
+(pbkrtest): use it for small data only.
+
+Column names: ``emmean`` (means) or ``trend`` (slopes from :func:`emtrends`; emmeans calls it
+``<var>.trend``; the variable is kept in ``EMMResult.var``), ``std_error``, ``df``, ``conf_low``,
+``conf_high``; contrasts add ``t_ratio`` (a z ratio when ``df`` is infinite), ``p_value`` and
+``effect_size = estimate / sigma(m)`` (the residual SD; computed from the unrounded estimate).
+
+Confidence intervals of contrasts always use an adjustment emmeans can apply to intervals. For
+``holm``, ``hochberg``, ``hommel``, ``fdr``/``BH`` and ``BY`` (step-wise p-value methods)
+emmeans uses Bonferroni intervals instead, and its ``tukey`` applies only to one family of
+pairwise comparisons (otherwise it becomes ``sidak`` for p-values and intervals). The result
+records both adjustments actually applied (``p_adjust``, ``ci_adjust``) and carries a
+``ResultWarning`` (``ci_adjust`` / ``adjust_changed``) whenever one differs from the request.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError
+from ..results import ResultMixin, ResultWarning
+
+#: contrast methods passed to emmeans by name (custom weights are given as a dict)
+METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl", "consec", "poly", "eff", "del.eff")
+#: adjustment names accepted (lower-case key -> emmeans' name)
+ADJUST = {
+    "holm": "holm", "tukey": "tukey", "bonferroni": "bonferroni", "sidak": "sidak", "fdr": "fdr", "bh": "BH",
+    "by": "BY", "hochberg": "hochberg", "hommel": "hommel", "mvt": "mvt", "scheffe": "scheffe",
+    "dunnettx": "dunnettx", "none": "none",
+}
+#: emmeans' summary column names -> mixedeval's
+R_COLUMNS = {
+    "emmean": "emmean", "estimate": "estimate", "SE": "std_error", "df": "df",
+    "lower.CL": "conf_low", "upper.CL": "conf_high", "asymp.LCL": "conf_low", "asymp.UCL": "conf_high",
+    "t.ratio": "t_ratio", "z.ratio": "t_ratio", "p.value": "p_value",
+}
+EMM_COLUMNS = ["std_error", "df", "conf_low", "conf_high"]
+CONTRAST_COLUMNS = ["estimate", "std_error", "df", "t_ratio", "p_value", "conf_low", "conf_high", "effect_size"]
+_EMMEANS_DF = {"satterthwaite": "satterthwaite", "kenward-roger": "kenward-roger", "asymptotic": "asymptotic"}
+
+
+def _names(x: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    if isinstance(x, str):
+        x = [x]
+    out = tuple(str(v) for v in x)
+    for v in out:
+        if "~" in v or "|" in v:
+            raise DataError(f"{what} takes variable names (e.g. 'system' or ['system', 'seed']), not formulas: {v!r}")
+    return out
+
+
+def _check_vars(fit: Any, names: Sequence[str], what: str) -> None:
+    cols = [str(c) for c in fit.data.columns]
+    missing = [v for v in names if v not in cols]
+    if missing:
+        raise DataError(
+            f"{what} {', '.join(repr(v) for v in missing)} not among the model's variables ({', '.join(cols)}); "
+            "use the column names of the formula"
+        )
+
+
+def _at_arg(fit: Any, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if at is None:
+        return None
+    if not isinstance(at, Mapping):
+        raise DataError("at must be a dict {variable: value or list of values}, e.g. {'src_length': [10, 30]}")
+    _check_vars(fit, list(at), "at variable(s)")
+    out: dict[str, Any] = {}
+    for k, v in at.items():
+        vals = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+        if not vals:
+            raise DataError(f"at[{k!r}] is empty; give at least one value")
+        out[str(k)] = [str(x) for x in vals] if any(isinstance(x, str) for x in vals) else [float(x) for x in vals]
+    return out
+
+
+def _df_args(fit: Any, df_method: str) -> tuple[str, dict[str, Any]]:
+    from ..lmm import normalize_df_method  # noqa: PLC0415
+
+    key = normalize_df_method(df_method)
+    if key == "kenward-roger" and not fit.reml:
+        raise DataError("Kenward-Roger df need a REML fit; use fit.refit(reml=True) or df_method='satterthwaite'")
+    limit = max(int(fit.nobs), 3000)
+    return key, {"lmer.df": _EMMEANS_DF[key], "lmerTest.limit": limit, "pbkrtest.limit": limit}
+
+
+def _condition_warnings(res: Any) -> list[ResultWarning]:
+    out: list[ResultWarning] = []
+    for msg in getattr(res, "warnings", ()):
+        out.append(ResultWarning("r_warning", msg, "emmeans"))
+    for msg in getattr(res, "messages", ()):
+        low = msg.lower()
+        if "d.f. calculations have been disabled" in low:
+            kind = "df_fallback"
+        elif "was changed to" in low and "adjust" in low:
+            kind = "adjust_changed"
+        else:
+            kind = "r_message"
+        w = ResultWarning(kind, " ".join(msg.split()), "emmeans")
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _df_warnings(table: Any, notes: Sequence[str], key: str, est_col: str) -> list[ResultWarning]:
+    """A ``df_fallback`` warning when finite df were asked for and not delivered."""
+    if key == "asymptotic":
+        return []
+    out: list[ResultWarning] = []
+    used = next((n.split(":", 1)[1].strip() for n in notes if n.startswith("Degrees-of-freedom method:")), None)
+    if used is not None and used != _EMMEANS_DF[key]:
+        out.append(ResultWarning("df_fallback", f"{key} df were requested but emmeans used the {used} method", "mixedeval"))
+    est = np.asarray(table[est_col], dtype=float)
+    df = np.asarray(table["df"], dtype=float)
+    bad = np.isfinite(est) & ~np.isfinite(df)
+    if bad.any():
+        out.append(ResultWarning(
+            "df_fallback", f"{int(bad.sum())} row(s) have infinite df although {key} df were requested "
+            "(emmeans fell back to asymptotic z statistics)", "mixedeval"))
+    return out
+
+
+def _tidy(v: dict[str, Any], est_to: str) -> Any:
+    """emmeans' summary frame -> mixedeval column names (factors stay Categoricals with R's levels)."""
+    t = v["table"]
+    rename = {c: R_COLUMNS[c] for c in t.columns if c in R_COLUMNS}
+    rename[str(v["est_name"])] = est_to
+    return t.rename(columns=rename)
+
+
+def _str_tuple(x: Any) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, str) else tuple(str(s) for s in x)
+
+
+def _non_estimable(table: Any, col: str) -> list[ResultWarning]:
+    n = int(np.isnan(np.asarray(table[col], dtype=float)).sum())
+    if not n:
+        return []
+    return [ResultWarning("non_estimable", f"{n} row(s) are not estimable (rank-deficient fixed effects, e.g. empty "
+                          "cells); their values are NaN", "emmeans")]
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class _EmmeansOutput(ResultMixin):
+    """Fields shared by means and contrasts: the tidy table, df method, confidence level,
+    emmeans' annotations, warnings, provenance and the R emmGrid handle."""
+
+    table: Any
+    df_method: str
+    level: float
+    notes: tuple[str, ...]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    _grid: Any = field(default=None, repr=False, compare=False)
+
+    _main_table = "table"
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class ContrastResult(_EmmeansOutput):
+    """Contrasts of estimated marginal means (``emmeans::contrast`` + ``summary``).
+
+    ``table``: contrast, <by columns>, estimate, std_error, df, t_ratio, p_value, conf_low,
+    conf_high, effect_size. ``adjust`` is the adjustment asked for; ``p_adjust`` and
+    ``ci_adjust`` are the ones emmeans applied to p-values and to intervals (``"none"`` when
+    unadjusted). ``notes`` are emmeans' annotations (df method, family sizes).
+    """
+
+    method: str
+    adjust: str
+    p_adjust: str
+    ci_adjust: str
+    by: tuple[str, ...]
+    weights: dict[str, list[float]] | None
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"Contrasts ({self.method}) of estimated marginal means (emmeans)"
+
+    def _scalars(self):
+        return [("p-value adjustment", self.p_adjust), ("interval adjustment", self.ci_adjust),
+                ("confidence level", self.level), ("df method", self.df_method)]
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class EMMResult(_EmmeansOutput):
+    """Estimated marginal means (or trends) of a fitted model.
+
+    ``table``: <spec columns>, <by columns>, emmean (or trend), std_error, df, conf_low,
+    conf_high. ``kind`` is ``"emmeans"`` or ``"emtrends"`` (then ``var`` names the covariate).
+    ``sigma`` is the model's residual SD (the effect-size scale of the contrasts).
+    """
+
+    specs: tuple[str, ...]
+    by: tuple[str, ...]
+    kind: str
+    var: str | None
+    sigma: float
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        if self.kind == "emtrends":
+            return f"Trends of {self.var} (emmeans::emtrends)"
+        return "Estimated marginal means (emmeans)"
+
+    def _scalars(self):
+        return [("df method", self.df_method), ("confidence level", self.level)]
+
+    @property
+    def estimate_column(self) -> str:
+        return "trend" if self.kind == "emtrends" else "emmean"
+
+    def contrasts(
+        self,
+        method: str | Mapping[str, Sequence[float]] = "pairwise",
+        adjust: str = "holm",
+        by: str | Sequence[str] | None = None,
+        ref: str | int | Sequence[str | int] | None = None,
+        level: float | None = None,
+        seed: int | None = 1,
+    ) -> ContrastResult:
+        """Contrasts of the means (``emmeans::contrast``) with intervals and adjusted p-values.
+
+        Parameters
+        ----------
+        method : ``"pairwise"`` (A - B for every pair), ``"revpairwise"`` (B - A),
+            ``"trt.vs.ctrl"`` (each level minus the reference ``ref``, default the first),
+            ``"consec"`` (each level minus the previous), ``"poly"`` (orthogonal polynomials),
+            ``"eff"``/``"del.eff"``, or a dict ``{name: weights}`` of custom weight vectors (one
+            weight per level in the order of ``table``, within each ``by`` group).
+        adjust : holm (default), tukey, bonferroni, sidak, fdr/BH, BY, hochberg, hommel, mvt,
+            scheffe, dunnettx or none (see the module docstring for the intervals).
+        by : None keeps the grouping of the means; ``()`` contrasts across all cells; names
+            group the contrasts by those variables.
+        ref : reference level(s) for ``trt.vs.ctrl``: a label, or a 0-based position.
+        level : confidence level (default: the level of the means).
+        seed : R's ``set.seed`` before the ``mvt`` adjustment (randomised quasi-Monte-Carlo);
+            unused otherwise.
+        """
+        return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, seed=seed)
+
+
+def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, var: str | None) -> EMMResult:
+    specs_t = _names(specs, "specs")
+    if not specs_t:
+        raise DataError("specs must name at least one variable, e.g. 'system'")
+    by_t = _names(by, "by")
+    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
+    if not 0 < float(level) < 1:
+        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    if var is not None:
+        _check_vars(fit, [var], "var")
+        import pandas as pd  # noqa: PLC0415
+
+        if not pd.api.types.is_numeric_dtype(fit.data[var].dtype) or isinstance(fit.data[var].dtype, pd.CategoricalDtype):
+            raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    key, df_kw = _df_args(fit, df_method)
+    res = fit._call("me_emmeans", specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
+                    level=float(level), **df_kw)
+    v = res.value
+    kind = "emmeans" if var is None else "emtrends"
+    est_to = "emmean" if var is None else "trend"
+    labels = list(_str_tuple(v["pri_vars"])) + list(_str_tuple(v["by_vars"]))
+    t = _tidy(v, est_to)
+    t = t[labels + [est_to] + EMM_COLUMNS].reset_index(drop=True)
+    notes = _str_tuple(v.get("mesg"))
+    warnings = _condition_warnings(res) + _df_warnings(t, notes, key, est_to) + _non_estimable(t, est_to)
+    prov = dict(fit.provenance)
+    prov.update({"r_function": f"emmeans::{kind}", **df_kw, "level": float(level)})
+    return EMMResult(table=t, specs=specs_t, by=_str_tuple(v["by_vars"]), kind=kind, var=var, df_method=key,
+                     level=float(level), sigma=float(fit.sigma), notes=notes, warnings=tuple(warnings),
+                     provenance=prov, _grid=v["grid"])
+
+
+def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None,
+            df_method: str = "satterthwaite", level: float = 0.95,
+            at: Mapping[str, Any] | None = None) -> EMMResult:
+    """Estimated marginal means of ``specs`` (per ``by`` group): ``emmeans::emmeans``.
+
+    ``df_method``: ``"satterthwaite"`` (default), ``"kenward-roger"`` (REML fits; small data)
+    or ``"asymptotic"``; passed as ``lmer.df`` together with ``lmerTest.limit`` and
+    ``pbkrtest.limit`` equal to the number of rows, so the df are finite at any size.
+    ``at`` fixes covariate values (``{"src_length": [10, 30]}``); otherwise emmeans averages
+    over factor levels with equal weights and holds covariates at their means.
+    """
+    return _emm(fit, specs, by, df_method, level, at, None)
+
+
+def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[str] | None = None,
+             df_method: str = "satterthwaite", level: float = 0.95,
+             at: Mapping[str, Any] | None = None) -> EMMResult:
+    """Slopes of the numeric covariate ``var`` per level of ``specs``: ``emmeans::emtrends``.
+
+    The slope column is ``trend`` (emmeans' ``<var>.trend``); df as in :func:`emmeans`.
+    """
+    if not isinstance(var, str) or not var:
+        raise DataError("var must name a numeric covariate, e.g. var='src_length'")
+    return _emm(fit, specs, by, df_method, level, at, var)
+
+
+def _adjust_name(adjust: str) -> str:
+    key = str(adjust).lower()
+    if key not in ADJUST:
+        raise DataError(f"adjust {adjust!r} is not one of {', '.join(sorted(set(ADJUST.values())))}")
+    return ADJUST[key]
+
+
+def _applied(notes: Sequence[str], prefix: str) -> str:
+    for n in notes:
+        m = re.match(prefix + r"\s*(\S+) method", n)
+        if m:
+            return m.group(1)
+    return "none"
+
+
+def _adjust_warnings(adjust: str, p_adj: str, ci_adj: str, have: list[ResultWarning]) -> list[ResultWarning]:
+    same = lambda a, b: {"fdr": "bh"}.get(a.lower(), a.lower()) == {"fdr": "bh"}.get(b.lower(), b.lower())  # noqa: E731
+    out: list[ResultWarning] = []
+    if not same(p_adj, adjust) and not any(w.kind == "adjust_changed" for w in have):
+        out.append(ResultWarning("adjust_changed", f"adjust = {adjust!r} was changed to {p_adj!r} by emmeans", "emmeans"))
+    if p_adj != "none" and not same(ci_adj, p_adj):
+        out.append(ResultWarning(
+            "ci_adjust", f"emmeans has no {p_adj} confidence intervals: conf_low/conf_high use the {ci_adj} "
+            f"adjustment, p-values the {p_adj} adjustment", "emmeans"))
+    return out
+
+
+def _check_weights(emm: EMMResult, weights: Mapping[str, Sequence[float]], by_t: tuple[str, ...]) -> dict[str, list[float]]:
+    t = emm.table
+    n_groups = len(t.drop_duplicates(list(by_t))) if by_t else 1
+    n_levels = len(t) // n_groups
+    out: dict[str, list[float]] = {}
+    for name, w in weights.items():
+        arr = np.atleast_1d(np.asarray(w, dtype=float))
+        if arr.ndim != 1 or arr.size != n_levels or not np.all(np.isfinite(arr)):
+            raise DataError(f"custom contrast {name!r} needs {n_levels} finite weights (one per level, in the order "
+                            f"of the table within each by group); got {arr.size}")
+        out[str(name)] = arr.tolist()
+    if not out:
+        raise DataError("custom contrasts: give at least one {name: weights} entry")
+    return out
+
+
+def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pairwise", adjust: str = "holm",
+              by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
+              seed: int | None = 1) -> ContrastResult:
+    """Contrasts of an :class:`EMMResult` (see :meth:`EMMResult.contrasts`)."""
+    level = emm.level if level is None else float(level)
+    if not 0 < level < 1:
+        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    adj = _adjust_name(adjust)
+    use_grid_by = by is None
+    by_t = emm.by if use_grid_by else _names(by, "by")
+    if not use_grid_by:
+        unknown = [b for b in by_t if b not in emm.table.columns]
+        if unknown:
+            raise DataError(f"by variable(s) {unknown} are not columns of the means ({list(emm.table.columns)})")
+    weights = None
+    if isinstance(method, Mapping):
+        weights = _check_weights(emm, method, by_t)
+        r_method: Any = weights
+        method_name = "custom"
+    else:
+        if method not in METHODS:
+            raise DataError(f"method {method!r} is not one of {', '.join(METHODS)} (or a dict of custom weights)")
+        r_method = method_name = method
+    r_ref = None
+    if ref is not None:
+        if method_name != "trt.vs.ctrl":
+            raise DataError("ref is only used with method='trt.vs.ctrl'")
+        refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
+            r_ref = [int(r) + 1 for r in refs]
+        elif all(isinstance(r, str) for r in refs):
+            r_ref = refs
+        else:
+            raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
+    res = _call(emm, method=r_method, adjust=adj, level=level, by=list(by_t) or None, use_grid_by=use_grid_by,
+                ref=r_ref, seed=(int(seed) if (seed is not None and adj == "mvt") else None))
+    v = res.value
+    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
+    t = _tidy(v, "estimate")
+    t["effect_size"] = np.asarray(t["estimate"], dtype=float) / emm.sigma
+    t = t[labels + CONTRAST_COLUMNS].reset_index(drop=True)
+    notes = _str_tuple(v.get("mesg"))
+    p_adj = _applied(notes, "P value adjustment:")
+    ci_adj = _applied(notes, "Conf-level adjustment:")
+    warnings = _condition_warnings(res)
+    warnings += _adjust_warnings(adj, p_adj, ci_adj, warnings)
+    warnings += _df_warnings(t, notes, emm.df_method, "estimate") + _non_estimable(t, "estimate")
+    prov = dict(emm.provenance)
+    prov.update({"r_function": "emmeans::contrast", "method": method_name, "adjust": adj, "p_adjust": p_adj,
+                 "ci_adjust": ci_adj, "level": level})
+    if adj == "mvt":
+        prov["seed"] = seed
+    return ContrastResult(table=t, method=method_name, adjust=adj, p_adjust=p_adj, ci_adjust=ci_adj, level=level,
+                          df_method=emm.df_method, by=_str_tuple(v["by_vars"]), weights=weights, notes=notes,
+                          warnings=tuple(warnings), provenance=prov, _grid=v["grid"])
+
+
+def _call(emm: EMMResult, **kwargs: Any):
+    from ..engine import session  # noqa: PLC0415
+
+    return session.call("me_emm_contrast", grid=emm._grid, **kwargs)

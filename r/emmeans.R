@@ -1,0 +1,75 @@
+# Estimated marginal means, trends and contrasts (emmeans), with the df method and the
+# lmerTest/pbkrtest row limits always passed explicitly.
+#
+# `...` carries emmeans' dotted options with their exact names (`lmer.df`, `lmerTest.limit`,
+# `pbkrtest.limit`) as sent from Python: emmeans silently switches to df = Inf above 3000 rows
+# unless they are given.
+
+# One emmGrid: emmeans(m, specs, by, at, ...) or, with `var`, emtrends(m, specs, var, ...).
+me_emm_grid <- function(m, specs, by = NULL, at = NULL, var = NULL, ...) {
+  if (is.null(var)) {
+    emmeans::emmeans(m, specs = specs, by = by, at = at, ...)
+  } else {
+    emmeans::emtrends(m, specs = specs, by = by, var = var, at = at, ...)
+  }
+}
+
+# The summary of a grid or of contrasts as a plain data.frame plus emmeans' annotations.
+me_emm_summary <- function(grid, infer, level, adjust = NULL) {
+  s <- if (is.null(adjust)) {
+    summary(grid, infer = infer, level = level)
+  } else {
+    summary(grid, infer = infer, level = level, adjust = adjust)
+  }
+  mesg <- attr(s, "mesg")
+  est_name <- attr(s, "estName")
+  cl_names <- attr(s, "clNames")
+  pri <- attr(s, "pri.vars")
+  by_vars <- attr(s, "by.vars")
+  table <- as.data.frame(s, stringsAsFactors = FALSE)
+  class(table) <- "data.frame"
+  for (a in setdiff(names(attributes(table)), c("names", "row.names", "class"))) attr(table, a) <- NULL
+  if ("contrast" %in% names(table)) table$contrast <- as.character(table$contrast)
+  list(table = table,
+       mesg = if (is.null(mesg)) character(0) else as.character(mesg),
+       est_name = as.character(est_name),
+       cl_names = if (is.null(cl_names)) character(0) else as.character(cl_names),
+       pri_vars = if (is.null(pri)) character(0) else as.character(pri),
+       by_vars = if (is.null(by_vars)) character(0) else as.character(by_vars))
+}
+
+me_emmeans <- function(m, specs, by = NULL, at = NULL, var = NULL, level = 0.95, ...) {
+  grid <- me_emm_grid(m, specs = specs, by = by, at = at, var = var, ...)
+  c(list(grid = grid), me_emm_summary(grid, infer = c(TRUE, FALSE), level = level))
+}
+
+# Labels of the levels that contrast methods see (per `by` group), in emmeans' order.
+me_emm_levels <- function(grid, by) {
+  s <- summary(emmeans::contrast(grid, method = "identity", by = by), infer = c(FALSE, FALSE))
+  unique(as.character(s$contrast))
+}
+
+# Contrasts of a grid: `method` is a method name or a named list of weight vectors; `ref` a
+# 1-based index or a level label (trt.vs.ctrl); `use_grid_by` keeps the grid's own `by`.
+me_emm_contrast <- function(grid, method, adjust, level = 0.95, by = NULL, use_grid_by = TRUE,
+                            ref = NULL, seed = NULL) {
+  if (is.list(method)) method <- lapply(method, as.numeric)
+  args <- list(grid, method = method, adjust = adjust)
+  if (!use_grid_by) args["by"] <- list(by)
+  if (!is.null(ref)) {
+    if (is.character(ref)) {
+      labs <- me_emm_levels(grid, if (use_grid_by) grid@misc$by.vars else by)
+      idx <- match(ref, labs)
+      if (anyNA(idx)) {
+        stop(sprintf("reference level(s) %s not found; the levels are: %s",
+                     paste(sQuote(ref[is.na(idx)], FALSE), collapse = ", "),
+                     paste(labs, collapse = ", ")))
+      }
+      ref <- idx
+    }
+    args$ref <- as.integer(ref)
+  }
+  ct <- do.call(emmeans::contrast, args)
+  if (!is.null(seed)) set.seed(seed)
+  c(list(grid = ct), me_emm_summary(ct, infer = c(TRUE, TRUE), level = level))
+}

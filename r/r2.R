@@ -1,0 +1,32 @@
+# Pieces for R-squared and ICC of Gaussian linear mixed models (Nakagawa & Schielzeth 2013;
+# Johnson 2014): the fixed-effect design, the fixed effects, and for every random-effect term
+# (in VarCorr's order) its raw model matrix (lme4's model.matrix(type = "randomListRaw"), the
+# columns MuMIn's r.squaredGLMM uses) with its VarCorr covariance matrix. The arithmetic is
+# done in numpy.
+
+me_r2_parts <- function(m) {
+  X <- lme4::getME(m, "X")
+  mm <- stats::model.matrix(m, type = "randomListRaw")
+  vc <- lme4::VarCorr(m)
+  cnms <- lme4::getME(m, "cnms")  # VarCorr's order, named by grouping factor
+  mm_group <- trimws(sub("^.*\\|", "", names(mm)))
+  used <- rep(FALSE, length(mm))
+  terms <- lapply(seq_along(vc), function(k) {
+    S <- vc[[k]]
+    cols <- rownames(S)
+    g <- names(cnms)[k]
+    ok <- which(!used & mm_group == g &
+                  vapply(mm, function(z) all(cols %in% colnames(z)) && ncol(z) == length(cols), TRUE))
+    if (!length(ok)) stop(sprintf("no random-effect model matrix found for VarCorr term %d (%s | %s)",
+                                  k, paste(cols, collapse = " + "), g))
+    used[ok[1]] <<- TRUE
+    Z <- mm[[ok[1]]][, cols, drop = FALSE]
+    list(group = g, term = names(mm)[ok[1]], columns = cols,
+         Z = matrix(as.numeric(Z), nrow = nrow(Z)),
+         Sigma = matrix(as.numeric(S), nrow = nrow(S)))
+  })
+  list(X = matrix(as.numeric(X), nrow = nrow(X)),
+       beta = unname(as.numeric(lme4::fixef(m))),
+       sigma = stats::sigma(m),
+       terms = terms)
+}
