@@ -116,3 +116,11 @@ def test_million_row_conversion_is_fast():
         convert.to_r(df)
         dt = time.perf_counter() - t
     assert dt < 5.0  # generous for loaded CI machines; the benchmark measures the real target (< 1 s)
+
+
+def test_zero_length_vectors_and_empty_frames(R):
+    for code, dtype in (("numeric(0)", float), ("integer(0)", np.int64), ("logical(0)", bool), ("character(0)", object)):
+        out = convert.from_r(R(code, raw=True))
+        assert isinstance(out, np.ndarray) and out.size == 0 and out.dtype == dtype
+    empty = convert.from_r(R("data.frame(a = numeric(0), f = factor(character(0), levels = 'x'))", raw=True))
+    assert list(empty.columns) == ["a", "f"] and len(empty) == 0

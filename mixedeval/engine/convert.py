@@ -237,6 +237,9 @@ def _classes(x) -> list[str]:
 def _atomic_to_numpy(x) -> np.ndarray:
     """Copy an atomic R vector into a numpy array (NA -> NaN / None)."""
     ri = _ri()
+    if len(x) == 0:  # memoryview cannot cast zero-length views
+        kind = {ri.FloatSexpVector: np.float64, ri.IntSexpVector: np.int64, ri.BoolSexpVector: bool}
+        return np.array([], dtype=next((v for k, v in kind.items() if isinstance(x, k)), object))
     if isinstance(x, ri.FloatSexpVector):
         return np.array(x.memoryview(), dtype=np.float64, copy=True)
     if isinstance(x, ri.IntSexpVector) and not isinstance(x, ri.BoolSexpVector):
@@ -264,7 +267,7 @@ def _atomic_to_numpy(x) -> np.ndarray:
 def _factor_to_categorical(x):
     import pandas as pd  # noqa: PLC0415
 
-    codes = np.array(x.memoryview(), dtype=np.int32, copy=True)
+    codes = np.array(x.memoryview(), dtype=np.int32, copy=True) if len(x) else np.array([], dtype=np.int32)
     levels = [str(s) for s in _attr(x, "levels") or []]
     codes = np.where(codes == _NA_INT, -1, codes - 1)
     return pd.Categorical.from_codes(codes, categories=levels)
