@@ -10,6 +10,8 @@ resolved lazily on first access.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from .errors import DataError, MixedEvalError, RError, RNotAvailableError
@@ -70,3 +72,25 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """Keeps the public functions ``lmm`` and ``report`` from being shadowed by the submodules of
+    the same name: Python binds a submodule as an attribute of its package when it is first
+    imported (``from mixedeval.lmm import LMMFit`` would otherwise turn ``mixedeval.lmm`` into the
+    module). Submodule bindings of lazily exported functions are skipped; the function is
+    resolved by ``__getattr__`` as usual. The submodules stay importable by their dotted names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        target = _LAZY.get(name)
+        if (
+            target is not None
+            and target[1] is not None
+            and isinstance(value, types.ModuleType)
+            and value.__name__ == f"{__name__}.{name}"
+        ):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

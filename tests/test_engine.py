@@ -124,3 +124,13 @@ def test_zero_length_vectors_and_empty_frames(R):
         assert isinstance(out, np.ndarray) and out.size == 0 and out.dtype == dtype
     empty = convert.from_r(R("data.frame(a = numeric(0), f = factor(character(0), levels = 'x'))", raw=True))
     assert list(empty.columns) == ["a", "f"] and len(empty) == 0
+
+
+def test_public_functions_not_shadowed_by_submodules():
+    code = (
+        "from mixedeval.lmm import LMMFit\nimport mixedeval.report\nimport mixedeval as me\n"
+        "import types\nassert callable(me.lmm) and not isinstance(me.lmm, types.ModuleType), me.lmm\n"
+        "assert not isinstance(me.report, types.ModuleType) or callable(me.report)\nprint('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
