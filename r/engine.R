@@ -49,7 +49,15 @@ me_versions <- function(packages) {
 
 # Assemble a data.frame from a list of column vectors built on the Python side (no copies of
 # the columns; row names in R's compact form).
-me_as_df <- function(cols, col_names, n) {
+me_as_df <- function(cols, col_names, n, factor_levels = NULL) {
+  if (!is.null(factor_levels)) {
+    for (i in which(!vapply(factor_levels, is.null, logical(1)))) {
+      x <- cols[[i]]
+      attr(x, "levels") <- factor_levels[[i]]
+      class(x) <- "factor"
+      cols[[i]] <- x
+    }
+  }
   names(cols) <- col_names
   attr(cols, "row.names") <- .set_row_names(as.integer(n))
   class(cols) <- "data.frame"

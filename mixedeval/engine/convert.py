@@ -95,6 +95,15 @@ def _is_missing(v: Any) -> bool:
 
 def column_to_r(series, name: str | None = None):
     """Convert one pandas Series to an R vector (see module docstring for the rules)."""
+    vec, levels = _column_parts(series, name)
+    if levels is None:
+        return vec
+    ri = _ri()
+    return ri.globalenv["me_factor"](vec, ri.StrSexpVector(levels))
+
+
+def _column_parts(series, name: str | None = None):
+    """(R vector, factor levels or None): factor codes are 1-based integers, levels separate."""
     import pandas as pd  # noqa: PLC0415
     from pandas.api import types as pt  # noqa: PLC0415
 
@@ -103,19 +112,20 @@ def column_to_r(series, name: str | None = None):
     if isinstance(dtype, pd.CategoricalDtype):
         cat = series.cat.remove_unused_categories()
         levels = [str(c) for c in cat.cat.categories]
-        return factor_vector(cat.cat.codes.to_numpy(), levels)
+        codes = cat.cat.codes.to_numpy()
+        return int_vector(codes + 1, mask=codes < 0), levels
     if pt.is_bool_dtype(dtype):
         mask = series.isna().to_numpy()
-        return logical_vector(series.fillna(False).to_numpy(dtype=bool), mask=mask)
+        return logical_vector(series.fillna(False).to_numpy(dtype=bool), mask=mask), None
     if pt.is_integer_dtype(dtype):
         mask = series.isna().to_numpy()
         vals = series.to_numpy(dtype="float64", na_value=np.nan)
         finite = vals[~mask]
         if finite.size and (finite.max() > np.iinfo(np.int32).max or finite.min() <= _NA_INT):
-            return float_vector(vals)
-        return int_vector(np.where(mask, 0, vals).astype(np.int64), mask=mask)
+            return float_vector(vals), None
+        return int_vector(np.where(mask, 0, vals).astype(np.int64), mask=mask), None
     if pt.is_float_dtype(dtype):
-        return float_vector(series.to_numpy(dtype="float64", na_value=np.nan))
+        return float_vector(series.to_numpy(dtype="float64", na_value=np.nan)), None
     if pt.is_string_dtype(dtype) or dtype == object:
         values = series.to_numpy(dtype=object)
         missing = series.isna().to_numpy()
@@ -127,7 +137,7 @@ def column_to_r(series, name: str | None = None):
                 f"(e.g. df[{label!r}].astype(str) for a factor, or pd.to_numeric for a number)"
             )
         codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
-        return factor_vector(codes, [str(u) for u in uniques])
+        return int_vector(codes + 1, mask=codes < 0), [str(u) for u in uniques]
     if pt.is_datetime64_any_dtype(dtype):
         raise DataError(
             f"column {label!r} holds dates/times, which mixedeval does not send to R; convert it to a "
@@ -139,10 +149,12 @@ def column_to_r(series, name: str | None = None):
 def dataframe_to_r(df):
     """R data.frame built column by column (names kept exactly, no check.names mangling)."""
     ri = _ri()
-    cols = [column_to_r(df[c], name=str(c)) for c in df.columns]
-    lst = ri.ListSexpVector(cols)
-    # row.names must go through R's own setter (R's compact form); see r/engine.R
-    return ri.globalenv["me_as_df"](lst, ri.StrSexpVector([str(c) for c in df.columns]), ri.IntSexpVector([len(df)]))
+    parts = [_column_parts(df[c], name=str(c)) for c in df.columns]
+    cols = ri.ListSexpVector([vec for vec, _ in parts])
+    levels = ri.ListSexpVector([ri.NULL if lv is None else ri.StrSexpVector(lv) for _, lv in parts])
+    # one R call: factor classes and row.names go through R's own setters (see r/engine.R)
+    return ri.globalenv["me_as_df"](cols, ri.StrSexpVector([str(c) for c in df.columns]),
+                                    ri.IntSexpVector([len(df)]), levels)
 
 
 def to_r(x: Any):
