@@ -9,11 +9,7 @@ resolved lazily on first access.
 """
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import Any
-
+from . import _lazy
 from .errors import DataError, MixedEvalError, RError, RNotAvailableError
 
 __version__ = "0.1.0"
@@ -56,41 +52,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "describe_design": ("mixedeval.data.design", "describe_design"),
 }
 
-__all__ = ["DataError", "MixedEvalError", "RError", "RNotAvailableError", "__version__", *_LAZY]
+__all__ = ["DataError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'mixedeval' has no attribute {name!r}") from None
-    module = importlib.import_module(module_name)
-    value = module if attr is None else getattr(module, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """Keeps the public functions ``lmm`` and ``report`` from being shadowed by the submodules of
-    the same name: Python binds a submodule as an attribute of its package when it is first
-    imported (``from mixedeval.lmm import LMMFit`` would otherwise turn ``mixedeval.lmm`` into the
-    module). Submodule bindings of lazily exported functions are skipped; the function is
-    resolved by ``__getattr__`` as usual. The submodules stay importable by their dotted names."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        target = _LAZY.get(name)
-        if (
-            target is not None
-            and target[1] is not None
-            and isinstance(value, types.ModuleType)
-            and value.__name__ == f"{__name__}.{name}"
-        ):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+_lazy.install(__name__, _LAZY)

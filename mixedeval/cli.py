@@ -1,35 +1,146 @@
 """The ``mixedeval`` command line.
 
 Subcommands: ``check`` (environment), ``demo`` (full analysis of a bundled data set, writes the
-HTML report), ``fit`` (a mixed model over a CSV/Parquet/JSON file). Errors print one line to
-stderr and exit with status 2; progress bars go to stderr and ``--quiet`` silences them.
+HTML report), ``fit`` (a mixed model over a CSV/Parquet/JSON file), ``compare`` (likelihood-ratio
+tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` (variance
+components and reliability), ``disparity`` (language disparity metrics). DATA is a file (.csv,
+.tsv, .parquet, .json) or the name of a bundled data set. Tables go to stdout (``--json``:
+machine-readable), progress to stderr (``--quiet`` silences it). Errors print one line
+``mixedeval: error: ...`` to stderr and exit with status 2.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+OPTIMIZERS = ["nloptwrap", "bobyqa", "Nelder_Mead"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``mixedeval: error: ...``) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = f" (see '{self.prog} --help')"
+        self.exit(EXIT_USAGE, f"mixedeval: error: {message}{hint}\n")
 
 
 def _print_json(obj: Any) -> None:
     from .results import jsonable  # noqa: PLC0415
 
-    json.dump(jsonable(obj), sys.stdout, indent=2)
+    json.dump(jsonable(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
-def _table(title: str, df) -> None:
+def _table(title: str, df: Any) -> None:
     import pandas as pd  # noqa: PLC0415
 
     with pd.option_context("display.max_columns", 30, "display.width", 160, "display.max_rows", 100):
         print(f"\n== {title} ==")
-        print(df.to_string(index=False))
+        print(df.to_string(index=False) if isinstance(df, pd.DataFrame) else df)
 
 
+def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
+    """Print ``tables`` as JSON (``--json``) or as titled text tables."""
+    import pandas as pd  # noqa: PLC0415
+
+    if args.json:
+        _print_json(tables)
+        return 0
+    if text:
+        print(text)
+    for key, val in tables.items():
+        if isinstance(val, pd.DataFrame):
+            _table(key, val)
+        elif key not in ("fit", "warnings", "report"):
+            print(f"{key}: {val}")
+    for w in tables.get("warnings", ()):
+        print(f"warning: {w}")
+    return 0
+
+
+def _progress(args: argparse.Namespace, msg: str) -> None:
+    if not args.quiet:
+        print(f"mixedeval: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------ data options
+def _where(df: Any, conditions: Sequence[str] | None) -> Any:
+    from .errors import DataError  # noqa: PLC0415
+
+    for cond in conditions or ():
+        col, sep, value = cond.partition("=")
+        if not sep or not col:
+            raise DataError(f"--where {cond!r} must look like COLUMN=VALUE")
+        if col not in df.columns:
+            raise DataError(f"--where: column {col!r} is not in the data; available: {', '.join(map(str, df.columns))}")
+        keep = df[col].astype(str) == value
+        if not keep.any():
+            sample = ", ".join(map(str, list(dict.fromkeys(df[col].astype(str)))[:10]))
+            raise DataError(f"--where {cond!r} selects no rows; values of {col!r} include {sample}")
+        df = df.loc[keep].reset_index(drop=True)
+    return df
+
+
+def _load_data(path: str, where: Sequence[str] | None = None):
+    from . import datasets  # noqa: PLC0415
+    from .data.table import as_pandas  # noqa: PLC0415
+
+    df = datasets.load(path) if path in datasets.DATASETS else as_pandas(path)
+    return _where(df, where)
+
+
+def _input_file(path: str) -> str | None:
+    from . import datasets  # noqa: PLC0415
+
+    if path in datasets.DATASETS:
+        return str(datasets._path(datasets.DATASETS[path]))
+    return path
+
+
+def _sizes(specs: Sequence[str] | None, multi: bool) -> dict[str, Any]:
+    """``facet=n`` (or ``facet=1,2,3`` with ``multi``) options as a dict."""
+    from .errors import DataError  # noqa: PLC0415
+
+    out: dict[str, Any] = {}
+    for spec in specs or ():
+        name, sep, val = spec.partition("=")
+        try:
+            nums = [float(v) for v in val.split(",")] if sep else []
+        except ValueError:
+            nums = []
+        if not name or not nums or (not multi and len(nums) != 1):
+            form = "FACET=N1,N2,..." if multi else "FACET=N"
+            raise DataError(f"{spec!r} must look like {form}")
+        out[name] = [int(v) if v.is_integer() else v for v in nums] if multi else nums[0]
+    return out
+
+
+def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
+    from .errors import DataError  # noqa: PLC0415
+
+    out = {}
+    for spec in specs or ():
+        k, sep, v = spec.partition("=")
+        if not sep or not k:
+            raise DataError(f"{what} {spec!r} must look like FACTOR=LEVEL")
+        out[k] = v
+    return out
+
+
+def _write_report(args: argparse.Namespace, **kwargs: Any) -> None:
+    from .report import report  # noqa: PLC0415
+
+    path = report(path=args.report, quiet=args.quiet, input_file=_input_file(args.data), **kwargs)
+    _progress(args, f"report written to {path}")
+
+
+# ---------------------------------------------------------------------------------- commands
 def cmd_check(args: argparse.Namespace) -> int:
     from .engine.check import check_r  # noqa: PLC0415
 
@@ -41,43 +152,138 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if res.ok else 1
 
 
-def _load_data(path: str):
-    from . import datasets  # noqa: PLC0415
-    from .data.table import as_pandas  # noqa: PLC0415
-
-    if path in datasets.DATASETS:
-        return datasets.load(path)
-    return as_pandas(path)
-
-
 def cmd_fit(args: argparse.Namespace) -> int:
     from .lmm import lmm  # noqa: PLC0415
 
-    data = _load_data(args.data)
+    data = _load_data(args.data, args.where)
+    _progress(args, f"fitting {args.formula}")
     fit = lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer, df_method=args.df_method,
               factors=tuple(args.factor or ()))
     out: dict[str, Any] = {"fit": fit.to_dict()}
     anova = fit.anova(type=args.anova_type) if args.anova else None
     if anova is not None:
         out["anova"] = anova.table
-    emm = None
+    emm = con = None
     if args.emmeans:
         emm = fit.emmeans(args.emmeans, df_method=args.df_method)
+        con = emm.contrasts(method="pairwise", adjust=args.adjust)
         out["emmeans"] = emm.table
-        out["contrasts"] = emm.contrasts(method="pairwise", adjust=args.adjust).table
+        out["contrasts"] = con.table
     if args.report:
-        fit.report(args.report, quiet=args.quiet)
+        _write_report(args, fit=fit, data=data, anova=anova, emmeans=emm, contrasts=con, n_sim=args.n_sim)
         out["report"] = args.report
-    if args.json:
-        _print_json(out)
-        return 0
-    print(fit)
-    for key in ("anova", "emmeans", "contrasts"):
-        if key in out:
-            _table(key, out[key])
+    return _emit(args, out, text=str(fit))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .inference.compare import compare  # noqa: PLC0415
+    from .lmm import lmm  # noqa: PLC0415
+
+    data = _load_data(args.data, args.where)
+    if len(args.formula) < 2:
+        from .errors import DataError  # noqa: PLC0415
+
+        raise DataError("compare needs at least two --formula options (nested models, smallest first)")
+    fits = []
+    for f in args.formula:
+        _progress(args, f"fitting {f}")
+        fits.append(lmm(f, data, reml=not args.ml, optimizer=args.optimizer, factors=tuple(args.factor or ())))
+    _progress(args, "likelihood-ratio test" + (f" with {args.pb} parametric-bootstrap samples" if args.pb else ""))
+    refit = {"auto": None, "ml": True, "keep": False}[args.refit]
+    res = compare(*fits, refit=refit, pb_nsim=args.pb or None, seed=args.seed, progress=not args.quiet,
+                  names=args.name)
+    out: dict[str, Any] = {"comparison": res.table, "estimator": res.estimator}
+    if res.pb is not None:
+        out["parametric_bootstrap"] = res.pb
+    out["warnings"] = [str(w) for w in getattr(res, "warnings", ()) or ()]
     if args.report:
-        print(f"\nreport written to {args.report}", file=sys.stderr)
-    return 0
+        _write_report(args, fit=fits[-1], data=data, comparison=res, n_sim=args.n_sim)
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    from .resampling import bootstrap  # noqa: PLC0415
+
+    data = _load_data(args.data, args.where)
+    score = args.score[0] if len(args.score) == 1 else list(args.score)
+    resample = [r.strip() for r in args.resample.split(",")] if args.resample else None
+    _progress(args, f"bootstrap with {args.n_resamples} resamples")
+    res = bootstrap(data, score=score, system=args.system, item=args.item, seed=args.seed, group=args.group,
+                    resample=resample, statistic=args.statistic, aggregate=args.aggregate,
+                    n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
+                    n_groups=args.n_groups, higher_is_better=not args.lower_is_better,
+                    drop_missing=args.drop_missing, progress=not args.quiet)
+    out: dict[str, Any] = {"summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
+                           "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        _write_report(args, data=data, bootstrap=res, design_factors=[c for c in (args.system, args.item, args.seed,
+                                                                                 args.group) if c],
+                      seeds={"random_state": args.random_state})
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_vca(args: argparse.Namespace) -> int:
+    from .workflows.variance_components import variance_components  # noqa: PLC0415
+
+    data = _load_data(args.data, args.where)
+    interactions: Any = "all" if args.all_interactions else list(args.interaction or ())
+    sizes = _sizes(args.size, multi=False)
+    grid = _sizes(args.d_study, multi=True)
+    _progress(args, "fitting the variance-component model (REML)" if not args.ml else "fitting by ML")
+    res = variance_components(data, score=args.score, object=args.object, facets=list(args.facet or ()),
+                              interactions=interactions, nested=args.nested, reml=not args.ml,
+                              optimizer=args.optimizer)
+    out: dict[str, Any] = {"components": res.table, "reliability": res.reliability(**sizes),
+                           "singular": res.singular, "zero_components": list(res.zero_components),
+                           "formula": res.formula}
+    if grid:
+        out["d_study"] = res.d_study(grid)
+    if res.anova_check is not None:
+        out["anova_check"] = res.anova_check
+    out["warnings"] = [str(w) for w in res.warnings]
+    if args.report:
+        _write_report(args, data=data, vca=res, vca_grid=grid or None,
+                      design_factors=[args.object, *(args.facet or ())])
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_disparity(args: argparse.Namespace) -> int:
+    from .workflows.language_disparity import language_disparity  # noqa: PLC0415
+
+    data = _load_data(args.data, args.where)
+    task: Any = args.task[0] if len(args.task) == 1 else list(args.task)
+    _progress(args, "fitting score ~ language + task + (1|model) by ML")
+    res = language_disparity(data, score=args.score, model=args.model, language=args.language, task=task,
+                             reference=_pairs(args.reference, "--reference") or None,
+                             lp_convention=args.lp_convention, drop_aggregates=args.drop_aggregates,
+                             pp_threshold=args.pp_threshold, optimizer=args.optimizer)
+    out: dict[str, Any] = {"by_model": res.by_model, "language_potential": res.language_potential,
+                           "diagnostics": res.diagnostics, "reference": res.reference}
+    parts: list[Any] = [res]
+    if args.n_boot:
+        _progress(args, f"parametric bootstrap with {args.n_boot} ML refits")
+        boot = res.bootstrap(n_boot=args.n_boot, seed=args.seed, progress=not args.quiet)
+        out["bootstrap_models"] = boot.models
+        out["bootstrap_languages"] = boot.languages
+        parts.append(boot)
+    if args.robustness:
+        rob = res.robustness(k=args.robustness)
+        out["robustness_agreement"] = rob.agreement
+        out["robustness_changes"] = rob.changes
+        parts.append(rob)
+    if args.records:
+        out["records"] = res.records
+    warnings = [str(w) for p in parts for w in (getattr(p, "warnings", ()) or ())]
+    out["warnings"] = warnings
+    if args.report:
+        _write_report(args, data=data, disparity=parts if len(parts) > 1 else res,
+                      design_factors=[args.model, args.language, *args.task],
+                      seeds={"bootstrap seed": args.seed} if args.n_boot else None)
+        out["report"] = args.report
+    return _emit(args, out)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -87,69 +293,184 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     quiet=args.quiet, as_json=args.json)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mixedeval", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    c = sub.add_parser("check", help="R, rpy2 and R package versions; what is missing and how to install it")
-    c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    c.set_defaults(func=cmd_check)
-
-    d = sub.add_parser("demo", help="full analysis of a bundled data set; writes the HTML report")
-    d.add_argument("--dataset", default="kreutzer_ter", help="bundled data set (default: kreutzer_ter)")
-    d.add_argument("--out", default="mixedeval-report.html", help="report path (default: mixedeval-report.html)")
-    d.add_argument("--n-sim", type=int, default=250, help="simulations for the residual diagnostics")
-    d.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples")
-    d.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    d.add_argument("--quiet", action="store_true", help="no progress bars")
-    d.set_defaults(func=cmd_demo)
-
-    f = sub.add_parser("fit", help="fit a linear mixed model to a CSV/Parquet/JSON file")
-    f.add_argument("data", help="data file (.csv, .tsv, .parquet, .json) or a bundled data set name")
-    f.add_argument("--formula", required=True, help='lme4 formula, e.g. "ter ~ system + (1|sentence_id)"')
-    f.add_argument("--ml", action="store_true", help="fit by maximum likelihood (default REML)")
-    f.add_argument("--optimizer", default="nloptwrap", choices=["nloptwrap", "bobyqa", "Nelder_Mead"])
-    f.add_argument("--df-method", default="satterthwaite", choices=["satterthwaite", "kenward-roger", "asymptotic"])
-    f.add_argument("--factor", action="append", help="numeric column to treat as a factor (repeatable)")
-    f.add_argument("--anova", action="store_true", help="add the F-test table with partial eta-squared")
-    f.add_argument("--anova-type", type=int, default=3, choices=[1, 2, 3])
-    f.add_argument("--emmeans", help="factor for estimated marginal means and pairwise contrasts")
-    f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
-    f.add_argument("--report", help="also write an HTML report to this path")
-    f.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    f.add_argument("--quiet", action="store_true", help="no progress bars")
-    f.set_defaults(func=cmd_fit)
+# ------------------------------------------------------------------------------------ parser
+def _common(json_report: bool = True, data: bool = True) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
+    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress messages or bars")
+    if data:
+        p.add_argument("--where", action="append", metavar="COL=VALUE",
+                       help="keep only rows where COL equals VALUE (repeatable)")
+    if json_report:
+        p.add_argument("--report", metavar="HTML", help="also write the self-contained HTML report to this path")
     return p
 
 
-_EXTRA_COMMANDS: list[Any] = []
+def _data_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="data file (.csv, .tsv, .parquet, .json) or a bundled data set name "
+                                "(kreutzer_ter, kreutzer_annotation, kreutzer_hyperparameters, hu2025_records)")
+
+
+def _model_options(p: argparse.ArgumentParser, ml_help: str) -> None:
+    """Options of the commands that fit mixed models (``fit``, ``compare``)."""
+    p.add_argument("--ml", action="store_true", help=ml_help)
+    p.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    p.add_argument("--factor", action="append", help="numeric column to treat as a factor (repeatable)")
+    p.add_argument("--n-sim", type=int, default=250, help="simulations for the report's residual diagnostics")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mixedeval", description=__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--quiet", action="store_true", help="no progress messages or bars")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = _common()
+
+    c = sub.add_parser("check", parents=[_common(json_report=False, data=False)],
+                       help="R, rpy2 and R package versions; what is missing and how to install it")
+    c.set_defaults(func=cmd_check)
+
+    d = sub.add_parser("demo", parents=[_common(json_report=False, data=False)],
+                       help="full analysis of a bundled data set; writes the HTML report",
+                       description="The complete mixed-model analysis of the bundled Kreutzer TER data: design, "
+                                   "REML fit, likelihood-ratio test, ANOVA with partial eta-squared, EMMs and Holm "
+                                   "contrasts, R2, ICC, residual diagnostics, paired bootstrap and the variance "
+                                   "components of the annotation study, printed as tables and written as an HTML "
+                                   "report.")
+    d.add_argument("--dataset", default="kreutzer_ter", help="bundled data set (default: kreutzer_ter)")
+    d.add_argument("--out", default="mixedeval-report.html", help="report path (default: mixedeval-report.html)")
+    d.add_argument("--n-sim", type=int, default=250, help="simulations for the residual diagnostics (default 250)")
+    d.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    d.set_defaults(func=cmd_demo)
+
+    f = sub.add_parser("fit", parents=[common], help="fit a linear mixed model (lme4 via lmerTest)",
+                       description="Fit a linear mixed model and print the fixed and random effects; optional F "
+                                   "tests, EMMs with pairwise contrasts, and the HTML report.")
+    _data_arg(f)
+    f.add_argument("--formula", required=True, help='lme4 formula, e.g. "ter ~ system + (1|sentence_id)"')
+    _model_options(f, "fit by maximum likelihood (default REML)")
+    f.add_argument("--df-method", default="satterthwaite", choices=["satterthwaite", "kenward-roger", "asymptotic"])
+    f.add_argument("--anova", action="store_true", help="add the F-test table with partial eta-squared")
+    f.add_argument("--anova-type", type=int, default=3, choices=[1, 2, 3])
+    f.add_argument("--emmeans", metavar="FACTOR", help="factor for estimated marginal means and pairwise contrasts")
+    f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
+    f.set_defaults(func=cmd_fit)
+
+    m = sub.add_parser("compare", parents=[common], help="likelihood-ratio tests of nested mixed models",
+                       description="Fit two or more nested models and compare them by likelihood-ratio tests "
+                                   "(mixedeval.compare: ML refits when the fixed effects differ).")
+    _data_arg(m)
+    m.add_argument("--formula", action="append", required=True,
+                   help="model formula; give two or more, smallest model first")
+    _model_options(m, "fit by maximum likelihood (default REML; refits are automatic)")
+    m.add_argument("--name", action="append", help="row label of each model, in --formula order (repeatable)")
+    m.add_argument("--refit", default="auto", choices=["auto", "ml", "keep"],
+                   help="auto: ML when the fixed effects differ, REML kept when only random effects differ "
+                        "(default); ml: always ML; keep: compare the fits as they are")
+    m.add_argument("--pb", type=int, default=0, metavar="N", help="add a parametric-bootstrap p-value with N samples")
+    m.add_argument("--seed", type=int, default=1, help="seed of the parametric bootstrap (default 1)")
+    m.set_defaults(func=cmd_compare)
+
+    b = sub.add_parser("bootstrap", parents=[common], help="hierarchical paired bootstrap of system scores",
+                       description="Paired (shared-draw) bootstrap of per-system scores over items, seeds and "
+                                   "groups; prints the summary, pairwise differences and rank distribution.")
+    _data_arg(b)
+    b.add_argument("--score", action="append", required=True,
+                   help="score column (repeat for sufficient statistics, e.g. tp, fp, fn with --statistic f1)")
+    b.add_argument("--system", required=True, help="system column")
+    b.add_argument("--item", required=True, help="item column")
+    b.add_argument("--seed", help="seed/run column")
+    b.add_argument("--group", help="language/task column")
+    b.add_argument("--resample", help="comma-separated levels to redraw: items, seeds, groups")
+    b.add_argument("--statistic", default="mean", choices=["mean", "f1"])
+    b.add_argument("--aggregate", default="mean", choices=["mean", "median", "geometric_mean"])
+    b.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
+    b.add_argument("--ci", default="percentile", choices=["percentile", "basic", "bca", "se"])
+    b.add_argument("--level", type=float, default=0.95)
+    b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
+    b.add_argument("--lower-is-better", action="store_true", help="rank low scores first (error rates such as TER)")
+    b.add_argument("--drop-missing", action="store_true", help="drop incomplete items instead of failing")
+    b.add_argument("--adjust", default="holm", help="p-value adjustment of the pairwise tests (default holm)")
+    b.set_defaults(func=cmd_bootstrap)
+
+    v = sub.add_parser("vca", parents=[common], help="variance components and reliability (G theory)",
+                       description="Random-effects-only model (REML) with one intercept per facet; components, "
+                                   "phi and G coefficients, D study.")
+    _data_arg(v)
+    v.add_argument("--score", required=True, help="numeric response column")
+    v.add_argument("--object", required=True, help="objects of measurement (e.g. sentence_id)")
+    v.add_argument("--facet", action="append", help="facet column (repeatable), e.g. rater, occasion")
+    v.add_argument("--interaction", action="append", metavar="A:B", help="extra interaction term (repeatable)")
+    v.add_argument("--all-interactions", action="store_true", help="every two-way interaction of object and facets")
+    v.add_argument("--nested", metavar="A/B", help="nested term, expanded as (1|A) + (1|A:B)")
+    v.add_argument("--ml", action="store_true", help="fit by ML (default REML)")
+    v.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    v.add_argument("--size", action="append", metavar="FACET=N",
+                   help="levels averaged over for the reliability coefficients (repeatable; default 1)")
+    v.add_argument("--d-study", action="append", metavar="FACET=N1,N2,..",
+                   help="D-study grid: sizes per facet (repeatable)")
+    v.set_defaults(func=cmd_vca)
+
+    g = sub.add_parser("disparity", parents=[common], help="language disparity metrics (Hu, Vulic & Korhonen 2025)",
+                       description="Performance potential, realisation ratio (mean, SD, CV per model) and language "
+                                   "potential from score ~ language + task + (1|model) by ML.")
+    _data_arg(g)
+    g.add_argument("--score", default="score")
+    g.add_argument("--model", default="model")
+    g.add_argument("--language", default="language")
+    g.add_argument("--task", action="append", help="task column (repeat to join several, e.g. dataset and metric)")
+    g.add_argument("--reference", action="append", metavar="FACTOR=LEVEL", help="reference level, e.g. language=en")
+    g.add_argument("--lp-convention", default="published", choices=["published", "all_tasks"])
+    g.add_argument("--drop-aggregates", action="store_true", help="drop records whose language is an aggregate (avg)")
+    g.add_argument("--pp-threshold", type=float, default=0.0)
+    g.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    g.add_argument("--n-boot", type=int, default=0, help="parametric-bootstrap refits for intervals (default none)")
+    g.add_argument("--seed", type=int, default=1, help="seed of the parametric bootstrap (default 1)")
+    g.add_argument("--robustness", type=int, default=0, metavar="K", help="refit without the K largest residuals")
+    g.add_argument("--records", action="store_true", help="also output the per-record table")
+    g.set_defaults(func=cmd_disparity, task=None)
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .errors import MixedEvalError  # noqa: PLC0415
 
     parser = build_parser()
-    for register in _EXTRA_COMMANDS:
-        register(parser)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already printed on one line)
+        return int(exc.code or 0)
     if not getattr(args, "command", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)
         return EXIT_USAGE
-    if getattr(args, "quiet", False):
-        import os  # noqa: PLC0415
-
+    if args.command == "disparity" and not args.task:
+        args.task = ["task"]
+    previous = os.environ.get("MIXEDEVAL_QUIET")
+    if args.quiet:
         os.environ["MIXEDEVAL_QUIET"] = "1"
     try:
         return int(args.func(args) or 0)
-    except MixedEvalError as exc:
-        print(f"mixedeval: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FileNotFoundError, PermissionError) as exc:
-        print(f"mixedeval: error: {exc}", file=sys.stderr)
+    except (MixedEvalError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        print(f"mixedeval: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:  # stdout closed early (e.g. piped into head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_INTERNAL
+    except Exception as exc:  # noqa: BLE001 - an internal error still prints one line
+        if os.environ.get("MIXEDEVAL_DEBUG"):
+            raise
+        print(f"mixedeval: error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+              "(set MIXEDEVAL_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:  # main() may be called in-process: do not leak the setting
+        if previous is None:
+            os.environ.pop("MIXEDEVAL_QUIET", None)
+        else:
+            os.environ["MIXEDEVAL_QUIET"] = previous
 
 
 if __name__ == "__main__":  # pragma: no cover

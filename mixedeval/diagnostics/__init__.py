@@ -12,9 +12,6 @@ Names are resolved lazily so that importing this package stays cheap.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 _LAZY: dict[str, str] = {
     "from_simulations": "core",
     "Diagnostics": "result",
@@ -40,18 +37,6 @@ _LAZY: dict[str, str] = {
     "plot_dharma": "plots",
 }
 
-__all__ = list(_LAZY)
+from .. import _lazy  # noqa: E402
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        mod = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'mixedeval.diagnostics' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+_lazy.install(__name__, {name: (f".{mod}", name) for name, mod in _LAZY.items()})

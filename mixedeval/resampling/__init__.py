@@ -6,9 +6,6 @@ Names are resolved lazily so that importing this package stays cheap.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 _LAZY: dict[str, str] = {
     # hierarchical paired bootstrap (mixedeval/resampling/bootstrap.py)
     "bootstrap": "bootstrap",
@@ -31,14 +28,6 @@ _LAZY: dict[str, str] = {
     "PooledRunBootstrapResult": "runs",
 }
 
-__all__ = list(_LAZY)
+from .. import _lazy  # noqa: E402
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        mod = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'mixedeval.resampling' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
+_lazy.install(__name__, {name: (f".{mod}", name) for name, mod in _LAZY.items()})

@@ -1,0 +1,192 @@
+"""``mixedeval demo``: the complete analysis of a bundled data set, as tables and an HTML report.
+
+For ``kreutzer_ter`` (the README's main job; Kreutzer, Berger & Riezler 2020, as analysed by
+Hagmann 2023, ch. 2): the design of the score table; ``ter ~ system + (1|sentence_id)`` by REML;
+the likelihood-ratio test against ``ter ~ 1 + (1|sentence_id)`` (both refitted by ML); F test with
+partial eta²; EMMs and Holm-adjusted pairwise contrasts; R² and ICC; simulated-residual
+diagnostics; a paired bootstrap of the system means over sentences (replications averaged per
+system and sentence first, so every system has one score per sentence); and the variance
+components of the annotation study (mode "Marking": sentence, rater, occasion and their two-way
+interactions) with phi, G and a D study.
+
+For ``hu2025_records``: the language-disparity analysis of Hu, Vulić & Korhonen (2025) with the
+robustness refit.
+
+Each step is timed; a step that fails is reported (stderr, JSON ``failures``, and its report
+section) and the others still run.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Callable
+
+from .errors import DataError
+
+TER_FORMULA = "ter ~ system + (1|sentence_id)"
+TER_NULL = "ter ~ 1 + (1|sentence_id)"
+ANNOTATION_MODE = "Marking"
+D_STUDY_GRID = {"rater": [1, 2, 3, 5, 10], "occasion": [1, 2, 3]}
+
+
+class _Steps:
+    """Runs named steps, timing them and recording failures instead of stopping."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.timings: dict[str, float] = {}
+        self.failures: dict[str, str] = {}
+
+    def run(self, name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if not self.quiet:
+            print(f"mixedeval demo: {name}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the demo reports every step it can
+            msg = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            self.failures[name] = msg
+            print(f"mixedeval demo: step '{name}' failed: {msg}", file=sys.stderr, flush=True)
+            return None
+        finally:
+            self.timings[name] = round(time.perf_counter() - t0, 3)
+
+
+def _table_of(obj: Any, attr: str = "table") -> Any:
+    from .report.blocks import as_frame  # noqa: PLC0415
+
+    return as_frame(obj, attr)
+
+
+def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the Kreutzer TER analysis; returns (tables for output, keyword arguments of report())."""
+    # direct imports: ``import mixedeval.lmm`` rebinds ``mixedeval.lmm`` to the module
+    from . import datasets  # noqa: PLC0415
+    from .data.design import describe_design  # noqa: PLC0415
+    from .inference.compare import compare  # noqa: PLC0415
+    from .lmm import lmm  # noqa: PLC0415
+    from .resampling import bootstrap  # noqa: PLC0415 (the package attribute, never the submodule)
+    from .workflows.variance_components import variance_components  # noqa: PLC0415
+
+    df = datasets.load("kreutzer_ter")
+    factors = ["system", "sentence_id", "replication"]
+    design = steps.run("design", describe_design, df, factors)
+    fit = steps.run(f"fit {TER_FORMULA} (REML)", lmm, TER_FORMULA, df, reml=True)
+    if fit is None:
+        raise DataError(f"the demo model could not be fitted: {steps.failures}")
+    null = steps.run(f"fit {TER_NULL} (REML)", lmm, TER_NULL, df, reml=True)
+    comparison = steps.run("likelihood-ratio test (ML refits)", compare, null, fit) if null is not None else None
+    anova = steps.run("F test with partial eta-squared", fit.anova)
+    emm = steps.run("estimated marginal means", fit.emmeans, "system")
+    con = steps.run("Holm pairwise contrasts", emm.contrasts, method="pairwise", adjust="holm") if emm else None
+    r2 = steps.run("R2 (Nakagawa-Schielzeth)", fit.r2)
+    icc = steps.run("ICC", fit.icc)
+    diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim, seed=123,
+                     group="system")
+    per_sentence = df.groupby(["system", "sentence_id"], as_index=False, observed=True)["ter"].mean()
+    boot = steps.run(f"paired bootstrap over sentences ({n_boot} resamples)", bootstrap, per_sentence,
+                     score="ter", system="system", item="sentence_id", n_resamples=n_boot, random_state=0,
+                     higher_is_better=False, progress=not steps.quiet)
+    ann = datasets.load("kreutzer_annotation")
+    ann = ann[ann["mode"] == ANNOTATION_MODE]
+    vca = steps.run(f"variance components of the annotation data (mode {ANNOTATION_MODE})", variance_components,
+                    ann, score="score", object="sentence", facets=["rater", "occasion"], interactions="all")
+
+    tables: dict[str, Any] = {
+        "design": design.factors if design is not None else None,
+        "design_relations": design.relations if design is not None else None,
+        "fixed_effects": fit.fixed,
+        "random_effects": fit.random,
+        "likelihood_ratio_test": _table_of(comparison),
+        "anova": _table_of(anova),
+        "emmeans": _table_of(emm),
+        "contrasts": _table_of(con),
+        "r2_icc": _r2_icc_table(r2, icc),
+        "diagnostics": diag.summary() if diag is not None else None,
+        "bootstrap_summary": boot.summary() if boot is not None else None,
+        "bootstrap_pairwise": boot.pairwise() if boot is not None else None,
+        "bootstrap_ranks": boot.ranks() if boot is not None else None,
+        "variance_components": _table_of(vca),
+        "reliability": vca.reliability() if vca is not None else None,
+        "d_study": vca.d_study(D_STUDY_GRID) if vca is not None else None,
+    }
+    from .datasets import DATASETS, _path  # noqa: PLC0415
+
+    report_kw = dict(fit=fit, data=df, design_factors=factors, anova=anova, comparison=comparison, emmeans=emm,
+                     contrasts=con, r2=r2, icc=icc, diagnostics=diag, bootstrap=boot, vca=vca, vca_grid=D_STUDY_GRID,
+                     input_file=[str(_path(DATASETS["kreutzer_ter"])), str(_path(DATASETS["kreutzer_annotation"]))],
+                     title="mixedeval demo: Kreutzer et al. (2020) TER, ter ~ system + (1|sentence_id)")
+    return tables, report_kw
+
+
+def _r2_icc_table(r2: Any, icc: Any) -> Any:
+    import pandas as pd  # noqa: PLC0415
+
+    rows = []
+    for obj, names in ((r2, ("r2_marginal", "r2_conditional")), (icc, ("icc_adjusted", "icc_unadjusted"))):
+        for n in names:
+            if obj is not None and getattr(obj, n, None) is not None:
+                rows.append({"statistic": n, "value": float(getattr(obj, n))})
+    return pd.DataFrame(rows, columns=["statistic", "value"]) if rows else None
+
+
+def _disparity_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    from . import datasets  # noqa: PLC0415
+    from .datasets import DATASETS, _path  # noqa: PLC0415
+    from .workflows.language_disparity import language_disparity  # noqa: PLC0415
+
+    df = datasets.load("hu2025_records")
+    res = steps.run("language disparity (ML fit)", language_disparity, df, score="score", model="model",
+                    language="language", task="task", drop_aggregates=True)
+    if res is None:
+        raise DataError(f"the disparity model could not be fitted: {steps.failures}")
+    rob = steps.run("robustness refit without the 10 largest residuals", res.robustness, k=10)
+    tables = {"by_model": res.by_model, "language_potential": res.language_potential,
+              "diagnostics": res.diagnostics, "robustness": rob.agreement if rob is not None else None}
+    parts = [p for p in (res, rob) if p is not None]
+    report_kw = dict(data=df, disparity=parts, design_factors=["model", "language", "task"],
+                     input_file=str(_path(DATASETS["hu2025_records"])),
+                     title="mixedeval demo: language disparity (Hu, Vulić & Korhonen 2025)")
+    return tables, report_kw
+
+
+DEMOS: dict[str, Callable[[_Steps, int, int], tuple[dict[str, Any], dict[str, Any]]]] = {
+    "kreutzer_ter": _ter_analysis,
+    "hu2025_records": _disparity_analysis,
+}
+
+
+def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", n_sim: int = 250,
+             n_boot: int = 2000, quiet: bool = False, as_json: bool = False) -> int:
+    """Run the demo analysis of ``dataset``, print its tables (or JSON with ``as_json``) and
+    write the HTML report to ``out``. Returns 0, or 1 when a step failed (the failures are
+    printed and shown in the report)."""
+    from .cli import _print_json, _table  # noqa: PLC0415
+    from .report import report  # noqa: PLC0415
+
+    if dataset not in DEMOS:
+        raise DataError(f"no demo for data set {dataset!r}; available: {', '.join(DEMOS)}")
+    if int(n_sim) < 10:
+        raise DataError(f"--n-sim {n_sim}: the residual diagnostics need at least 10 simulations (250 recommended)")
+    if int(n_boot) < 2:
+        raise DataError(f"--n-boot {n_boot}: the bootstrap needs at least 2 resamples")
+    steps = _Steps(quiet)
+    t0 = time.perf_counter()
+    tables, report_kw = DEMOS[dataset](steps, int(n_sim), int(n_boot))
+    path = steps.run("HTML report", report, path=out, n_sim=int(n_sim), seed=123, quiet=quiet, **report_kw)
+    total = round(time.perf_counter() - t0, 3)
+    if as_json:
+        _print_json({"dataset": dataset, "tables": {k: v for k, v in tables.items() if v is not None},
+                     "report": str(path) if path is not None else None, "timings": steps.timings,
+                     "total_seconds": total, "failures": steps.failures})
+    else:
+        print(f"mixedeval demo: {dataset}")
+        for name, tab in tables.items():
+            if tab is not None:
+                _table(name.replace("_", " "), tab)
+        if steps.failures:
+            print("\nfailed steps:\n" + json.dumps(steps.failures, indent=2))
+        print(f"\nreport: {path}" if path is not None else "\nreport: not written")
+        print(f"total time: {total:.1f} s")
+    return 1 if steps.failures else 0

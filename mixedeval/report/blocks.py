@@ -1,0 +1,176 @@
+"""Building blocks of the HTML report: a :class:`Section` holding tables, figures, key-value
+lists and notes as plain data, and the formatting of table cells.
+
+The template renders these blocks with Jinja2 autoescaping, so no user text (column names,
+factor levels, error messages) is ever inserted into the page as markup; figures are ``data:``
+URIs in ``<img>`` elements.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+#: statuses of a section, in increasing severity
+STATUSES = ("ok", "warning", "not_available", "error")
+
+MAX_ROWS = 200
+
+
+def is_p_column(name: str) -> bool:
+    """Columns holding p-values (formatted so that tiny values never print as 0)."""
+    n = str(name).lower()
+    return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith("_p_value")
+
+
+def fmt_p(p: float) -> str:
+    """A p-value as text: 4 decimals down to 1e-4, then 3 significant digits in e-notation;
+    an exact 0 (underflow of the survival function) prints as ``<1e-300``."""
+    if p != p:
+        return ""
+    if p == 0:
+        return "<1e-300"
+    if p >= 1e-4:
+        return f"{p:.4f}"
+    return f"{p:.2e}"
+
+
+def fmt_number(v: float) -> str:
+    """A float as text: 5 significant digits, e-notation for very large or small magnitudes."""
+    if not math.isfinite(v):
+        return "" if v != v else ("Inf" if v > 0 else "-Inf")
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e6 or a < 1e-4:
+        return f"{v:.4e}"
+    return f"{v:.5g}"
+
+
+def fmt_cell(value: Any, column: str = "") -> str:
+    """Text of one table cell: ``""`` for missing values, yes/no for booleans, p-values by
+    :func:`fmt_p`, other floats by :func:`fmt_number`."""
+    import numpy as np  # noqa: PLC0415
+
+    if value is None:
+        return ""
+    try:
+        import pandas as pd  # noqa: PLC0415
+
+        if value is pd.NA or value is pd.NaT:
+            return ""
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if v != v:
+            return ""
+        return fmt_p(v) if is_p_column(column) else fmt_number(v)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_cell(v) for v in value)
+    return str(value)
+
+
+def as_frame(obj: Any, attr: str = "table"):
+    """The DataFrame behind a result: the object itself, its ``attr`` (attribute or method), or
+    ``to_frame()``; None when there is none."""
+    import pandas as pd  # noqa: PLC0415
+
+    if obj is None:
+        return None
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    val = getattr(obj, attr, None)
+    if callable(val):
+        val = val()
+    if isinstance(val, pd.DataFrame):
+        return val
+    if hasattr(obj, "to_frame"):
+        val = obj.to_frame()
+        if isinstance(val, pd.DataFrame):
+            return val
+    return None
+
+
+def one_line(text: Any, limit: int = 400) -> str:
+    """An error message on one line, shortened to ``limit`` characters."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+@dataclass
+class Section:
+    """One section of the report: a status (see :data:`STATUSES`), an optional note explaining
+    it, a one-line headline for the overview, and content blocks."""
+
+    id: str
+    title: str
+    status: str = "ok"
+    note: str | None = None
+    headline: str | None = None
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def set_status(self, status: str, note: str | None = None) -> "Section":
+        if STATUSES.index(status) > STATUSES.index(self.status):
+            self.status = status
+        if note:
+            self.note = note if not self.note else f"{self.note} {note}"
+        return self
+
+    def text(self, text: str, css: str = "") -> None:
+        self.blocks.append({"kind": "text", "text": str(text), "css": css})
+
+    def kv(self, pairs: list[tuple[str, Any]], caption: str | None = None) -> None:
+        rows = [(str(k), v if isinstance(v, str) else fmt_cell(v, str(k))) for k, v in pairs if v is not None]
+        if rows:
+            self.blocks.append({"kind": "kv", "caption": caption, "pairs": rows})
+
+    def table(self, df: Any, caption: str | None = None, note: str | None = None, max_rows: int = MAX_ROWS) -> None:
+        """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut)."""
+        if df is None:
+            return
+        n = len(df)
+        shown = df.head(max_rows) if n > max_rows else df
+        cols = [str(c) for c in shown.columns]
+        rows = [[fmt_cell(v, c) for v, c in zip(rec, cols)] for rec in shown.itertuples(index=False, name=None)]
+        numeric = [_is_numeric(shown[c]) for c in shown.columns]
+        if n > max_rows:
+            cut = f"first {max_rows} of {n} rows shown"
+            note = f"{note} ({cut})" if note else cut.capitalize()
+        self.blocks.append({"kind": "table", "caption": caption, "columns": cols, "rows": rows, "numeric": numeric,
+                            "note": note, "verdict_col": cols.index("verdict") if "verdict" in cols else -1})
+
+    def figure(self, fig: Any, caption: str, fmt: str = "svg", alt: str | None = None) -> None:
+        """Embed a matplotlib figure as a data URI (``fmt`` svg or png)."""
+        from .figures import to_data_uri  # noqa: PLC0415
+
+        wide = float(fig.get_figwidth()) >= 8.0  # multi-panel figures get a row of their own
+        fig_block = {"caption": caption, "src": to_data_uri(fig, fmt), "alt": alt or caption, "wide": wide}
+        if self.blocks and self.blocks[-1]["kind"] == "figures":  # consecutive figures share one row
+            self.blocks[-1]["figures"].append(fig_block)
+        else:
+            self.blocks.append({"kind": "figures", "figures": [fig_block]})
+
+    def warnings(self, items: Any, caption: str = "Warnings") -> None:
+        lines = [str(w) for w in (items or ())]
+        if lines:
+            self.blocks.append({"kind": "warnings", "caption": caption, "items": lines})
+
+    def guarded(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``func``; on failure record it visibly in this section and return None."""
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - one failing part must not sink the report
+            self.set_status("error")
+            self.blocks.append({"kind": "error", "text": f"{what} failed: {type(exc).__name__}: {one_line(exc)}"})
+            return None
+
+
+def _is_numeric(series: Any) -> bool:
+    import pandas as pd  # noqa: PLC0415
+
+    return bool(pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype))

@@ -1,0 +1,160 @@
+"""Compute the parts of an analysis the caller did not pass to :func:`mixedeval.report`.
+
+For a fitted model: the F tests (``fit.anova()``), the omnibus likelihood-ratio test against the
+model without fixed effects (``mixedeval.compare(null, fit)``, ML refits), the EMMs and Holm
+pairwise contrasts of the first categorical fixed-effect factor, R², ICC and the simulated-residual
+diagnostics. Each step is guarded: a missing module or a failure is recorded with its reason and
+the report shows it in the section instead of stopping.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from .blocks import one_line
+
+#: results the report can hold, in the order they are computed
+RESULT_KEYS = ("anova", "comparison", "emmeans", "contrasts", "r2", "icc", "diagnostics")
+
+
+@dataclass
+class Outcome:
+    """Results by key, with ``(status, reason)`` for each one that is absent and ``origin``
+    ("given" or "computed") for each one that is present."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    absent: dict[str, tuple[str, str]] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+
+def split_formula(formula: str) -> tuple[str, list[str], list[str]]:
+    """``(lhs, fixed_terms, random_terms)`` of an lme4 formula, splitting the right-hand side at
+    top-level ``+``; a term containing ``|`` is a random-effect term (kept with its brackets)."""
+    lhs, rhs = formula.split("~", 1)
+    terms, depth, cur = [], 0, []
+    for ch in rhs:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "+" and depth == 0:
+            terms.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    terms.append("".join(cur).strip())
+    terms = [t for t in terms if t]
+    random = [t for t in terms if "|" in t]
+    fixed = [t for t in terms if "|" not in t]
+    return lhs.strip(), fixed, random
+
+
+def fixed_effect_terms(formula: str) -> list[str]:
+    """Fixed-effect terms other than the intercept (``1``, ``0``, ``-1``)."""
+    return [t for t in split_formula(formula)[1] if t.replace(" ", "") not in ("1", "0", "-1")]
+
+
+def null_formula(formula: str) -> str | None:
+    """The model without fixed effects (``y ~ 1 + random terms``), or None when there is nothing
+    to drop."""
+    lhs, _, random = split_formula(formula)
+    if not fixed_effect_terms(formula) or not random:
+        return None
+    return f"{lhs} ~ 1 + {' + '.join(random)}"
+
+
+def first_factor(fit: Any) -> str | None:
+    """The first categorical column among the fixed-effect terms of ``fit`` (formula order)."""
+    import pandas as pd  # noqa: PLC0415
+
+    from .. import formula as fml  # noqa: PLC0415
+
+    data = getattr(fit, "data", None)
+    terms = fixed_effect_terms(fit.formula)
+    if data is None or not terms:
+        return None
+    for col in fml.referenced_columns(" + ".join(terms), data.columns):
+        if isinstance(data[col].dtype, pd.CategoricalDtype):
+            return col
+    return None
+
+
+def _note(progress: bool, text: str) -> None:
+    if progress:
+        print(f"mixedeval report: {text}", file=sys.stderr, flush=True)
+
+
+def _attempt(out: Outcome, key: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        value = func(*args, **kwargs)
+    except ImportError as exc:
+        out.absent[key] = ("not_available", f"not available: the module needed for it is missing ({one_line(exc)})")
+        return None
+    except Exception as exc:  # noqa: BLE001 - recorded and shown in the report
+        out.absent[key] = ("error", f"could not be computed: {type(exc).__name__}: {one_line(exc)}")
+        return None
+    out.values[key] = value
+    out.origin[key] = "computed"
+    return value
+
+
+def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: int = 123,
+                    progress: bool = True) -> Outcome:
+    """Fill in the results of :data:`RESULT_KEYS` that are not in ``given`` from ``fit``."""
+    out = Outcome()
+    for key in RESULT_KEYS:
+        if given.get(key) is not None:
+            out.values[key] = given[key]
+            out.origin[key] = "given"
+    if fit is None:
+        for key in RESULT_KEYS:
+            out.absent.setdefault(key, ("not_available", "not available: no fitted model and no result was given"))
+        return out
+    has_fixed = bool(fixed_effect_terms(fit.formula))
+    factor = first_factor(fit)
+    if "anova" not in out.values:
+        if has_fixed:
+            _note(progress, "F tests with partial eta-squared")
+            _attempt(out, "anova", fit.anova)
+        else:
+            out.absent["anova"] = ("not_available", "not applicable: the model has no fixed effects beyond the intercept")
+    if "comparison" not in out.values:
+        null = null_formula(fit.formula)
+        if null is None:
+            out.absent["comparison"] = ("not_available", "not applicable: no fixed effects to test against a "
+                                        "random-effects-only model; pass comparison=mixedeval.compare(...)")
+        else:
+            _note(progress, f"likelihood-ratio test against {null} (ML refits)")
+            _attempt(out, "comparison", _omnibus_lrt, fit, null)
+    if "emmeans" not in out.values:
+        if factor is None:
+            out.absent["emmeans"] = ("not_available", "not applicable: no categorical fixed-effect factor")
+        else:
+            _note(progress, f"estimated marginal means of {factor}")
+            _attempt(out, "emmeans", fit.emmeans, factor)
+    if "contrasts" not in out.values:
+        emm = out.values.get("emmeans")
+        if emm is not None and hasattr(emm, "contrasts"):
+            _attempt(out, "contrasts", emm.contrasts, method="pairwise", adjust="holm")
+        else:
+            out.absent["contrasts"] = out.absent.get("emmeans", ("not_available", "not available: no EMMs to contrast"))
+    for key, method in (("r2", "r2"), ("icc", "icc")):
+        if key not in out.values:
+            _attempt(out, key, getattr(fit, method))
+    if "diagnostics" not in out.values:
+        _note(progress, f"simulated-residual diagnostics ({n_sim} simulations, seed {seed})")
+        _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, seed=seed, group=factor)
+    return out
+
+
+def _omnibus_lrt(fit: Any, null: str) -> Any:
+    from ..inference.compare import compare  # noqa: PLC0415
+    from ..lmm import lmm  # noqa: PLC0415
+
+    null_fit = lmm(null, fit.data, reml=fit.reml, optimizer=fit.optimizer, df_method=fit.df_method,
+                   factors=getattr(fit, "factors", ()))
+    return compare(null_fit, fit)

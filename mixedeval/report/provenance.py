@@ -1,0 +1,122 @@
+"""The provenance block of the report: software versions, the settings each result recorded,
+seeds, and SHA-256 hashes of the input files and of the table as analysed, so the numbers can be
+reproduced."""
+from __future__ import annotations
+
+import hashlib
+import platform
+import re
+from pathlib import Path
+from typing import Any
+
+_VERSION = re.compile(r"^\d+(\.\d+)+([.-]\w+)*$")
+_PY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "jinja2", "rpy2")
+_SEED_WORDS = ("seed", "random_state", "n_sim", "n_resamples", "nsim")
+
+
+def sha256_file(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_frame(df: Any) -> str:
+    """SHA-256 of a DataFrame's column names, dtypes and values (pandas' row hashes, index
+    ignored): equal tables give equal hashes whatever file they came from."""
+    import pandas as pd  # noqa: PLC0415
+
+    h = hashlib.sha256()
+    h.update(repr([(str(c), str(t)) for c, t in df.dtypes.items()]).encode())
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _python_versions() -> list[tuple[str, str]]:
+    from importlib import metadata  # noqa: PLC0415
+
+    from .. import __version__  # noqa: PLC0415
+
+    out = [("mixedeval", __version__), ("Python", platform.python_version()),
+           ("platform", f"{platform.system()} {platform.release()} {platform.machine()}")]
+    for pkg in _PY_PACKAGES:
+        try:
+            out.append((pkg, metadata.version(pkg)))
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _sources(ctx: Any) -> list[tuple[str, Any]]:
+    r = ctx.results
+    return [(name, obj) for name, obj in (
+        ("model", ctx.fit), ("anova", r.get("anova")), ("comparison", r.get("comparison")),
+        ("emmeans", r.get("emmeans")), ("contrasts", r.get("contrasts")), ("r2", r.get("r2")), ("icc", r.get("icc")),
+        ("diagnostics", r.get("diagnostics")), ("bootstrap", ctx.bootstrap), ("variance components", ctx.vca),
+        ("language disparity", ctx.disparity)) if obj is not None]
+
+
+def collect(ctx: Any) -> dict[str, Any]:
+    """``software`` (pairs), ``settings`` (DataFrame source/setting/value), ``seeds`` (pairs),
+    ``inputs`` (DataFrame file/bytes/sha256) and ``data`` (pairs)."""
+    import pandas as pd  # noqa: PLC0415
+
+    software = _python_versions()
+    r_versions: dict[str, str] = {}
+    settings, seeds = [], list((str(k), v) for k, v in (ctx.seeds or {}).items())
+    for name, obj in _sources(ctx):
+        items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+        for it in items:
+            prov = getattr(it, "provenance", None)
+            if not isinstance(prov, dict):
+                continue
+            for k, v in prov.items():
+                if k == "mixedeval":
+                    continue
+                if isinstance(v, str) and _VERSION.match(v) and k not in ("estimator",):
+                    r_versions.setdefault("R" if k.lower() in ("r", "r_version") else k, v)
+                elif any(w in k.lower() for w in _SEED_WORDS):
+                    if (f"{name}: {k}", v) not in seeds:
+                        seeds.append((f"{name}: {k}", v))
+                else:
+                    settings.append({"source": name, "setting": str(k), "value": str(v)})
+        for attr in ("seed", "random_state", "n_sim", "n_resamples"):
+            v = getattr(obj, attr, None)
+            if isinstance(v, (int, str)) and not any(s[0] == f"{name}: {attr}" for s in seeds):
+                seeds.append((f"{name}: {attr}", v))
+    if r_versions:
+        known = {k.lower() for k, _ in software}
+        software += [(k, v) for k, v in r_versions.items() if k.lower() not in known]
+    else:
+        software.append(("R", "not used by the results in this report"))
+    inputs = []
+    for p in ctx.input_files:
+        path = Path(p)
+        if path.is_file():
+            inputs.append({"file": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)})
+        else:
+            inputs.append({"file": str(path), "bytes": None, "sha256": "file not found"})
+    data = ctx.data if ctx.data is not None else getattr(ctx.fit, "data", None)
+    data_pairs: list[tuple[str, Any]] = []
+    if data is not None:
+        data_pairs = [("rows", len(data)), ("columns", ", ".join(map(str, data.columns))),
+                      ("SHA-256 of the table", sha256_frame(data))]
+    if not seeds:
+        seeds = [("seeds", "none used")]
+    return {
+        "software": software,
+        "settings": _merge_sources(pd.DataFrame(settings, columns=["source", "setting", "value"])),
+        "seeds": seeds,
+        "inputs": pd.DataFrame(inputs, columns=["file", "bytes", "sha256"]),
+        "data": data_pairs,
+    }
+
+
+def _merge_sources(df: Any):
+    """One row per (setting, value), listing the results that recorded it."""
+    if df.empty:
+        return df
+    out = df.groupby(["setting", "value"], sort=False)["source"].agg(lambda s: ", ".join(dict.fromkeys(s)))
+    return out.reset_index()[["setting", "value", "source"]].rename(columns={"source": "recorded_by"})
