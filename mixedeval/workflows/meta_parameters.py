@@ -1,0 +1,209 @@
+"""Meta-parameter importance and assessment (Hagmann 2023, ch. 3.4.4).
+
+:func:`meta_parameter_importance` decomposes the score variance over a meta-parameter grid with a
+random-effects-only model (Eq. 3.13): one random intercept for the test items and one per
+meta-parameter (plus optional nested terms such as ``"learning_rate/src_length_class"``,
+Eq. 3.15), fitted by REML through :func:`mixedeval.variance_components`. The item share is the
+algorithm's performance reliability phi (Def. 3.5); each meta-parameter's share says how much of
+the variation it causes.
+
+:func:`assess_meta_parameter` turns one meta-parameter into a fixed effect (Eq. 3.16): GLRT of
+``score ~ param + (1|item)`` against ``score ~ 1 + (1|item)``, or, with a data property, of
+``score ~ param * prop + (1|item)`` against ``score ~ param + prop + (1|item)``; EMMs per level
+(per property level) and Holm-adjusted pairwise contrasts, through the same code as
+:func:`mixedeval.compare_systems` and :func:`mixedeval.conditional_compare`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError
+from ..results import ResultWarning
+from .variance_components import VCAResult, WorkflowResult, koo_li_band, variance_components
+
+
+@dataclass(frozen=True, repr=False)
+class MetaParameterImportance(WorkflowResult):
+    """Variance shares of the items and of each meta-parameter.
+
+    ``table``: component, role, variance, std_dev, percent (all components, as
+    :class:`VCAResult`). ``importance``: meta_parameter, variance, percent (of the total
+    variance), percent_of_meta (share of the variance the meta-parameters cause together),
+    rank. ``phi`` is the item share (performance reliability) and ``band`` its Koo & Li label.
+    """
+
+    table: Any
+    importance: Any
+    phi: float
+    band: str
+    singular: bool
+    zero_components: tuple[str, ...]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    vca: VCAResult = field(default=None, repr=False, compare=False)
+
+    _main_table = "importance"
+    _print_tables = ("table", "importance")
+    _skip_in_dict = ("vca",)
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"Meta-parameter importance (variance components, REML): phi = {self.phi:.4g} ({self.band})"
+
+
+def meta_parameter_importance(
+    data: Any,
+    score: str,
+    item: str,
+    meta_params: Sequence[str],
+    nested: str | Sequence[str] | None = None,
+    *,
+    reml: bool = True,
+    optimizer: str = "nloptwrap",
+    calc_derivs: bool = True,
+) -> MetaParameterImportance:
+    """Variance components over a meta-parameter grid and each meta-parameter's share.
+
+    ``meta_params`` become random intercepts (they must be crossed with ``item``: every
+    instance is evaluated on the same items). ``nested`` adds ``a/b`` terms (a meta-parameter
+    within a data property, e.g. ``"learning_rate/src_length_class"``). For large grids,
+    ``calc_derivs=False`` saves lme4's post-fit derivative check (see
+    ``benchmarks/bench_vca_grid.py``).
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    if isinstance(meta_params, str):
+        meta_params = [meta_params]
+    meta_params = list(meta_params)
+    if not meta_params:
+        raise DataError("meta_params must name at least one meta-parameter column, e.g. ['learning_rate', 'seed']")
+    vca = variance_components(data, score, item, meta_params, nested=nested, reml=reml, optimizer=optimizer,
+                              calc_derivs=calc_derivs)
+    tab = vca.table
+    meta = tab[~tab["role"].isin(["object", "residual"])].copy()
+    total_meta = meta["variance"].sum()
+    imp = pd.DataFrame({
+        "meta_parameter": meta["component"].to_numpy(),
+        "variance": meta["variance"].to_numpy(),
+        "percent": meta["percent"].to_numpy(),
+        "percent_of_meta": (100.0 * meta["variance"] / total_meta).to_numpy() if total_meta > 0 else 0.0,
+    })
+    imp["rank"] = imp["variance"].rank(ascending=False, method="min").astype(int)
+    imp = imp.sort_values(["rank", "meta_parameter"], kind="mergesort").reset_index(drop=True)
+    phi = vca.phi()
+    prov = dict(vca.provenance)
+    prov["workflow"] = "meta_parameter_importance"
+    return MetaParameterImportance(table=tab, importance=imp, phi=phi, band=koo_li_band(phi), singular=vca.singular,
+                                   zero_components=vca.zero_components, warnings=vca.warnings, provenance=prov, vca=vca)
+
+
+@dataclass(frozen=True, repr=False)
+class MetaParameterAssessment(WorkflowResult):
+    """Result of :func:`assess_meta_parameter`.
+
+    ``glrt``: :func:`mixedeval.compare`'s table (main effect of the meta-parameter, or its
+    interaction with ``prop``). ``emmeans``: EMMs per level (per property level). ``contrasts``:
+    pairwise contrasts of the levels (within each property level), Holm by default.
+    """
+
+    glrt: Any
+    emmeans: Any
+    contrasts: Any
+    param: str
+    prop: str | None
+    p_adjust: str
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    fit: Any = field(default=None, repr=False, compare=False)
+
+    _main_table = "contrasts"
+    _print_tables = ("glrt", "emmeans", "contrasts")
+    _skip_in_dict = ("fit",)
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        what = f"{self.param} x {self.prop} interaction" if self.prop else f"{self.param} main effect"
+        return f"Meta-parameter assessment: GLRT of the {what}, EMMs and pairwise contrasts"
+
+    def _scalars(self):
+        return [("GLRT p-value", f"{self.p_value:.4g}"), ("p-value adjustment", self.p_adjust)]
+
+    @property
+    def p_value(self) -> float:
+        return float(self.glrt["p_value"].iloc[-1])
+
+
+def assess_meta_parameter(
+    data: Any,
+    score: str,
+    item: str,
+    param: str,
+    prop: str | None = None,
+    *,
+    bins: Sequence[float] | None = None,
+    labels: Sequence[str] | None = None,
+    adjust: str = "holm",
+    posthoc_df: str = "asymptotic",
+    level: float = 0.95,
+    optimizer: str = "nloptwrap",
+) -> MetaParameterAssessment:
+    """GLRT, EMMs and Holm contrasts for one meta-parameter as a fixed effect (Hagmann Eq. 3.16).
+
+    ``param`` is always treated as categorical (learning rates, seeds). With ``prop`` (a
+    categorical data property, or a numeric one with ``bins``), the interaction
+    ``param x prop`` is tested and the levels are compared within each property level.
+    """
+    from .compare_systems import compare_systems  # noqa: PLC0415
+    from .conditional_compare import conditional_compare  # noqa: PLC0415
+
+    data = _param_as_text(data, param)
+    if prop is None:
+        if bins is not None or labels is not None:
+            raise DataError("bins/labels need a property: pass prop=")
+        r = compare_systems(data, score, param, item, posthoc_df=posthoc_df, adjust=adjust, average=False,
+                            level=level, optimizer=optimizer)
+        emm, con, glrt, fit = r.emmeans, r.contrasts, r.glrt, r.fit
+        ws, p_adj, prov = r.warnings, r.p_adjust, dict(r.provenance)
+    else:
+        r = conditional_compare(data, score, param, item, prop, bins=bins, labels=labels, adjust=adjust,
+                                posthoc_df=posthoc_df, level=level, optimizer=optimizer)
+        if r.kind == "continuous":
+            raise DataError(f"property {prop!r} is numeric: give bins= (cut points) to compare the levels of {param!r} "
+                            "within property classes, or use conditional_compare for slopes")
+        emm, con, glrt, fit = r.cell_means, r.contrasts, r.glrt, r.fit
+        ws, p_adj, prov = r.warnings, r.p_adjust, dict(r.provenance)
+    prov["workflow"] = "assess_meta_parameter"
+    return MetaParameterAssessment(glrt=glrt, emmeans=emm, contrasts=con, param=param, prop=prop, p_adjust=p_adj,
+                                   warnings=ws, provenance=prov, fit=fit)
+
+
+def _param_as_text(data: Any, param: str):
+    """A copy whose ``param`` column is categorical in numeric order (0.0001 < 0.0003 < 0.001)."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ..data.table import as_pandas  # noqa: PLC0415
+    from ..data.validate import require_columns  # noqa: PLC0415
+
+    df = as_pandas(data)
+    df.columns = [str(c) for c in df.columns]
+    require_columns(df, [param])
+    s = df[param]
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return df
+    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+        label = {v: (str(float(v)) if isinstance(v, (float, np.floating)) else str(v)) for v in s.dropna().unique()}
+        order = [label[v] for v in sorted(label)]
+        df[param] = pd.Categorical(s.map(label), categories=order)
+        return df
+    num = pd.to_numeric(s, errors="coerce")
+    if num.notna().all():  # numbers stored as text: numeric order, labels kept
+        order = list(dict.fromkeys(s.iloc[num.argsort(kind="mergesort")]))
+        df[param] = pd.Categorical(s, categories=order)
+    return df
+
+
+__all__ = ["MetaParameterAssessment", "MetaParameterImportance", "assess_meta_parameter", "meta_parameter_importance"]

@@ -1,0 +1,644 @@
+"""Variance component analysis (VCA) and generalizability-theory reliability.
+
+:func:`variance_components` fits a random-effects-only linear mixed model by REML with
+``lmerTest::lmer`` (lme4), one random intercept per facet, per listed interaction and per nested
+term, and decomposes the score variance (Hagmann 2023, ch. 3.4; Riezler & Hagmann 2024):
+
+    score = mu + b_object + sum_f b_f + sum_(a:b) b_(a:b) + e
+
+The components are read from ``as.data.frame(VarCorr(m))`` and mapped to the model terms by
+their grouping-factor NAME (lme4 reorders terms by their number of levels, so positions are
+meaningless). The percent column is the share of the sum of the estimated components, as in the
+thesis' Tables 3.1-3.8. Singular (boundary) fits are normal here: the zero components are named
+and the analysis continues.
+
+Reliability (Brennan 2001, *Generalizability Theory*, ch. 4-5; Hagmann 2023, Eq. 3.9-3.10,
+3.17-3.18), with ``n_f`` the number of levels of facet ``f`` averaged over (D-study sizes):
+
+* absolute error variance ``sigma2_Delta = sum_c sigma2_c / prod_{f in c} n_f`` over every
+  component ``c`` except the object (the residual is divided by the product over all facets);
+* relative error variance ``sigma2_delta``: the same sum over the components that contain the
+  object and at least one facet, plus the residual;
+* ``phi = sigma2_object / (sigma2_object + sigma2_Delta)`` (index of dependability; with all
+  ``n_f = 1`` it is the object's percent of the total, the thesis' reliability coefficient);
+* ``E rho^2 = sigma2_object / (sigma2_object + sigma2_delta)`` (generalizability coefficient).
+
+Interpretation bands follow Koo & Li (2016): < .5 poor, .5-.75 moderate, .75-.9 good, > .9
+excellent.
+
+For a balanced crossed object x facet design the ANOVA (expected-mean-squares) estimators
+(Searle, Casella & McCulloch 1992, ch. 4; Hagmann 2023, proof of Prop. 3.1) are computed as a
+cross-check: on balanced data they equal REML whenever none of them is negative.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError, MixedEvalError
+from ..results import ResultMixin, ResultWarning, jsonable
+
+#: Koo & Li (2016) interpretation bands of reliability coefficients: (upper bound, label)
+KOO_LI_BANDS: tuple[tuple[float, str], ...] = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
+
+#: a component is reported as zero when its standard deviation relative to the residual one
+#: (lme4's theta) is below this value, the tolerance of ``lme4::isSingular``
+ZERO_TOL = 1e-4
+
+
+def koo_li_band(value: float) -> str:
+    """Koo & Li (2016) label of a reliability coefficient: ``"poor"`` (< .5), ``"moderate"``
+    (.5 to < .75), ``"good"`` (.75 to .9), ``"excellent"`` (> .9); ``"undefined"`` for NaN."""
+    v = float(value)
+    if not math.isfinite(v):
+        return "undefined"
+    if v == 0.9:
+        return "good"
+    for upper, label in KOO_LI_BANDS:
+        if v < upper:
+            return label
+    return "excellent"
+
+
+class WorkflowResult(ResultMixin):
+    """ResultMixin whose ``to_dict()`` leaves out the fitted models and nested results named in
+    ``_skip_in_dict`` (they hold the whole data; reach them through the attributes)."""
+
+    _skip_in_dict: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name.startswith("_") or f.name in self._skip_in_dict:
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = v.to_dict() if isinstance(v, WorkflowResult) else jsonable(v)
+        return out
+
+
+# --------------------------------------------------------------------------- terms
+@dataclass(frozen=True)
+class _Term:
+    name: str  # display name: "sentence", "sentence:rater", "Residual"
+    role: str  # object / facet / interaction / nested / residual
+    variables: tuple[str, ...]  # data columns involved (empty for the residual)
+
+
+def _as_term(spec: Any, what: str) -> tuple[str, ...]:
+    if isinstance(spec, str):
+        parts = tuple(p.strip() for p in spec.split(":"))
+    elif isinstance(spec, Iterable):
+        parts = tuple(str(p) for p in spec)
+    else:
+        raise DataError(f"{what} {spec!r} must be a string like 'a:b' or a tuple of column names")
+    if len(parts) < 2 or any(not p for p in parts):
+        raise DataError(f"{what} {spec!r} must name at least two columns, e.g. 'sentence:rater' or ('sentence', 'rater')")
+    if len(set(parts)) != len(parts):
+        raise DataError(f"{what} {spec!r} names a column twice")
+    return parts
+
+
+def _nested_terms(nested: Any) -> list[tuple[str, ...]]:
+    """``"a/b"`` -> ``[("a",), ("a", "b")]``; ``"a/b/c"`` -> a, a:b, a:b:c (lme4's expansion)."""
+    if nested is None:
+        return []
+    specs = [nested] if isinstance(nested, str) else list(nested)
+    out: list[tuple[str, ...]] = []
+    for spec in specs:
+        if not isinstance(spec, str) or "/" not in spec:
+            raise DataError(f"nested term {spec!r} must be a string like 'learning_rate/src_length_class'")
+        parts = tuple(p.strip() for p in spec.split("/"))
+        if any(not p for p in parts):
+            raise DataError(f"nested term {spec!r} has an empty part; write 'a/b'")
+        for i in range(1, len(parts) + 1):
+            out.append(parts[:i])
+    return out
+
+
+def _build_terms(obj: str, facets: Sequence[str], interactions: Any, nested: Any) -> list[_Term]:
+    terms = [_Term(obj, "object", (obj,))]
+    seen = {(obj,)}
+    for f in facets:
+        if (f,) in seen:
+            raise DataError(f"facet {f!r} is listed twice (or equals the object column)")
+        terms.append(_Term(f, "facet", (f,)))
+        seen.add((f,))
+    if isinstance(interactions, str) and interactions in ("all", "two-way"):
+        interactions = list(itertools.combinations([obj, *facets], 2))
+    for spec in interactions or ():
+        parts = _as_term(spec, "interaction")
+        key = tuple(sorted(parts))
+        if any(tuple(sorted(t.variables)) == key for t in terms):
+            raise DataError(f"interaction {':'.join(parts)!r} is listed twice")
+        terms.append(_Term(":".join(parts), "interaction", parts))
+    for parts in _nested_terms(nested):
+        key = tuple(sorted(parts))
+        if any(tuple(sorted(t.variables)) == key for t in terms):
+            continue  # a/b's main effect already listed as a facet
+        terms.append(_Term(":".join(parts), "nested", parts))
+    return terms
+
+
+def _alias(name: str, taken: set[str]) -> str:
+    from ..formula import is_syntactic  # noqa: PLC0415
+
+    if is_syntactic(name) and ":" not in name:
+        taken.add(name)
+        return name
+    base = re.sub(r"[^A-Za-z0-9._]", "_", name)
+    if not base or not base[0].isalpha():
+        base = "v_" + base
+    cand, i = base, 1
+    while cand in taken or not is_syntactic(cand):
+        i += 1
+        cand = f"{base}_{i}"
+    taken.add(cand)
+    return cand
+
+
+# ------------------------------------------------------------------------ checks
+def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score: str) -> list[ResultWarning]:
+    from ..data.validate import require_columns, require_finite, require_levels, require_nonempty  # noqa: PLC0415
+
+    require_nonempty(df)
+    require_columns(df, [score, obj, *facets])
+    for t in terms:
+        missing = [v for v in t.variables if v not in df.columns]
+        if missing:
+            raise DataError(
+                f"{t.role} term {t.name!r} names column(s) {', '.join(map(repr, missing))} that are not in the data; "
+                f"available columns: {', '.join(map(str, df.columns[:20]))}"
+            )
+    require_finite(df, score)
+    variables = sorted({v for t in terms for v in t.variables})
+    for v in variables:
+        if df[v].isna().any():
+            raise DataError(f"column {v!r} has {int(df[v].isna().sum())} missing values; drop those rows or fill in the level")
+        role = "object column" if v == obj else "facet"
+        require_levels(df, v, 2, role)
+    warnings: list[ResultWarning] = []
+    n_obj = df[obj].nunique()
+    for f in facets:
+        pairs = df[[obj, f]].drop_duplicates()
+        n_f = df[f].nunique()
+        obj_per_facet = pairs.groupby(f, observed=True)[obj].nunique()
+        facet_per_obj = pairs.groupby(obj, observed=True)[f].nunique()
+        if facet_per_obj.max() == 1:
+            raise DataError(
+                f"object {obj!r} is not crossed with facet {f!r}: each {obj!r} level occurs with a single {f!r} level "
+                f"(the object is nested in the facet), so their variances cannot be separated. Use a design in which "
+                f"every {obj!r} is measured under several {f!r} levels, or model it as nested=['{f}/{obj}']"
+            )
+        if obj_per_facet.max() == 1:
+            raise DataError(
+                f"facet {f!r} is not crossed with object {obj!r}: each {f!r} level occurs with a single {obj!r} level "
+                f"(the facet is nested in the object). Recode {f!r} so that its levels are shared across objects "
+                f"(e.g. rater ids, seeds), or drop it from facets"
+            )
+        if len(pairs) < n_obj * n_f:
+            warnings.append(ResultWarning(
+                "partially_crossed",
+                f"object {obj!r} and facet {f!r} are partially crossed ({len(pairs)} of {n_obj * n_f} combinations "
+                "observed); REML handles the missing cells but the estimates are less precise",
+            ))
+    n = len(df)
+    for t in terms:
+        if len(t.variables) > 1:
+            n_lev = len(df[list(t.variables)].drop_duplicates())
+            if n_lev >= n:
+                raise DataError(
+                    f"{t.role} term {t.name!r} has one observation per level ({n_lev} levels, {n} rows): its variance is "
+                    "confounded with the residual; drop it (the residual contains it)"
+                )
+    return warnings
+
+
+# ----------------------------------------------------------------------- result
+@dataclass(frozen=True, repr=False)
+class VCAResult(WorkflowResult):
+    """Variance components of a random-effects-only model and reliability coefficients.
+
+    ``table``: component, role (object / facet / interaction / nested / residual), variance,
+    std_dev, percent (of the sum of all components), sorted by variance (largest first).
+    ``anova_check``: for a balanced crossed object x facet design, the ANOVA expected-mean-squares
+    estimates beside the REML ones (None otherwise).
+    """
+
+    table: Any
+    object: str
+    facets: tuple[str, ...]
+    formula: str
+    reml: bool
+    singular: bool
+    zero_components: tuple[str, ...]
+    nobs: int
+    anova_check: Any
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    model: Any = field(default=None, repr=False, compare=False)
+    _terms: tuple[_Term, ...] = field(default=(), repr=False, compare=False)
+
+    _main_table = "table"
+    _print_tables = ("table", "anova_check")
+    _skip_in_dict = ("model",)
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        est = "REML" if self.reml else "ML"
+        return f"Variance components ({est}, lme4): object {self.object!r}, facets {list(self.facets)}"
+
+    def _scalars(self):
+        p = self.phi()
+        return [("nobs", self.nobs), ("phi (n=1)", f"{p:.4g} ({koo_li_band(p)})"),
+                ("E rho2 (n=1)", f"{self.g_coefficient():.4g}"), ("singular", self.singular),
+                ("zero components", ", ".join(self.zero_components) or "none")]
+
+    # ------------------------------------------------------------- helpers
+    def variance(self, component: str) -> float:
+        """The estimated variance of a component by name (``"Residual"`` for the residual)."""
+        row = self.table.loc[self.table["component"] == component, "variance"]
+        if row.empty:
+            raise DataError(f"no component {component!r}; components: {', '.join(self.table['component'])}")
+        return float(row.iloc[0])
+
+    def _var_by_vars(self, variables: Iterable[str]) -> float:
+        key = frozenset(variables)
+        for t in self._terms:
+            if t.role != "residual" and frozenset(t.variables) == key:
+                return self.variance(t.name)
+        return 0.0  # not in the model: confounded with the residual
+
+    @property
+    def _facet_variables(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for t in self._terms:
+            for v in t.variables:
+                if v != self.object and v not in out:
+                    out.append(v)
+        return tuple(out)
+
+    def _sizes(self, sizes: Mapping[str, float]) -> dict[str, float]:
+        fv = self._facet_variables
+        unknown = [k for k in sizes if k not in fv]
+        if unknown:
+            raise DataError(
+                f"facet size(s) given for {', '.join(map(repr, unknown))}, which are not facets of this design "
+                f"({', '.join(fv) or 'none'})"
+            )
+        out = {v: 1.0 for v in fv}
+        for k, n in sizes.items():
+            n = float(n)
+            if not (n >= 1 and math.isfinite(n)):
+                raise DataError(f"facet size {k}={sizes[k]!r} must be a number >= 1 (levels averaged over)")
+            out[k] = n
+        return out
+
+    def _error_variances(self, sizes: Mapping[str, float]) -> tuple[float, float, float]:
+        n = self._sizes(sizes)
+        s2 = self.variance(self.object)
+        abs_err = rel_err = 0.0
+        for t in self._terms:
+            if t.role == "object":
+                continue
+            if t.role == "residual":
+                div = float(np.prod([n[v] for v in self._facet_variables])) if self._facet_variables else 1.0
+                v = self.variance(t.name) / div
+                abs_err += v
+                rel_err += v
+                continue
+            div = float(np.prod([n[v] for v in t.variables if v != self.object]))
+            v = self.variance(t.name) / div
+            abs_err += v
+            if self.object in t.variables:
+                rel_err += v
+        return s2, abs_err, rel_err
+
+    # --------------------------------------------------------- reliability
+    def phi(self, **facet_sizes: float) -> float:
+        """Brennan's index of dependability (absolute): ``s2 / (s2 + sigma2_Delta)``.
+
+        Keyword arguments give the number of levels averaged over per facet (default 1), e.g.
+        ``vca.phi(rater=3, occasion=1)``. With all sizes 1 this is the object's share of the total
+        variance (Hagmann 2023, Def. 3.5).
+        """
+        s2, abs_err, _ = self._error_variances(facet_sizes)
+        tot = s2 + abs_err
+        return s2 / tot if tot > 0 else float("nan")
+
+    def g_coefficient(self, **facet_sizes: float) -> float:
+        """Generalizability coefficient E rho² (relative): ``s2 / (s2 + sigma2_delta)``, where
+        ``sigma2_delta`` holds only the components that interact with the object and the residual
+        (Brennan 2001, Eq. 4.5)."""
+        s2, _, rel_err = self._error_variances(facet_sizes)
+        tot = s2 + rel_err
+        return s2 / tot if tot > 0 else float("nan")
+
+    def d_study(self, grid: Mapping[str, Iterable[float]] | Any):
+        """Phi and E rho² over a grid of facet sizes (Brennan's D study).
+
+        ``grid`` is ``{facet: sizes}`` (all combinations are evaluated) or a DataFrame with one
+        column per facet. Returns columns ``n_<facet>``, phi, phi_band, g_coefficient, g_band.
+        """
+        import pandas as pd  # noqa: PLC0415
+
+        if isinstance(grid, pd.DataFrame):
+            rows = grid.to_dict(orient="records")
+        elif isinstance(grid, Mapping):
+            keys = list(grid)
+            values = [list(np.atleast_1d(grid[k])) for k in keys]
+            rows = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+        else:
+            raise DataError("grid must be a dict {facet: sizes} or a DataFrame with one column per facet")
+        if not rows:
+            raise DataError("grid is empty; give at least one size per facet, e.g. {'rater': [1, 2, 3]}")
+        out = []
+        for r in rows:
+            p = self.phi(**r)
+            g = self.g_coefficient(**r)
+            out.append({**{f"n_{k}": v for k, v in r.items()}, "phi": p, "phi_band": koo_li_band(p),
+                        "g_coefficient": g, "g_band": koo_li_band(g)})
+        return pd.DataFrame(out)
+
+    def _rater_occasion(self, rater: str | None, occasion: str | None) -> tuple[str, str]:
+        fv = self._facet_variables
+        if rater is None and "rater" in fv:
+            rater = "rater"
+        if occasion is None and "occasion" in fv:
+            occasion = "occasion"
+        if rater is None or occasion is None:
+            raise DataError(
+                f"name the rater and occasion facets, e.g. intra_rater(rater='annotator', occasion='round'); "
+                f"facets of this design: {', '.join(fv)}"
+            )
+        for role, name in (("rater", rater), ("occasion", occasion)):
+            if name not in fv:
+                raise DataError(f"{role} facet {name!r} is not a facet of this design ({', '.join(fv)})")
+        return rater, occasion
+
+    def intra_rater(self, rater: str | None = None, occasion: str | None = None, variant: str = "brennan") -> float:
+        """Intra-rater (test-retest) reliability: one rater fixed, generalizing over occasions.
+
+        ``variant="brennan"``: ``(s + sr) / (s + sr + si + res)`` (Brennan 2001's relative
+        coefficient with the rater facet fixed). ``variant="hagmann2023"``: the thesis' Eq. 3.17 as
+        printed, ``(s + sr) / (s + sr + ri + res)``. Components missing from the model count as 0
+        (they are confounded with the residual).
+        """
+        r, i = self._rater_occasion(rater, occasion)
+        s = self.variance(self.object)
+        sr = self._var_by_vars((self.object, r))
+        si = self._var_by_vars((self.object, i))
+        ri = self._var_by_vars((r, i))
+        res = self.variance("Residual")
+        if variant == "brennan":
+            err = si + res
+        elif variant == "hagmann2023":
+            err = ri + res
+        else:
+            raise DataError(f"variant must be 'brennan' or 'hagmann2023', not {variant!r}")
+        return (s + sr) / (s + sr + err)
+
+    def inter_rater(self, rater: str | None = None, occasion: str | None = None) -> float:
+        """Inter-rater reliability: one occasion fixed, generalizing over raters (Hagmann 2023,
+        Eq. 3.18): ``(s + si) / (s + si + sr + res)``."""
+        r, i = self._rater_occasion(rater, occasion)
+        s = self.variance(self.object)
+        si = self._var_by_vars((self.object, i))
+        sr = self._var_by_vars((self.object, r))
+        res = self.variance("Residual")
+        return (s + si) / (s + si + sr + res)
+
+    def reliability(self, **facet_sizes: float):
+        """A table (coefficient, value, band) of phi and E rho² at the given facet sizes, plus
+        intra- and inter-rater reliability when the design has rater and occasion facets."""
+        import pandas as pd  # noqa: PLC0415
+
+        rows = [("phi", self.phi(**facet_sizes)), ("g_coefficient", self.g_coefficient(**facet_sizes))]
+        fv = self._facet_variables
+        if "rater" in fv and "occasion" in fv:
+            rows += [("intra_rater", self.intra_rater()), ("inter_rater", self.inter_rater())]
+        return pd.DataFrame([{"coefficient": k, "value": v, "band": koo_li_band(v)} for k, v in rows])
+
+    @staticmethod
+    def band(value: float) -> str:
+        """Koo & Li (2016) interpretation of a reliability coefficient."""
+        return koo_li_band(value)
+
+
+# ------------------------------------------------------------------ ANOVA check
+def anova_components(df, score: str, obj: str, facet: str, interaction: bool):
+    """ANOVA expected-mean-squares estimates for a balanced crossed object x facet design.
+
+    With ``k`` observations per cell, ``n`` objects and ``m`` facet levels:
+    ``E[MS_obj] = s2_e + k s2_of + k m s2_obj`` (interaction in the model) or ``s2_e + k m
+    s2_obj`` (additive model; the interaction and within-cell sums of squares are pooled into the
+    residual). Returns a table: component, df, sum_sq, mean_sq, anova_variance. Estimates may be
+    negative (they are not truncated).
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    y = df[score].to_numpy(dtype=float)
+    a_codes, a_lev = pd.factorize(df[obj], sort=True)
+    b_codes, b_lev = pd.factorize(df[facet], sort=True)
+    n, m = len(a_lev), len(b_lev)
+    cells = np.zeros((n, m))
+    np.add.at(cells, (a_codes, b_codes), 1)
+    k = int(cells.flat[0])
+    if not np.all(cells == k) or k < 1:
+        raise DataError(f"the {obj!r} x {facet!r} design is not balanced (cells hold different numbers of rows)")
+    sums = np.zeros((n, m))
+    np.add.at(sums, (a_codes, b_codes), y)
+    cell_mean = sums / k
+    grand = y.mean()
+    a_mean = cell_mean.mean(axis=1)
+    b_mean = cell_mean.mean(axis=0)
+    ss_a = m * k * np.sum((a_mean - grand) ** 2)
+    ss_b = n * k * np.sum((b_mean - grand) ** 2)
+    ss_ab = k * np.sum((cell_mean - a_mean[:, None] - b_mean[None, :] + grand) ** 2)
+    ss_e = float(np.sum((y - cell_mean[a_codes, b_codes]) ** 2))
+    df_a, df_b, df_ab, df_e = n - 1, m - 1, (n - 1) * (m - 1), n * m * (k - 1)
+    ms_a, ms_b = ss_a / df_a, ss_b / df_b
+    if interaction:
+        if k < 2:
+            raise DataError("an object x facet interaction needs more than one observation per cell")
+        ms_ab, ms_e = ss_ab / df_ab, ss_e / df_e
+        rows = [
+            (obj, df_a, ss_a, ms_a, (ms_a - ms_ab) / (m * k)),
+            (facet, df_b, ss_b, ms_b, (ms_b - ms_ab) / (n * k)),
+            (f"{obj}:{facet}", df_ab, ss_ab, ms_ab, (ms_ab - ms_e) / k),
+            ("Residual", df_e, ss_e, ms_e, ms_e),
+        ]
+    else:
+        ss_r, df_r = ss_ab + ss_e, df_ab + df_e
+        ms_r = ss_r / df_r
+        rows = [
+            (obj, df_a, ss_a, ms_a, (ms_a - ms_r) / (m * k)),
+            (facet, df_b, ss_b, ms_b, (ms_b - ms_r) / (n * k)),
+            ("Residual", df_r, ss_r, ms_r, ms_r),
+        ]
+    return pd.DataFrame(rows, columns=["component", "df", "sum_sq", "mean_sq", "anova_variance"])
+
+
+def _anova_check(df, score, obj, facets, terms, vc_table):
+    """The ANOVA cross-check table when the design is a balanced crossed object x facet one."""
+    if len(facets) != 1 or any(t.role == "nested" for t in terms):
+        return None
+    facet = facets[0]
+    inter = [t for t in terms if t.role == "interaction"]
+    if inter and (len(inter) > 1 or set(inter[0].variables) != {obj, facet}):
+        return None
+    counts = df.groupby([obj, facet], observed=True).size()
+    n_cells = df[obj].nunique() * df[facet].nunique()
+    if len(counts) != n_cells or counts.nunique() != 1:
+        return None
+    tab = anova_components(df, score, obj, facet, interaction=bool(inter))
+    if inter:  # name the interaction row as the model term
+        tab.loc[2, "component"] = inter[0].name
+    reml = dict(zip(vc_table["component"], vc_table["variance"]))
+    tab["reml_variance"] = [reml.get(c, np.nan) for c in tab["component"]]
+    tab["difference"] = tab["reml_variance"] - tab["anova_variance"]
+    return tab
+
+
+# --------------------------------------------------------------------- main
+def variance_components(
+    data: Any,
+    score: str,
+    object: str,  # noqa: A002 - the G-theory name
+    facets: Sequence[str] = (),
+    interactions: Sequence[str | Sequence[str]] | str = (),
+    nested: str | Sequence[str] | None = None,
+    reml: bool = True,
+    *,
+    optimizer: str = "nloptwrap",
+    calc_derivs: bool = True,
+) -> VCAResult:
+    """Variance components of ``score`` over the object of measurement and facets (REML).
+
+    Parameters
+    ----------
+    data : score table (pandas/polars/pyarrow or a path); never modified.
+    score : numeric response column.
+    object : the objects of measurement (e.g. ``"sentence_id"``); its component is the
+        "true-score" variance.
+    facets : columns whose levels replicate the measurement (raters, occasions, seeds,
+        meta-parameters); one random intercept each. Each must be crossed with ``object``.
+    interactions : extra random intercepts for combinations, ``"sentence:rater"`` or
+        ``("sentence", "rater")``; ``"all"`` adds every two-way interaction of object and facets.
+    nested : ``"a/b"`` terms expanded as lme4 does to ``(1|a) + (1|a:b)`` (e.g.
+        ``"learning_rate/src_length_class"``, Hagmann 2023 Eq. 3.15).
+    reml : REML (default, as the thesis) or ML.
+    optimizer, calc_derivs : lme4 ``lmerControl`` settings (``calc_derivs=False`` skips the
+        finite-difference gradient/Hessian check, which dominates the time on large grids).
+
+    Returns
+    -------
+    VCAResult with ``table`` (component, role, variance, std_dev, percent), ``singular`` and the
+    named ``zero_components``, ``phi()``, ``g_coefficient()``, ``d_study()``, ``intra_rater()``,
+    ``inter_rater()``, ``reliability()``, and ``anova_check`` for balanced two-way designs.
+    """
+    import pandas as pd  # noqa: PLC0415
+
+    from ..data.table import as_pandas  # noqa: PLC0415
+    from ..lmm import lmm  # noqa: PLC0415
+
+    if not isinstance(object, str) or not object:
+        raise DataError("object must name the column of the objects of measurement, e.g. object='sentence_id'")
+    if isinstance(facets, str):
+        facets = [facets]
+    facets = [str(f) for f in facets]
+    df = as_pandas(data)
+    df.columns = [str(c) for c in df.columns]
+    terms = _build_terms(object, facets, interactions, nested)
+    pre_warnings = _check_design(df, object, facets, terms, score)
+
+    variables = list(dict.fromkeys(v for t in terms for v in t.variables))
+    taken: set[str] = set()
+    alias = {v: _alias(v, taken) for v in [*variables, score]}
+    frame = pd.DataFrame({alias[v]: df[v].to_numpy() for v in [score, *variables]})
+    for v in variables:  # grouping factors as strings: explicit, code-point-sorted levels
+        frame[alias[v]] = frame[alias[v]].astype(str)
+    grp_of = {":".join(alias[v] for v in t.variables): t for t in terms}
+    rhs = " + ".join(f"(1|{g})" for g in grp_of)
+    formula = f"{alias[score]} ~ 1 + {rhs}"
+    fit = lmm(formula, frame, reml=reml, optimizer=optimizer, df_method="asymptotic", calc_derivs=calc_derivs)
+
+    rand = fit.random
+    comp_rows = []
+    found = set()
+    for _, r in rand.iterrows():
+        g = str(r["group"])
+        if g == "Residual":
+            comp_rows.append(("Residual", "residual", float(r["variance"])))
+            continue
+        if g not in grp_of:
+            raise MixedEvalError(f"internal: lme4 returned the unexpected grouping factor {g!r} (expected {sorted(grp_of)})")
+        t = grp_of[g]
+        found.add(g)
+        comp_rows.append((t.name, t.role, float(r["variance"])))
+    if found != set(grp_of):
+        raise MixedEvalError(f"internal: components {sorted(set(grp_of) - found)} missing from VarCorr")
+    tab = pd.DataFrame(comp_rows, columns=["component", "role", "variance"])
+    tab["variance"] = tab["variance"].clip(lower=0.0)
+    tab["std_dev"] = np.sqrt(tab["variance"])
+    total = tab["variance"].sum()
+    tab["percent"] = 100.0 * tab["variance"] / total if total > 0 else np.nan
+    order = {t.name: i for i, t in enumerate(terms)}
+    order["Residual"] = len(terms)
+    tab["_o"] = tab["component"].map(order)
+    tab = tab.sort_values(["variance", "_o"], ascending=[False, True], kind="mergesort").drop(columns="_o")
+    tab = tab.reset_index(drop=True)[["component", "role", "variance", "std_dev", "percent"]]
+
+    sigma = float(np.sqrt(tab.loc[tab["component"] == "Residual", "variance"].iloc[0]))
+    zero = tuple(
+        c for c, role, sd in zip(tab["component"], tab["role"], tab["std_dev"])
+        if role != "residual" and (sigma == 0 or sd / sigma < ZERO_TOL)
+    )
+    warnings = list(pre_warnings)
+    for w in fit.warnings:
+        if w.kind != "singular":
+            warnings.append(w)
+    if fit.singular or zero:
+        warnings.append(ResultWarning(
+            "singular",
+            "boundary (singular) fit: " + (f"component(s) estimated as zero: {', '.join(zero)}" if zero else
+                                           "lme4::isSingular is TRUE") +
+            " (normal in variance-component analysis; the zero components are reported, not dropped)",
+            "lme4",
+        ))
+    check = _anova_check(df, score, object, facets, terms, tab)
+    if check is not None and (check["anova_variance"] < 0).any():
+        neg = ", ".join(check.loc[check["anova_variance"] < 0, "component"])
+        warnings.append(ResultWarning(
+            "negative_anova_estimate",
+            f"ANOVA estimate(s) negative for {neg}; REML truncates them at zero, so the two estimators differ there",
+        ))
+    prov = dict(fit.provenance)
+    prov.update({"workflow": "variance_components", "r_function": "lmerTest::lmer + lme4::VarCorr",
+                 "calc_derivs": bool(calc_derivs)})
+    inv = {a: v for v, a in alias.items()}
+    display_formula = re.sub(r"[A-Za-z._][A-Za-z0-9._]*", lambda mo: inv.get(mo.group(0), mo.group(0)), formula)
+    return VCAResult(
+        table=tab,
+        object=object,
+        facets=tuple(facets),
+        formula=display_formula,
+        reml=bool(reml),
+        singular=bool(fit.singular),
+        zero_components=zero,
+        nobs=fit.nobs,
+        anova_check=check,
+        warnings=tuple(warnings),
+        provenance=prov,
+        model=fit,
+        _terms=tuple([*terms, _Term("Residual", "residual", ())]),
+    )
+
+
+__all__ = ["KOO_LI_BANDS", "VCAResult", "WorkflowResult", "anova_components", "koo_li_band", "variance_components"]

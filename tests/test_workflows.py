@@ -1,0 +1,402 @@
+"""compare_systems, conditional_compare, meta_parameter_importance, assess_meta_parameter and
+inferential_reproducibility: every model-based number against R (lme4 / emmeans) computed in the
+test, published values of Hagmann (2023) Tables 2.2 and 2.3, and bad-input errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import assert_rel
+
+import mixedeval as me
+from mixedeval.workflows.compare_systems import compare_systems
+from mixedeval.workflows.conditional_compare import bin_property, conditional_compare
+from mixedeval.workflows.meta_parameters import assess_meta_parameter, meta_parameter_importance
+from mixedeval.workflows.reproducibility import inferential_reproducibility
+from mixedeval.workflows.variance_components import koo_li_band
+
+ASYM = "lmer.df = 'asymptotic'"
+
+
+def _r_lrt(R, m0: str, m1: str) -> tuple[float, float, float]:
+    R(f"lrt_tmp <- anova({m0}, {m1})")
+    return (R("lrt_tmp$Chisq[2]")[0], R("lrt_tmp$Df[2]")[0], R("lrt_tmp[['Pr(>Chisq)']][2]")[0])
+
+
+def _r_pairs(R, emm: str, by: str | None = None, adjust: str = "holm") -> pd.DataFrame:
+    by_arg = f", by = '{by}'" if by else ""
+    R(f"pairs_tmp <- as.data.frame(summary(pairs({emm}, adjust = '{adjust}'{by_arg}), infer = c(TRUE, TRUE)))")
+    out = pd.DataFrame({
+        "contrast": list(R("as.character(pairs_tmp$contrast)")),
+        "estimate": R("pairs_tmp$estimate"), "std_error": R("pairs_tmp$SE"), "p_value": R("pairs_tmp$p.value"),
+    })
+    if by:
+        out[by] = list(R(f"as.character(pairs_tmp${by})"))
+    return out
+
+
+# ------------------------------------------------------------------ compare_systems
+@pytest.fixture(scope="module")
+def cs(ter):
+    return compare_systems(ter, "ter", "system", "sentence_id")
+
+
+def test_compare_systems_glrt_parity(R, cs):
+    R("cs1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = ter_df, REML = FALSE)")
+    R("cs0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = ter_df, REML = FALSE)")
+    chisq, df, p = _r_lrt(R, "cs0", "cs1")
+    row = cs.glrt.iloc[1]
+    assert_rel(row["chisq"], chisq, rtol=1e-6)
+    assert row["df"] == df
+    assert_rel(row["p_value"], p, rtol=1e-5)
+    assert list(cs.glrt["estimator"]) == ["ML", "ML"]
+    assert any(w.kind == "refit_ml" for w in cs.warnings)
+
+
+def test_compare_systems_emmeans_and_contrasts_parity(R, cs):
+    R("cs_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df)")
+    R(f"cs_emm <- emmeans::emmeans(cs_reml, 'system', {ASYM})")
+    assert list(cs.emmeans["system"].astype(str)) == ["Baseline", "Marking", "PostEdit"]
+    assert_rel(cs.emmeans["emmean"], R("summary(cs_emm)$emmean"), rtol=1e-6)
+    assert_rel(cs.emmeans["std_error"], R("summary(cs_emm)$SE"), rtol=1e-5)
+    exp = _r_pairs(R, "cs_emm")
+    assert list(cs.contrasts["contrast"]) == list(exp["contrast"])
+    assert_rel(cs.contrasts["estimate"], exp["estimate"], rtol=1e-6)
+    assert_rel(cs.contrasts["std_error"], exp["std_error"], rtol=1e-5)
+    assert_rel(cs.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert_rel(cs.contrasts["effect_size"], exp["estimate"] / R("sigma(cs_reml)")[0], rtol=1e-6)
+    assert cs.p_adjust == "holm"
+
+
+def test_compare_systems_averaged_parity(R, cs):
+    R("cs_avg <- aggregate(ter ~ sentence_id + system, data = ter_df, FUN = mean)")
+    R("lm1 <- lm(ter ~ system, data = cs_avg); lm0 <- lm(ter ~ 1, data = cs_avg)")
+    chisq = float(2 * (R("as.numeric(logLik(lm1))")[0] - R("as.numeric(logLik(lm0))")[0]))
+    g = cs.averaged.glrt
+    assert_rel(g["chisq"].iloc[0], chisq)
+    assert_rel(g["p_value"].iloc[0], R(f"pchisq({chisq!r}, 2, lower.tail = FALSE)")[0])
+    assert_rel(g["residual_sd"].iloc[0], R("sigma(lm1)")[0])
+    assert_rel(cs.averaged.p_value_f, R("anova(lm0, lm1)[['Pr(>F)']][2]")[0])
+    R("am1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = cs_avg, REML = FALSE)")
+    R("am0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = cs_avg, REML = FALSE)")
+    chisq, _, p = _r_lrt(R, "am0", "am1")
+    assert_rel(g["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(g["p_value"].iloc[1], p, rtol=1e-5)
+    assert cs.averaged.nobs == 3123
+    assert any(w.kind == "averaging" for w in cs.warnings)
+    d = cs.to_dict()
+    assert "fit" not in d and "fit" not in d["averaged"] and len(d["contrasts"]) == 3
+    json.dumps(d)
+    assert "omnibus GLRT p-value" in repr(cs) and "<table" in cs._repr_html_()
+
+
+def test_compare_systems_published_values(cs):
+    """Hagmann (2023) Table 2.2: seed-averaged p = 0.517 (residual SD 0.2576), item-level mixed
+    model p < 0.0001 (residual SD 0.0591); Table 2.3: marking - post-edit p = 0.0685."""
+    s = cs.summary.set_index("analysis")
+    assert round(float(s.loc["averaged, linear model (no item effect)", "p_value"]), 3) == 0.517
+    assert cs.p_value < 1e-7
+    assert round(float(s.loc["averaged, linear model (no item effect)", "residual_sd"]), 4) == 0.2576
+    assert round(float(s.loc["all instances, mixed model (item intercept)", "residual_sd"]), 4) == 0.0591
+    c = cs.contrasts.set_index("contrast")["p_value"]
+    assert round(float(c["Marking - PostEdit"]), 4) == 0.0685
+    assert (c[["Baseline - Marking", "Baseline - PostEdit"]] < 1e-4).all()
+
+
+def test_compare_systems_extra_random_and_reference(R, ter):
+    orig = ter.copy()
+    res = compare_systems(ter, "ter", "system", "sentence_id", reference="Marking", random=["replication"],
+                          average=False, posthoc_df="satterthwaite")
+    pd.testing.assert_frame_equal(ter, orig)
+    assert res.averaged is None
+    R("cr1 <- lme4::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
+    R("cr0 <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
+    chisq, _, p = _r_lrt(R, "cr0", "cr1")
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert list(res.emmeans["system"].astype(str))[0] == "Marking"
+    R("ter_ref <- ter_df; ter_ref$system <- relevel(ter_ref$system, ref = 'Marking')")
+    R("cr_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_ref)")
+    R("cr_emm <- emmeans::emmeans(cr_reml, 'system', lmer.df = 'satterthwaite', lmerTest.limit = 1e5)")
+    exp = _r_pairs(R, "cr_emm")
+    assert list(res.contrasts["contrast"]) == list(exp["contrast"])
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert np.isfinite(res.contrasts["df"]).all()
+
+
+def test_compare_systems_bad_input(ter):
+    with pytest.raises(me.DataError, match="not found"):
+        compare_systems(ter, "ter", "engine", "sentence_id")
+    with pytest.raises(me.DataError, match="has 1 level"):
+        compare_systems(ter[ter["system"] == "Marking"], "ter", "system", "sentence_id")
+    with pytest.raises(me.DataError, match="reference 'Nope'"):
+        compare_systems(ter, "ter", "system", "sentence_id", reference="Nope")
+    with pytest.raises(me.DataError, match="df_method"):
+        compare_systems(ter, "ter", "system", "sentence_id", posthoc_df="magic")
+    with pytest.raises(me.DataError, match="random term 'seed'"):
+        compare_systems(ter, "ter", "system", "sentence_id", random="seed")
+    with pytest.raises(me.DataError, match="not numeric"):
+        compare_systems(ter.assign(ter="x"), "ter", "system", "sentence_id")
+
+
+# ------------------------------------------------------------- conditional_compare
+@pytest.fixture(scope="module")
+def cc(ter):
+    return conditional_compare(ter, "ter", "system", "sentence_id", "src_length", bins=[15, 55],
+                               labels=["short", "typical", "very long"])
+
+
+def test_conditional_binned_parity(R, cc):
+    R("ter_len <- ter_df; ter_len$len <- cut(ter_len$src_length, c(-Inf, 15, 55, Inf), "
+      "labels = c('short', 'typical', 'very long'))")
+    R("cc1 <- lme4::lmer(ter ~ system * len + (1|sentence_id), data = ter_len, REML = FALSE)")
+    R("cc0 <- lme4::lmer(ter ~ system + len + (1|sentence_id), data = ter_len, REML = FALSE)")
+    chisq, df, p = _r_lrt(R, "cc0", "cc1")
+    assert_rel(cc.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert cc.glrt["df"].iloc[1] == df == 4  # (3 - 1)(3 - 1)
+    assert_rel(cc.p_value, p, rtol=1e-5)
+    R("cc_reml <- lmerTest::lmer(ter ~ system * len + (1|sentence_id), data = ter_len)")
+    R(f"cc_emm <- emmeans::emmeans(cc_reml, 'system', by = 'len', {ASYM})")
+    assert_rel(cc.cell_means["emmean"], R("summary(cc_emm)$emmean"), rtol=1e-6)
+    assert list(cc.cell_means["src_length"].astype(str)) == list(R("as.character(summary(cc_emm)$len)"))
+    exp = _r_pairs(R, "cc_emm", by="len")
+    assert list(cc.contrasts["contrast"]) == list(exp["contrast"])
+    assert list(cc.contrasts["src_length"].astype(str)) == list(exp["len"])
+    assert_rel(cc.contrasts["estimate"], exp["estimate"], rtol=1e-6)
+    assert_rel(cc.contrasts["p_value"], exp["p_value"], rtol=1e-4)  # Holm within each length class
+    assert cc.kind == "binned" and cc.levels == ("short", "typical", "very long")
+
+
+def test_conditional_categorical_equals_binned(ter, cc):
+    df = ter.assign(length_class=bin_property(ter["src_length"].to_numpy(float), [15, 55],
+                                              ["short", "typical", "very long"], "src_length"))
+    res = conditional_compare(df, "ter", "system", "sentence_id", "length_class")
+    assert res.kind == "categorical"
+    assert_rel(res.glrt["chisq"].iloc[1], cc.glrt["chisq"].iloc[1], rtol=1e-10)
+    assert_rel(res.contrasts["p_value"], cc.contrasts["p_value"], rtol=1e-10)
+
+
+def test_conditional_continuous_scaled_parity(R, ter):
+    res = conditional_compare(ter, "ter", "system", "sentence_id", "src_length", scale=True,
+                              null="system+interaction")
+    R("ter_sc <- ter_df; ter_sc$src_length <- as.numeric(scale(ter_sc$src_length))")
+    R("cz1 <- lme4::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_sc, REML = FALSE)")
+    R("cz0 <- lme4::lmer(ter ~ src_length + (1|sentence_id), data = ter_sc, REML = FALSE)")
+    chisq, df, p = _r_lrt(R, "cz0", "cz1")
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert df == res.glrt["df"].iloc[1] == 4
+    assert_rel(res.scaling["scale"], R("sd(ter_df$src_length)")[0])
+    R("cz_reml <- lmerTest::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_sc)")
+    R(f"cz_tr <- emmeans::emtrends(cz_reml, 'system', var = 'src_length', {ASYM})")
+    assert_rel(res.slopes["trend"], R("summary(cz_tr)$src_length.trend"), rtol=1e-6)
+    exp = _r_pairs(R, "cz_tr")
+    assert_rel(res.contrasts["estimate"], exp["estimate"], rtol=1e-5)
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert res.cell_means is None and len(res.plot_data) == 3 * 25
+    # interaction-only null: df = systems - 1 = 2
+    res2 = conditional_compare(ter, "ter", "system", "sentence_id", "src_length")
+    R("cz0b <- lme4::lmer(ter ~ system + src_length + (1|sentence_id), data = ter_df, REML = FALSE)")
+    R("cz1b <- lme4::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_df, REML = FALSE)")
+    chisq, df, _ = _r_lrt(R, "cz0b", "cz1b")
+    assert_rel(res2.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert df == res2.glrt["df"].iloc[1] == 2
+
+
+def test_bin_property_edges():
+    cat = bin_property(np.array([1, 15, 16, 55, 56]), [15, 55], None, "x")
+    assert list(cat.astype(str)) == ["<=15", "<=15", "(15, 55]", "(15, 55]", ">55"]
+
+
+def test_conditional_bad_input(ter):
+    with pytest.raises(me.DataError, match="2 cut points make 3 bins"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "src_length", bins=[15, 55], labels=["a", "b"])
+    with pytest.raises(me.DataError, match="hold no rows"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "src_length", bins=[500, 600])
+    with pytest.raises(me.DataError, match="increasing"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "src_length", bins=[55, 15])
+    with pytest.raises(me.DataError, match="null must be"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "src_length", null="main")
+    with pytest.raises(me.DataError, match="numeric property"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "replication", bins=[1])
+    with pytest.raises(me.DataError, match="cannot be combined with bins"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "src_length", bins=[15], scale=True)
+    with pytest.raises(me.DataError, match="constant"):
+        conditional_compare(ter.assign(k=1.0), "ter", "system", "sentence_id", "k")
+    with pytest.raises(me.DataError, match="not found"):
+        conditional_compare(ter, "ter", "system", "sentence_id", "length")
+
+
+# ------------------------------------------------------------------ meta-parameters
+META = ["learning_rate", "seed", "encoder_dropout", "decoder_dropout", "decoder_dropout_hidden"]
+
+
+@pytest.fixture(scope="module")
+def hyp_small(R, tmp_path_factory):
+    """The partial grid's 27 instances of one delta scheme on the first 120 sentences, written to
+    CSV and read by R with read.csv."""
+    h = me.datasets.load("kreutzer_hyperparameters")
+    h = h[h["delta_scheme"] == "(-0.5:0.5)"]
+    keep = sorted(h["sentence_id"].unique())[:120]
+    h = h[h["sentence_id"].isin(keep)].reset_index(drop=True)
+    path = tmp_path_factory.mktemp("hyp") / "hyp.csv"
+    h.to_csv(path, index=False)
+    cls = ", ".join(f"{c} = 'character'" for c in ["sentence_id", *META, "src_length_class"])
+    R(f"hyp_df <- read.csv('{path}', colClasses = c({cls}))")
+    return h
+
+
+def test_meta_parameter_importance_parity(R, hyp_small):
+    res = meta_parameter_importance(hyp_small, "ter", "sentence_id", META)
+    R("hyp_m <- lme4::lmer(ter ~ 1 + (1|sentence_id) + " + " + ".join(f"(1|{c})" for c in META) + ", data = hyp_df)")
+    grp = list(R("as.data.frame(lme4::VarCorr(hyp_m))$grp"))
+    vc = dict(zip(grp, R("as.data.frame(lme4::VarCorr(hyp_m))$vcov")))
+    got = dict(zip(res.table["component"], res.table["variance"]))
+    for k, v in vc.items():
+        assert_rel(got[k], v, rtol=1e-6, atol=1e-12)
+    total = sum(vc.values())
+    assert_rel(res.phi, vc["sentence_id"] / total, rtol=1e-6)
+    imp = res.importance.set_index("meta_parameter")
+    assert set(imp.index) == set(META)
+    assert_rel(imp["percent_of_meta"].sum(), 100.0)
+    meta_total = sum(vc[c] for c in META)
+    for c in META:
+        assert_rel(imp.loc[c, "percent"], 100 * vc[c] / total, rtol=1e-5, atol=1e-9)
+        assert_rel(imp.loc[c, "percent_of_meta"], 100 * vc[c] / meta_total, rtol=1e-5, atol=1e-7)
+    assert imp["rank"].min() == 1 and res.band == koo_li_band(res.phi)
+
+
+def test_meta_parameter_importance_nested_parity(R, hyp_small):
+    res = meta_parameter_importance(hyp_small, "ter", "sentence_id", ["seed"], nested="learning_rate/src_length_class")
+    R("hyp_n <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|seed) + (1|learning_rate/src_length_class), data = hyp_df)")
+    grp = list(R("as.data.frame(lme4::VarCorr(hyp_n))$grp"))
+    vc = dict(zip(grp, R("as.data.frame(lme4::VarCorr(hyp_n))$vcov")))
+    got = dict(zip(res.table["component"], res.table["variance"]))
+    assert_rel(got["learning_rate:src_length_class"], vc["src_length_class:learning_rate"], rtol=1e-6, atol=1e-12)
+    for k in ("sentence_id", "seed", "learning_rate", "Residual"):
+        assert_rel(got[k], vc[k], rtol=1e-6, atol=1e-12)
+
+
+def test_assess_meta_parameter_parity(R, hyp_small):
+    res = assess_meta_parameter(hyp_small, "ter", "sentence_id", "learning_rate", prop="src_length_class")
+    R("am1 <- lme4::lmer(ter ~ learning_rate * src_length_class + (1|sentence_id), data = hyp_df, REML = FALSE)")
+    R("am0 <- lme4::lmer(ter ~ learning_rate + src_length_class + (1|sentence_id), data = hyp_df, REML = FALSE)")
+    chisq, df, p = _r_lrt(R, "am0", "am1")
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert res.glrt["df"].iloc[1] == df
+    R("am_reml <- lmerTest::lmer(ter ~ learning_rate * src_length_class + (1|sentence_id), data = hyp_df)")
+    R(f"am_emm <- emmeans::emmeans(am_reml, 'learning_rate', by = 'src_length_class', {ASYM})")
+    assert_rel(res.emmeans["emmean"], R("summary(am_emm)$emmean"), rtol=1e-6)
+    exp = _r_pairs(R, "am_emm", by="src_length_class")
+    assert list(res.contrasts["contrast"]) == list(exp["contrast"])
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    main = assess_meta_parameter(hyp_small, "ter", "sentence_id", "learning_rate")
+    R("amm1 <- lme4::lmer(ter ~ learning_rate + (1|sentence_id), data = hyp_df, REML = FALSE)")
+    R("amm0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = hyp_df, REML = FALSE)")
+    chisq, _, _ = _r_lrt(R, "amm0", "amm1")
+    assert_rel(main.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert main.prop is None and main.p_adjust == "holm"
+
+
+def test_assess_numeric_param_is_categorical_in_numeric_order():
+    rng = np.random.default_rng(3)
+    rows = [(f"s{i}", lr, rng.normal() + 10 * lr + i * 0.1) for i in range(30) for lr in (0.001, 0.0003, 0.01)]
+    df = pd.DataFrame(rows, columns=["item", "lr", "score"])
+    res = assess_meta_parameter(df, "score", "item", "lr")
+    assert list(res.emmeans["lr"].astype(str)) == ["0.0003", "0.001", "0.01"]
+    assert res.glrt["df"].iloc[1] == 2
+    with pytest.raises(me.DataError, match="give bins"):
+        assess_meta_parameter(df.assign(x=rng.normal(size=len(df))), "score", "item", "lr", prop="x")
+
+
+def test_meta_parameter_bad_input(hyp_small):
+    with pytest.raises(me.DataError, match="at least one meta-parameter"):
+        meta_parameter_importance(hyp_small, "ter", "sentence_id", [])
+    with pytest.raises(me.DataError, match="not crossed"):
+        meta_parameter_importance(hyp_small, "ter", "sentence_id", ["src_length"])
+
+
+# ---------------------------------------------------------- inferential reproducibility
+def test_reproducibility_on_kreutzer(R, ter):
+    res = inferential_reproducibility(ter, "ter", "system", "sentence_id", best="min", meta_params=["replication"],
+                                      props={"src_length": [15, 55]})
+    # best instance by hand: lowest mean TER per system
+    means = ter.groupby(["system", "replication"])["ter"].mean()
+    for _, r in res.best.iterrows():
+        assert means.loc[r["system"]].idxmin() == r["replication"]
+        assert_rel(r["mean_score"], means.loc[r["system"]].min())
+    # training scope = the best instances only, against R
+    b = dict(zip(res.best["system"], res.best["replication"]))
+    R("bsub <- ter_df[" + " | ".join(f"(ter_df$system == '{s}' & ter_df$replication == '{r}')" for s, r in b.items())
+      + ", ]")
+    R("bt1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = bsub, REML = FALSE)")
+    R("bt0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = bsub, REML = FALSE)")
+    _, _, p = _r_lrt(R, "bt0", "bt1")
+    tr = res.summary[res.summary["scope"] == "training (best vs best)"]
+    assert_rel(tr["glrt_p_value"].iloc[0], p, rtol=1e-5)
+    assert tr["nobs"].iloc[0] == 3 * 1041
+    inf = res.summary[res.summary["scope"] == "inferential (all instances)"]
+    assert inf["glrt_p_value"].iloc[0] < 1e-7 and inf["nobs"].iloc[0] == 7287
+    assert {"mean_Baseline", "mean_Marking", "mean_PostEdit"} <= set(res.summary.columns)
+    assert res.conditional["p_value"].iloc[0] < 1e-4
+    assert any("interaction" in f for f in res.findings)
+    # reliability of the systems with several seeds, against R
+    rel = res.reliability.set_index("system")
+    assert set(rel.index) == {"Marking", "PostEdit"}
+    R("rm_fit <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|replication), data = ter_df[ter_df$system == 'Marking', ])")
+    vc = R("as.data.frame(lme4::VarCorr(rm_fit))$vcov")
+    grp = list(R("as.data.frame(lme4::VarCorr(rm_fit))$grp"))
+    assert_rel(rel.loc["Marking", "phi"], vc[grp.index("sentence_id")] / vc.sum(), rtol=1e-6)
+    assert rel.loc["Marking", "band"] == "excellent"
+
+
+def _reversal_data(seed=7):
+    """Hagmann's Fig. 4.1: the new system's best setting beats the baseline, its typical one loses."""
+    rng = np.random.default_rng(seed)
+    items = [f"i{k}" for k in range(150)]
+    difficulty = rng.normal(0, 0.3, len(items))
+    rows = []
+    for s in range(4):
+        for k, it in enumerate(items):
+            rows.append(("base", f"seed{s}", None, it, 0.50 + difficulty[k] + rng.normal(0, 0.05)))
+    lam_effect = {"0.001": 0.06, "0.01": -0.08, "0.1": -0.12}
+    for lam, eff in lam_effect.items():
+        for s in range(3):
+            for k, it in enumerate(items):
+                rows.append(("new", f"seed{s}", lam, it, 0.50 + eff + difficulty[k] + rng.normal(0, 0.05)))
+    return pd.DataFrame(rows, columns=["system", "seed", "lam", "item", "rouge"])
+
+
+def test_reproducibility_detects_sign_reversal():
+    df = _reversal_data()
+    res = inferential_reproducibility(df, "rouge", "system", "item", best="max", meta_params=["seed", "lam"],
+                                      reference="base")
+    assert res.best.set_index("system").loc["new", "lam"] == "0.001"
+    s = res.summary.set_index("scope")
+    assert s.loc["training (best vs best)", "estimate"] < 0 < s.loc["inferential (all instances)", "estimate"]
+    assert any(f.startswith("sign reversal for base - new") for f in res.findings)
+    rel = res.reliability.set_index("system")
+    assert rel.loc["new", "top_component"] == "lam"
+    assert rel.loc["new", "band"] in ("poor", "moderate", "good")
+    assert rel.loc["base", "band"] == "excellent"
+    assert "findings:" in repr(res)
+
+
+def test_reproducibility_explicit_best_and_bad_input():
+    df = _reversal_data()
+    res = inferential_reproducibility(df, "rouge", "system", "item", best={"base": {"seed": "seed0"},
+                                                                           "new": {"seed": "seed1", "lam": "0.1"}},
+                                      meta_params=["seed", "lam"], reliability=False)
+    assert res.reliability.empty
+    b = res.best.set_index("system")
+    assert (b.loc["new", "seed"], b.loc["new", "lam"]) == ("seed1", "0.1")
+    with pytest.raises(me.DataError, match="best must be"):
+        inferential_reproducibility(df, "rouge", "system", "item", best="median", meta_params=["seed"])
+    with pytest.raises(me.DataError, match="matches 3 instances"):
+        inferential_reproducibility(df, "rouge", "system", "item",
+                                    best={"base": {"seed": "seed0"}, "new": {"seed": "seed0"}}, meta_params=["seed", "lam"])
+    with pytest.raises(me.DataError, match="no entry for system 'base'"):
+        inferential_reproducibility(df, "rouge", "system", "item", best={"new": {"seed": "seed0", "lam": "0.1"}},
+                                    meta_params=["seed", "lam"])
+    with pytest.raises(me.DataError, match="meta_params must name"):
+        inferential_reproducibility(df, "rouge", "system", "item")
