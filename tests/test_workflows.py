@@ -48,9 +48,9 @@ def test_compare_systems_glrt_parity(R, cs):
     R("cs0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = ter_df, REML = FALSE)")
     chisq, df, p = _r_lrt(R, "cs0", "cs1")
     row = cs.glrt.iloc[1]
-    assert_rel(row["chisq"], chisq, rtol=1e-6)
+    assert_rel(row["chisq"], chisq, rtol=1e-8)
     assert row["df"] == df
-    assert_rel(row["p_value"], p, rtol=1e-5)
+    assert_rel(row["p_value"], p, rtol=1e-8)
     assert list(cs.glrt["estimator"]) == ["ML", "ML"]
     assert any(w.kind == "refit_ml" for w in cs.warnings)
 
@@ -59,14 +59,14 @@ def test_compare_systems_emmeans_and_contrasts_parity(R, cs):
     R("cs_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df)")
     R(f"cs_emm <- emmeans::emmeans(cs_reml, 'system', {ASYM})")
     assert list(cs.emmeans["system"].astype(str)) == ["Baseline", "Marking", "PostEdit"]
-    assert_rel(cs.emmeans["emmean"], R("summary(cs_emm)$emmean"), rtol=1e-6)
-    assert_rel(cs.emmeans["std_error"], R("summary(cs_emm)$SE"), rtol=1e-5)
+    assert_rel(cs.emmeans["emmean"], R("summary(cs_emm)$emmean"), rtol=1e-8)
+    assert_rel(cs.emmeans["std_error"], R("summary(cs_emm)$SE"), rtol=1e-8)
     exp = _r_pairs(R, "cs_emm")
     assert list(cs.contrasts["contrast"]) == list(exp["contrast"])
-    assert_rel(cs.contrasts["estimate"], exp["estimate"], rtol=1e-6)
-    assert_rel(cs.contrasts["std_error"], exp["std_error"], rtol=1e-5)
-    assert_rel(cs.contrasts["p_value"], exp["p_value"], rtol=1e-4)
-    assert_rel(cs.contrasts["effect_size"], exp["estimate"] / R("sigma(cs_reml)")[0], rtol=1e-6)
+    assert_rel(cs.contrasts["estimate"], exp["estimate"], rtol=1e-8)
+    assert_rel(cs.contrasts["std_error"], exp["std_error"], rtol=1e-8)
+    assert_rel(cs.contrasts["p_value"], exp["p_value"], rtol=1e-8)
+    assert_rel(cs.contrasts["effect_size"], exp["estimate"] / R("sigma(cs_reml)")[0], rtol=1e-8)
     assert cs.p_adjust == "holm"
 
 
@@ -82,8 +82,8 @@ def test_compare_systems_averaged_parity(R, cs):
     R("am1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = cs_avg, REML = FALSE)")
     R("am0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = cs_avg, REML = FALSE)")
     chisq, _, p = _r_lrt(R, "am0", "am1")
-    assert_rel(g["chisq"].iloc[1], chisq, rtol=1e-6)
-    assert_rel(g["p_value"].iloc[1], p, rtol=1e-5)
+    assert_rel(g["chisq"].iloc[1], chisq, rtol=1e-8)
+    assert_rel(g["p_value"].iloc[1], p, rtol=1e-8)
     assert cs.averaged.nobs == 3123
     assert any(w.kind == "averaging" for w in cs.warnings)
     d = cs.to_dict()
@@ -114,14 +114,14 @@ def test_compare_systems_extra_random_and_reference(R, ter):
     R("cr1 <- lme4::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
     R("cr0 <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
     chisq, _, p = _r_lrt(R, "cr0", "cr1")
-    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert list(res.emmeans["system"].astype(str))[0] == "Marking"
     R("ter_ref <- ter_df; ter_ref$system <- relevel(ter_ref$system, ref = 'Marking')")
     R("cr_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_ref)")
     R("cr_emm <- emmeans::emmeans(cr_reml, 'system', lmer.df = 'satterthwaite', lmerTest.limit = 1e5)")
     exp = _r_pairs(R, "cr_emm")
     assert list(res.contrasts["contrast"]) == list(exp["contrast"])
-    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
     assert np.isfinite(res.contrasts["df"]).all()
 
 
@@ -153,18 +153,18 @@ def test_conditional_binned_parity(R, cc):
     R("cc1 <- lme4::lmer(ter ~ system * len + (1|sentence_id), data = ter_len, REML = FALSE)")
     R("cc0 <- lme4::lmer(ter ~ system + len + (1|sentence_id), data = ter_len, REML = FALSE)")
     chisq, df, p = _r_lrt(R, "cc0", "cc1")
-    assert_rel(cc.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(cc.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert cc.glrt["df"].iloc[1] == df == 4  # (3 - 1)(3 - 1)
-    assert_rel(cc.p_value, p, rtol=1e-5)
+    assert_rel(cc.p_value, p, rtol=1e-8)
     R("cc_reml <- lmerTest::lmer(ter ~ system * len + (1|sentence_id), data = ter_len)")
     R(f"cc_emm <- emmeans::emmeans(cc_reml, 'system', by = 'len', {ASYM})")
-    assert_rel(cc.cell_means["emmean"], R("summary(cc_emm)$emmean"), rtol=1e-6)
+    assert_rel(cc.cell_means["emmean"], R("summary(cc_emm)$emmean"), rtol=1e-8)
     assert list(cc.cell_means["src_length"].astype(str)) == list(R("as.character(summary(cc_emm)$len)"))
     exp = _r_pairs(R, "cc_emm", by="len")
     assert list(cc.contrasts["contrast"]) == list(exp["contrast"])
     assert list(cc.contrasts["src_length"].astype(str)) == list(exp["len"])
-    assert_rel(cc.contrasts["estimate"], exp["estimate"], rtol=1e-6)
-    assert_rel(cc.contrasts["p_value"], exp["p_value"], rtol=1e-4)  # Holm within each length class
+    assert_rel(cc.contrasts["estimate"], exp["estimate"], rtol=1e-8)
+    assert_rel(cc.contrasts["p_value"], exp["p_value"], rtol=1e-8)  # Holm within each length class
     assert cc.kind == "binned" and cc.levels == ("short", "typical", "very long")
 
 
@@ -184,22 +184,22 @@ def test_conditional_continuous_scaled_parity(R, ter):
     R("cz1 <- lme4::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_sc, REML = FALSE)")
     R("cz0 <- lme4::lmer(ter ~ src_length + (1|sentence_id), data = ter_sc, REML = FALSE)")
     chisq, df, p = _r_lrt(R, "cz0", "cz1")
-    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert df == res.glrt["df"].iloc[1] == 4
     assert_rel(res.scaling["scale"], R("sd(ter_df$src_length)")[0])
     R("cz_reml <- lmerTest::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_sc)")
     R(f"cz_tr <- emmeans::emtrends(cz_reml, 'system', var = 'src_length', {ASYM})")
-    assert_rel(res.slopes["trend"], R("summary(cz_tr)$src_length.trend"), rtol=1e-6)
+    assert_rel(res.slopes["trend"], R("summary(cz_tr)$src_length.trend"), rtol=1e-8)
     exp = _r_pairs(R, "cz_tr")
-    assert_rel(res.contrasts["estimate"], exp["estimate"], rtol=1e-5)
-    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert_rel(res.contrasts["estimate"], exp["estimate"], rtol=1e-8)
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
     assert res.cell_means is None and len(res.plot_data) == 3 * 25
     # interaction-only null: df = systems - 1 = 2
     res2 = conditional_compare(ter, "ter", "system", "sentence_id", "src_length")
     R("cz0b <- lme4::lmer(ter ~ system + src_length + (1|sentence_id), data = ter_df, REML = FALSE)")
     R("cz1b <- lme4::lmer(ter ~ system * src_length + (1|sentence_id), data = ter_df, REML = FALSE)")
     chisq, df, _ = _r_lrt(R, "cz0b", "cz1b")
-    assert_rel(res2.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(res2.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert df == res2.glrt["df"].iloc[1] == 2
 
 
@@ -255,7 +255,7 @@ def test_meta_parameter_importance_parity(R, hyp_small):
     for k, v in vc.items():
         assert_rel(got[k], v, rtol=1e-6, atol=1e-12)
     total = sum(vc.values())
-    assert_rel(res.phi, vc["sentence_id"] / total, rtol=1e-6)
+    assert_rel(res.phi, vc["sentence_id"] / total, rtol=1e-8)
     imp = res.importance.set_index("meta_parameter")
     assert set(imp.index) == set(META)
     assert_rel(imp["percent_of_meta"].sum(), 100.0)
@@ -282,19 +282,19 @@ def test_assess_meta_parameter_parity(R, hyp_small):
     R("am1 <- lme4::lmer(ter ~ learning_rate * src_length_class + (1|sentence_id), data = hyp_df, REML = FALSE)")
     R("am0 <- lme4::lmer(ter ~ learning_rate + src_length_class + (1|sentence_id), data = hyp_df, REML = FALSE)")
     chisq, df, p = _r_lrt(R, "am0", "am1")
-    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert res.glrt["df"].iloc[1] == df
     R("am_reml <- lmerTest::lmer(ter ~ learning_rate * src_length_class + (1|sentence_id), data = hyp_df)")
     R(f"am_emm <- emmeans::emmeans(am_reml, 'learning_rate', by = 'src_length_class', {ASYM})")
-    assert_rel(res.emmeans["emmean"], R("summary(am_emm)$emmean"), rtol=1e-6)
+    assert_rel(res.emmeans["emmean"], R("summary(am_emm)$emmean"), rtol=1e-8)
     exp = _r_pairs(R, "am_emm", by="src_length_class")
     assert list(res.contrasts["contrast"]) == list(exp["contrast"])
-    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-4)
+    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
     main = assess_meta_parameter(hyp_small, "ter", "sentence_id", "learning_rate")
     R("amm1 <- lme4::lmer(ter ~ learning_rate + (1|sentence_id), data = hyp_df, REML = FALSE)")
     R("amm0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = hyp_df, REML = FALSE)")
     chisq, _, _ = _r_lrt(R, "amm0", "amm1")
-    assert_rel(main.glrt["chisq"].iloc[1], chisq, rtol=1e-6)
+    assert_rel(main.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
     assert main.prop is None and main.p_adjust == "holm"
 
 
@@ -333,7 +333,7 @@ def test_reproducibility_on_kreutzer(R, ter):
     R("bt0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = bsub, REML = FALSE)")
     _, _, p = _r_lrt(R, "bt0", "bt1")
     tr = res.summary[res.summary["scope"] == "training (best vs best)"]
-    assert_rel(tr["glrt_p_value"].iloc[0], p, rtol=1e-5)
+    assert_rel(tr["glrt_p_value"].iloc[0], p, rtol=1e-8)
     assert tr["nobs"].iloc[0] == 3 * 1041
     inf = res.summary[res.summary["scope"] == "inferential (all instances)"]
     assert inf["glrt_p_value"].iloc[0] < 1e-7 and inf["nobs"].iloc[0] == 7287
@@ -346,7 +346,7 @@ def test_reproducibility_on_kreutzer(R, ter):
     R("rm_fit <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|replication), data = ter_df[ter_df$system == 'Marking', ])")
     vc = R("as.data.frame(lme4::VarCorr(rm_fit))$vcov")
     grp = list(R("as.data.frame(lme4::VarCorr(rm_fit))$grp"))
-    assert_rel(rel.loc["Marking", "phi"], vc[grp.index("sentence_id")] / vc.sum(), rtol=1e-6)
+    assert_rel(rel.loc["Marking", "phi"], vc[grp.index("sentence_id")] / vc.sum(), rtol=1e-8)
     assert rel.loc["Marking", "band"] == "excellent"
 
 
