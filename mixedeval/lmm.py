@@ -88,10 +88,14 @@ def prepare_model_data(
 
     if not isinstance(formula, str) or "~" not in formula:
         raise DataError(f"formula {formula!r} must be a string like 'score ~ system + (1|item)'")
-    df = as_pandas(data)
+    if isinstance(data, pd.DataFrame):
+        df = data  # read only; the columns used are copied below
+    else:
+        df = as_pandas(data)
     require_nonempty(df)
     cols = [str(c) for c in df.columns]
-    df.columns = cols
+    if list(df.columns) != cols:
+        df = df.rename(columns=str)  # a new frame; the caller's is untouched
     unknown = fml.unknown_variables(formula, cols)
     if unknown:
         raise DataError(

@@ -230,10 +230,11 @@ def to_r_list(d: dict[str, Any]):
 
 def _attr(x, name: str):
     ri = _ri()
-    a = x.do_slot(name) if name in set(x.list_attrs()) else None
-    if a is None or a is ri.NULL:
+    try:
+        a = x.do_slot(name)
+    except LookupError:
         return None
-    return a
+    return None if a is ri.NULL else a
 
 
 def _names(x) -> list[str] | None:
