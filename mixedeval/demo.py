@@ -83,7 +83,7 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any
     r2 = steps.run("R2 (Nakagawa-Schielzeth)", fit.r2)
     icc = steps.run("ICC", fit.icc)
     diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim, seed=123,
-                     group="system")
+                     group="system", check_optimizers=True)
     per_sentence = df.groupby(["system", "sentence_id"], as_index=False, observed=True)["ter"].mean()
     boot = steps.run(f"paired bootstrap over sentences ({n_boot} resamples)", bootstrap, per_sentence,
                      score="ter", system="system", item="sentence_id", n_resamples=n_boot, random_state=0,

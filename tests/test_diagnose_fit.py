@@ -50,3 +50,11 @@ def test_type_one_error_on_model_consistent_data(R):
         pvals.append(p)
     rate = np.mean(np.asarray(pvals) < 0.05)
     assert rate <= 0.15, rate  # binomial(40, 0.05): P(>= 7 rejections) < 0.5%
+
+
+def test_optimizer_comparison_in_checks(ter_fit):
+    d = ter_fit.diagnose(n_sim=20, seed=1, check_optimizers=True)
+    row = d.checks.set_index("check").loc["optimizers"]
+    oc = ter_fit.check_optimizers()
+    assert row["verdict"] == ("ok" if oc.agree else "warning")
+    assert row["statistic"] == float(abs(oc.table["loglik_diff"]).max())

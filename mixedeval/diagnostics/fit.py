@@ -113,6 +113,23 @@ def classical_checks(
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
+def _optimizer_row(fit: Any) -> dict[str, Any]:
+    """One checks row from ``fit.check_optimizers()``."""
+    try:
+        oc = fit.check_optimizers()
+    except Exception as exc:  # noqa: BLE001 - a failed refit is itself a finding
+        return _row("optimizers", "warning", f"optimizer comparison failed: {exc}")
+    t = oc.table
+    diff = float(np.nanmax(np.abs(t["loglik_diff"].to_numpy(dtype=float)))) if len(t) else _NAN
+    names = ", ".join(str(o) for o in t["optimizer"])
+    if oc.agree:
+        return _row("optimizers", "ok", f"{names} agree (max |logLik difference| {diff:.3g})", statistic=diff,
+                    method="lme4 refits with each optimizer")
+    return _row("optimizers", "warning", f"optimizers disagree (max |logLik difference| {diff:.3g}; best: "
+                f"{oc.best_optimizer}); estimates may depend on an early stop", statistic=diff,
+                method="lme4 refits with each optimizer")
+
+
 def diagnose_fit(
     fit: Any,
     n_sim: int = 250,
@@ -120,6 +137,7 @@ def diagnose_fit(
     re: str = "unconditional",
     group: Any = None,
     alpha: float = 0.05,
+    check_optimizers: bool = False,
 ) -> Diagnostics:
     """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks of a fitted model.
 
@@ -128,7 +146,11 @@ def diagnose_fit(
     BLUPs); the dispersion test uses the population-level predictions (DHARMa's ``getFitted``:
     ``predict(re.form = ~0)``). ``seed`` seeds both R's simulation and the numpy tie-breaking.
     ``group`` (a model-frame column name or an array) adds the per-level uniformity and Levene
-    tests on the scaled residuals. The ``checks`` table holds :func:`classical_checks`.
+    tests on the scaled residuals. The ``checks`` table holds :func:`classical_checks`;
+    with ``check_optimizers=True`` it also holds the optimizer comparison
+    (``fit.check_optimizers()``: refits with nloptwrap, bobyqa and Nelder-Mead; a warning when they
+    disagree, since an early stop can change estimates and Satterthwaite df without any
+    convergence warning).
     """
     if re not in ("unconditional", "conditional"):
         raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
@@ -149,6 +171,10 @@ def diagnose_fit(
     ranef = fit.ranef()
     fit_warnings = tuple(getattr(fit, "warnings", ()) or ())
     checks = classical_checks(resid, mf, ranef, bool(fit.singular), bool(fit.converged), fit_warnings, alpha)
+    if check_optimizers:
+        import pandas as pd  # noqa: PLC0415
+
+        checks = pd.concat([checks, pd.DataFrame([_optimizer_row(fit)])], ignore_index=True)
     provenance = dict(diag.provenance)
     provenance.update({"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "seed": seed})
     provenance.update({k: v for k, v in (getattr(fit, "provenance", None) or {}).items() if k not in provenance})

@@ -147,7 +147,7 @@ def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: 
             _attempt(out, key, getattr(fit, method))
     if "diagnostics" not in out.values:
         _note(progress, f"simulated-residual diagnostics ({n_sim} simulations, seed {seed})")
-        _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, seed=seed, group=factor)
+        _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, seed=seed, group=factor, check_optimizers=True)
     return out
 
 
