@@ -6,7 +6,8 @@ Random streams. ``random_state`` becomes one ``numpy.random.SeedSequence``. Resa
 grouped in fixed blocks of :data:`BLOCK` consecutive resamples; block ``i`` draws from its own
 generator ``PCG64(SeedSequence(entropy, spawn_key=(..., i)))``. A chunk is a run of whole
 blocks, so the draws (and every result) are identical whatever the chunk size, and the first
-``B`` resamples of a run with ``n_resamples > B`` are the resamples of a run with ``B``.
+``B`` resamples of a run with ``n_resamples > B`` are the resamples of a run with ``B`` (whole
+blocks are always drawn). Chunks only set the progress-bar step.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from scipy.special import ndtr, ndtri
 
 from ..errors import DataError
 
-BLOCK = 32  # resamples per random stream
-CHUNK_BYTES = 96 * 2**20  # default memory budget of the per-chunk work arrays
+BLOCK = 64  # resamples per random stream (and per matrix product)
+CHUNK_BYTES = 96 * 2**20  # memory budget of one count matrix (with its indices)
 CI_METHODS = ("percentile", "basic", "bca", "se")
 REL_TIES = 100 * np.finfo(float).eps  # relative tolerance when comparing resampled to observed
 
@@ -49,9 +50,10 @@ def seed_record(ss: np.random.SeedSequence) -> Any:
     return ss.entropy if not ss.spawn_key else {"entropy": ss.entropy, "spawn_key": list(ss.spawn_key)}
 
 
-def block_generator(ss: np.random.SeedSequence, block: int, stream: int = 0) -> np.random.Generator:
-    """Generator of resample block ``block`` (``stream`` separates unrelated uses of one seed)."""
-    child = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, stream, block), pool_size=ss.pool_size)
+def block_generator(ss: np.random.SeedSequence, block: int) -> np.random.Generator:
+    """Generator of resample block ``block``: PCG64 seeded by the child SeedSequence
+    (entropy, spawn_key + (block,)), built directly so it does not depend on earlier spawns."""
+    child = np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, block), pool_size=ss.pool_size)
     return np.random.Generator(np.random.PCG64(child))
 
 
@@ -62,11 +64,11 @@ def block_sizes(start: int, stop: int) -> Iterator[tuple[int, int]]:
         yield b0 // BLOCK, min(BLOCK, stop - b0)
 
 
-def chunk_length(n_resamples: int, bytes_per_resample: float, chunk_size: int | None) -> int:
-    """Resamples per chunk: ``chunk_size`` (or what fits in CHUNK_BYTES) rounded up to a whole
-    number of blocks."""
+def chunk_length(n_resamples: int, chunk_size: int | None) -> int:
+    """Replicates per progress step: ``chunk_size`` (default: a twentieth of the run) rounded up
+    to whole blocks. The work itself is done block by block, so memory does not depend on it."""
     if chunk_size is None:
-        chunk_size = int(CHUNK_BYTES // max(bytes_per_resample, 1.0))
+        chunk_size = max(1, n_resamples // 20)
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise DataError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
     blocks = max(1, -(-int(chunk_size) // BLOCK))
@@ -96,19 +98,29 @@ def auto_progress(progress: bool | None, work: float) -> bool:
     return bool(work > 2e10) if progress is None else bool(progress)
 
 
+def rows_per_batch(n: int) -> int:
+    """Replicate rows per count matrix so that it (float64) and its indices (int32) fit in
+    CHUNK_BYTES; depends on n only, so the draws stay independent of chunking."""
+    return max(1, int(CHUNK_BYTES // (12 * n)))
+
+
 def draw_indices(rng: np.random.Generator, n: int, rows: int) -> np.ndarray:
     """``rows`` x ``n`` uniform indices in [0, n): ``rows`` bootstrap resamples of n units."""
     return rng.integers(0, n, size=(rows, n), dtype=np.int32 if n < 2**31 else np.int64)
 
 
 def index_counts(idx: np.ndarray, n: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Count matrix (rows x n): how often each of the n units occurs in each row of ``idx``."""
+    """Count matrix (rows x n): how often each of the n units occurs in each row of ``idx``.
+    Counted 16 rows at a time so the bins stay in cache (5x faster than one big bincount)."""
     rows = idx.shape[0]
-    flat = (idx + (np.arange(rows, dtype=np.int64) * n)[:, None]).ravel()
-    counts = np.bincount(flat, minlength=rows * n).reshape(rows, n)
     if out is None:
-        return counts.astype(np.float64)
-    out[...] = counts
+        out = np.empty((rows, n), dtype=np.float64)
+    step = 16
+    offsets = np.arange(step, dtype=np.int64)[:, None] * n
+    for a in range(0, rows, step):
+        part = idx[a:a + step]
+        k = part.shape[0]
+        out[a:a + k] = np.bincount((part + offsets[:k]).ravel(), minlength=k * n).reshape(k, n)
     return out
 
 
@@ -144,7 +156,8 @@ class CellStatistic:
             den = 2.0 * tp + fp + fn
             with np.errstate(invalid="ignore", divide="ignore"):
                 return np.where(den > 0, 2.0 * tp / np.where(den > 0, den, 1.0), 0.0)
-        out = np.asarray(self.func(*[sums[..., i] for i in range(self.n_columns)]), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):  # non-finite results are reported by the callers
+            out = np.asarray(self.func(*[sums[..., i] for i in range(self.n_columns)]), dtype=float)
         if out.shape != sums.shape[:-1]:
             raise DataError(
                 f"the statistic function returned shape {out.shape} for summed columns of shape "
@@ -180,6 +193,19 @@ def cell_statistic(statistic: Any, score: str | Sequence[str]) -> tuple[CellStat
 # ---------------------------------------------------------------------------------------------
 # confidence intervals from a bootstrap distribution
 # ---------------------------------------------------------------------------------------------
+
+def check_ci(ci: str) -> str:
+    c = str(ci).lower()
+    if c not in CI_METHODS:
+        raise DataError(f"ci must be one of {', '.join(repr(m) for m in CI_METHODS)}; got {ci!r}")
+    return c
+
+
+def check_level(level: float) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
+        raise DataError(f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}")
+    return float(level)
+
 
 def _linear_quantile(sorted_rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row-wise quantile with numpy's default ('linear') rule; ``q`` has one value per row."""

@@ -1,0 +1,162 @@
+"""Benchmark of the hierarchical paired bootstrap (issue 4 item 7).
+
+Size: 20 systems x 5 seeds x 10,000 items x 3 languages (3M rows), B = 10,000 replicates,
+items (within language) and seeds resampled, percentile intervals, pairwise differences
+(190 pairs) and rank distributions.
+
+Compared, in the same run, with
+  (a) a per-resample numpy loop doing the same draw and gather in each iteration
+      (timed on a few iterations and extrapolated to B -- said in the output);
+  (b) a pure-Python loop in the style of common evaluation harnesses (``random.choices`` per
+      resample, sums in Python; timed on a few iterations and extrapolated);
+  (c) the floor: drawing the B x n random indices alone (same generator and dtype as the
+      engine, in chunks) plus one pass over the data.
+Peak memory of the bootstrap call is measured with tracemalloc (numpy reports its buffers to
+it) in a second run, and the process's peak RSS with resource.getrusage.
+
+    .venv/bin/python benchmarks/bench_bootstrap.py [--quick]
+"""
+from __future__ import annotations
+
+import random
+import resource
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+
+import mixedeval as me
+from mixedeval.resampling import _draws as dr
+
+QUICK = "--quick" in sys.argv
+S, K, G, N = 20, 5, 3, 10_000
+B = 1_000 if QUICK else 10_000
+
+
+def make_table(rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+    s, k, g, i = (a.ravel() for a in np.indices((S, K, G, N)))
+    item_effect = rng.normal(0, 0.15, (G, N))
+    y = 0.5 + 0.01 * s + item_effect[g, i] + rng.normal(0, 0.02, S * K)[s * K + k] + rng.normal(0, 0.1, s.size)
+    df = pd.DataFrame({"system": np.array([f"sys{v:02d}" for v in range(S)])[s],
+                       "seed": k, "language": np.array(["de", "ja", "sw"])[g], "item": i, "score": y})
+    return df, y.reshape(S, K, G, N)
+
+
+def engine(df: pd.DataFrame, **kw):
+    res = me.bootstrap(df, "score", "system", "item", seed="seed", group="language", n_resamples=B,
+                       random_state=1, progress=False, **kw)
+    res.summary(), res.pairwise(), res.ranks()
+    return res
+
+
+def numpy_loop(X: np.ndarray, iters: int) -> float:
+    """Per resample: draw seeds and items with numpy, gather, reduce; then the same summaries."""
+    rng = np.random.default_rng(2)
+    t = time.perf_counter()
+    out = np.empty((S, iters))
+    for b in range(iters):
+        kidx = rng.integers(0, K, K)
+        per_group = np.empty((S, G))
+        for g in range(G):
+            idx = rng.integers(0, N, N)
+            per_group[:, g] = X[:, kidx, g][:, :, idx].mean(axis=(1, 2))
+        out[:, b] = per_group.mean(axis=1)
+    return (time.perf_counter() - t) / iters
+
+
+def python_loop(X: np.ndarray, iters: int) -> float:
+    """Harness style: random.choices per resample, Python sums."""
+    data = [[[X[s, k, g].tolist() for g in range(G)] for k in range(K)] for s in range(S)]
+    rnd = random.Random(3)
+    items = range(N)
+    t = time.perf_counter()
+    for _ in range(iters):
+        seeds = rnd.choices(range(K), k=K)
+        idx = [rnd.choices(items, k=N) for _ in range(G)]
+        for s in range(S):
+            tot = 0.0
+            for g in range(G):
+                for k in seeds:
+                    row = data[s][k][g]
+                    tot += sum(row[i] for i in idx[g]) / N
+            _ = tot / (G * K)
+    return (time.perf_counter() - t) / iters
+
+
+def floor(X: np.ndarray) -> float:
+    """B x n index draws (n = all items; same generator and dtype as the engine, in chunks of
+    512) plus one pass over the data."""
+    ss = np.random.SeedSequence(4)
+    t = time.perf_counter()
+    for start in range(0, B, 512):
+        rng = dr.block_generator(ss, start)
+        for _ in range(G):
+            dr.draw_indices(rng, N, min(512, B - start))
+    X.sum()
+    return time.perf_counter() - t
+
+
+def compute_floor(X: np.ndarray) -> float:
+    """The engine's unavoidable arithmetic alone: per block of 64 replicates and language, the
+    index draws, the count matrix and one matrix product with the (S*K, n) data."""
+    ss = np.random.SeedSequence(5)
+    mats = [np.ascontiguousarray(X[:, :, g, :].reshape(S * K, N)) for g in range(G)]
+    t = time.perf_counter()
+    for blk in range(-(-B // dr.BLOCK)):
+        rng = dr.block_generator(ss, blk)
+        for g in range(G):
+            mats[g] @ dr.index_counts(dr.draw_indices(rng, N, dr.BLOCK), N).T
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    df, X = make_table(rng)
+    print(f"table: {len(df):,} rows ({S} systems x {K} seeds x {N:,} items x {G} languages); B = {B:,}")
+
+    me.bootstrap(df.head(1000), "score", "system", "item", n_resamples=64, progress=False)  # warm-up (imports)
+    t_engine = t_engine32 = np.inf
+    for _ in range(1 if QUICK else 2):  # best of two: the machine may be shared
+        t = time.perf_counter()
+        res = engine(df)
+        t_engine = min(t_engine, time.perf_counter() - t)
+        t = time.perf_counter()
+        engine(df, precision="float32")
+        t_engine32 = min(t_engine32, time.perf_counter() - t)
+    print(f"mixedeval.bootstrap + summary + pairwise + ranks (best of 2): {t_engine:.2f} s  (float32 products: {t_engine32:.2f} s)")
+    print(res.summary().head(3).to_string(index=False))
+
+    it_np = 5 if QUICK else 20
+    per_np = numpy_loop(X, it_np)
+    t_np = per_np * B
+    print(f"(a) per-resample numpy loop: {per_np * 1e3:.1f} ms per resample, timed on {it_np} resamples and "
+          f"extrapolated to B: {t_np:.1f} s -> engine is {t_np / t_engine:.1f}x faster (target >= 5x)")
+
+    it_py = 1 if QUICK else 2
+    per_py = python_loop(X, it_py)
+    t_py = per_py * B
+    print(f"(b) pure-Python random.choices loop: {per_py:.2f} s per resample, timed on {it_py} resamples and "
+          f"extrapolated to B: {t_py:,.0f} s -> engine is {t_py / t_engine:.0f}x faster (target >= 200x)")
+
+    t_floor = min(floor(X) for _ in range(1 if QUICK else 2))
+    print(f"(c) floor (B x n index draws + one pass over the data): {t_floor:.2f} s -> engine is "
+          f"{t_engine / t_floor:.1f}x the floor (target <= 2x); float32: {t_engine32 / t_floor:.1f}x")
+
+    t_comp = min(compute_floor(X) for _ in range(1 if QUICK else 2))
+    print(f"(c') compute floor (draws + count matrices + the B x {S * K} x n matrix products, nothing else): "
+          f"{t_comp:.2f} s -> engine is {t_engine / t_comp:.2f}x it")
+
+    tracemalloc.start()
+    engine(df)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    table_mb = df.memory_usage(deep=True).sum() / 2**20
+    print(f"peak traced memory of the bootstrap call: {peak / 2**20:.0f} MB (target < 2048 MB); "
+          f"process peak RSS {rss:.0f} MB, of which the input table is {table_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
