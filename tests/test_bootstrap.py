@@ -440,10 +440,52 @@ def test_missing_cells_are_named_or_dropped():
     np.testing.assert_allclose(res.estimate, me.bootstrap(ref, "score", "system", "item", seed="seed", group="lang",
                                                           n_resamples=100).estimate, rtol=1e-12)
     pd.testing.assert_frame_equal(df, before)
+    # a system lacking a whole seed is not a hole: runs are then nested in systems
     no_seed = df.drop(df.index[(df.system == "s0") & (df.seed == 1)])
-    with pytest.raises(DataError, match="system='s0' has no rows for seed=1"):
-        me.bootstrap(no_seed, "score", "system", "item", seed="seed", group="lang", n_resamples=100,
-                     drop_missing=True)
+    res = me.bootstrap(no_seed, "score", "system", "item", seed="seed", group="lang", n_resamples=100)
+    assert [w.kind for w in res.warnings] == ["nested_seeds", "single_run"]
+
+
+def test_runs_nested_in_systems():
+    """Systems with different run sets (Kreutzer: Baseline 1 run, the others 3): each system
+    resamples its own runs; checked by exact enumeration with items held fixed."""
+    rng = np.random.default_rng(31)
+    rows = []
+    for system, runs in (("a", [1]), ("b", [1, 2]), ("c", [4, 5, 6])):
+        for run in runs:
+            for item in range(6):
+                rows.append({"system": system, "run": run, "item": item, "score": rng.normal()})
+    df = pd.DataFrame(rows)
+    means = df.groupby(["system", "run"])["score"].mean()
+    res = me.bootstrap(df, "score", "system", "item", seed="run", resample="seeds", n_resamples=4000,
+                       random_state=3)
+    np.testing.assert_allclose(res.estimate, [means["a"].mean(), means["b"].mean(), means["c"].mean()], rtol=1e-12)
+    d = res.distribution
+    assert np.ptp(d[0]) == 0  # one run: nothing to resample
+    # two runs: mean of 2 draws with replacement -> values {m1, (m1+m2)/2, m2} with prob 1/4, 1/2, 1/4
+    m1, m2 = means["b"].to_numpy()
+    vals = np.array([m1, (m1 + m2) / 2, m2])
+    assert np.isclose(d[1][:, None], vals[None, :], rtol=0, atol=1e-12).any(axis=1).all()
+    share = np.isclose(d[1], (m1 + m2) / 2, atol=1e-12).mean()
+    assert abs(share - 0.5) < 4 * np.sqrt(0.25 / 4000)
+    # three runs: bootstrap variance of a mean of 3 draws = var_pop(runs) / 3
+    expect = np.var(means["c"].to_numpy()) / 3
+    assert abs(d[2].var() / expect - 1) < 0.1
+    # items resampled as well: the draws are shared (paired), runs independent per system
+    both = me.bootstrap(df, "score", "system", "item", seed="run", n_resamples=200, random_state=3)
+    assert both.resample == ("items", "seeds")
+    with pytest.raises(DataError, match="ci='bca' is not available"):
+        me.bootstrap(df, "score", "system", "item", seed="run", n_resamples=200, ci="bca")
+
+
+def test_design_example_on_kreutzer_ter():
+    ter = me.datasets.load("kreutzer_ter")
+    boot = me.bootstrap(ter, score="ter", system="system", item="sentence_id", seed="replication",
+                        n_resamples=300, random_state=0, higher_is_better=False)
+    own = ter.groupby(["system", "replication"])["ter"].mean().groupby("system").mean()
+    np.testing.assert_allclose(boot.estimate, own.loc[list(boot.systems)].to_numpy(), rtol=1e-12)
+    assert list(boot.summary().columns) == ["system", "estimate", "boot_mean", "std_error", "conf_low", "conf_high"]
+    assert {w.kind for w in boot.warnings} == {"nested_seeds", "single_run"}
 
 
 def test_bad_scores_and_keys():

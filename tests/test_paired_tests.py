@@ -184,3 +184,17 @@ def test_bad_input():
                                  np.column_stack([np.ones(6), np.ones(6)]), statistic=ratio, random_state=0)
     with pytest.raises(DataError, match="random_state"):
         me.paired_bootstrap_test([1.0, 2.0], [0.0, 1.0], random_state="seed")
+
+
+def test_large_n_defaults_to_monte_carlo_without_overflow():
+    """More than 1023 items: 2**n overflows a float; the default must pick Monte Carlo."""
+    import mixedeval as me
+
+    ter = me.datasets.load("kreutzer_ter")
+    base = ter[ter["system"] == "Baseline"].sort_values("sentence_id")["ter"].to_numpy()
+    mark = ter[(ter["system"] == "Marking") & (ter["replication"] == "1")].sort_values("sentence_id")["ter"].to_numpy()
+    assert len(base) == 1041
+    ar = me.approximate_randomization(base, mark, n_resamples=500, random_state=0)
+    sf = me.sign_flip_test(base, mark, n_resamples=500, random_state=0)
+    for res in (ar, sf):
+        assert 0 < res.p_value <= 1

@@ -256,6 +256,11 @@ class _Table:
     X: np.ndarray
     offsets: np.ndarray
     warnings: tuple[ResultWarning, ...]
+    seed_mask: np.ndarray  # (S, K): system s has run k (all True when seeds are crossed with systems)
+
+    @property
+    def nested_seeds(self) -> bool:
+        return not bool(self.seed_mask.all())
 
     @property
     def n_items(self) -> np.ndarray:
@@ -350,6 +355,24 @@ def _pivot(data: Any, cols: list[str], system: str, item: str, seed: str | None,
     X = X.reshape(S, K, N, len(cols))
     warnings: list[ResultWarning] = []
     missing = (count == 0).reshape(S, K, N)
+    seed_mask = np.ones((S, K), dtype=bool)
+    if seed is not None:
+        absent = missing.all(axis=2)  # system s never ran seed k
+        if absent.any():
+            seed_mask = ~absent
+            missing = missing & seed_mask[:, :, None]
+            runs = {str(systems[s]): [seeds[k] for k in range(K) if seed_mask[s, k]] for s in range(S)}
+            warnings.append(ResultWarning(
+                "nested_seeds",
+                f"the systems have different {seed} values ({runs}); runs are treated as nested in systems: "
+                f"each system's own runs are resampled independently (items stay paired across systems)"))
+            single = [name for name, r in runs.items() if len(r) == 1]
+            if single:
+                warnings.append(ResultWarning(
+                    "single_run",
+                    f"{', '.join(single)} {'has' if len(single) == 1 else 'have'} a single {seed}: run-to-run "
+                    f"variation cannot be resampled there, so {'its' if len(single) == 1 else 'their'} intervals "
+                    f"are narrower than those of systems with several runs"))
     if missing.any():
         n_miss = int(missing.sum())
         whole = [(s, k) for s in range(S) for k in range(K) if seed is not None and missing[s, k].all()]
@@ -385,7 +408,8 @@ def _pivot(data: Any, cols: list[str], system: str, item: str, seed: str | None,
             f"dropped {int((~keep).sum())} of {N} items that lack a score for some system"
             f"{' or ' + seed if seed else ''} ({n_miss} missing cells){detail}"))
     offsets = np.concatenate([[0], np.cumsum(np.bincount(unit_group, minlength=G))]).astype(np.int64)
-    return _Table(systems, seeds, groups, np.ascontiguousarray(X), offsets, tuple(warnings))
+    X[~seed_mask] = 0.0  # runs a system does not have: zero weight in every replicate
+    return _Table(systems, seeds, groups, np.ascontiguousarray(X), offsets, tuple(warnings), seed_mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,11 +430,27 @@ def _aggregate(group_scores: np.ndarray, aggregate: str, axis: int, during: str)
     return np.exp(np.log(group_scores).mean(axis=axis))
 
 
-def _combine(cells: np.ndarray, seed_weights: np.ndarray, aggregate: str, during: str) -> np.ndarray:
+def _combine(cells: np.ndarray, seed_weights: np.ndarray, aggregate: str, during: str,
+             seed_mask: np.ndarray | None = None) -> np.ndarray:
     """cells (S, K, J, c) of per-seed statistics -> (S, c): weighted mean over seeds (weights
-    (c, K) = how often each seed was drawn), then aggregate over the J group slots."""
-    group_scores = np.einsum("skjc,ck->sjc", cells, seed_weights) / seed_weights.sum(axis=1)
+    (c, K) shared by all systems, or (S, c, K) per system = how often each seed was drawn), then
+    aggregate over the J group slots. ``seed_mask`` (S, K) zeroes the runs a system lacks."""
+    if seed_mask is not None and not seed_mask.all():
+        cells = np.where(seed_mask[:, :, None, None], cells, 0.0)
+    if seed_weights.ndim == 2:
+        group_scores = np.einsum("skjc,ck->sjc", cells, seed_weights) / seed_weights.sum(axis=1)
+    else:
+        group_scores = np.einsum("skjc,sck->sjc", cells, seed_weights) / seed_weights.sum(axis=2)[:, None, :]
     return _aggregate(group_scores, aggregate, axis=1, during=during)
+
+
+def _seed_means(X: np.ndarray, seed_mask: np.ndarray) -> np.ndarray:
+    """Mean over each system's own runs: X (S, K, ...) -> (S, 1, ...)."""
+    if seed_mask.all():
+        return X.mean(axis=1, keepdims=True)
+    w = seed_mask.astype(float)
+    shape = (*w.shape, *([1] * (X.ndim - 2)))
+    return (X * w.reshape(shape)).sum(axis=1, keepdims=True) / w.sum(axis=1).reshape((w.shape[0], 1, *([1] * (X.ndim - 2))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,11 +594,18 @@ def bootstrap(
     J = G if n_groups is None else int(n_groups)
 
     # mean over seeds first when seeds are fixed and the statistic is linear (5x less work)
-    X = tab.X.mean(axis=1, keepdims=True) if (stat.name == "mean" and "seeds" not in levels) else tab.X
+    premean = stat.name == "mean" and "seeds" not in levels
+    X = _seed_means(tab.X, tab.seed_mask) if premean else tab.X
     Kw = X.shape[1]
+    mask = np.ones((S, 1), dtype=bool) if premean else tab.seed_mask
+    if tab.nested_seeds and ci == "bca" and "seeds" in levels:
+        raise DataError(
+            f"ci='bca' is not available when the systems have different {seed} values (runs nested in systems); "
+            "use ci='percentile', 'basic' or 'se'"
+        )
     T_obs = np.add.reduceat(X, tab.offsets[:-1], axis=2)  # (S, Kw, G, m) sums over items
     cells_obs = stat(T_obs, n_g[None, None, :])[..., None]  # (S, Kw, G, 1)
-    estimate = _combine(cells_obs, np.ones((1, Kw)), agg, "on the observed table")[:, 0]
+    estimate = _combine(cells_obs, mask[:, None, :].astype(float), agg, "on the observed table", mask)[:, 0]
 
     length = dr.chunk_length(n_resamples, chunk_size)
     flops = float(n_resamples) * S * Kw * m * N * (1 if "items" in levels else 0)
@@ -567,7 +614,7 @@ def bootstrap(
     # one buffer for the count matrices of a block, reused by every block (no page faults)
     buf = np.empty(max([min(J * dr.BLOCK, dr.rows_per_batch(int(n))) * int(n) for n in n_g]) if Xg else 0,
                    dtype=np.float32 if precision == "float32" else np.float64)
-    w = _Work(ss, Xg, buf, T_obs, n_g, levels, J, n_groups is not None, stat, agg)
+    w = _Work(ss, Xg, buf, T_obs, n_g, levels, J, n_groups is not None, stat, agg, mask)
     dist = np.empty((S, n_resamples))
     for start, stop in dr.chunks(n_resamples, length, show, "bootstrap"):
         dist[:, start:stop] = _chunk(start, stop, w)
@@ -579,7 +626,7 @@ def bootstrap(
             f"columns must be defined for every resampled sum (guard divisions with np.where), and the score "
             f"columns {cols} must be finite"
         )
-    jack = _jackknife(X, T_obs, tab.offsets, levels, stat, agg) if ci == "bca" else ()
+    jack = _jackknife(X, T_obs, tab.offsets, levels, stat, agg, mask) if ci == "bca" else ()
     estimate.setflags(write=False)
     dist.setflags(write=False)
     import mixedeval  # noqa: PLC0415
@@ -653,6 +700,7 @@ class _Work:
     subsample: bool
     stat: dr.CellStatistic
     agg: str
+    seed_mask: np.ndarray  # (S, Kw)
 
 
 def _chunk(start: int, stop: int, w: _Work) -> np.ndarray:
@@ -680,10 +728,16 @@ def _block(rng: np.random.Generator, r: int, w: _Work) -> np.ndarray:
         gidx = rng.integers(0, G, size=(r, J))
     else:
         gidx = np.broadcast_to(np.arange(J), (r, J))
-    if "seeds" in levels:
+    mask = w.seed_mask
+    if "seeds" in levels and mask.all():  # seeds crossed with systems: one shared draw
         v = dr.index_counts(dr.draw_indices(rng, Kw, r), Kw)
+    elif "seeds" in levels:  # runs nested in systems: each system redraws its own runs
+        v = np.zeros((S, r, Kw))
+        for s_ in range(S):
+            own = np.flatnonzero(mask[s_])
+            v[s_][:, own] = dr.index_counts(dr.draw_indices(rng, own.size, r), own.size)
     else:
-        v = np.ones((r, Kw))
+        v = np.broadcast_to(mask[:, None, :].astype(float), (S, r, Kw)) if not mask.all() else np.ones((r, Kw))
     if "items" not in levels:
         T = w.T_obs[:, :, gidx.T, :]  # (S, Kw, J, r, m)
     else:
@@ -707,17 +761,18 @@ def _block(rng: np.random.Generator, r: int, w: _Work) -> np.ndarray:
                     sums = sums.astype(np.float64) + ng * mu
                 T[:, :, slot[p:q], rep[p:q], :] = np.moveaxis(sums.reshape(S, Kw, m, q - p), 2, 3)
     cells = w.stat(T, n_g[gidx.T][None, None])  # (S, Kw, J, r)
-    return _combine(cells, v, w.agg, "in a bootstrap replicate")
+    return _combine(cells, v, w.agg, "in a bootstrap replicate", mask)
 
 
 def _jackknife(X: np.ndarray, T_obs: np.ndarray, offsets: np.ndarray, levels: tuple[str, ...],
-               stat: dr.CellStatistic, agg: str) -> tuple[np.ndarray, ...]:
+               stat: dr.CellStatistic, agg: str, seed_mask: np.ndarray) -> tuple[np.ndarray, ...]:
     """Leave-one-out statistics (S, n_units) for every resampled level, for the BCa
-    acceleration: one array for groups, one per group for its items (strata), one for seeds."""
+    acceleration: one array for groups, one per group for its items (strata), one for seeds.
+    Per-seed values are averaged over each system's own runs (``seed_mask``)."""
     S, Kw, G, m = T_obs.shape
     n_g = np.diff(offsets)
     cells = stat(T_obs, n_g[None, None, :])  # (S, Kw, G)
-    group_scores = cells.mean(axis=1)  # (S, G)
+    group_scores = _seed_means(cells, seed_mask)[:, 0]  # (S, G)
     out: list[np.ndarray] = []
     if "groups" in levels:
         others = np.array([[h for h in range(G) if h != g] for g in range(G)], dtype=np.intp)  # (G, G-1)
@@ -725,7 +780,7 @@ def _jackknife(X: np.ndarray, T_obs: np.ndarray, offsets: np.ndarray, levels: tu
     if "items" in levels:
         for g in range(G):
             block = X[:, :, offsets[g]:offsets[g + 1], :]  # (S, Kw, n, m)
-            loo = stat(T_obs[:, :, g, None, :] - block, n_g[g] - 1).mean(axis=1)  # (S, n)
+            loo = _seed_means(stat(T_obs[:, :, g, None, :] - block, n_g[g] - 1), seed_mask)[:, 0]  # (S, n)
             scores = np.repeat(group_scores[:, :, None], n_g[g], axis=2)  # (S, G, n)
             scores[:, g, :] = loo
             out.append(_aggregate(scores, agg, axis=1, during="leaving one item out"))

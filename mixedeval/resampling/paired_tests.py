@@ -246,7 +246,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples
     est_x, est_y = _observed(stat, X, Y)
     obs = est_x - est_y
     if exact is None:
-        exact = 2.0**n <= n_resamples
+        exact = n <= _MAX_EXACT_N and 2**n <= n_resamples
     if exact and n > _MAX_EXACT_N:
         raise DataError(f"exact enumeration of 2^{n} assignments is too large (limit n = {_MAX_EXACT_N} items); "
                         "use exact=False")
