@@ -34,22 +34,24 @@ def main() -> None:
     import rpy2.robjects as ro
 
     ro.globalenv["bench_df"] = convert.to_r(ter[["ter", "system", "sentence_id"]])
-    r_time = ro.r(
+    r_once = ro.r(
         """
-        function(reps) {
-          t <- numeric(reps)
-          for (i in seq_len(reps)) {
-            t0 <- proc.time()[["elapsed"]]
-            m <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = bench_df, REML = TRUE)
-            s <- me_fit_summary(m)
-            t[i] <- proc.time()[["elapsed"]] - t0
-          }
-          c(min(t), stats::median(t))
+        function() {
+          t0 <- proc.time()[["elapsed"]]
+          m <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = bench_df, REML = TRUE)
+          s <- me_fit_summary(m)
+          proc.time()[["elapsed"]] - t0
         }
         """
     )
-    r_min, r_med = (float(x) for x in r_time(7))
-    py_min, py_med = best_of(lambda: me.lmm("ter ~ system + (1|sentence_id)", ter))
+    r_times, py_times = [], []
+    for _ in range(15):  # interleaved, so that changes in machine load hit both sides alike
+        r_times.append(float(r_once()[0]))
+        t = time.perf_counter()
+        me.lmm("ter ~ system + (1|sentence_id)", ter)
+        py_times.append(time.perf_counter() - t)
+    r_min, r_med = min(r_times), float(np.median(r_times))
+    py_min, py_med = min(py_times), float(np.median(py_times))
     print("Kreutzer TER fit + tables (7,287 rows)")
     print(f"  plain R in-process : min {r_min:.3f} s  median {r_med:.3f} s")
     print(f"  mixedeval.lmm      : min {py_min:.3f} s  median {py_med:.3f} s")

@@ -49,11 +49,15 @@ me_versions <- function(packages) {
 
 # Assemble a data.frame from a list of column vectors built on the Python side (no copies of
 # the columns; row names in R's compact form).
-me_as_df <- function(cols, col_names, n, factor_levels = NULL) {
+me_as_df <- function(cols, col_names, n, factor_levels = NULL, packed = NULL) {
   if (!is.null(factor_levels)) {
     for (i in which(!vapply(factor_levels, is.null, logical(1)))) {
       x <- cols[[i]]
-      attr(x, "levels") <- factor_levels[[i]]
+      lv <- factor_levels[[i]]
+      # many levels arrive as one string joined by the unit separator (one CHARSXP instead of
+      # thousands built one by one through rpy2)
+      if (!is.null(packed) && packed[[i]]) lv <- strsplit(lv, "\x1f", fixed = TRUE)[[1]]
+      attr(x, "levels") <- lv
       class(x) <- "factor"
       cols[[i]] <- x
     }

@@ -134,3 +134,15 @@ def test_public_functions_not_shadowed_by_submodules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_many_factor_levels_round_trip(R):
+    import rpy2.rinterface as ri
+
+    labels = [f"item {i} é日本" for i in range(500)] + ["with\x1fsep"]
+    df = pd.DataFrame({"f": pd.Categorical(labels[::-1], categories=labels), "g": [f"k{i}" for i in range(501)]})
+    ri.globalenv["lv_df"] = convert.to_r(df)
+    assert list(R("levels(lv_df$f)")) == labels  # not packed: one level holds the separator
+    assert list(R("levels(lv_df$g)")) == sorted(df["g"])  # packed
+    assert list(R("as.character(lv_df$g)")) == list(df["g"])
+    assert list(R("as.character(lv_df$f)")) == labels[::-1]

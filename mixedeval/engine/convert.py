@@ -151,10 +151,20 @@ def dataframe_to_r(df):
     ri = _ri()
     parts = [_column_parts(df[c], name=str(c)) for c in df.columns]
     cols = ri.ListSexpVector([vec for vec, _ in parts])
-    levels = ri.ListSexpVector([ri.NULL if lv is None else ri.StrSexpVector(lv) for _, lv in parts])
+    packed = [lv is not None and _packable(lv) for _, lv in parts]
+    levels = ri.ListSexpVector([
+        ri.NULL if lv is None else ri.StrSexpVector(["\x1f".join(lv)] if pk else lv)
+        for (_, lv), pk in zip(parts, packed)
+    ])
     # one R call: factor classes and row.names go through R's own setters (see r/engine.R)
     return ri.globalenv["me_as_df"](cols, ri.StrSexpVector([str(c) for c in df.columns]),
-                                    ri.IntSexpVector([len(df)]), levels)
+                                    ri.IntSexpVector([len(df)]), levels, ri.BoolSexpVector(packed))
+
+
+def _packable(levels: list[str]) -> bool:
+    """Many levels are sent as one string joined by U+001F (split in R), unless a level is
+    empty or contains the separator."""
+    return len(levels) > 32 and all(lv and "\x1f" not in lv for lv in levels)
 
 
 def to_r(x: Any):
