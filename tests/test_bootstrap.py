@@ -364,7 +364,7 @@ def test_other_table_types_and_category_order():
     rng = np.random.default_rng(31)
     df = table(rng, S=3, n=15, seed_col=False, group_col=False)
     ref = me.bootstrap(df, "score", "system", "item", n_resamples=128, random_state=1)
-    pl = pytest.importorskip("polars")
+    import polars as pl  # a test dependency (pyproject test extra): missing polars is a failure
     res = me.bootstrap(pl.from_pandas(df), "score", "system", "item", n_resamples=128, random_state=1)
     np.testing.assert_array_equal(res.distribution, ref.distribution)
     cat = df.assign(system=pd.Categorical(df.system, categories=["s2", "s0", "s1", "unused"]))

@@ -92,17 +92,24 @@ def test_pairwise_adjustments(R, ter_emm, adjust):
         assert not [w for w in ct.warnings if w.kind in ("ci_adjust", "adjust_changed")]
 
 
-def test_hagmann_2023_table_2_3(ter_fit):
-    """Published: Marking - PostEdit p = 0.0685 (asymptotic df, Holm); Tukey about 0.16."""
+def test_hagmann_2023_table_2_3(R, ter_fit):
+    """Published: Marking - PostEdit p = 0.0685 (asymptotic df, Holm); all asymptotic p-values
+    (Holm and Tukey) equal emmeans in R."""
     emm = ter_fit.emmeans("system", df_method="asymptotic")
     assert np.all(np.isinf(emm.table["df"]))
     assert not [w for w in emm.warnings if w.kind == "df_fallback"]
+    R("e_asy <- emmeans::emmeans(m_emm, 'system', lmer.df = 'asymptotic')")
     holm = emm.contrasts(adjust="holm").table.set_index("contrast")
     assert round(holm.loc["Marking - PostEdit", "p_value"], 4) == 0.0685
     assert holm.loc["Baseline - Marking", "p_value"] < 1e-4
     assert holm.loc["Baseline - PostEdit", "p_value"] < 1e-4
+    exp = r_table(R, "summary(pairs(e_asy, adjust = 'holm'))")
+    assert list(holm.index) == list(exp["contrast"])
+    assert_rel(holm["p_value"], exp["p.value"])
     tukey = emm.contrasts(adjust="tukey").table.set_index("contrast")
-    assert round(tukey.loc["Marking - PostEdit", "p_value"], 2) == 0.16
+    exp = r_table(R, "summary(pairs(e_asy, adjust = 'tukey'))")
+    assert list(tukey.index) == list(exp["contrast"])
+    assert_rel(tukey["p_value"], exp["p.value"])
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ def _check(fit, exp, df_col=True):
         assert_rel(fit.fixed["conf_low"], coef[:, 0] - q * coef[:, 1])
         assert_rel(fit.fixed["conf_high"], coef[:, 0] + q * coef[:, 1])
     assert list(fit.random["group"]) == exp["grp"]
-    assert_rel(fit.random["variance"], exp["vc"], atol=1e-14)
+    assert_rel(fit.random["variance"], exp["vc"])
     assert_rel(fit.sigma, exp["sigma"])
     assert_rel(fit.loglik, exp["loglik"])
     assert_rel(fit.aic, exp["aic"])
@@ -147,7 +147,7 @@ def test_polars_and_pyarrow_inputs(ter):
     ref = me.lmm("ter ~ system + (1|sentence_id)", ter)
     f_pa = me.lmm("ter ~ system + (1|sentence_id)", pa.Table.from_pandas(ter))
     assert_rel(f_pa.fixed["estimate"], ref.fixed["estimate"])
-    pl = pytest.importorskip("polars")
+    import polars as pl  # a test dependency (pyproject test extra): missing polars is a failure
     f_pl = me.lmm("ter ~ system + (1|sentence_id)", pl.from_pandas(ter))
     assert_rel(f_pl.fixed["estimate"], ref.fixed["estimate"])
 

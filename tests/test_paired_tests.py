@@ -197,4 +197,8 @@ def test_large_n_defaults_to_monte_carlo_without_overflow():
     ar = me.approximate_randomization(base, mark, n_resamples=500, random_state=0)
     sf = me.sign_flip_test(base, mark, n_resamples=500, random_state=0)
     for res in (ar, sf):
-        assert 0 < res.p_value <= 1
+        assert not res.exact and res.n_resamples == 500
+        assert res.statistic == pytest.approx(np.mean(base - mark), rel=1e-12)
+        assert res.p_value == pytest.approx((res.count + 1) / 501, rel=1e-12)
+        # the paired t-test gives p ~ 3e-4: at most a few of 500 sign flips reach the observed mean
+        assert st.ttest_rel(base, mark).pvalue < 1e-3 and res.count <= 3
