@@ -438,3 +438,21 @@ def test_dockerfile_copies_what_the_package_needs():
     readme = re.search(r'^readme\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     if readme:
         assert readme.group(1) in sources, "pyproject's readme is needed to pip install the package"
+
+
+def test_wheel_carries_the_r_library_and_data(tmp_path):
+    """A non-editable install (pip wheel) ships r/*.R (through the mixedeval/_r link), the data
+    sets and the report template, so the engine works outside the repository."""
+    import subprocess
+    import sys
+    import zipfile
+
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(repo)],
+                   check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("mixedeval-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for r_file in sorted((repo / "r").glob("*.R")):
+        assert f"mixedeval/_r/{r_file.name}" in names
+    assert "mixedeval/datasets_files/kreutzer_ter.csv" in names
+    assert "mixedeval/report/templates/report.html.j2" in names
