@@ -1,21 +1,41 @@
 """Issue 7 benchmark: the full language-disparity analysis of the bundled Hu et al. (2025) records
 (1,364 records) with a 200-replicate parametric bootstrap, printed with the time spent in R refits.
 
-Stages timed: the analysis (ML fit, PP/PRR/LP, diagnostics), the robustness refit (k = 10), and
+Stages timed: the analysis (ML fit, PP/PRR/LP, diagnostics), the robustness refit (k = 10), the
+analytic LP intervals (``potential_intervals``: REML refit + one ``lmerTest::contest`` call), and
 the bootstrap (lme4::simulate, the R refit loop, the numpy recomputation). Baseline measured in
 the same run and process: the bare R loop ``for (i in 1:200) lme4::refit(m, ysim[, i])`` on the
 same model and simulations; the ratio shows the cost of our loop (warnings capture, VarCorr,
 isSingular per replicate, chunked calls) and of everything around it.
 
-Optionally (``--coverage N``) a coverage study: N synthetic data sets from a known
-``score ~ language + task + (1|model)`` model (``--coverage-models`` models x 6 languages x 4
-tasks, model SD 5, residual SD 4), each with a 100-replicate bootstrap; prints the coverage of the
-95% percentile intervals for the language potential (all-tasks convention, whose true value is
-known). Measured: 0.883 with 8 models (200 data sets), 0.875 with 13 models (100 data sets) --
-the percentile interval acts as a z interval on an error dominated by the mean of the model effects,
-whose variance (ML, biased low) has about M - 1 df; P(|t_(M-1)| < 1.96 sqrt((M-1)/M)) is 0.89 / 0.92.
+Optionally (``--coverage N``) a coverage study of the 95% intervals for the language potential
+(all-tasks convention, whose true value is known). Designs: ``grid`` -- N synthetic data sets from a
+known ``score ~ language + task + (1|model)`` model (``--coverage-models`` models x 6 languages x 4
+tasks, model SD 5, residual SD 4); ``hu`` -- N responses simulated (lme4::simulate, new model
+effects) from the ML fit of the bundled records, on their unbalanced 13 x 53 x 15 design, truth =
+that fit's LP. Methods compared on the same data sets: the parametric-bootstrap percentile
+interval (``--coverage-boot`` ML refits; the baseline), and the analytic t intervals of
+``potential_intervals``: ML + Satterthwaite, REML + Satterthwaite (the default), REML +
+Kenward-Roger (grid only: KR costs ~16 s per fit of the bundled data), and the z interval
+``estimate +- 1.96 SE`` of the ML fit. Coverage is the mean over data sets and languages; its
+Monte-Carlo SE is the SD of the per-data-set coverage / sqrt(N).
 
-Run: .venv/bin/python benchmarks/bench_disparity.py [--n-boot 200] [--coverage 0 --coverage-models 8]
+Measured (coverage of nominal 0.95; MC SE 0.007-0.027):
+
+    design (data sets)            bootstrap  z (ML)  t Satt. ML  t Satt. REML  t KR REML
+    grid, 8 models (1,200)        0.883*     0.893   0.922       0.941         0.941
+    grid, 13 models (100)         0.875      0.897   0.928       0.942         0.942
+    bundled design (100)          0.916      0.935   0.942       0.952         --
+    * bootstrap: the first 200 data sets only (100 refits each)
+
+Mean width against the bootstrap: z 1.05, ML t 1.07-1.18, REML t 1.11-1.29. Cost per data set:
+bootstrap (100 refits) 1.1 s (grid) / 4.9 s (bundled); REML refit + contest 0.05 / 0.25 s.
+Split long runs with --coverage-seed: the R engine's numeric conversion (rpy2's
+memoryview_swapstrides) drops a reference to None per vector read, and a process aborts after
+roughly 600 grid data sets.
+
+Run: .venv/bin/python benchmarks/bench_disparity.py [--n-boot 200] [--coverage 0 --coverage-models 8
+     --coverage-design grid --coverage-boot 100]
 """
 from __future__ import annotations
 
@@ -24,46 +44,106 @@ import time
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 import mixedeval as me
 from mixedeval.workflows.language_disparity import language_disparity
 
 
-def coverage_study(n_data: int, n_boot: int = 100, seed: int = 11, n_models: int = 8) -> None:
-    rng = np.random.default_rng(seed)
+METHODS = {  # label -> potential_intervals keyword arguments (None: bootstrap; "z": ML estimate +- 1.96 SE)
+    "bootstrap percentile (ML)": None,
+    "z interval (ML SE)": "z",
+    "t, Satterthwaite, ML": {"reml": False},
+    "t, Satterthwaite, REML": {},
+    "t, Kenward-Roger, REML": {"df_method": "kenward-roger"},
+}
+
+
+def _grid_data(rng, n_models: int, n_data: int):
     lang = np.array([0.0, -4.0, 3.0, -10.0, 6.0, -15.0])
     task = np.array([0.0, 12.0, -8.0, 20.0])
     mu, sd_model, sd_res = 55.0, 5.0, 4.0
-    true_lp = mu + lang + task.mean()
-    grid = pd.MultiIndex.from_product([range(n_models), range(6), range(4)], names=["m", "l", "t"]).to_frame(index=False)
-    hits = np.zeros(len(lang))
-    widths = []
-    t0 = time.perf_counter()
-    for i in range(n_data):
+    grid = pd.MultiIndex.from_product([range(n_models), range(6), range(4)],
+                                      names=["m", "l", "t"]).to_frame(index=False)
+    base = pd.DataFrame({"model": "m" + grid["m"].astype(str), "language": "l" + grid["l"].astype(str),
+                         "task": "t" + grid["t"].astype(str)})
+    truth = pd.Series(mu + lang + task.mean(), index=[f"l{j}" for j in range(6)])
+    for _ in range(n_data):
         u = rng.normal(0, sd_model, n_models)
         y = mu + lang[grid["l"]] + task[grid["t"]] + u[grid["m"]] + rng.normal(0, sd_res, len(grid))
-        df = pd.DataFrame({"model": "m" + grid["m"].astype(str), "language": "l" + grid["l"].astype(str),
-                           "task": "t" + grid["t"].astype(str), "score": y})
+        yield base.assign(score=y), truth
+
+
+def _hu_data(n_data: int, seed: int):
+    hu = me.datasets.load("hu2025_records")
+    res = language_disparity(hu, drop_aggregates=True, lp_convention="all_tasks")
+    truth = res.language_potential.set_index("language")["potential"]
+    base = res.records[["model", "language", "task"]]
+    ysim = res.fit.simulate(n_data, seed=seed)
+    for i in range(n_data):
+        yield base.assign(score=ysim[:, i]), truth
+
+
+def coverage_study(n_data: int, n_boot: int = 100, seed: int = 11, n_models: int = 8, design: str = "grid") -> None:
+    if design == "grid":
+        datasets = _grid_data(np.random.default_rng(seed), n_models, n_data)
+        label = f"{n_models} models x 6 languages x 4 tasks, balanced"
+        methods = dict(METHODS)
+    else:
+        datasets = _hu_data(n_data, seed)
+        label = "the bundled records' design (13 models x 53 languages x 15 tasks, 1,364 records)"
+        methods = {k: v for k, v in METHODS.items() if "Kenward" not in k}
+    if n_boot < 2:
+        methods.pop("bootstrap percentile (ML)")
+    hits = {k: [] for k in methods}
+    widths = {k: [] for k in methods}
+    secs = dict.fromkeys(methods, 0.0)
+    t0 = time.perf_counter()
+    for i, (df, truth) in enumerate(tqdm(datasets, total=n_data, desc="coverage data sets", leave=False)):
         res = language_disparity(df, lp_convention="all_tasks")
-        b = res.bootstrap(n_boot=n_boot, seed=1000 + i, progress=False)
-        t = b.languages.set_index("language").loc[[f"l{j}" for j in range(len(lang))]]
-        hits += (t["conf_low"].to_numpy() <= true_lp) & (true_lp <= t["conf_high"].to_numpy())
-        widths.append(float(np.mean(t["conf_high"] - t["conf_low"])))
-    cov = hits / n_data
-    print(f"\nCoverage study: {n_data} data sets ({n_models} models x 6 languages x 4 tasks) x {n_boot} refits "
-          f"in {time.perf_counter() - t0:.1f} s")
-    print(f"  95% percentile-interval coverage of LP per language: {np.round(cov, 3).tolist()}")
-    print(f"  mean coverage {cov.mean():.3f} (Monte-Carlo SE ~{np.sqrt(0.95 * 0.05 / n_data):.3f}); "
-          f"mean width {np.mean(widths):.2f}")
+        true_lp = truth.loc[list(res._design.languages)].to_numpy()
+        for name, kw in methods.items():
+            t = time.perf_counter()
+            if kw is None:
+                tab = res.bootstrap(n_boot=n_boot, seed=1000 + i, progress=False).languages
+            elif kw == "z":
+                tab = res.potential_intervals(reml=False).table
+                tab = tab.assign(conf_low=tab["estimate"] - 1.959964 * tab["std_error"],
+                                 conf_high=tab["estimate"] + 1.959964 * tab["std_error"])
+            else:
+                tab = res.potential_intervals(**kw).table
+            secs[name] += time.perf_counter() - t
+            tab = tab.set_index("language").loc[list(res._design.languages)]
+            lo, hi = tab["conf_low"].to_numpy(), tab["conf_high"].to_numpy()
+            hits[name].append(np.mean((lo <= true_lp) & (true_lp <= hi)))
+            widths[name].append(np.mean(hi - lo))
+    print(f"\nCoverage study of 95% LP intervals (all_tasks convention): {n_data} data sets, {label}; "
+          f"{time.perf_counter() - t0:.1f} s")
+    base = next(iter(methods))
+    print(f"  {'method':28s} {'coverage':>9s} {'MC SE':>6s} {'mean width':>10s} {'width ratio':>11s} "
+          f"{'s/data set':>10s}")
+    for name in methods:
+        c = np.asarray(hits[name])
+        print(f"  {name:28s} {c.mean():9.3f} {c.std(ddof=1) / np.sqrt(len(c)):6.3f} {np.mean(widths[name]):10.2f} "
+              f"{np.mean(widths[name]) / np.mean(widths[base]):11.3f} {secs[name] / n_data:10.3f}")
+    print(f"  (width ratio and time against '{base}', measured on the same data sets)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-boot", type=int, default=200)
     ap.add_argument("--coverage", type=int, default=0, help="number of synthetic data sets (0 = skip)")
-    ap.add_argument("--coverage-models", type=int, default=8, help="models per synthetic data set")
+    ap.add_argument("--coverage-models", type=int, default=8, help="models per synthetic data set (grid design)")
+    ap.add_argument("--coverage-design", choices=("grid", "hu"), default="grid")
+    ap.add_argument("--coverage-boot", type=int, default=100, help="bootstrap refits per data set (0 = skip)")
+    ap.add_argument("--coverage-seed", type=int, default=11, help="seed of the coverage data sets")
+    ap.add_argument("--coverage-only", action="store_true", help="skip the timing benchmark")
     args = ap.parse_args()
 
+    if args.coverage_only:
+        coverage_study(args.coverage, n_boot=args.coverage_boot, seed=args.coverage_seed,
+                       n_models=args.coverage_models, design=args.coverage_design)
+        return
     hu = me.datasets.load("hu2025_records")
     language_disparity(hu, drop_aggregates=True)  # warm-up: R start, package loading
     t = time.perf_counter()
@@ -72,6 +152,9 @@ def main() -> None:
     t = time.perf_counter()
     res.robustness(k=10)
     t_robust = time.perf_counter() - t
+    t = time.perf_counter()
+    res.potential_intervals()  # REML refit + one lmerTest::contest call
+    t_intervals = time.perf_counter() - t
     res.bootstrap(n_boot=10, seed=99, progress=False)  # warm-up of the R loop (byte compilation)
 
     import rpy2.robjects as ro
@@ -95,6 +178,7 @@ def main() -> None:
           f"{len(res.fit.fixed)} fixed effects, {args.n_boot}-replicate parametric bootstrap")
     print(f"  analysis (fit, PP/PRR/LP, diagnostics) : {t_analysis:.3f} s")
     print(f"  robustness refit (k = 10)              : {t_robust:.3f} s")
+    print(f"  analytic LP intervals (REML + contest) : {t_intervals:.3f} s")
     print(f"  bootstrap total                        : {t_boot:.2f} s")
     print(f"    lme4::simulate                       : {tm['simulate']:.3f} s ({tm['simulate'] / tm['total']:.1%})")
     print(f"    R refits (me_disparity_refit_fixef)  : {tm['r_refit']:.2f} s ({tm['r_refit'] / tm['total']:.1%}),"
@@ -105,10 +189,12 @@ def main() -> None:
     print(f"  baseline: bare R refit loop in-process : {r_loop:.2f} s (before {r_before:.2f}, after {r_after:.2f})")
     print(f"  ratio bootstrap total / bare R loop    : {t_boot / r_loop:.3f}")
     print(f"  ratio our R refit loop / bare R loop   : {tm['r_refit'] / r_loop:.3f}")
+    print(f"  ratio analytic LP intervals / bootstrap: {t_intervals / t_boot:.4f}")
     print(f"  refits: {boot.n_used} used, {boot.n_failed} failed, {boot.n_singular} singular, "
           f"{boot.n_nonconverged} with convergence messages")
     if args.coverage:
-        coverage_study(args.coverage, n_models=args.coverage_models)
+        coverage_study(args.coverage, n_boot=args.coverage_boot, seed=args.coverage_seed,
+                       n_models=args.coverage_models, design=args.coverage_design)
 
 
 if __name__ == "__main__":

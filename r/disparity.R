@@ -48,3 +48,14 @@ me_disparity_refit_fixef <- function(m, ysim) {
   list(beta = beta, terms = terms, sd_group = sd_group, sigma = sigma,
        singular = singular, converged = converged, problem = problem)
 }
+
+# Language-potential intervals: LP_l = L[l, ] %*% fixef(m) for the contrast matrix L (one row
+# per language), with standard error, denominator df and t interval from ONE call of
+# lmerTest::contest(m, L, joint = FALSE, confint = TRUE, level, ddf) (Satterthwaite, or
+# Kenward-Roger via pbkrtest for REML fits). Returns plain vectors in the rows' order.
+me_disparity_contest <- function(m, L, ddf = "Satterthwaite", level = 0.95) {
+  L <- matrix(as.numeric(L), nrow = NROW(L), ncol = length(lme4::fixef(m)))
+  ct <- lmerTest::contest(m, L, ddf = ddf, joint = FALSE, confint = TRUE, level = level)
+  list(estimate = unname(ct[["Estimate"]]), std_error = unname(ct[["Std. Error"]]),
+       df = unname(ct[["df"]]), conf_low = unname(ct[["lower"]]), conf_high = unname(ct[["upper"]]))
+}

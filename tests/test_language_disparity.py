@@ -256,6 +256,8 @@ def test_singular_fit_is_a_warning(R, tmp_path):
     assert out.fit.singular
     assert any(w.kind == "singular" for w in out.warnings)
     assert np.isfinite(out.by_model["mean_prr"]).all()
+    pi = out.potential_intervals()  # the REML refit is singular too: one warning saying what it means
+    assert [w.kind for w in pi.warnings] == ["singular"] and "REML fit is singular" in pi.warnings[0].message
     path = tmp_path / "singular.csv"
     df.to_csv(path, index=False)
     sing = R(f"""local({{
@@ -404,3 +406,130 @@ def test_refit_loop_reports_failed_and_singular_replicates(res):
     assert any(p.startswith("error:") and "NA/NaN/Inf" in p for p in problems)
     kinds = [w.kind for w in _bootstrap_warnings(1, 1, 0, 2, problems)]
     assert kinds == ["bootstrap_failed", "singular"]
+
+
+# ----------------------------------------------------------------------------- analytic LP intervals
+def _lp_contrasts_in_r(R, model: str, weight: str) -> None:
+    """hu_L: LP contrast rows built in R from the names of fixef(<model>): intercept 1, the
+    language's dummy 1, every task dummy 1 / <weight>."""
+    R(f"""hu_b <- lme4::fixef({model})
+    hu_L <- matrix(0, nlevels(hu_df$language), length(hu_b)); hu_L[, 1] <- 1
+    hu_L[cbind(2:nrow(hu_L), grep("^language", names(hu_b)))] <- 1
+    hu_L[, grep("^task", names(hu_b))] <- 1 / ({weight})""")
+
+
+CONTEST_COLS = {"estimate": "Estimate", "std_error": "Std. Error", "df": "df", "conf_low": "lower",
+                "conf_high": "upper"}
+
+
+def test_potential_intervals_equal_lmertest_contest(res, hu_r):
+    """Published convention, REML refit (default) and the ML fit itself, against one
+    lmerTest::contest call in R (REML model fitted directly by lmerTest::lmer)."""
+    langs = list(hu_r("levels(hu_df$language)"))
+    hu_r("hu_mr <- lmerTest::lmer(Score ~ language + task + (1 | model), data = hu_df, REML = TRUE)")
+    _lp_contrasts_in_r(hu_r, "hu_m", "nlevels(hu_df$task) - 1")
+    ours = res.potential_intervals()
+    assert ours.estimator == "REML" and ours.df_method == "satterthwaite" and ours.lp_convention == "published"
+    assert_rel(ours.contrasts.loc[langs].to_numpy(), hu_r("hu_L"))
+    assert ours.contrasts.columns.tolist() == list(hu_r("names(hu_b)"))
+    for model, kw in (("hu_mr", {}), ("lmerTest::as_lmerModLmerTest(hu_m)", {"reml": False, "level": 0.9})):
+        level = kw.get("level", 0.95)
+        hu_r(f"hu_ct <- lmerTest::contest({model}, hu_L, joint = FALSE, confint = TRUE, level = {level}, "
+             "ddf = 'Satterthwaite')")
+        tab = res.potential_intervals(**kw).table.set_index("language").loc[langs]
+        for col, rcol in CONTEST_COLS.items():
+            assert_rel(tab[col], hu_r(f"hu_ct[['{rcol}']]"))
+    ml = res.potential_intervals(reml=False).table
+    assert_rel(ml["estimate"], ml["potential"])  # the ML contrast is the analysis' LP
+    reml = ours.table
+    assert np.all(np.abs(reml["estimate"] - reml["potential"]) < 0.01)  # REML fixed effects differ slightly
+    assert np.all(reml["std_error"] > ml["std_error"])  # REML variances are larger than ML's
+    assert reml["language"].iloc[0] == "nl" and reml["rank_potential"].tolist() == list(range(1, 54))
+
+
+def test_all_tasks_intervals_equal_emmeans(hu, hu_r):
+    """all_tasks LP = the equally weighted EMM: emmeans' own linfct has weight 1/T on every task
+    dummy, and its estimate, SE, Satterthwaite df and interval equal ours (ML and REML fits)."""
+    alt = language_disparity(hu, drop_aggregates=True, lp_convention="all_tasks")
+    langs = list(hu_r("levels(hu_df$language)"))
+    hu_r("hu_mr <- lmerTest::lmer(Score ~ language + task + (1 | model), data = hu_df, REML = TRUE)")
+    for model, reml in (("lmerTest::as_lmerModLmerTest(hu_m)", False), ("hu_mr", True)):
+        hu_r(f"hu_emm <- emmeans::emmeans({model}, 'language', lmer.df = 'satterthwaite', lmerTest.limit = 5000, "
+             "pbkrtest.limit = 5000); hu_es <- as.data.frame(summary(hu_emm))")
+        ours = alt.potential_intervals(reml=reml)
+        assert_rel(ours.contrasts.loc[langs].to_numpy(), hu_r("hu_emm@linfct"))  # equal task weights 1/T
+        tab = ours.table.set_index("language").loc[langs]
+        assert_rel(tab["estimate"], hu_r("hu_es$emmean"))
+        assert_rel(tab["std_error"], hu_r("hu_es$SE"))
+        assert_rel(tab["df"], hu_r("hu_es$df"))
+        assert_rel(tab["conf_low"], hu_r("hu_es$lower.CL"))
+        assert_rel(tab["conf_high"], hu_r("hu_es$upper.CL"))
+    assert_rel(hu_r("unique(as.vector(hu_emm@linfct[, grep('^task', names(lme4::fixef(hu_m)))]))"),
+               [1 / hu["task"].nunique()])
+
+
+def test_kenward_roger_intervals_equal_r_and_guards(R, tmp_path):
+    df = _synthetic(4)
+    out = language_disparity(df)
+    path = tmp_path / "kr.csv"
+    df.to_csv(path, index=False)
+    R(f"""kr_d <- read.csv("{path}")
+    kr_m <- lmerTest::lmer(score ~ language + task + (1 | model), data = kr_d, REML = TRUE)
+    kr_L <- cbind(1, rbind(0, diag(3)), matrix(1 / 2, 4, 2))
+    kr_ct <- lmerTest::contest(kr_m, kr_L, joint = FALSE, confint = TRUE, ddf = "Kenward-Roger")""")
+    kr = out.potential_intervals(df_method="kenward-roger")
+    assert kr.df_method == "kenward-roger" and kr.estimator == "REML"
+    tab = kr.table.set_index("language").loc[["l1", "l2", "l3", "l4"]]
+    for col, rcol in CONTEST_COLS.items():
+        assert_rel(tab[col], R(f"kr_ct[['{rcol}']]"))
+    with pytest.raises(me.DataError, match="Kenward-Roger df are defined for REML fits only"):
+        out.potential_intervals(df_method="KR", reml=False)
+    with pytest.raises(me.DataError, match="asymptotic"):
+        out.potential_intervals(df_method="z")
+    with pytest.raises(me.DataError, match="df_method 'exact'"):
+        out.potential_intervals(df_method="exact")
+    with pytest.raises(me.DataError, match="level"):
+        out.potential_intervals(level=95)
+
+
+def test_potential_intervals_printing_and_conversion(res):
+    pi = res.potential_intervals(level=0.9)
+    text = repr(pi)
+    assert "90% t intervals" in text and "REML" in text and "nl" in text
+    assert "<table" in pi._repr_html_()
+    d = pi.to_dict()
+    assert d["level"] == 0.9 and len(d["table"]) == 53 and d["estimator"] == "REML"
+    assert list(pi.to_frame().columns) == ["language", "potential", "estimate", "std_error", "df", "conf_low",
+                                           "conf_high", "rank_potential"]
+    assert "contest" in pi.provenance["method"]
+
+
+def test_potential_intervals_cover_the_true_lp():
+    """Monte-Carlo: 100 data sets from a known model (6 models x 6 languages x 5 tasks, model SD 5,
+    residual SD 4); the default 95% intervals (REML refit, Satterthwaite t) must cover the true
+    LP (published convention) at a rate within 3 Monte-Carlo SEs of 0.95. The SE bound treats the
+    data set as the unit (languages within a data set share the model effects), so the band is
+    [0.885, 1]. That catches a wrong standard error (e.g. one that ignores the model variance) but
+    cannot separate these intervals from z intervals of the ML fit (0.87-0.91 here; the df check
+    catches asymptotic df); benchmarks/bench_disparity.py --coverage measures the difference."""
+    rng = np.random.default_rng(20250)
+    n_models, n_data = 6, 100
+    lang = np.array([0.0, -4.0, 3.0, -10.0, 6.0, -15.0])
+    task = np.array([0.0, 12.0, -8.0, 20.0, 5.0])
+    truth = 55.0 + lang + task[1:].mean()  # published: mean over the non-reference task effects
+    grid = pd.MultiIndex.from_product([range(n_models), range(6), range(5)]).to_frame(index=False,
+                                                                                      name=["m", "l", "t"])
+    base = pd.DataFrame({"model": "m" + grid["m"].astype(str), "language": "l" + grid["l"].astype(str),
+                         "task": "t" + grid["t"].astype(str)})
+    covered, df_min = [], []
+    for _ in range(n_data):
+        u = rng.normal(0, 5.0, n_models)
+        y = 55.0 + lang[grid["l"]] + task[grid["t"]] + u[grid["m"]] + rng.normal(0, 4.0, len(grid))
+        tab = language_disparity(base.assign(score=y)).potential_intervals().table
+        tab = tab.set_index("language").loc[[f"l{j}" for j in range(6)]]
+        covered.append(np.mean((tab["conf_low"] <= truth) & (truth <= tab["conf_high"])))
+        df_min.append(tab["df"].min())
+    coverage = float(np.mean(covered))
+    band = 3 * np.sqrt(0.95 * 0.05 / n_data)
+    assert abs(coverage - 0.95) <= band, coverage
+    assert 4 < np.median(df_min) < 15  # the smallest df are near the model count (6), not asymptotic

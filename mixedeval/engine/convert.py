@@ -257,6 +257,17 @@ def _classes(x) -> list[str]:
     return [] if c is None else [str(s) for s in c]
 
 
+def _buffer(x, dtype) -> np.ndarray:
+    """Copy of an R vector's data. Reads R's memory through cffi directly: rpy2 3.5.17's
+    ``memoryview()`` drops a reference to ``None`` on every call, which eventually crashes
+    long-running processes ("none_dealloc")."""
+    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415
+
+    dt = np.dtype(dtype)
+    ptr = x._R_GET_PTR(x.__sexp__._cdata)
+    return np.frombuffer(openrlib.ffi.buffer(ptr, dt.itemsize * len(x)), dtype=dt).copy()
+
+
 def _atomic_to_numpy(x) -> np.ndarray:
     """Copy an atomic R vector into a numpy array (NA -> NaN / None)."""
     ri = _ri()
@@ -264,9 +275,9 @@ def _atomic_to_numpy(x) -> np.ndarray:
         kind = {ri.FloatSexpVector: np.float64, ri.IntSexpVector: np.int64, ri.BoolSexpVector: bool}
         return np.array([], dtype=next((v for k, v in kind.items() if isinstance(x, k)), object))
     if isinstance(x, ri.FloatSexpVector):
-        return np.array(x.memoryview(), dtype=np.float64, copy=True)
+        return _buffer(x, np.float64)
     if isinstance(x, ri.IntSexpVector) and not isinstance(x, ri.BoolSexpVector):
-        arr = np.array(x.memoryview(), dtype=np.int32, copy=True)
+        arr = _buffer(x, np.int32)
         na = arr == _NA_INT
         if na.any():
             out = arr.astype(np.float64)
@@ -274,7 +285,7 @@ def _atomic_to_numpy(x) -> np.ndarray:
             return out
         return arr.astype(np.int64)
     if isinstance(x, ri.BoolSexpVector):
-        arr = np.array(x.memoryview(), dtype=np.int32, copy=True)
+        arr = _buffer(x, np.int32)
         na = arr == _NA_INT
         if na.any():
             out = np.array([None if m else bool(v) for v, m in zip(arr, na)], dtype=object)
@@ -290,7 +301,7 @@ def _atomic_to_numpy(x) -> np.ndarray:
 def _factor_to_categorical(x):
     import pandas as pd  # noqa: PLC0415
 
-    codes = np.array(x.memoryview(), dtype=np.int32, copy=True) if len(x) else np.array([], dtype=np.int32)
+    codes = _buffer(x, np.int32) if len(x) else np.array([], dtype=np.int32)
     levels = [str(s) for s in _attr(x, "levels") or []]
     codes = np.where(codes == _NA_INT, -1, codes - 1)
     return pd.Categorical.from_codes(codes, categories=levels)
