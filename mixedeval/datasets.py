@@ -5,7 +5,6 @@ and their provenance note (``PROVENANCE.md``) live in ``mixedeval/datasets_files
 """
 from __future__ import annotations
 
-import builtins
 import hashlib
 import json
 from dataclasses import dataclass
@@ -132,4 +131,3 @@ def load(name: str):
 
 
 __all__ = ["DATASETS", "DatasetInfo", "list", "load", "path", "sha256"]
-_builtin_list = builtins.list

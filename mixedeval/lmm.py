@@ -18,7 +18,6 @@ treated as categories.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,9 +223,9 @@ class LMMFit(ResultMixin):
         """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""
         if bool(reml) == self.reml:
             return self
-        res = self._call("me_refit", reml=bool(reml))
-        return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level,
-                          list(self.warnings[:0]), self.factors, model=res.value)
+        res = self._call("me_refit_and_summarise", reml=bool(reml), ddf=DF_METHODS[self.df_method],
+                         level=float(self.level))
+        return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level, [], self.factors)
 
     def _values(self) -> dict[str, np.ndarray]:
         if "values" not in self._cache:
@@ -342,15 +341,9 @@ class LMMFit(ResultMixin):
         return {k: jsonable(getattr(self, k)) for k in keys}
 
 
-def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors, model=None) -> LMMFit:
-    v = res.value if model is None else None
-    if v is None:  # refit path: summarise the new model
-        from .engine import session  # noqa: PLC0415
-
-        res2 = session.call("me_fit_summary", m=model, ddf=DF_METHODS[df_method], level=float(level))
-        v = dict(res2.value)
-        v["model"] = model
-        res = res2
+def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors) -> LMMFit:
+    """An LMMFit from the result of ``me_fit_and_summarise`` / ``me_refit_and_summarise``."""
+    v = res.value
     warnings = list(pre_warnings) + r_condition_warnings(res)
     conv = v["convergence"]
     conv_msgs = conv.get("messages")
@@ -450,7 +443,3 @@ def lmm(
     )
     return _build_fit(res, formula, frame, opt, df_key, level, pre_warnings, factors)
 
-
-def replace(fit: LMMFit, **changes: Any) -> LMMFit:
-    """A copy of ``fit`` with fields changed (results are frozen)."""
-    return dataclasses.replace(fit, **changes)

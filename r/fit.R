@@ -121,3 +121,9 @@ me_refit <- function(m, reml) {
   }
   stats::update(m, REML = TRUE)
 }
+
+# Refit by REML or ML and summarise in one call (the refit path of LMMFit.refit).
+me_refit_and_summarise <- function(m, reml, ddf = "Satterthwaite", level = 0.95) {
+  m2 <- me_refit(m, reml)
+  c(list(model = m2), me_fit_summary(m2, ddf, level))
+}

@@ -71,15 +71,6 @@ def str_vector(values: Any):
     return ri.StrSexpVector([ri.NA_Character if _is_missing(v) else str(v) for v in values])
 
 
-def factor_vector(codes: np.ndarray, levels: list[str]):
-    """R factor from 0-based integer codes (-1 = NA) and explicit levels."""
-    ri = _ri()
-    codes = np.asarray(codes)
-    vec = int_vector(codes + 1, mask=codes < 0)
-    # class must be set by R's `class<-` (sets the object bit that model.matrix checks)
-    return ri.globalenv["me_factor"](vec, ri.StrSexpVector([str(x) for x in levels]))
-
-
 def _is_missing(v: Any) -> bool:
     if v is None:
         return True
