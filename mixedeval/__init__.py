@@ -10,7 +10,7 @@ resolved lazily on first access.
 from __future__ import annotations
 
 from . import _lazy
-from .errors import DataError, MixedEvalError, RError, RNotAvailableError
+from .errors import DataError, FormulaError, MixedEvalError, RError, RNotAvailableError
 
 __version__ = "0.1.0"
 
@@ -50,8 +50,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "report": ("mixedeval.report", "report"),
     "validate": ("mixedeval.data.validate", None),
     "describe_design": ("mixedeval.data.design", "describe_design"),
+    "parse_formula": ("mixedeval.data._formula", "parse_formula"),
 }
 
-__all__ = ["DataError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
+__all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
 
 _lazy.install(__name__, _LAZY)

@@ -26,3 +26,9 @@ class RError(MixedEvalError, RuntimeError):
 
 class RNotAvailableError(MixedEvalError, RuntimeError):
     """R or rpy2 or a required R package is missing; the message says how to install it."""
+
+
+class FormulaError(DataError):
+    """A model formula that mixedeval refuses to send to R: a token outside the allow-list (code,
+    strings, unknown functions), names that are not data columns, or a formula too long or too
+    deeply nested. The message names the token and how to precompute a column instead."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import formula as fml
+from .data._formula import parse_formula
 from .errors import DataError
 from .results import ResultMixin, ResultWarning, r_condition_warnings
 
@@ -72,8 +72,13 @@ def prepare_model_data(
     factors: Sequence[str] = (),
     levels: Mapping[str, Sequence[Any]] | None = None,
     reference: Mapping[str, Any] | None = None,
+    allow_r_code: bool = False,
 ):
-    """Validate ``data`` for ``formula`` and return ``(quoted_formula, frame, warnings)``.
+    """Validate ``data`` for ``formula`` and return ``(r_formula, frame, warnings)``.
+
+    The formula is parsed and checked by :func:`mixedeval.data._formula.parse_formula` (an
+    allow-list of columns, numbers, formula operators and functions; ``allow_r_code=True`` sends it
+    verbatim); ``r_formula`` is the text R receives.
 
     ``frame`` is a private copy holding only the referenced columns, with categorical columns
     as pandas Categoricals carrying explicit levels. Raises :class:`DataError` for: empty data,
@@ -95,27 +100,23 @@ def prepare_model_data(
     cols = [str(c) for c in df.columns]
     if list(df.columns) != cols:
         df = df.rename(columns=str)  # a new frame; the caller's is untouched
-    unknown = fml.unknown_variables(formula, cols)
-    if unknown:
-        raise DataError(
-            f"formula {formula!r} names {', '.join(repr(u) for u in unknown)}, not found among the data columns "
-            f"({', '.join(cols[:20])}); fix the spelling or back-quote names with spaces or symbols"
-        )
-    used = fml.referenced_columns(formula, cols)
-    resp = fml.response(formula)
-    if resp is None or resp not in cols:
-        raise DataError(f"the response of {formula!r} must be a data column (found {resp!r})")
+    parsed = parse_formula(formula, cols, allow_r_code=allow_r_code)
+    used = list(parsed.columns)
+    if not parsed.response_columns:
+        raise DataError(f"the response of {formula!r} must be a data column or an expression of data columns "
+                        f"(found {parsed.lhs!r})")
     frame = df[used].copy()
-    require_finite(frame, resp)
+    for resp in parsed.response_columns:
+        require_finite(frame, resp)
     warnings: list[ResultWarning] = []
     levels = dict(levels or {})
     reference = dict(reference or {})
     for c in [*factors, *levels, *reference]:
         if c not in cols:
             raise DataError(f"factor column {c!r} is not in the data; available columns: {', '.join(cols[:20])}")
-    groups = fml.grouping_columns(formula, cols)
+    groups = parsed.grouping
     for c in used:
-        if c == resp:
+        if c in parsed.response_columns:
             continue
         s = frame[c]
         is_cat = isinstance(s.dtype, pd.CategoricalDtype) or c in factors or c in levels or c in reference \
@@ -133,7 +134,7 @@ def prepare_model_data(
             "missing_rows",
             f"{n_missing} row(s) with missing values in {', '.join(which)} were dropped by the model (na.omit)",
         ))
-    return fml.quote_columns(formula, cols), frame, warnings
+    return parsed.r_formula, frame, warnings
 
 
 def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
@@ -402,6 +403,7 @@ def lmm(
     levels: Mapping[str, Sequence[Any]] | None = None,
     reference: Mapping[str, Any] | None = None,
     calc_derivs: bool = True,
+    allow_r_code: bool = False,
 ) -> LMMFit:
     """Fit a linear mixed model with ``lmerTest::lmer`` (lme4).
 
@@ -419,6 +421,10 @@ def lmm(
     levels : explicit level order per column; the first level is the reference.
     reference : reference level per column (moved to the front).
     calc_derivs : lme4's ``calc.derivs`` (turn off to speed up very large fits).
+    allow_r_code : the formula is checked before R sees it (data columns, numbers, formula
+        operators and the functions in ``mixedeval.data._formula.ALLOWED_FUNCTIONS``); anything
+        else raises :class:`mixedeval.FormulaError`. ``True`` sends a formula that does not pass
+        verbatim, **running it as arbitrary R code**: only for formulas you wrote yourself.
 
     Singular fits are reported (``singular=True`` and a warning), never raised.
     """
@@ -430,7 +436,8 @@ def lmm(
         raise DataError("Kenward-Roger df need a REML fit; use reml=True or df_method='satterthwaite'")
     if not 0 < float(level) < 1:
         raise DataError(f"level must be between 0 and 1, not {level!r}")
-    qformula, frame, pre_warnings = prepare_model_data(formula, data, factors=factors, levels=levels, reference=reference)
+    qformula, frame, pre_warnings = prepare_model_data(formula, data, factors=factors, levels=levels, reference=reference,
+                                                       allow_r_code=allow_r_code)
     res = session.call(
         "me_fit_and_summarise",
         formula=qformula,

@@ -255,7 +255,7 @@ def test_fit_report_computes_the_missing_parts(tmp_path, analysis, capsys):
     path = fit.report(tmp_path / "auto.html", n_sim=20, seed=3)
     assert path == tmp_path / "auto.html"
     err = capsys.readouterr().err
-    assert "likelihood-ratio test against ter ~ 1 + (1|sentence_id)" in err  # progress on stderr
+    assert "likelihood-ratio test against ter ~ 1 + (1 | sentence_id)" in err  # progress on stderr
     text = path.read_text(encoding="utf-8")
     secs = _sections(text)
     for sid in ("anova", "lrt", "emmeans", "contrasts", "r2_icc", "diagnostics"):
@@ -276,8 +276,8 @@ def test_report_without_a_model(tmp_path, analysis):
 
 
 def test_helpers():
-    assert split_formula("y ~ a + b:c + (1 + x | g) + (1|h)") == ("y", ["a", "b:c"], ["(1 + x | g)", "(1|h)"])
-    assert null_formula("ter ~ system + (1|sentence_id)") == "ter ~ 1 + (1|sentence_id)"
+    assert split_formula("y ~ a + b:c + (1 + x | g) + (1|h)") == ("y", ["a", "b:c"], ["(1 + x | g)", "(1 | h)"])
+    assert null_formula("ter ~ system + (1|sentence_id)") == "ter ~ 1 + (1 | sentence_id)"
     assert null_formula("ter ~ 1 + (1|sentence_id)") is None
     assert fmt_p(0.0) == "<1e-300" and fmt_p(3.2e-12) == "3.20e-12" and fmt_p(0.04567) == "0.0457"
     assert fmt_cell(np.nan, "x") == "" and fmt_cell(True) == "yes" and fmt_cell(np.int64(3)) == "3"

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import FormulaError
 from .blocks import one_line
 
 #: results the report can hold, in the order they are computed
@@ -31,38 +32,26 @@ class Outcome:
         return self.values.get(key)
 
 
-def split_formula(formula: str) -> tuple[str, list[str], list[str]]:
-    """``(lhs, fixed_terms, random_terms)`` of an lme4 formula, splitting the right-hand side at
-    top-level ``+``; a term containing ``|`` is a random-effect term (kept with its brackets)."""
-    lhs, rhs = formula.split("~", 1)
-    terms, depth, cur = [], 0, []
-    for ch in rhs:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "+" and depth == 0:
-            terms.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    terms.append("".join(cur).strip())
-    terms = [t for t in terms if t]
-    random = [t for t in terms if "|" in t]
-    fixed = [t for t in terms if "|" not in t]
-    return lhs.strip(), fixed, random
+def split_formula(formula: str, columns: Any = None) -> tuple[str, list[str], list[str]]:
+    """``(lhs, fixed_terms, random_terms)`` of an lme4 formula as R text: the right-hand side's
+    top-level terms (a removed term such as ``-1`` keeps its sign), random-effect terms with their
+    brackets. ``columns`` (the data's) lets names with spaces be written unquoted."""
+    from ..data._formula import parse_formula  # noqa: PLC0415
+
+    p = parse_formula(formula, None if columns is None else [str(c) for c in columns])
+    return p.lhs or "", list(p.fixed_terms), list(p.random_terms)
 
 
-def fixed_effect_terms(formula: str) -> list[str]:
+def fixed_effect_terms(formula: str, columns: Any = None) -> list[str]:
     """Fixed-effect terms other than the intercept (``1``, ``0``, ``-1``)."""
-    return [t for t in split_formula(formula)[1] if t.replace(" ", "") not in ("1", "0", "-1")]
+    return [t for t in split_formula(formula, columns)[1] if t.replace(" ", "") not in ("1", "0", "-1", "-0")]
 
 
-def null_formula(formula: str) -> str | None:
+def null_formula(formula: str, columns: Any = None) -> str | None:
     """The model without fixed effects (``y ~ 1 + random terms``), or None when there is nothing
     to drop."""
-    lhs, _, random = split_formula(formula)
-    if not fixed_effect_terms(formula) or not random:
+    lhs, _, random = split_formula(formula, columns)
+    if not fixed_effect_terms(formula, columns) or not random:
         return None
     return f"{lhs} ~ 1 + {' + '.join(random)}"
 
@@ -71,13 +60,15 @@ def first_factor(fit: Any) -> str | None:
     """The first categorical column among the fixed-effect terms of ``fit`` (formula order)."""
     import pandas as pd  # noqa: PLC0415
 
-    from .. import formula as fml  # noqa: PLC0415
+    from ..data._formula import parse_formula  # noqa: PLC0415
 
     data = getattr(fit, "data", None)
-    terms = fixed_effect_terms(fit.formula)
-    if data is None or not terms:
+    if data is None:
         return None
-    for col in fml.referenced_columns(" + ".join(terms), data.columns):
+    terms = fixed_effect_terms(fit.formula, data.columns)
+    if not terms:
+        return None
+    for col in parse_formula("~ " + " + ".join(terms), data.columns).columns:
         if isinstance(data[col].dtype, pd.CategoricalDtype):
             return col
     return None
@@ -114,8 +105,12 @@ def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: 
         for key in RESULT_KEYS:
             out.absent.setdefault(key, ("not_available", "not available: no fitted model and no result was given"))
         return out
-    has_fixed = bool(fixed_effect_terms(fit.formula))
-    factor = first_factor(fit)
+    try:
+        has_fixed = bool(fixed_effect_terms(fit.formula, fit.data.columns))
+        factor = first_factor(fit)
+        null = null_formula(fit.formula, fit.data.columns)
+    except FormulaError:  # a formula fitted with allow_r_code=True: no automatic extra models
+        has_fixed, factor, null = False, None, None
     if "anova" not in out.values:
         if has_fixed:
             _note(progress, "F tests with partial eta-squared")
@@ -123,7 +118,6 @@ def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: 
         else:
             out.absent["anova"] = ("not_available", "not applicable: the model has no fixed effects beyond the intercept")
     if "comparison" not in out.values:
-        null = null_formula(fit.formula)
         if null is None:
             out.absent["comparison"] = ("not_available", "not applicable: no fixed effects to test against a "
                                         "random-effects-only model; pass comparison=mixedeval.compare(...)")

@@ -19,6 +19,7 @@ Extra random effects (e.g. ``random=["seed", "system:seed"]``) are added to both
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,8 +86,14 @@ def prepare_frame(data: Any, score: str, factors: Sequence[str], numeric: Sequen
 
 
 def model_formula(lhs: str, fixed: str, item: str, extra: Sequence[str]) -> str:
-    rand = " + ".join(f"(1|{t})" for t in [item, *extra])
-    return f"{lhs} ~ {fixed} + {rand}"
+    """``lhs ~ fixed + (1|item) + (1|extra)...`` from column names (back-quoted where needed);
+    ``fixed`` is ``"1"`` or column names joined by ``" * "`` / ``" + "``; ``extra`` terms join columns by ``:``."""
+    from ..data._formula import quote_name  # noqa: PLC0415
+
+    parts = re.split(r" ([*+]) ", fixed)  # column, op, column, ...
+    fix = "1" if fixed == "1" else " ".join(p if i % 2 else quote_name(p) for i, p in enumerate(parts))
+    rand = " + ".join("(1|" + ":".join(quote_name(p.strip()) for p in t.split(":")) + ")" for t in [item, *extra])
+    return f"{quote_name(lhs)} ~ {fix} + {rand}"
 
 
 def dedupe_warnings(ws: Sequence[ResultWarning]) -> tuple[ResultWarning, ...]:
@@ -221,14 +228,15 @@ def _averaged(frame, score: str, system: str, item: str, levels, posthoc_df, adj
     import pandas as pd  # noqa: PLC0415
 
     from ..engine import session  # noqa: PLC0415
-    from ..formula import quote_columns  # noqa: PLC0415
+    from ..data._formula import parse_formula  # noqa: PLC0415
 
     avg = frame.groupby([item, system], observed=True, sort=False)[score].mean().reset_index()
     an = system_analysis(avg, score, system, item, (), levels=levels, posthoc_df=posthoc_df, adjust=adjust,
                          level=level, optimizer=optimizer, factors=[system, item])
     cols = [score, system]
-    res = session.call("me_lm_glrt", null_formula=quote_columns(f"{score} ~ 1", cols),
-                       full_formula=quote_columns(f"{score} ~ {system}", cols), data=an.full.data[[score, system]])
+    res = session.call("me_lm_glrt", null_formula=parse_formula(f"`{score}` ~ 1", cols).r_formula,
+                       full_formula=parse_formula(f"`{score}` ~ `{system}`", cols).r_formula,
+                       data=an.full.data[[score, system]])
     v = res.value
     lm_tab = v["table"]
     g = an.glrt.table

@@ -147,7 +147,7 @@ def _build_terms(obj: str, facets: Sequence[str], interactions: Any, nested: Any
 
 
 def _alias(name: str, taken: set[str]) -> str:
-    from ..formula import is_syntactic  # noqa: PLC0415
+    from ..data._formula import is_syntactic  # noqa: PLC0415
 
     if is_syntactic(name) and ":" not in name:
         taken.add(name)
