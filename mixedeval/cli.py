@@ -6,7 +6,9 @@ tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` 
 components and reliability), ``disparity`` (language disparity metrics). DATA is a file (.csv,
 .tsv, .parquet, .json) or the name of a bundled data set. Tables go to stdout (``--json``:
 machine-readable), progress to stderr (``--quiet`` silences it). Errors print one line
-``mixedeval: error: ...`` to stderr and exit with status 2.
+``mixedeval: error: ...`` to stderr and exit with status 2 (1 for an internal error); with
+``--json`` stdout then holds ``{"error": <message>, "kind": <exception class>}``. Ctrl-C stops a
+computation, R's included, and exits with status 130.
 """
 from __future__ import annotations
 
@@ -17,17 +19,59 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from .errors import MixedEvalError
+
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a process stopped by Ctrl-C
 OPTIMIZERS = ["nloptwrap", "bobyqa", "Nelder_Mead"]
 
 
+class UsageError(MixedEvalError, ValueError):
+    """The command line itself is wrong (unknown option, missing argument, bad combination)."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``mixedeval: error: ...``) and exit status 2."""
+    """argparse whose errors raise :class:`UsageError` (with a ``--help`` hint) instead of
+    exiting, so that :func:`main` reports them like every other error (one stderr line, exit 2,
+    the JSON error object with ``--json``)."""
 
     def error(self, message: str) -> NoReturn:
-        hint = f" (see '{self.prog} --help')"
-        self.exit(EXIT_USAGE, f"mixedeval: error: {message}{hint}\n")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _fail(exc: BaseException, message: str, as_json: bool, label: str = "error: ") -> None:
+    """Report an error: one line on stderr; with ``--json`` also ``{"error", "kind"}`` on stdout
+    (so a machine reader never gets an empty stdout)."""
+    print(f"mixedeval: {label}{message}", file=sys.stderr)
+    if as_json:
+        json.dump({"error": message, "kind": type(exc).__name__}, sys.stdout)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts) is among the options, for errors
+    raised before the arguments are parsed."""
+    opts = list(argv)[: list(argv).index("--")] if "--" in argv else list(argv)
+    return any(len(a) >= 3 and "--json".startswith(a) for a in opts)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Combinations argparse cannot express; raises :class:`UsageError`.
+
+    ``--n-sim`` feeds the report's residual diagnostics (``demo`` always writes the report): a
+    count below the diagnostics' minimum would silently leave that part out, so it is refused
+    before any data is read.
+    """
+    n_sim = getattr(args, "n_sim", None)
+    if n_sim is None or not (getattr(args, "report", None) or args.command == "demo"):
+        return
+    from .diagnostics.core import MIN_SIMULATIONS  # noqa: PLC0415
+
+    if n_sim < MIN_SIMULATIONS:
+        raise UsageError(f"--n-sim {n_sim}: the report's residual diagnostics need at least {MIN_SIMULATIONS} "
+                         f"simulations (250 recommended) (see 'mixedeval {args.command} --help')")
 
 
 def _print_json(obj: Any) -> None:
@@ -434,13 +478,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import MixedEvalError  # noqa: PLC0415
-
+    """Run the command line; returns the exit status (0 ok, 1 internal error, 2 usage or data
+    error, 130 interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2, already printed on one line)
+        if getattr(args, "command", None):
+            _check_args(args)
+    except SystemExit as exc:  # --help or --version: already printed
         return int(exc.code or 0)
+    except UsageError as exc:
+        _fail(exc, " ".join(str(exc).split()), _wants_json(argv))
+        return EXIT_USAGE
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -451,11 +501,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["MIXEDEVAL_QUIET"] = "1"
     try:
         return int(args.func(args) or 0)
-    except (MixedEvalError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"mixedeval: error: {' '.join(str(exc).split())}", file=sys.stderr)
+    except (MixedEvalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        _fail(exc, " ".join(str(exc).split()), args.json)
         return EXIT_USAGE
-    except KeyboardInterrupt:  # pragma: no cover
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, in Python or in R (the engine turns R's interrupt into this)
+        _fail(exc, "interrupted", args.json, label="")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout closed early (e.g. piped into head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -463,8 +514,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - an internal error still prints one line
         if os.environ.get("MIXEDEVAL_DEBUG"):
             raise
-        print(f"mixedeval: error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-              "(set MIXEDEVAL_DEBUG=1 for the traceback)", file=sys.stderr)
+        _fail(exc, f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+                   "(set MIXEDEVAL_DEBUG=1 for the traceback)", args.json)
         return EXIT_INTERNAL
     finally:  # main() may be called in-process: do not leak the setting
         if previous is None:

@@ -3,7 +3,8 @@
 # Every helper is a small function taking plain arguments and returning a named list.
 # `me_call()` runs one helper, capturing warnings and messages (withCallingHandlers) and
 # turning an error into data, so that R errors never unwind through rpy2 and the session
-# survives them.
+# survives them. A user interrupt (Ctrl-C, which the Python side turns into R's pending-interrupt
+# flag) is data too: `interrupted = TRUE`, and Python raises KeyboardInterrupt.
 
 me_call <- function(fname, args) {
   warns <- character(0)
@@ -29,8 +30,13 @@ me_call <- function(fname, args) {
       structure(list(message = conditionMessage(e),
                      call = if (is.null(cl)) "" else paste(deparse(cl, nlines = 1L), collapse = "")),
                 class = "me_error")
-    }
+    },
+    interrupt = function(e) structure(list(), class = "me_interrupt")
   )
+  if (inherits(value, "me_interrupt")) {
+    return(list(ok = FALSE, interrupted = TRUE, error = "interrupted by the user", error_call = "",
+                warnings = warns, warning_calls = warn_calls, messages = msgs))
+  }
   if (inherits(value, "me_error")) {
     return(list(ok = FALSE, error = value$message, error_call = value$call,
                 warnings = warns, warning_calls = warn_calls, messages = msgs))
@@ -84,3 +90,39 @@ me_call_test_conditions <- function() {
   42
 }
 me_call_test_stop <- function() stop("boom")
+
+# ---- test-only helpers (used by tests/test_engine_safety.py; not part of the library) --------
+# Plain R recursion n levels deep: with R's C stack check on, a clean error instead of SIGSEGV.
+me_test_recurse <- function(n) {
+  f <- function(k) if (k > 0) f(k - 1) + 0 else 0
+  f(n)
+}
+# lm and lme4::lmer with a formula of n main-effect terms (y ~ x1 + ... + xn + (1|g)), built in R
+# from a number only; returns the number of fixed-effect coefficients.
+me_test_wide_formula <- function(n, mixed = TRUE) {
+  set.seed(1)
+  d <- as.data.frame(matrix(stats::rnorm(60 * n), 60))
+  names(d) <- paste0("x", seq_len(n))
+  d$y <- stats::rnorm(60)
+  d$g <- factor(rep(1:6, 10))
+  rhs <- paste(names(d)[seq_len(n)], collapse = " + ")
+  if (mixed) {
+    m <- lme4::lmer(stats::as.formula(paste("y ~", rhs, "+ (1|g)")), data = d)
+    length(lme4::fixef(m))
+  } else {
+    length(stats::coef(stats::lm(stats::as.formula(paste("y ~", rhs)), data = d)))
+  }
+}
+# Busy R loop of about `seconds` seconds (checks for interrupts like any R loop); returns the
+# number of rounds done.
+me_test_busy <- function(seconds) {
+  t0 <- proc.time()[["elapsed"]]
+  k <- 0
+  while (proc.time()[["elapsed"]] - t0 < seconds) {
+    Sys.sleep(0.05)
+    k <- k + 1
+  }
+  k
+}
+# R's view of the C stack for the calling thread: size (the limit), current usage, direction.
+me_test_cstack <- function() as.list(Cstack_info())

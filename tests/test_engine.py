@@ -65,8 +65,11 @@ def test_nan_becomes_real_na_not_nan(R):
 
 
 def test_r_error_becomes_exception_and_session_survives(ter):
-    with pytest.raises(me.RError) as info:
-        me.lmm("ter ~ system + (1|sentence_id) + offset(nosuchfunction(src_length))", ter)
+    with pytest.raises(me.RError) as info:  # passes the formula check; R refuses the NaN response
+        me.lmm("log(ter - 2) ~ system + (1|sentence_id)", ter)
+    assert "non-NA" in info.value.r_message  # log of negatives: NaN rows dropped, none left
+    with pytest.raises(me.RError) as info:  # the escape hatch sends it to R, which fails
+        me.lmm("ter ~ system + (1|sentence_id) + offset(nosuchfunction(src_length))", ter, allow_r_code=True)
     assert "nosuchfunction" in info.value.r_message
     fit = me.lmm("ter ~ system + (1|sentence_id)", ter)
     assert fit.nobs == 7287

@@ -5,13 +5,30 @@ The helper library ``r/*.R`` is sourced once into R's global environment. Every 
 goes through :data:`lock` (R is single-threaded), and every helper is invoked through the R
 function ``me_call`` (``r/engine.R``), which returns warnings, messages and errors as data: an
 R error becomes :class:`mixedeval.RError` carrying R's message and the session keeps working.
+
+Two process-level safety nets that embedded R lacks under rpy2 are restored here:
+
+* **C stack limit.** rpy2 starts R with its C stack check off (``R_CStackLimit = -1``), so deep
+  recursion (a formula with ~1,000 terms through lme4) overflows the stack and kills Python with
+  SIGSEGV. Every call sets R's ``R_CStackStart``/``R_CStackLimit`` for the calling thread's own
+  stack (see :func:`_stack_bounds`), so R raises its "C stack usage ... too close to the limit"
+  error instead, and restores the previous values afterwards.
+* **Ctrl-C.** During a call from the main thread, SIGINT sets R's ``R_interrupts_pending``; R
+  notices it at its next interrupt check (well within a second in lme4's optimizer loop),
+  ``me_call`` catches the ``interrupt`` condition, and Python raises :class:`KeyboardInterrupt`
+  with the session still usable.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +38,21 @@ from ..errors import RError, RNotAvailableError
 #: one re-entrant lock serialises all R access (R is single-threaded)
 lock = threading.RLock()
 
-_state: dict[str, Any] = {"started": False, "ri": None}
+_state: dict[str, Any] = {"started": False, "ri": None, "main_stack": None, "sigint_depth": 0}
+
+#: share of a thread's stack R may use; R itself keeps the same 5% headroom (setup_Rmainloop) and
+#: spends it on signalling the overflow error
+_STACK_SHARE = 0.95
+#: main-thread stack assumed when RLIMIT_STACK is unlimited (R itself would disable the check)
+_FALLBACK_STACK = 8 * 1024 * 1024
+#: R's "no limit" value of R_CStackLimit, (uintptr_t) -1
+_NO_LIMIT = 2 ** (8 * ctypes.sizeof(ctypes.c_void_p)) - 1
+#: R and glibc round ``__libc_stack_end`` up to a page differently, so R's start may lie a page
+#: or two above the main thread's stack top as pthreads reports it (other threads' stacks are
+#: mmap-ed at least 128 MiB lower, so this slack cannot misattribute them)
+_START_SLACK = 64 * 1024
+#: per-thread cache of (R_CStackStart, R_CStackLimit) for that thread's stack
+_thread_stack = threading.local()
 
 REQUIRED_R_PACKAGES = (
     "lme4",
@@ -90,11 +121,144 @@ def _start():
     cb.consolewrite_print = lambda s: None
     cb.consolewrite_warnerror = lambda s: None
     ri.initr_simple()
-    for path in sorted(r_library_dir().glob("*.R")):
-        ri.baseenv["source"](ri.StrSexpVector([str(path)]), local=ri.globalenv)
+    _init_stack_limit()
+    with _stack_limit():  # this thread's stack, which need not be the main thread's
+        for path in sorted(r_library_dir().glob("*.R")):
+            ri.baseenv["source"](ri.StrSexpVector([str(path)]), local=ri.globalenv)
     _state["ri"] = ri
     _state["started"] = True
     return ri
+
+
+# ------------------------------------------------------------------------------ C stack limit
+def _rlib() -> Any:
+    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415
+
+    return openrlib.rlib
+
+
+def _init_stack_limit() -> None:
+    """Give embedded R the main thread's stack limit, as R's own ``Rf_initialize_R`` would.
+
+    R computed ``R_CStackStart`` from ``__libc_stack_end`` (the main thread's stack top) before
+    rpy2 switched the check off; the limit is RLIMIT_STACK (8 MiB when unlimited) times 0.95,
+    R's own headroom. The values are installed now, so rpy2 used directly from the main thread
+    is protected too, and :func:`_stack_limit` switches to another thread's stack per call.
+    """
+    rlib = _rlib()
+    start = int(rlib.R_CStackStart)
+    soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    size = _FALLBACK_STACK if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
+    if start in (0, _NO_LIMIT):  # R did not know its stack start (not glibc): ask pthreads
+        bounds = _pthread_stack() if threading.current_thread() is threading.main_thread() else None
+        if bounds is None:
+            return  # leave the check as rpy2 set it; nothing reliable to go by
+        low, size = bounds
+        start = low + size
+    _state["main_stack"] = (start, int(_STACK_SHARE * size))
+    rlib.R_CStackStart, rlib.R_CStackLimit = _state["main_stack"]
+
+
+def _pthread_stack() -> tuple[int, int] | None:
+    """(lowest address, size) of the calling thread's stack from glibc, or None elsewhere."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.pthread_self.restype = ctypes.c_ulong
+        libc.pthread_getattr_np.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+        attr = ctypes.create_string_buffer(256)  # larger than pthread_attr_t on every glibc ABI
+        if libc.pthread_getattr_np(libc.pthread_self(), attr) != 0:
+            return None
+        try:
+            low, size = ctypes.c_void_p(), ctypes.c_size_t()
+            if libc.pthread_attr_getstack(attr, ctypes.byref(low), ctypes.byref(size)) != 0 or not low.value:
+                return None
+            return low.value, size.value
+        finally:
+            libc.pthread_attr_destroy(attr)
+    except (OSError, AttributeError):  # no glibc (macOS, musl without the _np call)
+        return None
+
+
+def _stack_bounds() -> tuple[int, int]:
+    """``(R_CStackStart, R_CStackLimit)`` for the calling thread (cached per thread).
+
+    R measures stack use as ``R_CStackStart - &local`` (stacks grow down on every platform R
+    supports here), so the values must describe the stack the call actually runs on. The thread
+    whose stack holds R's own start (the process's main thread) keeps R's values; any other
+    thread gets its pthread stack's top and 95% of its size. Deciding by address rather than by
+    ``threading.main_thread()`` stays right in a child forked from a worker thread. When a
+    thread's stack cannot be determined the check is off for its calls (the old behaviour)
+    rather than firing spuriously on a foreign stack.
+    """
+    cached = getattr(_thread_stack, "bounds", None)
+    if cached is None:
+        main = _state["main_stack"]
+        bounds = _pthread_stack()
+        if bounds is None:
+            on_main = main is not None and threading.current_thread() is threading.main_thread()
+            cached = main if on_main else (0, _NO_LIMIT)
+        elif main is not None and bounds[0] <= main[0] <= bounds[0] + bounds[1] + _START_SLACK:
+            cached = main
+        else:
+            cached = (bounds[0] + bounds[1], int(_STACK_SHARE * bounds[1]))
+        _thread_stack.bounds = cached
+    return cached
+
+
+@contextlib.contextmanager
+def _stack_limit() -> Iterator[None]:
+    """Run the block with R's C stack check set for the calling thread; restore it after.
+
+    Restoring matters: rpy2 used directly from the main thread after a call from a worker
+    thread must see the main thread's values again. The caller holds :data:`lock`.
+    """
+    rlib = _rlib()
+    saved = (int(rlib.R_CStackStart), int(rlib.R_CStackLimit))
+    start, limit = _stack_bounds()
+    if start:
+        rlib.R_CStackStart, rlib.R_CStackLimit = start, limit
+    else:
+        rlib.R_CStackLimit = _NO_LIMIT
+    try:
+        yield
+    finally:
+        rlib.R_CStackStart, rlib.R_CStackLimit = saved
+
+
+# ------------------------------------------------------------------------------------ Ctrl-C
+@contextlib.contextmanager
+def _sigint_to_r() -> Iterator[list[bool]]:
+    """Route SIGINT to R while the block runs; yields a flag list, ``[True]`` once SIGINT came.
+
+    Python's default handler raises KeyboardInterrupt inside whichever rpy2 callback runs next,
+    where cffi prints "Exception ignored" and R carries on. This handler instead sets R's
+    ``R_interrupts_pending``; R acts on it at its next ``R_CheckUserInterrupt`` (right after
+    the process-events callback in which this handler runs) by signalling an ``interrupt``
+    condition. Only the main thread can own signal handlers, and only the outermost call
+    installs one; SIGINT set to be ignored, to kill the process (SIG_DFL), or to a handler not set
+    from Python is left alone.
+    The pending flag is cleared on exit so that a late Ctrl-C cannot interrupt the next call.
+    """
+    fired = [False]
+    previous = signal.getsignal(signal.SIGINT)
+    if (threading.current_thread() is not threading.main_thread() or _state["sigint_depth"]
+            or previous in (signal.SIG_IGN, signal.SIG_DFL, None)):
+        yield fired
+        return
+    rlib = _rlib()
+
+    def handler(signum: int, frame: Any) -> None:
+        fired[0] = True
+        rlib.R_interrupts_pending = 1
+
+    signal.signal(signal.SIGINT, handler)
+    _state["sigint_depth"] += 1
+    try:
+        yield fired
+    finally:
+        _state["sigint_depth"] -= 1
+        signal.signal(signal.SIGINT, previous)
+        rlib.R_interrupts_pending = 0
 
 
 def r_available() -> bool:
@@ -122,20 +286,27 @@ def call(fname: str, /, **kwargs: Any) -> RCallResult:
 
     Arguments are converted column-wise by :mod:`mixedeval.engine.convert`; the returned
     named list is converted back to Python (data.frames to pandas, vectors to numpy).
-    R errors raise :class:`mixedeval.RError` with R's message.
+    R errors raise :class:`mixedeval.RError` with R's message (deep recursion included: R's C
+    stack check is on for the calling thread). Ctrl-C in the main thread interrupts R and raises
+    :class:`KeyboardInterrupt`; the session stays usable.
     """
     from . import convert  # noqa: PLC0415
 
     with lock:
         ri = _start()
-        try:
-            args = convert.to_r_list(kwargs)
-            out = ri.globalenv["me_call"](ri.StrSexpVector([fname]), args)
-            res = convert.from_r(out)
-        except RError:
-            raise
-        except Exception as exc:  # rpy2 failure outside me_call's handlers
-            raise RError(f"R call {fname} failed: {exc}", r_message=str(exc), call=fname) from exc
+        with _stack_limit(), _sigint_to_r() as interrupted:
+            try:
+                args = convert.to_r_list(kwargs)
+                out = ri.globalenv["me_call"](ri.StrSexpVector([fname]), args)
+                res = convert.from_r(out)
+            except Exception as exc:  # rpy2 failure outside me_call's handlers (an interrupt there too)
+                if interrupted[0]:
+                    raise KeyboardInterrupt from None
+                if isinstance(exc, RError):
+                    raise
+                raise RError(f"R call {fname} failed: {exc}", r_message=str(exc), call=fname) from exc
+        if interrupted[0] or _truthy(res.get("interrupted")):
+            raise KeyboardInterrupt
         warns = tuple(_as_str_list(res.get("warnings")))
         wcalls = tuple(_as_str_list(res.get("warning_calls")))
         msgs = tuple(_as_str_list(res.get("messages")))
