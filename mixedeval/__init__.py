@@ -50,6 +50,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "report": ("mixedeval.report", "report"),
     "validate": ("mixedeval.data.validate", None),
     "describe_design": ("mixedeval.data.design", "describe_design"),
+    "set_memory_limit": ("mixedeval._resources", "set_memory_limit"),
+    "get_memory_limit": ("mixedeval._resources", "get_memory_limit"),
     "parse_formula": ("mixedeval.data._formula", "parse_formula"),
 }
 

@@ -134,6 +134,9 @@ def prepare_model_data(
             "missing_rows",
             f"{n_missing} row(s) with missing values in {', '.join(which)} were dropped by the model (na.omit)",
         ))
+    from ._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
+
+    check_fixed_effects_memory(frame, parsed.r_formula)
     return parsed.r_formula, frame, warnings
 
 
@@ -217,8 +220,11 @@ class LMMFit(ResultMixin):
 
     def coef_table(self, df_method: str = "satterthwaite", level: float = 0.95):
         """The fixed-effects table with another df method or confidence level."""
+        from .data.validate import require_level  # noqa: PLC0415
+
+        level = require_level(level)
         key = normalize_df_method(df_method)
-        return self._call("me_fixed_table", ddf=DF_METHODS[key], level=float(level)).value
+        return self._call("me_fixed_table", ddf=DF_METHODS[key], level=level).value
 
     def refit(self, reml: bool) -> "LMMFit":
         """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""

@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _resources as res
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
 from . import _draws as dr
@@ -54,6 +55,14 @@ _LEVEL_ALIASES = {"group": "groups", "groups": "groups", "item": "items", "items
                   "seed": "seeds", "seeds": "seeds", "run": "seeds", "runs": "seeds"}
 _AGG_ALIASES = {"mean": "mean", "median": "median", "geometric_mean": "geometric_mean",
                 "gmean": "geometric_mean", "geometric": "geometric_mean"}
+_FIX = ("Use fewer n_resamples (the replicates are kept in the result: n_resamples x systems x 8 bytes; "
+        "chunk_size does not change that), or fewer systems per call.")
+#: working copies of the (systems x n_resamples) replicates that summary(), pairwise() and
+#: ranks() make at their peak, in units of the replicates; measured with tracemalloc for 2 to 10
+#: systems: ranks() 1 + 1/S + 1/8 (rank matrix, one row's copy in np.quantile, a boolean mask),
+#: summary() 1.0 (1.14 with BCa), pairwise() <= 1.1 (pairs taken S // 2 at a time), p_beats()
+#: 0.14, bootstrap() itself 0.07 beyond the replicates
+_WORK_COPIES = 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,6 +125,7 @@ class BootstrapResult(ResultMixin):
                             "ci='bca'; rerun bootstrap(..., ci='bca')")
         return dr.intervals(est, dist, ci, level, jack)
 
+    @res.memory_errors(_FIX)
     def summary(self, ci: str | None = None, level: float | None = None):
         """One row per system: system, estimate (observed statistic), boot_mean (mean of the
         replicates), std_error (SD of the replicates, ddof=1), conf_low, conf_high (interval
@@ -132,6 +142,7 @@ class BootstrapResult(ResultMixin):
             "conf_high": hi,
         })
 
+    @res.memory_errors(_FIX)
     def pairwise(self, adjust: str = "holm", ci: str | None = None, level: float | None = None,
                  reference: Any = None):
         """Paired differences delta = system_a - system_b for every pair (a before b in system
@@ -153,12 +164,24 @@ class BootstrapResult(ResultMixin):
 
         a_idx, b_idx = self._pairs(reference)
         est = self.estimate[a_idx] - self.estimate[b_idx]
-        dist = self.distribution[a_idx] - self.distribution[b_idx]
-        jack = tuple(j[a_idx] - j[b_idx] for j in self._jackknife)
-        lo, hi = self._interval(est, dist, jack, ci, level)
-        sd = _sd(dist)
-        null = dist - dist.mean(axis=1, keepdims=True)
-        p = dr.p_from_count(dr.count_extreme(null, est, "two-sided"), self.n_resamples, "plus_one")
+        n_pairs = len(a_idx)
+        lo, hi, sd, c = (np.empty(n_pairs) for _ in range(4))
+        # pairs in batches of S // 2 rows (every quantity is computed row by row, so the numbers do
+        # not depend on the batching): working memory stays below that of the replicates
+        step = max(1, len(self.systems) // 2)
+        for a in range(0, n_pairs, step):
+            sl = slice(a, min(n_pairs, a + step))
+            ia, ib = a_idx[sl], b_idx[sl]
+            dist = self.distribution[ia] - self.distribution[ib]
+            jack = tuple(j[ia] - j[ib] for j in self._jackknife)
+            lo[sl], hi[sl] = self._interval(est[sl], dist, jack, ci, level)
+            sd[sl] = _sd(dist)
+            dist -= dist.mean(axis=1, keepdims=True)  # the null distribution, centred in place
+            c[sl] = dr.count_extreme(dist, est[sl], "two-sided")
+            del dist
+        if not n_pairs:  # validate ci and level as the unbatched code did
+            self._interval(est, np.empty((0, self.n_resamples)), tuple(j[:0] for j in self._jackknife), ci, level)
+        p = dr.p_from_count(c, self.n_resamples, "plus_one")
         with np.errstate(divide="ignore", invalid="ignore"):
             eff = est / sd
         out = pd.DataFrame({
@@ -183,12 +206,13 @@ class BootstrapResult(ResultMixin):
 
     def _rank_matrix(self, higher_is_better: bool | None) -> np.ndarray:
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
-        x = self.distribution if hib else -self.distribution
+        x = self.distribution  # compared in the direction of hib (no negated copy)
         ranks = np.ones(x.shape, dtype=np.int64)
         for i in range(x.shape[0]):
-            ranks[i] += (x > x[i]).sum(axis=0)
+            ranks[i] += (x > x[i]).sum(axis=0) if hib else (x < x[i]).sum(axis=0)
         return ranks
 
+    @res.memory_errors(_FIX)
     def ranks(self, level: float | None = None, higher_is_better: bool | None = None):
         """Rank distribution: system, p_rank_1 .. p_rank_k (share of replicates in which the
         system has rank k; rank 1 = best, ties share the better rank: 1, 2, 2, 4), expected_rank,
@@ -204,20 +228,24 @@ class BootstrapResult(ResultMixin):
             out[f"p_rank_{r}"] = (ranks == r).mean(axis=1)
         alpha = 1.0 - level
         out["expected_rank"] = ranks.mean(axis=1)
-        out["rank_conf_low"] = np.quantile(ranks, alpha / 2, axis=1, method="inverted_cdf").astype(np.int64)
-        out["rank_conf_high"] = np.quantile(ranks, 1 - alpha / 2, axis=1, method="inverted_cdf").astype(np.int64)
+        # row by row (np.quantile copies its input; the inverted-CDF rule selects, so the values
+        # are those of the quantile over axis 1)
+        q = np.array([np.quantile(row, [alpha / 2, 1 - alpha / 2], method="inverted_cdf") for row in ranks])
+        out["rank_conf_low"] = q[:, 0].astype(np.int64)
+        out["rank_conf_high"] = q[:, 1].astype(np.int64)
         return out
 
+    @res.memory_errors(_FIX)
     def p_beats(self, higher_is_better: bool | None = None):
         """Square DataFrame: entry (a, b) = P(system a scores better than system b) over the
         replicates, ties counting one half; the diagonal is NaN."""
         import pandas as pd  # noqa: PLC0415
 
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
-        x = self.distribution if hib else -self.distribution
+        x = self.distribution  # compared in the direction of hib (no negated copy)
         p = np.empty((x.shape[0], x.shape[0]))
         for i in range(x.shape[0]):
-            p[i] = (x[i] > x).mean(axis=1) + 0.5 * (x[i] == x).mean(axis=1)
+            p[i] = ((x[i] > x) if hib else (x[i] < x)).mean(axis=1) + 0.5 * (x[i] == x).mean(axis=1)
         np.fill_diagonal(p, np.nan)
         out = pd.DataFrame(p, index=pd.Index(list(self.systems), name="system_a"),
                            columns=pd.Index(list(self.systems), name="system_b"))
@@ -488,6 +516,7 @@ def _parse_resample(resample: Any, seed: str | None, group: str | None, item: st
     return tuple(lv for lv in LEVELS if lv in out)
 
 
+@res.memory_errors(_FIX)
 def bootstrap(
     data: Any,
     score: str | Sequence[str],
@@ -559,7 +588,10 @@ def bootstrap(
     chunk_size : int, optional
         Replicates per progress step (rounded up to a multiple of 64). Memory does not depend
         on it: the work is done in blocks of 64 replicates whose count matrices stay under
-        ~100 MB.
+        ~100 MB. The replicates themselves (n_resamples x systems x 8 bytes) are kept; with the
+        working copies of summary(), pairwise() and ranks() the peak is about three times that,
+        and a DataError is raised before anything is drawn when this exceeds mixedeval's memory
+        limit (:func:`mixedeval.set_memory_limit`).
     precision : "float64" or "float32"
         Arithmetic of the resampled sums. "float32" computes the products on data centred per
         (system, seed, group) in single precision (about twice as fast; relative error of a
@@ -608,19 +640,22 @@ def bootstrap(
     estimate = _combine(cells_obs, mask[:, None, :].astype(float), agg, "on the observed table", mask)[:, 0]
 
     length = dr.chunk_length(n_resamples, chunk_size)
+    buf_len = max([min(J * dr.BLOCK, dr.rows_per_batch(int(n))) * int(n) for n in n_g]) if "items" in levels else 0
+    _check_memory(S, n_resamples, ci == "bca" and bool(levels), X, n_g, G, buf_len, precision)
     flops = float(n_resamples) * S * Kw * m * N * (1 if "items" in levels else 0)
     show = dr.auto_progress(progress, flops)
     Xg = [_group_matrix(X, tab.offsets, g, precision) for g in range(G)] if "items" in levels else []
     # one buffer for the count matrices of a block, reused by every block (no page faults)
-    buf = np.empty(max([min(J * dr.BLOCK, dr.rows_per_batch(int(n))) * int(n) for n in n_g]) if Xg else 0,
-                   dtype=np.float32 if precision == "float32" else np.float64)
+    buf = np.empty(buf_len, dtype=np.float32 if precision == "float32" else np.float64)
     w = _Work(ss, Xg, buf, T_obs, n_g, levels, J, n_groups is not None, stat, agg, mask)
     dist = np.empty((S, n_resamples))
+    bad = 0
     for start, stop in dr.chunks(n_resamples, length, show, "bootstrap"):
-        dist[:, start:stop] = _chunk(start, stop, w)
+        part = dist[:, start:stop]
+        _chunk(start, stop, w, out=part)  # written in place: no chunk-sized copy
+        bad += int(part.size - np.count_nonzero(np.isfinite(part)))
 
-    if not (np.isfinite(estimate).all() and np.isfinite(dist).all()):
-        bad = int((~np.isfinite(dist)).sum())
+    if bad or not np.isfinite(estimate).all():
         raise DataError(
             f"the statistic is not finite on the observed table or in {bad} replicates; a function of summed "
             f"columns must be defined for every resampled sum (guard divisions with np.where), and the score "
@@ -644,6 +679,25 @@ def bootstrap(
         n_resamples=n_resamples, resample=levels, statistic=stat.name, aggregate=agg,
         higher_is_better=bool(higher_is_better), design=design, provenance=prov, warnings=tab.warnings,
         _jackknife=jack,
+    )
+
+
+def _check_memory(S: int, B: int, bca: bool, X: np.ndarray, n_g: np.ndarray, G: int, buf_len: int,
+                  precision: str) -> None:
+    """DataError before anything is drawn when the replicates (kept: S x B doubles), the working
+    copies of the summaries (``_WORK_COPIES`` times that), the per-group data matrices, the
+    count-matrix buffer and, for BCa, the jackknife exceed mixedeval's memory limit."""
+    kept = 8.0 * S * B
+    S_, Kw, N, m = X.shape
+    extra = X.nbytes + buf_len * (4 if precision == "float32" else 8)
+    if bca:  # leave-one-out values (kept) and the largest per-group temporary
+        extra += 8.0 * S * (N + G + Kw) + 8.0 * S * int(n_g.max()) * (2 * Kw * m + G)
+    need = kept * (1 + _WORK_COPIES) + extra
+    res.check_memory(
+        need, "the bootstrap replicates and their working copies", _FIX,
+        detail=(f"n_resamples={res.format_count(B)} x {S} systems x 8 bytes = {res.format_bytes(kept)} kept in the "
+                f"result, plus {_WORK_COPIES}x that as working copies of summary(), pairwise() and ranks()"
+                + (f", plus {res.format_bytes(extra)} of data and buffers" if extra >= 2**20 else "")),
     )
 
 
@@ -703,11 +757,12 @@ class _Work:
     seed_mask: np.ndarray  # (S, Kw)
 
 
-def _chunk(start: int, stop: int, w: _Work) -> np.ndarray:
-    """Statistic of every system in replicates [start, stop): (S, stop - start). Each block of
-    replicates is computed on its own (same array shapes whatever the chunking, so the results
-    are bitwise identical for any chunk size)."""
-    out = np.empty((w.T_obs.shape[0], stop - start))
+def _chunk(start: int, stop: int, w: _Work, out: np.ndarray | None = None) -> np.ndarray:
+    """Statistic of every system in replicates [start, stop): (S, stop - start), written into
+    ``out`` when given. Each block of replicates is computed on its own (same array shapes
+    whatever the chunking, so the results are bitwise identical for any chunk size)."""
+    if out is None:
+        out = np.empty((w.T_obs.shape[0], stop - start))
     for blk, r in dr.block_sizes(start, stop):
         off = blk * dr.BLOCK - start
         # a whole block is always drawn (and the tail discarded), so the first B replicates of a

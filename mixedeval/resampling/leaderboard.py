@@ -34,11 +34,19 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _resources as res
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
 AGGREGATES: tuple[str, ...] = ("mean", "geometric_mean", "median")
 _MEMORY_BUDGET = 64 * 2**20  # bytes of temporary arrays per chunk
+_FIX = ("Use fewer n_resamples, fewer aggregates or fewer models, or a smaller chunk_size (chunk_size=None keeps "
+        "each chunk near 64 MB).")
+#: working copies of the (n_resamples x models) draws of one aggregate that the summaries of
+#: simulate_leaderboard make at their peak (rank distributions: the finite rows, their negation,
+#: scipy's rankdata and its integer copy; nan-aware moments and quantiles); measured with
+#: tracemalloc at 9.8-11.4 for 2 to 50 models
+_LB_WORK_COPIES = 12
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,16 +81,40 @@ def _uniform_index(rng: np.random.Generator, high: Any, size: tuple[int, ...]) -
     return np.minimum(j, high - 1)
 
 
+def _chunk_len(n_total: int, per_item_bytes: float, chunk_size: int | None) -> int:
+    """Resamples per chunk: ``chunk_size``, or by default as many as fit in _MEMORY_BUDGET."""
+    if chunk_size is None:
+        chunk_size = max(1, int(_MEMORY_BUDGET // max(per_item_bytes, 1.0)))
+    else:
+        try:
+            ok = not isinstance(chunk_size, bool) and int(chunk_size) >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise DataError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+    return min(int(chunk_size), n_total)
+
+
 def _chunk_bounds(n_total: int, per_item_bytes: float, chunk_size: int | None, progress: bool,
                   desc: str) -> Iterator[tuple[int, int]]:
     """(start, stop) of consecutive chunks of ``n_total`` resamples, with a tqdm bar."""
-    if chunk_size is None:
-        chunk_size = max(1, int(_MEMORY_BUDGET // max(per_item_bytes, 1.0)))
-    elif int(chunk_size) < 1:
-        raise DataError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
     from ._draws import chunks  # noqa: PLC0415
 
-    yield from chunks(n_total, min(int(chunk_size), n_total), progress, desc)
+    yield from chunks(n_total, _chunk_len(n_total, per_item_bytes, chunk_size), progress, desc)
+
+
+def _check_memory(what: str, kept: float, work: float, chunk: float, chunk_len: int, B: int, shape: str,
+                  fix: str) -> None:
+    """DataError before anything is drawn when ``kept`` (arrays kept in the result) + the larger
+    of ``work`` (working copies of the summaries) and ``chunk`` (temporaries of one chunk of
+    ``chunk_len`` resamples) exceed mixedeval's memory limit."""
+    res.check_memory(
+        kept + max(work, chunk), what, fix,
+        detail=(f"n_resamples={res.format_count(B)}{' x ' + shape if shape else ''} x 8 bytes = "
+                f"{res.format_bytes(kept)} kept in the result, plus {res.format_bytes(work)} of working copies for "
+                f"the summaries or {res.format_bytes(chunk)} for one chunk of {res.format_count(chunk_len)} "
+                f"resamples, whichever is larger"),
+    )
 
 
 def _quantiles(d: np.ndarray, probs: Sequence[float], axis: int = 0) -> np.ndarray:
@@ -537,11 +569,17 @@ class LeaderboardResult(ResultMixin):
         """The ``aggregates`` table."""
         return self.aggregates.copy()
 
+    @res.memory_errors(_FIX)
     def beats(self, aggregate: str = "mean"):
         """M x M DataFrame: P(row model beats column model) under ``aggregate`` (ties count 1/2)."""
         import pandas as pd  # noqa: PLC0415
 
         a = self.aggregate_names.index(_choice(aggregate, "aggregate", self.aggregate_names))
+        B, M = self._draws.shape[:2]
+        res.check_memory(
+            8.0 * B * M * (1.25 * M + 1), "the pairwise comparisons of beats()",
+            "Use fewer n_resamples or fewer models in simulate_leaderboard().",
+            detail=f"n_resamples={res.format_count(B)} x {M} x {M} models x 8 bytes for the differences, plus masks")
         d = self._draws[:, :, a]
         d = d[np.isfinite(d).all(axis=1)]
         sign = 1.0 if self.higher_is_better else -1.0
@@ -614,6 +652,7 @@ def _pair_index(M: int) -> tuple[np.ndarray, np.ndarray]:
     return ia.astype(np.int64), ib.astype(np.int64)
 
 
+@res.memory_errors(_FIX)
 def simulate_leaderboard(
     components: Any,
     *,
@@ -766,6 +805,10 @@ def simulate_leaderboard(
     A = len(aggs)
     obs = np.stack([_aggregate(means, a) for a in aggs], axis=-1)  # (M, A)
 
+    per_bytes = 8.0 * (6 * M * max(k, L) + L)
+    c_len = _chunk_len(B, per_bytes, chunk_size)
+    _check_memory("the simulated leaderboards and their working copies", 8.0 * B * M * A,
+                  _LB_WORK_COPIES * 8.0 * B * M, c_len * per_bytes, c_len, B, f"{M} models x {A} aggregates", _FIX)
     rng = _as_generator(random_state)
     noise_rng, lang_rng = _spawn(rng, 2)
     draws = np.empty((B, M, A))
@@ -786,7 +829,6 @@ def simulate_leaderboard(
             j = _uniform_index(gen, cnt, shape)
         return reps.values[cell(offsets) + j]
 
-    per_bytes = 8.0 * (6 * M * max(k, L) + L)
     for start, stop in _chunk_bounds(B, per_bytes, chunk_size, progress, "leaderboard"):
         c = stop - start
         if lang_mode == "fixed":

@@ -30,11 +30,29 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _resources as res
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
 from . import _draws as dr
 
 _MAX_EXACT_N = 24  # 2^24 = 16.8M assignments
+_FIX = ("Use fewer n_resamples (the replicates are kept: n_resamples x 8 bytes; chunk_size does not change "
+        "that).")
+#: peak memory of a test in units of its B doubles of replicates, measured with tracemalloc:
+#: the replicates, the centred null distribution kept in the result, and |null| with a boolean
+#: mask in count_extreme (or the sorted copy of the percentile interval): 3.1
+_COPIES = 3.2
+
+
+def _check_memory(B: int, method: str) -> None:
+    """DataError before anything is drawn when the replicates of a test and their working copies
+    exceed mixedeval's memory limit."""
+    res.check_memory(
+        _COPIES * 8.0 * B, f"the {method} replicates and their working copies", _FIX,
+        detail=(f"n_resamples={res.format_count(B)} x 8 bytes = {res.format_bytes(8.0 * B)} per copy, about "
+                f"{_COPIES:g} copies: the replicates, the null distribution kept in the result and the "
+                f"temporaries of the p-value"),
+    )
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -156,8 +174,9 @@ def _run_blocks(n_resamples: int, ss: np.random.SeedSequence, chunk_size: int | 
         for blk, r in dr.block_sizes(start, stop):
             b0 = blk * dr.BLOCK
             out[b0:b0 + r] = one_block(dr.block_generator(ss, blk), b0, r)[:r]
-    if not np.isfinite(out).all():
-        raise DataError(f"the statistic is not finite in {int((~np.isfinite(out)).sum())} replicates; a function "
+    n_bad = int(out.size - np.count_nonzero(np.isfinite(out)))
+    if n_bad:
+        raise DataError(f"the statistic is not finite in {n_bad} replicates; a function "
                         "of summed columns must be defined for every resampled sum (guard divisions with np.where)")
     return out
 
@@ -175,6 +194,7 @@ def _provenance(method: str, ss: np.random.SeedSequence | None, **extra: Any) ->
             "random_state": dr.seed_record(ss) if ss is not None else None, **extra}
 
 
+@res.memory_errors(_FIX)
 def paired_bootstrap_test(
     x: Any,
     y: Any,
@@ -210,6 +230,7 @@ def paired_bootstrap_test(
     """
     stat, X, Y = _setup(x, y, statistic, alternative, p_value_convention, n_resamples)
     level = dr.check_level(level)
+    _check_memory(int(n_resamples), "paired bootstrap")
     n, m = X.shape
     Z = np.concatenate([X, Y], axis=1)
     est_x, est_y = _observed(stat, X, Y)
@@ -264,6 +285,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples
             codes = np.arange(b0, b0 + r, dtype=np.int64)
             return null_of(((codes[:, None] >> bits) & 1).astype(np.float64))
 
+        _check_memory(total, desc)
         null = _run_blocks(total, dr.seed_sequence(0), chunk_size, progress, 2.0 * m * n, desc, one_block)
         c = int(dr.count_extreme(null, obs, alternative))
         p, conv, B = c / total, "exact c/2^n", total
@@ -273,6 +295,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples
         def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
             return _batched(lambda k: null_of(rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64)), n)
 
+        _check_memory(int(n_resamples), desc)
         null = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n, desc, one_block)
         c = int(dr.count_extreme(null, obs, alternative))
         B = int(n_resamples)
@@ -286,6 +309,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples
     )
 
 
+@res.memory_errors(_FIX)
 def approximate_randomization(
     x: Any,
     y: Any,
@@ -316,6 +340,7 @@ def approximate_randomization(
                       chunk_size, progress, "approximate randomization (per-item swaps)", "approximate randomization")
 
 
+@res.memory_errors(_FIX)
 def sign_flip_test(
     x: Any,
     y: Any = None,

@@ -31,15 +31,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import _resources as res
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 from ._draws import index_counts
 from .leaderboard import (
     _as_generator,
     _check_level,
+    _check_memory,
     _check_n_resamples,
     _choice,
     _chunk_bounds,
+    _chunk_len,
     _provenance,
     _quantiles,
     _spawn,
@@ -47,6 +50,21 @@ from .leaderboard import (
 )
 
 METRICS: tuple[str, ...] = ("accuracy", "f1", "micro_f1", "macro_f1", "mean")
+_FIX = "Use fewer n_resamples, or a smaller chunk_size (chunk_size=None keeps each chunk near 64 MB)."
+#: peak of run_intervals beyond one chunk, in units of B doubles: 8 per run (the (B, n) per-run
+#: draws kept, the run-level bootstrap's (B, n) index and value arrays, nan-aware moments and
+#: quantiles) plus 4 (pooled and instance draws); measured with tracemalloc at 6.3-7.4 per run
+#: for 2 to 20 runs. The chunk temporaries are taken as 1.5 times the budget formula of the
+#: draw loops (measured at 1.1-1.3).
+_RUN_COPIES, _RUN_EXTRA, _CHUNK_FACTOR = 8, 4, 1.5
+
+
+def _pooled_chunk_bytes(l: int, K: int) -> float:
+    return 8.0 * l * (K + 2)
+
+
+def _instance_chunk_bytes(l: int, n: int, K: int) -> float:
+    return 8.0 * (3 * l + 2 * n * K)
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,7 +282,7 @@ def _pooled_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: in
     l, n, K = rd.stats.shape
     flat = rd.stats.reshape(l * n, K)
     out = np.empty(B)
-    for a, b in _chunk_bounds(B, 8.0 * l * (K + 2), chunk_size, progress, "pooled bootstrap"):
+    for a, b in _chunk_bounds(B, _pooled_chunk_bytes(l, K), chunk_size, progress, "pooled bootstrap"):
         idx = _uniform_index(rng, l * n, (b - a, l))
         out[a:b] = rd.score(flat[idx].sum(axis=1), l)
     return out
@@ -277,7 +295,7 @@ def _instance_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: 
     l, n, K = rd.stats.shape
     flat = rd.stats.reshape(l, n * K)
     out = np.empty((B, n))
-    for a, b in _chunk_bounds(B, 8.0 * (3 * l + 2 * n * K), chunk_size, progress, "instance bootstrap"):
+    for a, b in _chunk_bounds(B, _instance_chunk_bytes(l, n, K), chunk_size, progress, "instance bootstrap"):
         c = b - a
         idx = _uniform_index(rng, l, (c, l))
         sums = (index_counts(idx, l) @ flat).reshape(c, n, K)  # count matrix (c, l) x stats
@@ -443,6 +461,7 @@ class PooledRunBootstrapResult(ResultMixin):
         return [("interpretation", self.interpretation)]
 
 
+@res.memory_errors(_FIX)
 def pooled_run_bootstrap(
     data: Any = None,
     *,
@@ -487,6 +506,10 @@ def pooled_run_bootstrap(
                        metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
     level = _check_level(level)
     B = _check_n_resamples(n_resamples)
+    l, n, K = rd.stats.shape
+    c_len = _chunk_len(B, _pooled_chunk_bytes(l, K), chunk_size)
+    _check_memory("the pooled bootstrap draws and their working copies", 8.0 * B, 8.0 * B,
+                  _CHUNK_FACTOR * c_len * _pooled_chunk_bytes(l, K), c_len, B, "", _FIX)
     pooled_rng = _streams(random_state)[0]
     dist = _pooled_draws(rd, B, pooled_rng, chunk_size, progress)
     lo, hi, jl, jh = _order_statistic_interval(dist, level)
@@ -543,6 +566,7 @@ class RunIntervalsResult(ResultMixin):
         return self._distributions
 
 
+@res.memory_errors(_FIX)
 def run_intervals(
     data: Any = None,
     *,
@@ -606,9 +630,15 @@ def run_intervals(
     level = _check_level(level)
     B = _check_n_resamples(n_resamples)
     alpha = 1.0 - level
-    l, n, _ = rd.stats.shape
+    l, n, K = rd.stats.shape
     if l < 2:
         raise DataError(f"need at least 2 test instances to resample; got {l}")
+    per_inst, per_pool = _instance_chunk_bytes(l, n, K), _pooled_chunk_bytes(l, K)
+    len_inst, len_pool = _chunk_len(B, per_inst, chunk_size), _chunk_len(B, per_pool, chunk_size)
+    c_len = max(len_inst, len_pool)
+    chunk = _CHUNK_FACTOR * max(len_inst * per_inst, len_pool * per_pool)
+    _check_memory("the bootstrap draws of run_intervals and their working copies", 8.0 * B * (n + 2),
+                  8.0 * B * ((_RUN_COPIES - 1) * n + _RUN_EXTRA - 2), chunk, c_len, B, f"({n} runs + 2)", _FIX)
     pooled_rng, inst_rng, run_rng, base_rng = _streams(random_state)
     warns: list[ResultWarning] = []
 

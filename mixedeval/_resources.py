@@ -1,0 +1,678 @@
+"""Resource guards: estimate the memory a step needs before allocating it, and refuse with a
+:class:`~mixedeval.errors.DataError` (estimate, limit and fix in the message) above a limit.
+
+The limit
+---------
+Default: half of the memory available at the moment of the check (``MemAvailable`` of
+``/proc/meminfo``, lowered to what a cgroup memory limit leaves, if any). It is set, in this
+order of precedence, by :func:`set_memory_limit` (for the running process), by the environment
+variable ``MIXEDEVAL_MEMORY_LIMIT``, or by the default. Both take bytes (``8000000000``), a
+size (``"8GB"``, ``"512MiB"``, ``"1.5G"``: kB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB
+and K/M/G/T powers of 1024), a share of the available memory (``"50%"``), or ``"none"`` to
+switch the guard off. :func:`get_memory_limit` returns the limit in bytes as it stands now.
+
+Estimates are upper bounds of what the step allocates at its peak (the arrays kept plus the
+working copies the computation makes), so a refused step would really have needed about that
+much; a step under the limit may still fail if other programs take the memory meanwhile, which
+is why the public resampling functions also turn numpy's ``MemoryError`` into a ``DataError``
+with the same advice (:func:`memory_errors`).
+
+This module imports only the standard library (``import mixedeval`` stays cheap and R-free).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from .errors import DataError
+
+ENV_VAR = "MIXEDEVAL_MEMORY_LIMIT"
+DEFAULT_FRACTION = 0.5
+
+#: Copies of the n x p double fixed-effect model matrix that R holds at the peak of a
+#: ``lmerTest::lmer`` fit plus ``summary(m, ddf = "Satterthwaite")`` (see model_matrix_bytes).
+MODEL_MATRIX_COPIES = 6
+#: Copies of a p x p double matrix per variance parameter at that peak (lmerTest's numerical
+#: Jacobian of vcov(beta), see model_matrix_bytes).
+SQUARE_COPIES_PER_VARPAR = 16
+
+_setting: Any = None  # None: not set in this process; else a parsed limit (see _parse_limit)
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "pb": 1000**5,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
+}
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+_OFF = {"none", "off", "unlimited", "inf", "infinite", "no"}
+_FORMS = ("bytes (e.g. 8000000000), a size such as '8GB', '512MiB' or '1.5G', a share of the available "
+          "memory such as '50%', or 'none' to switch the guard off")
+
+
+# ---------------------------------------------------------------------------------------------
+# sizes
+# ---------------------------------------------------------------------------------------------
+
+def format_bytes(n: float) -> str:
+    """Human-readable size in powers of 1024: ``'14.9 GiB'``, ``'512.0 MiB'``, ``'900 B'``."""
+    n = float(n)
+    if not math.isfinite(n):
+        return "unlimited"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def format_count(n: int) -> str:
+    """``1000000000`` -> ``'1,000,000,000'``."""
+    return f"{int(n):,}"
+
+
+def _meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    out[key.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    except OSError:
+        pass
+    return out
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_headroom() -> int | None:
+    """Bytes a cgroup memory limit still allows this process (v2 or v1), or None without one."""
+    best: int | None = None
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit = _read_int(limit_file)
+        if limit is None or limit >= 2**60:  # "max" or the "no limit" sentinel of cgroup v1
+            continue
+        usage = _read_int(usage_file) or 0
+        room = max(0, limit - usage)
+        best = room if best is None else min(best, room)
+    return best
+
+
+def available_memory() -> int:
+    """Bytes of memory available to this process now: ``MemAvailable`` of ``/proc/meminfo``
+    (Linux), lowered to the headroom of a cgroup memory limit if one is set (containers);
+    elsewhere ``os.sysconf`` (available pages, else physical pages) or, on Windows,
+    ``GlobalMemoryStatusEx``. 0 when it cannot be determined (then only an absolute limit
+    applies)."""
+    info = _meminfo()
+    avail: int | None = info.get("MemAvailable")
+    if avail is None and "MemFree" in info:  # kernels before 3.14
+        avail = info["MemFree"] + info.get("Cached", 0) + info.get("Buffers", 0)
+    if avail is None:
+        avail = _sysconf_memory()
+    room = _cgroup_headroom()
+    if room is not None:
+        avail = room if avail is None else min(avail, room)
+    return int(avail or 0)
+
+
+def _sysconf_memory() -> int | None:
+    for pages in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES"):
+        try:
+            n, size = os.sysconf(pages), os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            continue
+        if n > 0 and size > 0:
+            return int(n) * int(size)
+    if os.name == "nt":  # pragma: no cover - Windows only
+        try:
+            import ctypes  # noqa: PLC0415
+
+            class _Status(ctypes.Structure):
+                _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                            ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                            ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                            ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                            ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+            st = _Status()
+            st.dwLength = ctypes.sizeof(_Status)
+            if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(st)):  # type: ignore[attr-defined]
+                return int(st.ullAvailPhys)
+        except Exception:  # noqa: BLE001
+            return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the limit
+# ---------------------------------------------------------------------------------------------
+
+def _parse_limit(value: Any, source: str) -> tuple[str, float]:
+    """('bytes', n), ('fraction', f) or ('off', inf) from an int, a size string, a percentage
+    or 'none'."""
+    if isinstance(value, bool):
+        raise DataError(f"{source} must be {_FORMS}; got {value!r}")
+    if isinstance(value, numbers.Integral):
+        if value <= 0:
+            raise DataError(f"{source} must be a positive number of bytes, got {value!r}; {_FORMS}")
+        return ("bytes", float(int(value)))
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if math.isinf(value) and value > 0:
+            return ("off", math.inf)
+        if math.isfinite(value) and value >= 1:
+            return ("bytes", float(int(value)))
+        raise DataError(f"{source} must be a positive number of bytes, got {value!r}; {_FORMS}")
+    if not isinstance(value, str):
+        raise DataError(f"{source} must be {_FORMS}; got {value!r}")
+    text = value.strip()
+    if text.lower() in _OFF:
+        return ("off", math.inf)
+    m = _PERCENT.match(text)
+    if m:
+        pct = float(m.group(1))
+        if not 0 < pct <= 100:
+            raise DataError(f"{source} must be a share between 0% and 100% of the available memory, got {value!r}")
+        return ("fraction", pct / 100.0)
+    m = _SIZE.match(text)
+    if m and m.group(2).lower() in _UNITS:
+        n = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if n >= 1:
+            return ("bytes", float(int(n)))
+    raise DataError(f"{source} must be {_FORMS}; got {value!r}")
+
+
+def set_memory_limit(limit: int | str | None) -> None:
+    """Set the memory limit of mixedeval's resource guards for this process.
+
+    ``limit``: bytes (int), a size string (``"8GB"``, ``"512MiB"``, ``"1.5G"``; kB/MB/GB/TB are
+    powers of 1000, KiB/MiB/GiB/TiB and K/M/G/T powers of 1024), a share of the memory available
+    at the time of each check (``"25%"``), ``"none"`` to switch the guard off, or ``None`` to
+    restore the default: the environment variable ``MIXEDEVAL_MEMORY_LIMIT`` if set, else half
+    of the available memory.
+
+    Steps whose estimated peak memory exceeds the limit (bootstrap and permutation output
+    arrays, the fixed-effect model matrix of a mixed model) raise :class:`mixedeval.DataError`
+    before allocating anything, with the estimate and what to change.
+    """
+    global _setting
+    _setting = None if limit is None else _parse_limit(limit, "the memory limit")
+
+
+def _current() -> tuple[tuple[str, float], str]:
+    """The limit in force and a description of where it comes from."""
+    if _setting is not None:
+        return _setting, "given to me.set_memory_limit"
+    env = os.environ.get(ENV_VAR)
+    if env is not None and env.strip():
+        return _parse_limit(env, f"the environment variable {ENV_VAR}"), f"from {ENV_VAR}={env.strip()!r}"
+    return ("fraction", DEFAULT_FRACTION), "the default"
+
+
+def _resolve() -> tuple[float, str]:
+    """(limit in bytes, inf when off or unknown; description for messages)."""
+    (kind, value), origin = _current()
+    change = f"change it with me.set_memory_limit or {ENV_VAR}"
+    if kind == "off":
+        return math.inf, f"none ({origin})"
+    if kind == "bytes":
+        return value, f"{format_bytes(value)} ({origin}; {change})"
+    avail = available_memory()
+    share = "half" if value == 0.5 else f"{value * 100:g}%"
+    if avail <= 0:
+        return math.inf, f"{share} of the available memory, which could not be determined ({origin})"
+    return value * avail, (f"{format_bytes(value * avail)} ({share} of the {format_bytes(avail)} of memory "
+                           f"available now, {origin}; {change})")
+
+
+def get_memory_limit() -> int | None:
+    """The memory limit of mixedeval's resource guards now, in bytes; None when the guard is
+    off (``set_memory_limit("none")``) or the available memory cannot be determined under a
+    relative limit. See :func:`set_memory_limit`."""
+    limit, _ = _resolve()
+    return None if math.isinf(limit) else int(limit)
+
+
+def check_memory(n_bytes: float, what: str, fix: str, detail: str = "") -> None:
+    """Raise :class:`DataError` when ``n_bytes`` (an estimate of the peak memory of a step)
+    exceeds the memory limit: "<what> need about <size> (<detail>), above mixedeval's memory
+    limit of <limit> (<where it comes from>; change it with me.set_memory_limit or
+    MIXEDEVAL_MEMORY_LIMIT). <fix>"."""
+    limit, desc = _resolve()
+    if n_bytes <= limit:
+        return
+    paren = f" ({detail})" if detail else ""
+    raise DataError(
+        f"{what} need about {format_bytes(n_bytes)}{paren}, above mixedeval's memory limit of {desc}. {fix}"
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def memory_errors(fix: str) -> Callable[[F], F]:
+    """Decorator: a ``MemoryError`` raised inside becomes a :class:`DataError` naming the
+    function, numpy's message (which states the size it could not allocate) and ``fix``."""
+    def deco(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except MemoryError as exc:
+                msg = " ".join(str(exc).split()) or "no detail"
+                raise DataError(f"{func.__qualname__} ran out of memory ({msg}). {fix}") from exc
+        return wrapper  # type: ignore[return-value]
+    return deco
+
+
+# ---------------------------------------------------------------------------------------------
+# the fixed-effect model matrix of a mixed model
+# ---------------------------------------------------------------------------------------------
+
+def model_matrix_bytes(n_rows: int, n_columns: int, copies: float = MODEL_MATRIX_COPIES,
+                       square_copies: float = SQUARE_COPIES_PER_VARPAR * 2) -> int:
+    """Peak bytes R allocates for a fixed-effect model matrix of ``n_rows`` x ``n_columns``
+    doubles: ``8 * (copies * n * p + square_copies * p * p)``.
+
+    Measured with R 4.2.2, lme4 1.1.31 and lmerTest 3.1.3 on the fit mixedeval makes
+    (``lmerTest::lmer(y ~ f + (1 | g))`` then ``summary(m, ddf = "Satterthwaite")``; f a factor
+    with p levels, 50 groups g): the peak of R's heap (``gc(reset = TRUE)`` before, the "max used"
+    columns of ``gc()`` after) minus that of the same fit without f, cross-checked with the
+    maximum resident size of ``/usr/bin/time -v``:
+
+    ==========  =====  ==========  ==========  ===============================  ==========
+    n rows      p      X = 8 n p   8 p^2       peak above the fit without f     estimate
+    ==========  =====  ==========  ==========  ===============================  ==========
+    8,000       250    15.3 MiB    0.5 MiB     120 MiB (RSS 115 MiB)            107 MiB
+    24,000      500    91.6 MiB    1.9 MiB     604 MiB                          610 MiB
+    2,000       1,000  15.3 MiB    7.6 MiB     352 MiB (RSS 360 MiB)            336 MiB
+    3,000       1,500  34.3 MiB    17.2 MiB    710 MiB (RSS 764 MiB)            755 MiB
+    ==========  =====  ==========  ==========  ===============================  ==========
+
+    * n x p part, ``copies`` = 6: ``model.matrix``; the QR of lme4's rank check
+      (``chkRank.drop.cols``); ``X`` and its weighted copy ``V`` in the ``merPredD`` object;
+      ``crossprod`` temporaries. Going from 6,000 to 24,000 rows at p = 500 adds 5.1-6.1 bytes
+      per byte of X.
+    * p x p part, ``square_copies`` = 16 per variance parameter (k = 2 for one random intercept
+      plus the residual): lmerTest's numerical Jacobian of vcov(beta) with respect to the k
+      variance parameters (``numDeriv::jacobian`` with Richardson extrapolation, r = 4: a
+      p^2 x 4 x k array and its shifted copies) plus vcov itself. A random slope (k = 4) added
+      59 MiB at p = 500 (15.5 p^2 doubles per extra parameter).
+
+    At the size of the issue (a 5,000-level fixed factor on 7,000 rows, X = 267 MiB) the whole
+    fit could not be timed here (its time grows like p^3: p = 1,000 took 100 s, p = 1,500 six
+    minutes), but ``lme4::lFormula`` alone (model frame, ``model.matrix`` and the rank check's
+    QR, before any optimization) peaked 1,318 MiB above the base: 4.9 copies of X, in line with
+    ``copies`` = 6 once ``merPredD`` holds X and V. The estimate for that design is 7.5 GiB,
+    80% of it the p x p part. For 50,000 levels on 100,000 rows, where R was OOM-killed, one
+    copy of X alone is 40 GB and the estimate 880 GB.
+    """
+    n, p = int(n_rows), int(n_columns)
+    return int(8 * (copies * n * p + square_copies * p * p))
+
+
+def _is_factor(series: Any) -> bool:
+    import pandas as pd  # noqa: PLC0415 - only called with a pandas frame
+
+    dt = series.dtype
+    return (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dt)
+            or not pd.api.types.is_numeric_dtype(dt))
+
+
+def _n_levels(series: Any) -> int:
+    """Levels R would see after ``model.frame(drop.unused.levels = TRUE)``: the distinct
+    non-missing values (2 for a logical)."""
+    import pandas as pd  # noqa: PLC0415
+
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return 2
+    return int(series.nunique(dropna=True))
+
+
+_CALL = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*\((.*)\)\s*$", re.S)
+_FACTOR_FUNCS = {"factor", "as.factor", "ordered", "as.ordered"}
+_BASIS_FUNCS = {"poly", "ns", "bs", "splines::ns", "splines::bs"}
+
+
+def _variable(name: str, frame: Any) -> tuple[str, int]:
+    """('factor', n_levels) or ('numeric', n_columns) of a term variable: a column of
+    ``frame`` or a call such as factor(x), poly(x, 3), log(x)."""
+    key = name.strip()
+    if key.startswith("`") and key.endswith("`"):
+        key = key[1:-1]
+    if key in frame.columns:
+        s = frame[key]
+        return ("factor", _n_levels(s)) if _is_factor(s) else ("numeric", 1)
+    m = _CALL.match(key)
+    if m:
+        func, args = m.group(1), [a.strip() for a in _split_top(m.group(2), ",")]
+        inner = args[0].strip("`") if args else ""
+        if func in _FACTOR_FUNCS and inner in frame.columns:
+            return ("factor", _n_levels(frame[inner]))
+        if func in _BASIS_FUNCS and len(args) > 1:
+            for a in args[1:]:
+                v = a.split("=", 1)[-1].strip()
+                if v.isdigit():
+                    return ("numeric", max(1, int(v)))
+    return ("numeric", 1)
+
+
+def fixed_effect_columns(frame: Any, terms: Sequence[Sequence[str]], intercept: bool = True) -> int:
+    """Number of columns of R's ``model.matrix`` for the fixed-effect ``terms`` (treatment
+    contrasts), each term a list of variable names forming an interaction, e.g.
+    ``[["system"], ["src_length"], ["system", "src_length"]]`` for ``system * src_length``.
+
+    ``frame``: a pandas DataFrame; categorical, boolean and non-numeric columns are factors
+    (levels = distinct values present, as after ``drop.unused.levels``), numeric columns one
+    column each; ``factor(x)``, ``poly(x, k)`` and other calls are understood as R codes them.
+
+    Columns = intercept + sum over terms of prod over the term's variables of (n_levels - 1
+    for a factor coded by contrasts, n_levels for a factor coded by indicators, the width of a
+    numeric variable). As in R (``TermCode`` in ``stats/src/model.c``), a factor F of term T is
+    coded by contrasts when T without F is empty or contained in a preceding term (terms ordered
+    by degree), else by indicators; without an intercept the first factor of the first term with
+    a factor is coded by indicators. In the usual hierarchical formula this is
+    1 + sum_T prod (n_levels - 1 or 1). Rank-deficient columns are counted (R allocates them
+    before dropping them).
+    """
+    norm = [tuple(dict.fromkeys(str(v) for v in t)) for t in terms]
+    norm = [t for t in dict.fromkeys(norm) if t]
+    order = list(dict.fromkeys(v for t in norm for v in t))  # variable order of first appearance
+    info = {v: _variable(v, frame) for v in order}
+    norm.sort(key=len)  # R orders terms by degree (stable)
+    total = 1 if intercept else 0
+    first_factor_done = intercept
+    for j, t in enumerate(norm):
+        width = 1
+        factors_in_t = [v for v in order if v in t and info[v][0] == "factor" and info[v][1] > 1]
+        full_first = None
+        if not first_factor_done and factors_in_t:
+            full_first, first_factor_done = factors_in_t[0], True
+        for v in t:
+            kind, k = info[v]
+            if kind == "numeric":
+                width *= k
+                continue
+            rest = set(t) - {v}
+            contrasts = not rest or any(rest <= set(u) for u in norm[:j])
+            width *= k if (v == full_first or not contrasts) else max(k - 1, 0)
+        total += width
+    return int(total)
+
+
+# ---------------------------------------------------------------------------------------------
+# a small reader of R formula algebra (fixed terms, intercept, variance parameters)
+# ---------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\s*(`[^`]*`|[A-Za-z.][A-Za-z0-9._]*(?:::[A-Za-z.][A-Za-z0-9._]*)?|[0-9]*\.?[0-9]+"
+                    r"|\|\||%in%|[-+*/:^()|,~]|\S)")
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+class _Parser:
+    """Recursive descent over R's formula operators (precedence: ^ > unary - > : > %in% >
+    * / > + -). Values are ordered lists of terms (frozensets of variable texts); ``1`` is the
+    empty term, ``0`` the marker ``{'0'}``; bar terms ``(... | g)`` are collected apart."""
+
+    ZERO = frozenset({"\0zero"})
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = [(m.group(1), m.start(1), m.end(1)) for m in _TOKEN.finditer(text) if m.group(1)]
+        self.i = 0
+        self.bars: list[tuple[str, str]] = []  # (left expression, grouping) of random terms
+        self.removed: list[frozenset] = []
+
+    def peek(self) -> str | None:
+        return self.toks[self.i][0] if self.i < len(self.toks) else None
+
+    def take(self) -> str:
+        tok = self.toks[self.i][0]
+        self.i += 1
+        return tok
+
+    def parse(self) -> list[frozenset]:
+        return self.sum()
+
+    def sum(self) -> list[frozenset]:
+        if self.peek() in ("-", "+"):  # leading sign
+            neg = self.take() == "-"
+            first = self.product()
+            if neg:
+                self.removed.extend(first)
+                first = []
+        else:
+            first = self.product()
+        terms = list(first)
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            rhs = self.product()
+            if op == "+":
+                terms += [t for t in rhs if t not in terms]
+            else:
+                self.removed.extend(rhs)
+                terms = [t for t in terms if t not in rhs]
+        return terms
+
+    def product(self) -> list[frozenset]:
+        left = self.nest()
+        while self.peek() in ("*", "/"):
+            op = self.take()
+            right = self.nest()
+            if op == "*":
+                left = _union(left, right, _cross(left, right))
+            else:
+                allvars = frozenset().union(*left) if left else frozenset()
+                left = _union(left, _cross([allvars], right))
+        return left
+
+    def nest(self) -> list[frozenset]:
+        left = self.inter()
+        while self.peek() == "%in%":
+            self.take()
+            left = _cross(left, self.inter())
+        return left
+
+    def inter(self) -> list[frozenset]:
+        left = self.unary()
+        while self.peek() == ":":
+            self.take()
+            left = _cross(left, self.unary())
+        return left
+
+    def unary(self) -> list[frozenset]:
+        if self.peek() == "-":
+            self.take()
+            self.removed.extend(self.power())
+            return []
+        return self.power()
+
+    def power(self) -> list[frozenset]:
+        base = self.atom()
+        while self.peek() == "^":
+            self.take()
+            tok = self.take()
+            k = int(float(tok)) if re.match(r"^[0-9.]+$", tok) else 1
+            out = base
+            for _ in range(max(k, 1) - 1):
+                out = _union(out, base, _cross(out, base))
+            base = out
+        return base
+
+    def atom(self) -> list[frozenset]:
+        tok = self.peek()
+        if tok is None:
+            return []
+        start = self.toks[self.i][1]
+        if tok == "(":
+            end = self._matching(self.i)
+            inner = self.text[self.toks[self.i][2]:self.toks[end][1]]
+            if "|" in inner:  # a random-effect term: (expr | g) or (expr || g)
+                left, _, group = inner.partition("||") if "||" in inner else inner.partition("|")
+                self.bars.append((left, group) if "||" not in inner else (left, "||" + group))
+                self.i = end + 1
+                return []
+            self.take()
+            out = self.sum()
+            if self.peek() == ")":
+                self.take()
+            return out
+        self.take()
+        if re.match(r"^[0-9]*\.?[0-9]+$", tok):
+            return [frozenset()] if float(tok) != 0 else [self.ZERO]
+        if self.peek() == "(" and not tok.startswith("`"):  # a call: the whole call is one variable
+            end = self._matching(self.i)
+            text = self.text[start:self.toks[end][2]]
+            self.i = end + 1
+            if tok == "offset":
+                return []
+            return [frozenset({text})]
+        return [frozenset({tok})]
+
+    def _matching(self, i: int) -> int:
+        depth = 0
+        for j in range(i, len(self.toks)):
+            depth += self.toks[j][0] == "("
+            depth -= self.toks[j][0] == ")"
+            if depth == 0:
+                return j
+        return len(self.toks) - 1
+
+
+def _cross(a: Iterable[frozenset], b: Iterable[frozenset]) -> list[frozenset]:
+    out: list[frozenset] = []
+    for x in a:
+        for y in b:
+            t = x | y
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def _union(*parts: Iterable[frozenset]) -> list[frozenset]:
+    out: list[frozenset] = []
+    for part in parts:
+        for t in part:
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def _rhs_terms(rhs: str) -> tuple[list[list[str]], bool, list[tuple[str, str]]]:
+    p = _Parser(rhs)
+    terms = p.parse()
+    intercept = frozenset() not in p.removed and _Parser.ZERO not in terms
+    if frozenset() in p.removed and frozenset() in terms:  # "- 1 + 1"
+        intercept = True
+    fixed = [sorted(t, key=lambda v: _first_pos(rhs, v)) for t in terms if t and t != _Parser.ZERO]
+    return fixed, intercept, p.bars
+
+
+def _first_pos(text: str, name: str) -> int:
+    pos = text.find(name)
+    return pos if pos >= 0 else len(text)
+
+
+def fixed_terms(formula: str) -> tuple[list[list[str]], bool]:
+    """Fixed-effect terms of an lme4 formula as lists of variable names, and whether it has an
+    intercept: ``"y ~ a * b + (1|g)"`` -> ``([["a"], ["b"], ["a", "b"]], True)``. Handles
+    ``+ - * / : %in% ^``, ``0``/``1``/``-1``, parentheses and calls (``log(x)``, ``factor(x)``,
+    ``poly(x, 2)`` are single variables; ``offset()`` is dropped); bar terms are random effects
+    and left out. Back-quoted names keep their quotes."""
+    rhs = formula.split("~", 1)[1] if "~" in formula else formula
+    fixed, intercept, _ = _rhs_terms(rhs)
+    return fixed, intercept
+
+
+def variance_parameters(formula: str, frame: Any) -> int:
+    """Number of variance parameters of an lme4 formula: for every bar term ``(expr | g)``
+    with q model-matrix columns, q (q + 1) / 2 (``||``: q), plus the residual variance."""
+    rhs = formula.split("~", 1)[1] if "~" in formula else formula
+    _, _, bars = _rhs_terms(rhs)
+    k = 1
+    for left, group in bars:
+        terms, icpt, _ = _rhs_terms(left)
+        q = fixed_effect_columns(frame, terms, icpt) if (terms or icpt) else 0
+        k += q if group.startswith("||") else q * (q + 1) // 2
+    return k
+
+
+def check_fixed_effects_memory(frame: Any, terms: Sequence[Sequence[str]] | str, *, intercept: bool = True,
+                               n_variance_parameters: int | None = None) -> None:
+    """Refuse (:class:`DataError`) a mixed model whose fixed-effect model matrix would make R
+    allocate more than the memory limit (estimate: :func:`model_matrix_bytes` with the
+    columns of :func:`fixed_effect_columns` on ``len(frame)`` rows).
+
+    ``terms``: the fixed-effect terms (lists of variable names), or the model formula itself
+    (a string: terms, intercept and the number of variance parameters are read from it).
+    ``n_variance_parameters``: variance parameters of the model including the residual
+    (default: from the formula, or 2 = one random intercept).
+    """
+    if isinstance(terms, str):
+        formula = terms
+        try:
+            term_list, intercept = fixed_terms(formula)
+            if n_variance_parameters is None:
+                n_variance_parameters = variance_parameters(formula, frame)
+        except (RecursionError, ValueError, IndexError):  # verbatim R code (allow_r_code=True)
+            return
+        lhs = formula.split("~", 1)[0].strip().strip("`") if "~" in formula else None
+        if any("." in t for t in term_list):  # `.`: every other column of the data
+            others = [str(c) for c in frame.columns if str(c) != lhs]
+            term_list = [u for t in term_list for u in ([[c] for c in others] if t == ["."] else [t])]
+    else:
+        term_list = [list(t) for t in terms]
+    k = 2 if n_variance_parameters is None else max(1, int(n_variance_parameters))
+    n = len(frame)
+    p = fixed_effect_columns(frame, term_list, intercept)
+    need = model_matrix_bytes(n, p, square_copies=SQUARE_COPIES_PER_VARPAR * k)
+    if need <= 8 * 2**20:  # below 8 MiB: not worth reading /proc
+        return
+    big: dict[str, int] = {}
+    for t in term_list:
+        for v in t:
+            kind, lev = _variable(v, frame)
+            if kind == "factor" and lev > 50:
+                big[v] = lev
+    many = ", ".join(f"{v} has {format_count(lev)} levels" for v, lev in big.items())
+    name = max(big, key=big.get).strip("`") if big else "item"
+    check_memory(
+        need,
+        "the fixed-effect model matrix and R's working copies of it",
+        f"Use a random effect instead of a fixed one for a factor with many levels, e.g. (1|{name}) instead of "
+        f"{name}, or fit fewer rows.",
+        detail=(f"{format_count(n)} rows x {format_count(p)} columns x 8 bytes = {format_bytes(8 * n * p)} "
+                f"per copy, about {MODEL_MATRIX_COPIES} copies in lme4/lmerTest, plus p x p matrices for "
+                f"{k} variance parameters{'; ' + many if many else ''}"),
+    )
