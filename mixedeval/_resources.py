@@ -347,6 +347,18 @@ def _n_levels(series: Any) -> int:
     return int(series.nunique(dropna=True))
 
 
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside parentheses (call arguments)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == sep and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
+
+
 _CALL = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*\((.*)\)\s*$", re.S)
 _FACTOR_FUNCS = {"factor", "as.factor", "ordered", "as.ordered"}
 _BASIS_FUNCS = {"poly", "ns", "bs", "splines::ns", "splines::bs"}
@@ -418,241 +430,54 @@ def fixed_effect_columns(frame: Any, terms: Sequence[Sequence[str]], intercept: 
     return int(total)
 
 
-# ---------------------------------------------------------------------------------------------
-# a small reader of R formula algebra (fixed terms, intercept, variance parameters)
-# ---------------------------------------------------------------------------------------------
+def _parsed(formula: Any, frame: Any):
+    """A :class:`mixedeval.data._formula.ParsedFormula` of ``formula`` (a string or parsed)."""
+    from .data._formula import parse_formula  # noqa: PLC0415 - stdlib-only module
 
-_TOKEN = re.compile(r"\s*(`[^`]*`|[A-Za-z.][A-Za-z0-9._]*(?:::[A-Za-z.][A-Za-z0-9._]*)?|[0-9]*\.?[0-9]+"
-                    r"|\|\||%in%|[-+*/:^()|,~]|\S)")
-
-
-def _split_top(text: str, sep: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
+    if isinstance(formula, str):
+        return parse_formula(formula, [str(c) for c in frame.columns])
+    return formula
 
 
-class _Parser:
-    """Recursive descent over R's formula operators (precedence: ^ > unary - > : > %in% >
-    * / > + -). Values are ordered lists of terms (frozensets of variable texts); ``1`` is the
-    empty term, ``0`` the marker ``{'0'}``; bar terms ``(... | g)`` are collected apart."""
-
-    ZERO = frozenset({"\0zero"})
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks = [(m.group(1), m.start(1), m.end(1)) for m in _TOKEN.finditer(text) if m.group(1)]
-        self.i = 0
-        self.bars: list[tuple[str, str]] = []  # (left expression, grouping) of random terms
-        self.removed: list[frozenset] = []
-
-    def peek(self) -> str | None:
-        return self.toks[self.i][0] if self.i < len(self.toks) else None
-
-    def take(self) -> str:
-        tok = self.toks[self.i][0]
-        self.i += 1
-        return tok
-
-    def parse(self) -> list[frozenset]:
-        return self.sum()
-
-    def sum(self) -> list[frozenset]:
-        if self.peek() in ("-", "+"):  # leading sign
-            neg = self.take() == "-"
-            first = self.product()
-            if neg:
-                self.removed.extend(first)
-                first = []
-        else:
-            first = self.product()
-        terms = list(first)
-        while self.peek() in ("+", "-"):
-            op = self.take()
-            rhs = self.product()
-            if op == "+":
-                terms += [t for t in rhs if t not in terms]
-            else:
-                self.removed.extend(rhs)
-                terms = [t for t in terms if t not in rhs]
-        return terms
-
-    def product(self) -> list[frozenset]:
-        left = self.nest()
-        while self.peek() in ("*", "/"):
-            op = self.take()
-            right = self.nest()
-            if op == "*":
-                left = _union(left, right, _cross(left, right))
-            else:
-                allvars = frozenset().union(*left) if left else frozenset()
-                left = _union(left, _cross([allvars], right))
-        return left
-
-    def nest(self) -> list[frozenset]:
-        left = self.inter()
-        while self.peek() == "%in%":
-            self.take()
-            left = _cross(left, self.inter())
-        return left
-
-    def inter(self) -> list[frozenset]:
-        left = self.unary()
-        while self.peek() == ":":
-            self.take()
-            left = _cross(left, self.unary())
-        return left
-
-    def unary(self) -> list[frozenset]:
-        if self.peek() == "-":
-            self.take()
-            self.removed.extend(self.power())
-            return []
-        return self.power()
-
-    def power(self) -> list[frozenset]:
-        base = self.atom()
-        while self.peek() == "^":
-            self.take()
-            tok = self.take()
-            k = int(float(tok)) if re.match(r"^[0-9.]+$", tok) else 1
-            out = base
-            for _ in range(max(k, 1) - 1):
-                out = _union(out, base, _cross(out, base))
-            base = out
-        return base
-
-    def atom(self) -> list[frozenset]:
-        tok = self.peek()
-        if tok is None:
-            return []
-        start = self.toks[self.i][1]
-        if tok == "(":
-            end = self._matching(self.i)
-            inner = self.text[self.toks[self.i][2]:self.toks[end][1]]
-            if "|" in inner:  # a random-effect term: (expr | g) or (expr || g)
-                left, _, group = inner.partition("||") if "||" in inner else inner.partition("|")
-                self.bars.append((left, group) if "||" not in inner else (left, "||" + group))
-                self.i = end + 1
-                return []
-            self.take()
-            out = self.sum()
-            if self.peek() == ")":
-                self.take()
-            return out
-        self.take()
-        if re.match(r"^[0-9]*\.?[0-9]+$", tok):
-            return [frozenset()] if float(tok) != 0 else [self.ZERO]
-        if self.peek() == "(" and not tok.startswith("`"):  # a call: the whole call is one variable
-            end = self._matching(self.i)
-            text = self.text[start:self.toks[end][2]]
-            self.i = end + 1
-            if tok == "offset":
-                return []
-            return [frozenset({text})]
-        return [frozenset({tok})]
-
-    def _matching(self, i: int) -> int:
-        depth = 0
-        for j in range(i, len(self.toks)):
-            depth += self.toks[j][0] == "("
-            depth -= self.toks[j][0] == ")"
-            if depth == 0:
-                return j
-        return len(self.toks) - 1
+def fixed_terms(formula: Any, frame: Any) -> tuple[list[list[str]], bool]:
+    """Fixed-effect terms of an lme4 formula as lists of variables, and whether it has an
+    intercept (R's expansion, from :func:`mixedeval.data._formula.parse_formula`):
+    ``"y ~ a * b + (1|g)"`` -> ``([["a"], ["b"], ["a", "b"]], True)``."""
+    p = _parsed(formula, frame)
+    return [list(t) for t in p.fixed_expanded], p.intercept
 
 
-def _cross(a: Iterable[frozenset], b: Iterable[frozenset]) -> list[frozenset]:
-    out: list[frozenset] = []
-    for x in a:
-        for y in b:
-            t = x | y
-            if t not in out:
-                out.append(t)
-    return out
-
-
-def _union(*parts: Iterable[frozenset]) -> list[frozenset]:
-    out: list[frozenset] = []
-    for part in parts:
-        for t in part:
-            if t not in out:
-                out.append(t)
-    return out
-
-
-def _rhs_terms(rhs: str) -> tuple[list[list[str]], bool, list[tuple[str, str]]]:
-    p = _Parser(rhs)
-    terms = p.parse()
-    intercept = frozenset() not in p.removed and _Parser.ZERO not in terms
-    if frozenset() in p.removed and frozenset() in terms:  # "- 1 + 1"
-        intercept = True
-    fixed = [sorted(t, key=lambda v: _first_pos(rhs, v)) for t in terms if t and t != _Parser.ZERO]
-    return fixed, intercept, p.bars
-
-
-def _first_pos(text: str, name: str) -> int:
-    pos = text.find(name)
-    return pos if pos >= 0 else len(text)
-
-
-def fixed_terms(formula: str) -> tuple[list[list[str]], bool]:
-    """Fixed-effect terms of an lme4 formula as lists of variable names, and whether it has an
-    intercept: ``"y ~ a * b + (1|g)"`` -> ``([["a"], ["b"], ["a", "b"]], True)``. Handles
-    ``+ - * / : %in% ^``, ``0``/``1``/``-1``, parentheses and calls (``log(x)``, ``factor(x)``,
-    ``poly(x, 2)`` are single variables; ``offset()`` is dropped); bar terms are random effects
-    and left out. Back-quoted names keep their quotes."""
-    rhs = formula.split("~", 1)[1] if "~" in formula else formula
-    fixed, intercept, _ = _rhs_terms(rhs)
-    return fixed, intercept
-
-
-def variance_parameters(formula: str, frame: Any) -> int:
+def variance_parameters(formula: Any, frame: Any) -> int:
     """Number of variance parameters of an lme4 formula: for every bar term ``(expr | g)``
     with q model-matrix columns, q (q + 1) / 2 (``||``: q), plus the residual variance."""
-    rhs = formula.split("~", 1)[1] if "~" in formula else formula
-    _, _, bars = _rhs_terms(rhs)
     k = 1
-    for left, group in bars:
-        terms, icpt, _ = _rhs_terms(left)
+    for terms, icpt, uncorrelated in _parsed(formula, frame).random_expanded:
         q = fixed_effect_columns(frame, terms, icpt) if (terms or icpt) else 0
-        k += q if group.startswith("||") else q * (q + 1) // 2
+        k += q if uncorrelated else q * (q + 1) // 2
     return k
 
 
-def check_fixed_effects_memory(frame: Any, terms: Sequence[Sequence[str]] | str, *, intercept: bool = True,
+def check_fixed_effects_memory(frame: Any, terms: Any, *, intercept: bool = True,
                                n_variance_parameters: int | None = None) -> None:
     """Refuse (:class:`DataError`) a mixed model whose fixed-effect model matrix would make R
     allocate more than the memory limit (estimate: :func:`model_matrix_bytes` with the
     columns of :func:`fixed_effect_columns` on ``len(frame)`` rows).
 
-    ``terms``: the fixed-effect terms (lists of variable names), or the model formula itself
-    (a string: terms, intercept and the number of variance parameters are read from it).
+    ``terms``: the fixed-effect terms (lists of variable names), or the model formula (a string
+    or a parsed formula: terms, intercept and the number of variance parameters are read from it
+    by :func:`mixedeval.data._formula.parse_formula`).
     ``n_variance_parameters``: variance parameters of the model including the residual
     (default: from the formula, or 2 = one random intercept).
     """
-    if isinstance(terms, str):
-        formula = terms
-        try:
-            term_list, intercept = fixed_terms(formula)
-            if n_variance_parameters is None:
-                n_variance_parameters = variance_parameters(formula, frame)
-        except (RecursionError, ValueError, IndexError):  # verbatim R code (allow_r_code=True)
-            return
-        lhs = formula.split("~", 1)[0].strip().strip("`") if "~" in formula else None
-        if any("." in t for t in term_list):  # `.`: every other column of the data
-            others = [str(c) for c in frame.columns if str(c) != lhs]
-            term_list = [u for t in term_list for u in ([[c] for c in others] if t == ["."] else [t])]
-    else:
+    if isinstance(terms, Sequence) and not isinstance(terms, str):
         term_list = [list(t) for t in terms]
+    else:  # a formula, as text or parsed
+        parsed = _parsed(terms, frame)
+        if parsed.verbatim:  # allow_r_code=True text that the parser could not read
+            return
+        term_list, intercept = [list(t) for t in parsed.fixed_expanded], parsed.intercept
+        if n_variance_parameters is None:
+            n_variance_parameters = variance_parameters(parsed, frame)
     k = 2 if n_variance_parameters is None else max(1, int(n_variance_parameters))
     n = len(frame)
     p = fixed_effect_columns(frame, term_list, intercept)

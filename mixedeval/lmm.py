@@ -136,7 +136,7 @@ def prepare_model_data(
         ))
     from ._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
 
-    check_fixed_effects_memory(frame, parsed.r_formula)
+    check_fixed_effects_memory(frame, parsed)
     return parsed.r_formula, frame, warnings
 
 

@@ -269,8 +269,8 @@ DESIGNS = [
 @pytest.mark.parametrize("rhs", DESIGNS)
 def test_model_matrix_columns_equal_r(R, ter, rhs):
     """The column count equals R's ncol(model.matrix(~ rhs, data)) on the same table."""
-    terms, intercept = rs.fixed_terms(f"ter ~ {rhs} + (1|sentence_id)")
     frame = ter.assign(replication=ter["replication"].astype("category"))
+    terms, intercept = rs.fixed_terms(f"ter ~ {rhs} + (1|sentence_id)", frame)
     assert rs.fixed_effect_columns(frame, terms, intercept) == int(R(f"ncol(model.matrix(~ {rhs}, ter_df))")[0])
 
 

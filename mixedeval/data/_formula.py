@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import combinations
 
 from ..errors import FormulaError
 
@@ -313,8 +312,10 @@ class ParsedFormula:
     side is a single column (else None); ``response_columns`` the columns of the left-hand side;
     ``columns`` every column used, in order of first appearance; ``grouping`` the columns on the
     right of ``|`` in random-effect terms; ``fixed_terms`` / ``random_terms`` the right-hand side's
-    terms as R text (a removed term such as ``-1`` keeps its sign); ``fixed_interactions`` the
-    column sets of the fixed-effect model-matrix blocks (for memory estimates).
+    terms as R text (a removed term such as ``-1`` keeps its sign). ``fixed_expanded`` and
+    ``intercept`` are R's expansion of the fixed part (``terms.formula``: each term a tuple of
+    variables, i.e. column names or the R text of a call, ordered by degree); ``random_expanded``
+    holds ``(terms, intercept, uncorrelated)`` of each random-effect term's left-hand side.
     """
 
     text: str
@@ -326,7 +327,9 @@ class ParsedFormula:
     grouping: tuple[str, ...]
     fixed_terms: tuple[str, ...]
     random_terms: tuple[str, ...]
-    fixed_interactions: tuple[tuple[str, ...], ...]
+    fixed_expanded: tuple[tuple[str, ...], ...] = ()
+    intercept: bool = True
+    random_expanded: tuple = ()
     has_dot: bool = False
     verbatim: bool = False
 
@@ -414,30 +417,92 @@ def _top_terms(rhs: _Node) -> list[tuple[str, _Node]]:
     return [("+", rhs)]
 
 
-def _names_in(node: _Node, columns: set[str], out: list[str]) -> list[str]:
-    if node.kind == "name" and node.text in columns and node.text not in out:
-        out.append(node.text)
+# ------------------------------------------------------------------------------ term algebra
+_ZERO = frozenset({"0"})  # "no intercept" marker
+
+
+def _union(*parts: list) -> list:
+    return list(dict.fromkeys(t for part in parts for t in part))
+
+
+def _cross(a: list, b: list) -> list:
+    return _union([x | y for x in a for y in b if x != _ZERO and y != _ZERO])
+
+
+def _expand(node: _Node, emit) -> list:
+    """R's expansion of a model term into its terms (``terms.formula``): each term a frozenset
+    of variables (column names, or the R text of a call such as ``poly(x, 2)``); ``frozenset()``
+    is the intercept and :data:`_ZERO` its removal."""
+    k = node.kind
+    if k == "name":
+        return [frozenset({node.text})]
+    if k == "num":
+        return [frozenset()] if node.text in ("1", "1L") else [_ZERO] if node.text in ("0", "0L") else []
+    if k == "dot":
+        return [frozenset({"."})]
+    if k == "call":
+        return [] if node.text == "offset" else [frozenset({emit(node)})]
+    if k == "paren":
+        return _expand(node.kids[0], emit)
+    if k == "unary":
+        inner = _expand(node.kids[0], emit)
+        return [_ZERO if t == frozenset() else t for t in inner] if node.text == "-" else inner
+    if k == "binary":  # (a + b)^n: all interactions up to order n
+        base = _expand(node.kids[0], emit)
+        power = node.kids[1]
+        n = int(float(power.text)) if power.kind == "num" else 1
+        out = base
+        for _ in range(max(n, 1) - 1):
+            out = _union(out, _cross(out, base))
+        return out
+    if node.bp == _BINARY_BP["+"]:
+        kept, removed = _expand(node.kids[0], emit), []
+        for op, kid in zip(node.ops, node.kids[1:]):
+            terms = _expand(kid, emit)
+            if op == "+":
+                kept = _union(kept, terms)
+            else:
+                removed = _union(removed, [frozenset() if t == _ZERO else t for t in terms])
+        out = [t for t in kept if t not in removed]
+        return out + ([_ZERO] if frozenset() in removed else [])
+    if node.bp in (_BINARY_BP["*"], _BINARY_BP[":"], _BINARY_BP["%in%"]):
+        out = _expand(node.kids[0], emit)
+        for op, kid in zip(node.ops, node.kids[1:]):
+            right = _expand(kid, emit)
+            if op == "*":
+                out = _union(out, right, _cross(out, right))
+            elif op == "/":  # a/b = a + a:b, with a standing for all of a's variables
+                everything = frozenset().union(*[t for t in out if t != _ZERO])
+                out = _union(out, _cross([everything], right))
+            else:
+                out = _cross(out, right)
+        return out
+    return [frozenset({emit(node)})]  # a comparison: one logical variable
+
+
+def _variable_order(node: _Node, emit, order: dict[str, int]) -> None:
+    """Variables in order of first appearance (R orders a term's variables so)."""
+    if node.kind in ("name", "dot") or (node.kind == "call" and node.text != "offset"):
+        order.setdefault(node.text if node.kind != "call" else emit(node), len(order))
+        return
+    if node.kind == "chain" and node.bp == _BINARY_BP["<"]:
+        order.setdefault(emit(node), len(order))
+        return
     for kid in node.kids:
-        _names_in(kid, columns, out)
-    return out
+        _variable_order(kid, emit, order)
 
 
-def _expands(node: _Node) -> bool:
-    """Does a term hold ``*``, ``/`` or ``^`` (crossing operators that add lower-order terms)?"""
-    if node.kind == "chain" and any(op in ("*", "/") for op in node.ops):
-        return True
-    if node.kind == "binary" and node.text == "^":
-        return True
-    return any(_expands(k) for k in node.kids if k.kind != "call")
-
-
-def _interactions(node: _Node, columns: set[str]) -> list[tuple[str, ...]]:
-    cols = tuple(_names_in(node, columns, []))
-    if not cols:
-        return []
-    if _expands(node) and len(cols) <= 10:
-        return [c for r in range(1, len(cols) + 1) for c in combinations(cols, r)]
-    return [cols]
+def _terms(node: _Node | None, emit, default_intercept: bool = True) -> tuple[tuple[tuple[str, ...], ...], bool]:
+    """(terms ordered by degree as R orders them, intercept) of an expression."""
+    if node is None:
+        return (), default_intercept
+    expanded = _expand(node, emit)
+    intercept = default_intercept and _ZERO not in expanded
+    order: dict[str, int] = {}
+    _variable_order(node, emit, order)
+    terms = [tuple(sorted(t, key=order.get)) for t in expanded if t and t != _ZERO]
+    terms.sort(key=len)
+    return tuple(terms), intercept
 
 
 def parse_formula(text: str, columns: Iterable[str] | None, *, allow_r_code: bool = False) -> ParsedFormula:
@@ -479,7 +544,12 @@ def _check(text: str, lhs: _Node | None, rhs: _Node, cols: list[str], colset: se
     lhs_r = ch.emit(lhs, "lhs") if lhs is not None else None
     resp_cols = tuple(ch.used)
     terms = _top_terms(rhs)
-    fixed, random, inter, pieces = [], [], [], []
+    fixed, random, pieces = [], [], []
+    fixed_nodes, fixed_ops, random_parts = [], [], []
+
+    def emit(n):
+        return ch.emit(n, "term")
+
     has_dot = False
     for sign, node in terms:
         r = ch.emit(node, "term")
@@ -488,18 +558,29 @@ def _check(text: str, lhs: _Node | None, rhs: _Node, cols: list[str], colset: se
             if sign == "-":
                 raise _error(text, node.pos, "a random-effect term cannot be removed with '-'")
             random.append(r)
+            bar = node.kids[0]
+            random_parts.append((*_terms(bar.kids[0], emit), bar.ops[0] == "||"))
             continue
+        if fixed_nodes:
+            fixed_ops.append(sign)
+        fixed_nodes.append(node if fixed_nodes or sign == "+" else _Node("unary", "-", [node]))
         has_dot = has_dot or node.kind == "dot"
         fixed.append(r if sign == "+" else f"-{r}")
-        if sign == "+":
-            inter.extend(_interactions(node, colset))
     if ch.unknown:
         raise FormulaError(
             f"formula {_short(text)!r} names {', '.join(repr(u) for u in ch.unknown)}, not found among the data columns "
             f"({', '.join(cols[:20])}); fix the spelling or back-quote names with spaces or symbols")
     rhs_r = " ".join(pieces)
     used = list(ch.used)
+    fixed_node = None
+    if fixed_nodes:
+        fixed_node = fixed_nodes[0] if len(fixed_nodes) == 1 else _Node(
+            "chain", kids=fixed_nodes, ops=fixed_ops, bp=_BINARY_BP["+"])
+    fixed_expanded, intercept = _terms(fixed_node, emit)
     if has_dot:  # `.` stands for every other column of the data
+        others = [c for c in cols if c not in resp_cols]
+        fixed_expanded = tuple(dict.fromkeys(u for t in fixed_expanded for u in ([(c,) for c in others]
+                                                                                  if t == (".",) else [t])))
         used += [c for c in cols if c not in used]
     response = None
     if lhs is not None and lhs.kind == "name" and lhs.text in colset:
@@ -507,8 +588,8 @@ def _check(text: str, lhs: _Node | None, rhs: _Node, cols: list[str], colset: se
     return ParsedFormula(
         text=text, r_formula=(f"{lhs_r} ~ {rhs_r}" if lhs_r is not None else f"~ {rhs_r}"), lhs=lhs_r,
         response=response, response_columns=resp_cols, columns=tuple(used), grouping=tuple(ch.grouping),
-        fixed_terms=tuple(fixed), random_terms=tuple(random), fixed_interactions=tuple(dict.fromkeys(inter)),
-        has_dot=has_dot,
+        fixed_terms=tuple(fixed), random_terms=tuple(random), fixed_expanded=fixed_expanded, intercept=intercept,
+        random_expanded=tuple(random_parts), has_dot=has_dot,
     )
 
 
@@ -529,4 +610,4 @@ def _verbatim(text: str, cols: list[str]) -> ParsedFormula:
     response = bare if bare in colset else None
     return ParsedFormula(text=text, r_formula=text, lhs=lhs, response=response,
                          response_columns=(response,) if response else (), columns=tuple(used), grouping=(),
-                         fixed_terms=(), random_terms=(), fixed_interactions=(), verbatim=True)
+                         fixed_terms=(), random_terms=(), verbatim=True)
