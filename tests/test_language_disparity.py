@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DATA_DIR, assert_rel
+from conftest import DATA_DIR, OPTIMIZER_RTOL, assert_rel
 
 import mixedeval as me
 from mixedeval.workflows.language_disparity import language_disparity
@@ -163,7 +163,9 @@ def test_reference_levels_change_published_lp_by_a_constant(res, hu, hu_r):
          'hu_df2$task <- relevel(hu_df2$task, "xnli/accuracy"); '
          'hu_m2 <- lme4::lmer(Score ~ language + task + (1 | model), data = hu_df2, REML = FALSE)')
     assert_rel(other.fit.fixed["estimate"], hu_r("unname(lme4::fixef(hu_m2))"))
-    assert_rel(other.records["pp"], res.records["pp"])  # PP does not depend on the reference levels
+    # PP does not depend on the reference levels; the two fits are two optimizer runs with different
+    # contrast codings (9e-12 apart here, up to 5e-8 with other start values): optimizer tolerance
+    assert_rel(other.records["pp"], res.records["pp"], rtol=OPTIMIZER_RTOL)
     a = res.language_potential.set_index("language")["potential"]
     b = other.language_potential.set_index("language").loc[a.index, "potential"]
     delta = (b - a).to_numpy()

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_rel
+from conftest import OPTIMIZER_RTOL, assert_rel
 
 import mixedeval as me
 from mixedeval.workflows.compare_systems import compare_systems
@@ -47,6 +47,9 @@ def test_compare_systems_glrt_parity(R, cs):
     R("cs1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = ter_df, REML = FALSE)")
     R("cs0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = ter_df, REML = FALSE)")
     chisq, df, p = _r_lrt(R, "cs0", "cs1")
+    # ours refits the REML fits by refitML, R fits ML afresh: two optimizer paths, but for a single item
+    # intercept the log-likelihoods agree to ~1e-13 relative (chisq and p up to 2.6e-10 apart with start
+    # values perturbed by 1e-12..1e-2 or rows permuted), so the GLRTs of this file keep 1e-8
     row = cs.glrt.iloc[1]
     assert_rel(row["chisq"], chisq, rtol=1e-8)
     assert row["df"] == df
@@ -114,7 +117,11 @@ def test_compare_systems_extra_random_and_reference(R, ter):
     R("cr1 <- lme4::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
     R("cr0 <- lme4::lmer(ter ~ 1 + (1|sentence_id) + (1|replication), data = ter_df, REML = FALSE)")
     chisq, _, p = _r_lrt(R, "cr0", "cr1")
-    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=1e-8)
+    # two optimizer paths (ours: refitML from the REML fits; R: fresh ML fits from theta = 1) on a badly
+    # scaled model (replication theta 0.02 beside 4.3, 0 in the full model): the fresh null fit stops
+    # 6e-8 short in logLik here (chisq 2.3e-9 apart), and up to 2e-5 short from start values perturbed
+    # by 1e-12..1e-2 (chisq 1.2e-6 apart, median 1.3e-8): optimizer tolerance, not 1e-8
+    assert_rel(res.glrt["chisq"].iloc[1], chisq, rtol=2 * OPTIMIZER_RTOL)
     assert list(res.emmeans["system"].astype(str))[0] == "Marking"
     R("ter_ref <- ter_df; ter_ref$system <- relevel(ter_ref$system, ref = 'Marking')")
     R("cr_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id) + (1|replication), data = ter_ref)")
