@@ -88,11 +88,20 @@ def prepare_model_data(
     import pandas as pd  # noqa: PLC0415
 
     from .data.table import as_pandas  # noqa: PLC0415
-    from .data.validate import require_finite, require_levels, require_nonempty  # noqa: PLC0415
+    from .data.validate import (  # noqa: PLC0415
+        ROWS_CHECKED,
+        duplicated_rows_warning,
+        require_finite,
+        require_levels,
+        require_nonempty,
+        require_supported_dtypes,
+        require_unique_columns,
+    )
 
     if not isinstance(formula, str) or "~" not in formula:
         raise DataError(f"formula {formula!r} must be a string like 'score ~ system + (1|item)'")
     if isinstance(data, pd.DataFrame):
+        require_unique_columns(data)
         df = data  # read only; the columns used are copied below
     else:
         df = as_pandas(data)
@@ -108,6 +117,7 @@ def prepare_model_data(
     frame = df[used].copy()
     for resp in parsed.response_columns:
         require_finite(frame, resp)
+    require_supported_dtypes(frame, used)
     warnings: list[ResultWarning] = []
     levels = dict(levels or {})
     reference = dict(reference or {})
@@ -137,6 +147,10 @@ def prepare_model_data(
     from ._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
 
     check_fixed_effects_memory(frame, parsed)
+    if not df.attrs.get(ROWS_CHECKED):  # workflows check the caller's whole table themselves
+        dup = duplicated_rows_warning(df, parsed.response_columns[0])  # keys: every other column
+        if dup is not None:
+            warnings.append(dup)
     return parsed.r_formula, frame, warnings
 
 
@@ -434,14 +448,14 @@ def lmm(
 
     Singular fits are reported (``singular=True`` and a warning), never raised.
     """
+    from .data.validate import require_level  # noqa: PLC0415
     from .engine import session  # noqa: PLC0415
 
     df_key = normalize_df_method(df_method)
     opt = normalize_optimizer(optimizer)
     if df_key == "kenward-roger" and not reml:
         raise DataError("Kenward-Roger df need a REML fit; use reml=True or df_method='satterthwaite'")
-    if not 0 < float(level) < 1:
-        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    level = require_level(level)
     qformula, frame, pre_warnings = prepare_model_data(formula, data, factors=factors, levels=levels, reference=reference,
                                                        allow_r_code=allow_r_code)
     res = session.call(

@@ -9,7 +9,15 @@ me_r2_parts <- function(m) {
   mm <- stats::model.matrix(m, type = "randomListRaw")
   vc <- lme4::VarCorr(m)
   cnms <- lme4::getME(m, "cnms")  # VarCorr's order, named by grouping factor
-  mm_group <- trimws(sub("^.*\\|", "", names(mm)))
+  # The grouping factor of each raw model matrix, named as lme4 names cnms/VarCorr
+  # (barnames: deparse1 of the bar's right-hand side). names(mm) are whole deparsed bar terms
+  # ("1 | `item id`"), whose group part is back-quoted for non-syntactic names, so the group
+  # is looked up from the same findbars() terms mmList() used, not cut out of the string.
+  bars <- lme4::findbars(stats::formula(m))
+  bar_group <- stats::setNames(vapply(bars, function(b) deparse1(b[[3]]), ""),
+                               vapply(bars, deparse1, ""))
+  mm_group <- unname(bar_group[names(mm)])
+  if (anyNA(mm_group)) stop("could not match the random-effect terms of the model matrix to the formula's bars")
   used <- rep(FALSE, length(mm))
   terms <- lapply(seq_along(vc), function(k) {
     S <- vc[[k]]

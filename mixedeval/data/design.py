@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import DataError
 from ..results import ResultMixin
 from .table import as_pandas
 from .validate import require_columns, require_nonempty
@@ -40,13 +41,27 @@ def _relation(df, a: str, b: str) -> tuple[str, int, int]:
     observed, possible = len(pairs), n_a * n_b
     if observed == possible:
         return "crossed", observed, possible
-    a_in_b = pairs.groupby(a, observed=True)[b].nunique().max() == 1  # each a-level in one b-level
-    b_in_a = pairs.groupby(b, observed=True)[a].nunique().max() == 1
+    a_in_b = pairs.groupby(a, observed=True, sort=False)[b].nunique().max() == 1  # each a-level in one b-level
+    b_in_a = pairs.groupby(b, observed=True, sort=False)[a].nunique().max() == 1
     if a_in_b and n_a > n_b:
         return f"{a} nested in {b}", observed, possible
     if b_in_a and n_b > n_a:
         return f"{b} nested in {a}", observed, possible
     return "partially crossed", observed, possible
+
+
+def _require_hashable(df, column: str) -> None:
+    from .validate import require_supported_dtypes  # noqa: PLC0415
+
+    s = df[column]
+    if s.dtype != object:
+        return
+    try:
+        s.nunique()
+    except TypeError:
+        require_supported_dtypes(df, [column])  # names the list/dict values
+        raise DataError(f"factor column {column!r} holds values that cannot be compared; convert it with "
+                        f"df[{column!r}].astype(str)") from None
 
 
 def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
@@ -59,8 +74,16 @@ def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
 
     df = as_pandas(data)
     require_nonempty(df)
+    if isinstance(factors, str):
+        factors = [factors]
     factors = list(factors)
+    if len(set(map(str, factors))) != len(factors):
+        raise DataError(f"factors lists a column twice ({factors}); name each factor once")
     require_columns(df, factors)
+    for f in factors:
+        _require_hashable(df, f)
+        if df[f].isna().all():
+            raise DataError(f"factor column {f!r} has no non-missing values; fill it in or leave it out of factors")
     rows = []
     for f in factors:
         counts = df[f].value_counts(dropna=True)
@@ -70,7 +93,10 @@ def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
     for a, b in itertools.combinations(factors, 2):
         r, obs, pos = _relation(df, a, b)
         rel.append({"factor_a": a, "factor_b": b, "relation": r, "cells_observed": obs, "cells_possible": pos})
-    cell = df.groupby(factors, observed=True).size() if factors else pd.Series([len(df)])
+    cell = df.groupby(factors, observed=True, sort=False).size() if factors else pd.Series([len(df)])
+    if cell.size == 0:  # every row misses at least one factor
+        raise DataError(f"no row has a value in every factor ({', '.join(map(str, factors))}); fill in the "
+                        "missing levels or describe fewer factors")
     n_full = 1
     for r in rows:
         n_full *= r["n_levels"]

@@ -45,22 +45,34 @@ def as_pandas(data: Any, *, what: str = "data"):
     """
     import pandas as pd  # noqa: PLC0415
 
+    from .validate import require_unique_columns  # noqa: PLC0415
+
     if data is None:
         raise DataError(f"{what} is None; pass a DataFrame or a path to a CSV/Parquet/JSON file")
     if isinstance(data, pd.DataFrame):
+        require_unique_columns(data, what)  # before copying: duplicated names break column access
         return data.copy(deep=True)
     if isinstance(data, (str, Path)):
-        return read_table(data)
-    mod = type(data).__module__.split(".")[0]
-    if mod == "pyarrow":
-        return data.to_pandas()
-    if mod == "polars":
-        if hasattr(data, "collect") and not hasattr(data, "to_pandas"):
-            data = data.collect()
-        return data.to_pandas()
-    if isinstance(data, (dict, list)):
-        return pd.DataFrame(data)
-    raise DataError(
-        f"{what} has unsupported type {type(data).__name__}; pass a pandas/polars DataFrame, a pyarrow "
-        "Table or a file path"
-    )
+        df = read_table(data)
+    else:
+        mod = type(data).__module__.split(".")[0]
+        try:
+            if mod == "pyarrow":
+                df = data.to_pandas()
+            elif mod == "polars":
+                if hasattr(data, "collect") and not hasattr(data, "to_pandas"):
+                    data = data.collect()
+                df = data.to_pandas()
+            elif isinstance(data, (dict, list)):
+                df = pd.DataFrame(data)
+            else:
+                raise DataError(
+                    f"{what} has unsupported type {type(data).__name__}; pass a pandas/polars DataFrame, a pyarrow "
+                    "Table or a file path"
+                )
+        except DataError:
+            raise
+        except Exception as exc:  # e.g. a dict of columns of different lengths
+            raise DataError(f"could not turn {what} ({type(data).__name__}) into a table: {exc}") from exc
+    require_unique_columns(df, what)
+    return df

@@ -87,8 +87,9 @@ def anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: floa
 
     type_key = _normalize_type(type)
     ddf_key = _normalize_ddf(ddf)
-    if not 0 < float(level) < 1:
-        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    from ..data.validate import require_level  # noqa: PLC0415
+
+    level = require_level(level)
     if ddf_key == "kenward-roger" and not fit.reml:
         raise DataError("Kenward-Roger df need a REML fit; use fit.refit(reml=True).anova(ddf='kenward-roger') "
                         "or ddf='satterthwaite'")

@@ -271,8 +271,9 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
         raise DataError("specs must name at least one variable, e.g. 'system'")
     by_t = _names(by, "by")
     _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
-    if not 0 < float(level) < 1:
-        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    from ..data.validate import require_level  # noqa: PLC0415
+
+    level = require_level(level)
     if var is not None:
         _check_vars(fit, [var], "var")
         import pandas as pd  # noqa: PLC0415
@@ -370,9 +371,9 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
               by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
               seed: int | None = 1) -> ContrastResult:
     """Contrasts of an :class:`EMMResult` (see :meth:`EMMResult.contrasts`)."""
-    level = emm.level if level is None else float(level)
-    if not 0 < level < 1:
-        raise DataError(f"level must be between 0 and 1, not {level!r}")
+    from ..data.validate import require_level  # noqa: PLC0415
+
+    level = emm.level if level is None else require_level(level)
     adj = _adjust_name(adjust)
     use_grid_by = by is None
     by_t = emm.by if use_grid_by else _names(by, "by")

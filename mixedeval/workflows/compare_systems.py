@@ -58,18 +58,35 @@ def term_columns(terms: Sequence[str]) -> list[str]:
 
 
 def prepare_frame(data: Any, score: str, factors: Sequence[str], numeric: Sequence[str] = ()):
-    """A private copy with only the needed columns, rows with missing values dropped (with a
-    warning), the score finite and every factor with two or more levels."""
+    """A private copy with only the needed columns and every factor with two or more levels.
+
+    The rules of :mod:`mixedeval.data.validate`: a missing or infinite score is a
+    :class:`DataError`; rows with a missing factor or numeric predictor are dropped (with a
+    ``missing_rows`` warning; all models use the same rows); rows repeating another row exactly
+    get a ``duplicated_rows`` warning."""
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_finite, require_levels, require_nonempty  # noqa: PLC0415
+    from ..data.validate import (  # noqa: PLC0415
+        ROWS_CHECKED,
+        duplicated_rows_warning,
+        require_columns,
+        require_finite,
+        require_levels,
+        require_nonempty,
+        require_supported_dtypes,
+    )
 
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     require_nonempty(df)
     cols = list(dict.fromkeys([score, *factors, *numeric]))
     require_columns(df, cols)
+    require_supported_dtypes(df, cols, score=score)
+    require_finite(df, score)
     frame = df[cols].copy()
     warnings: list[ResultWarning] = []
+    dup = duplicated_rows_warning(df, score)
+    if dup is not None:
+        warnings.append(dup)
     bad = frame.isna().any(axis=1)
     if bad.any():
         which = [c for c in cols if frame[c].isna().any()]
@@ -77,11 +94,11 @@ def prepare_frame(data: Any, score: str, factors: Sequence[str], numeric: Sequen
                                       f"{', '.join(which)} were dropped before fitting (all models use the same rows)"))
         frame = frame.loc[~bad].copy()
         require_nonempty(frame, "data without missing values")
-    require_finite(frame, score)
     for c in numeric:
-        require_finite(frame, c)
+        require_finite(frame, c, role="numeric column")
     for c in factors:
         require_levels(frame, c, 2, "factor")
+    frame.attrs[ROWS_CHECKED] = True  # checked on the whole table above; lmm does not repeat it
     return frame, warnings
 
 
@@ -230,7 +247,10 @@ def _averaged(frame, score: str, system: str, item: str, levels, posthoc_df, adj
     from ..engine import session  # noqa: PLC0415
     from ..data._formula import parse_formula  # noqa: PLC0415
 
+    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
+
     avg = frame.groupby([item, system], observed=True, sort=False)[score].mean().reset_index()
+    avg.attrs[ROWS_CHECKED] = True  # one row per (item, system): equal means are not copies
     an = system_analysis(avg, score, system, item, (), levels=levels, posthoc_df=posthoc_df, adjust=adjust,
                          level=level, optimizer=optimizer, factors=[system, item])
     cols = [score, system]
@@ -292,7 +312,10 @@ def compare_systems(
 
     from ..data.table import as_pandas  # noqa: PLC0415
 
+    from ..data.validate import require_level  # noqa: PLC0415
+
     posthoc_df = check_posthoc_df(posthoc_df)
+    level = require_level(level)
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
     factors = list(dict.fromkeys([system, item, *term_columns(extra)]))

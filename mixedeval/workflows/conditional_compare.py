@@ -206,9 +206,10 @@ def conditional_compare(
     import pandas as pd  # noqa: PLC0415
 
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns  # noqa: PLC0415
+    from ..data.validate import require_columns, require_level  # noqa: PLC0415
 
     posthoc_df = check_posthoc_df(posthoc_df)
+    level = require_level(level)
     if null not in NULLS:
         raise DataError(f"null must be one of {', '.join(NULLS)}, not {null!r}")
     if prop in (system, item, score):

@@ -81,22 +81,40 @@ def _prepare_frame(data: Any, score: str, model: str, language: str, task: str |
     import pandas as pd  # noqa: PLC0415
 
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_finite, require_nonempty  # noqa: PLC0415
+    from ..data.validate import (  # noqa: PLC0415
+        ROWS_CHECKED,
+        _rows_preview,
+        duplicated_rows_warning,
+        require_columns,
+        require_finite,
+        require_nonempty,
+        require_supported_dtypes,
+    )
 
     df = as_pandas(data)
     require_nonempty(df)
-    task_cols = [task] if isinstance(task, str) else list(task)
+    task_cols = list(task) if isinstance(task, (list, tuple)) else [task]
     if not task_cols:
         raise DataError("task must name a column (or a list of columns such as ['dataset', 'metric'])")
     require_columns(df, [score, model, language, *task_cols])
-    require_finite(df, score)
-    for role, col in (("model", model), ("language", language), *(("task", c) for c in task_cols)):
-        bad = _missing_rows(df[col])
-        if bad.any():
-            raise DataError(
-                f"{role} column {col!r} has {int(bad.sum())} missing or empty values (rows "
-                f"{', '.join(map(str, df.index[bad][:5]))}); drop those rows or fill in the {role}"
-            )
+    require_supported_dtypes(df, [score], score=score)
+    require_finite(df, score)  # missing scores are an error (mixedeval.data.validate)
+    warnings: list[ResultWarning] = []
+    dup = duplicated_rows_warning(df, score)
+    if dup is not None:
+        warnings.append(dup)
+    factor_cols = (("model", model), ("language", language), *(("task", c) for c in task_cols))
+    missing = {col: _missing_rows(df[col]) for _, col in factor_cols}
+    any_missing = np.logical_or.reduce([m.to_numpy() for m in missing.values()])
+    if any_missing.any():  # missing factor values drop the row, with a warning (as lmm)
+        which = ", ".join(f"{col!r} ({int(m.sum())})" for col, m in missing.items() if m.any())
+        warnings.append(ResultWarning(
+            "missing_rows",
+            f"{int(any_missing.sum())} record(s) with a missing or empty model/language/task value were dropped "
+            f"(rows {_rows_preview(df.index[any_missing])}; missing in {which})",
+        ))
+        df = df.loc[~any_missing]
+        require_nonempty(df, "data without missing model/language/task values")
     task_values = df[task_cols[0]].astype(str)
     for c in task_cols[1:]:
         task_values = task_values + "/" + df[c].astype(str)
@@ -106,7 +124,6 @@ def _prepare_frame(data: Any, score: str, model: str, language: str, task: str |
         "language": df[language].astype(str),
         "task": task_values,
     }, index=df.index)
-    warnings: list[ResultWarning] = []
     labels = {str(a).strip().lower() for a in aggregate_labels}
     is_agg = frame["language"].str.strip().str.lower().isin(labels)
     n_agg = int(is_agg.sum())
@@ -139,6 +156,7 @@ def _prepare_frame(data: Any, score: str, model: str, language: str, task: str |
             f"{int(frame.duplicated(['model', 'language', 'task']).sum())} records repeat a (model, language, task) "
             "cell; each is kept as a separate observation",
         ))
+    frame.attrs[ROWS_CHECKED] = True  # the caller's whole table was checked above; lmm does not repeat it
     return frame, n_agg, warnings
 
 
@@ -147,7 +165,7 @@ def _resolve_reference(frame, reference: Mapping[str, Any] | None, language: str
     """Reference level per factor: explicit, else the first level in code-point order."""
     ref: dict[str, str] = {}
     aliases = {"language": "language", language: "language", "task": "task"}
-    if isinstance(task, str):
+    if not isinstance(task, (list, tuple)):
         aliases[task] = "task"
     for key, value in dict(reference or {}).items():
         role = aliases.get(str(key))
@@ -490,14 +508,10 @@ class LanguageDisparityResult(ResultMixin):
         """
         import pandas as pd  # noqa: PLC0415
 
+        from ..data.validate import require_level  # noqa: PLC0415
         from ..lmm import normalize_df_method  # noqa: PLC0415
 
-        try:
-            level = float(level)
-        except (TypeError, ValueError):
-            raise DataError(f"level must be a number strictly between 0 and 1, got {level!r}") from None
-        if not 0 < level < 1:
-            raise DataError(f"level must be strictly between 0 and 1, got {level!r}")
+        level = require_level(level)
         key = normalize_df_method(df_method)
         if key == "asymptotic":
             raise DataError("df_method='asymptotic' (z intervals) is not offered: with few models the t df are what "
@@ -560,8 +574,9 @@ class LanguageDisparityResult(ResultMixin):
 
         if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
             raise DataError(f"n_boot must be an integer >= 2, got {n_boot!r}")
-        if not 0 < float(level) < 1:
-            raise DataError(f"level must be strictly between 0 and 1, got {level!r}")
+        from ..data.validate import require_level  # noqa: PLC0415
+
+        level = require_level(level)
         if re not in ("unconditional", "conditional"):
             raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
         if scores not in ("observed", "simulated"):

@@ -157,10 +157,12 @@ def assess_meta_parameter(
     categorical data property, or a numeric one with ``bins``), the interaction
     ``param x prop`` is tested and the levels are compared within each property level.
     """
+    from ..data.validate import require_level  # noqa: PLC0415
     from .compare_systems import compare_systems  # noqa: PLC0415
     from .conditional_compare import conditional_compare  # noqa: PLC0415
 
-    data = _param_as_text(data, param)
+    level = require_level(level)
+    data = _param_as_text(data, param, score)
     if prop is None:
         if bins is not None or labels is not None:
             raise DataError("bins/labels need a property: pass prop=")
@@ -181,16 +183,17 @@ def assess_meta_parameter(
                                    warnings=ws, provenance=prov, fit=fit)
 
 
-def _param_as_text(data: Any, param: str):
+def _param_as_text(data: Any, param: str, score: str | None = None):
     """A copy whose ``param`` column is categorical in numeric order (0.0001 < 0.0003 < 0.001)."""
     import pandas as pd  # noqa: PLC0415
 
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns  # noqa: PLC0415
+    from ..data.validate import require_columns, require_supported_dtypes  # noqa: PLC0415
 
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     require_columns(df, [param])
+    require_supported_dtypes(df, [param, score], score=score)
     s = df[param]
     if isinstance(s.dtype, pd.CategoricalDtype):
         return df

@@ -183,10 +183,14 @@ def inferential_reproducibility(
     import pandas as pd  # noqa: PLC0415
 
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns  # noqa: PLC0415
+    from ..data.validate import (  # noqa: PLC0415
+        require_columns,
+        require_finite,
+        require_level,
+        require_supported_dtypes,
+    )
 
-    if not 0 < alpha < 1:
-        raise DataError(f"alpha must be between 0 and 1, not {alpha!r}")
+    alpha = require_level(alpha, "alpha")
     meta_params = [meta_params] if isinstance(meta_params, str) else list(meta_params)
     if not meta_params:
         raise DataError("meta_params must name the columns that identify an instance (e.g. ['seed', 'learning_rate'])")
@@ -194,6 +198,8 @@ def inferential_reproducibility(
     df.columns = [str(c) for c in df.columns]
     prop_specs = _prop_spec(props)
     require_columns(df, [score, system, item, *meta_params, *[p for p, _, _ in prop_specs]])
+    require_supported_dtypes(df, [score, system, item, *meta_params], score=score)
+    require_finite(df, score)  # before choosing the best instances: a missing score is an error
     frame = df.copy()
     for c in meta_params:  # a system without this meta-parameter (NaN) is one instance
         frame[c] = frame[c].astype(object).where(frame[c].notna(), "(none)").astype(str)

@@ -164,8 +164,18 @@ def _alias(name: str, taken: set[str]) -> str:
 
 
 # ------------------------------------------------------------------------ checks
-def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score: str) -> list[ResultWarning]:
-    from ..data.validate import require_columns, require_finite, require_levels, require_nonempty  # noqa: PLC0415
+def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score: str):
+    """``(rows used, warnings)``: a missing score is an error, rows with a missing object/facet
+    value are dropped with a ``missing_rows`` warning (the rules of mixedeval.data.validate)."""
+    from ..data.validate import (  # noqa: PLC0415
+        _rows_preview,
+        duplicated_rows_warning,
+        require_columns,
+        require_finite,
+        require_levels,
+        require_nonempty,
+        require_supported_dtypes,
+    )
 
     require_nonempty(df)
     require_columns(df, [score, obj, *facets])
@@ -176,14 +186,27 @@ def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score
                 f"{t.role} term {t.name!r} names column(s) {', '.join(map(repr, missing))} that are not in the data; "
                 f"available columns: {', '.join(map(str, df.columns[:20]))}"
             )
-    require_finite(df, score)
     variables = sorted({v for t in terms for v in t.variables})
+    require_supported_dtypes(df, [score, *variables], score=score)
+    require_finite(df, score)
+    warnings: list[ResultWarning] = []
+    dup = duplicated_rows_warning(df, score)
+    if dup is not None:
+        warnings.append(dup)
+    na = df[variables].isna()
+    bad = na.any(axis=1).to_numpy()
+    if bad.any():
+        which = ", ".join(f"{v!r} ({int(na[v].sum())})" for v in variables if na[v].any())
+        warnings.append(ResultWarning(
+            "missing_rows",
+            f"{int(bad.sum())} row(s) with missing values in {which} were dropped before fitting "
+            f"(rows {_rows_preview(df.index[bad])})",
+        ))
+        df = df.loc[~bad]
+        require_nonempty(df, "data without missing object/facet values")
     for v in variables:
-        if df[v].isna().any():
-            raise DataError(f"column {v!r} has {int(df[v].isna().sum())} missing values; drop those rows or fill in the level")
         role = "object column" if v == obj else "facet"
         require_levels(df, v, 2, role)
-    warnings: list[ResultWarning] = []
     n_obj = df[obj].nunique()
     for f in facets:
         pairs = df[[obj, f]].drop_duplicates()
@@ -217,7 +240,7 @@ def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score
                     f"{t.role} term {t.name!r} has one observation per level ({n_lev} levels, {n} rows): its variance is "
                     "confounded with the residual; drop it (the residual contains it)"
                 )
-    return warnings
+    return df, warnings
 
 
 # ----------------------------------------------------------------------- result
@@ -546,6 +569,7 @@ def variance_components(
     import pandas as pd  # noqa: PLC0415
 
     from ..data.table import as_pandas  # noqa: PLC0415
+    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
     from ..lmm import lmm  # noqa: PLC0415
 
     if not isinstance(object, str) or not object:
@@ -556,14 +580,16 @@ def variance_components(
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     terms = _build_terms(object, facets, interactions, nested)
-    pre_warnings = _check_design(df, object, facets, terms, score)
+    df, pre_warnings = _check_design(df, object, facets, terms, score)
 
     variables = list(dict.fromkeys(v for t in terms for v in t.variables))
     taken: set[str] = set()
     alias = {v: _alias(v, taken) for v in [*variables, score]}
-    frame = pd.DataFrame({alias[v]: df[v].to_numpy() for v in [score, *variables]})
+    frame = pd.DataFrame({alias[score]: df[score].to_numpy(dtype=float, na_value=np.nan),
+                          **{alias[v]: df[v].to_numpy() for v in variables}})
     for v in variables:  # grouping factors as strings: explicit, code-point-sorted levels
         frame[alias[v]] = frame[alias[v]].astype(str)
+    frame.attrs[ROWS_CHECKED] = True  # the caller's whole table was checked in _check_design
     grp_of = {":".join(alias[v] for v in t.variables): t for t in terms}
     rhs = " + ".join(f"(1|{g})" for g in grp_of)
     formula = f"{alias[score]} ~ 1 + {rhs}"
