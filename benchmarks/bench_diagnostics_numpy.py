@@ -67,9 +67,9 @@ def fit_split(repeat: int) -> None:
     from mixedeval.diagnostics import diagnose_fit  # noqa: PLC0415
 
     fit = me.lmm("ter ~ system + (1|sentence_id)", data=me.datasets.load("kreutzer_ter"))
-    diagnose_fit(fit, n_sim=N_SIM, seed=1)  # warm-up: model values, ranef, frame cached
-    t_total = best_of(lambda: diagnose_fit(fit, n_sim=N_SIM, seed=123, group="system"), repeat)
-    t_sim = best_of(lambda: fit.simulate(N_SIM, seed=123), repeat)
+    diagnose_fit(fit, n_sim=N_SIM, random_state=1)  # warm-up: model values, ranef, frame cached
+    t_total = best_of(lambda: diagnose_fit(fit, n_sim=N_SIM, random_state=123, group="system"), repeat)
+    t_sim = best_of(lambda: fit.simulate(N_SIM, random_state=123), repeat)
     print(f"Kreutzer TER fit ({fit.nobs} rows, {N_SIM} simulations), best of {repeat}")
     print(f"  diagnose_fit total:        {t_total * 1e3:8.1f} ms")
     print(f"  R simulate():              {t_sim * 1e3:8.1f} ms   ({t_sim / t_total:.0%} of total)")
@@ -90,10 +90,10 @@ def main() -> None:
     sims = pred[:, None] + rng.normal(size=(N_OBS, N_SIM))
     y = pred + rng.normal(size=N_OBS)
     group = rng.integers(0, N_GROUPS, size=N_OBS)
-    from_simulations(sims[:100], y[:100], pred[:100], seed=0, group=group[:100])  # imports, warm-up
+    from_simulations(sims[:100], y[:100], pred[:100], random_state=0, group=group[:100])  # imports, warm-up
 
-    t_ours = best_of(lambda: from_simulations(sims, y, pred, seed=0, group=group), args.repeat)
-    t_plain = best_of(lambda: from_simulations(sims, y, pred, seed=0), args.repeat)
+    t_ours = best_of(lambda: from_simulations(sims, y, pred, random_state=0, group=group), args.repeat)
+    t_plain = best_of(lambda: from_simulations(sims, y, pred, random_state=0), args.repeat)
     t_naive = best_of(lambda: naive_residuals(sims, y, np.random.default_rng(0)), max(1, args.repeat // 3))
 
     print(f"matrix {N_OBS} x {N_SIM}, best of {args.repeat}")

@@ -3,6 +3,12 @@
 # these functions restate its published algorithm in plain R on top of R's own ks.test,
 # binom.test, p.adjust and car::leveneTest. Random draws are passed in, so the results are
 # deterministic and comparable with the numpy implementation on the same inputs.
+# `alternative` is accepted in mixedeval's spelling ("two-sided") or R's ("two.sided").
+
+# mixedeval's "two-sided" is R's "two.sided"; the other two are spelled alike
+dharma_ref_alternative <- function(alternative) {
+  if (identical(alternative, "two-sided")) "two.sided" else alternative
+}
 
 # PIT residuals (getQuantile, method = "PIT"): u replaces runif(n) in
 # runif(length(lower), lower, lowerOrEqual) = lower + (lowerOrEqual - lower) * u
@@ -41,7 +47,7 @@ dharma_ref_outliers_binomial <- function(res, nSim, alternative = "two.sided", m
   hi <- sum(res > (1 - 1 / (nSim + 1)))
   outliers <- switch(margin, both = lo + hi, upper = hi, lower = lo)
   p0 <- 1 / (nSim + 1) * ifelse(margin == "both", 2, 1)
-  bt <- binom.test(outliers, length(res), p = p0, alternative = alternative)
+  bt <- binom.test(outliers, length(res), p = p0, alternative = dharma_ref_alternative(alternative))
   list(statistic = outliers, p.value = bt$p.value)
 }
 

@@ -6,7 +6,13 @@ Everything here is numpy/scipy (R only produces the simulations, through the fit
 * :func:`diagnose_fit` -- the same for a fitted :class:`mixedeval.LMMFit`, plus classical checks;
 * ``test_*`` -- the individual tests (uniformity, dispersion, outliers, zero-inflation, generic,
   categorical);
+* :func:`ks_test_uniform` -- R's ``ks.test(x, "punif")`` (hand-written: R's exact/asymptotic rule
+  and its p-value arithmetic differ from ``scipy.stats.kstest``; see ``_ks``);
 * ``plot_*`` -- matplotlib figures (matplotlib is imported only when a plot is drawn).
+
+Where scipy gives R's number it is called directly: the outlier test's binomial p-value is
+``scipy.stats.binomtest`` (R's ``binom.test``), the Levene test ``scipy.stats.levene(center=
+"median")`` (``car::leveneTest``), Holm's adjustment :func:`mixedeval.adjust_pvalues`.
 
 Names are resolved lazily so that importing this package stays cheap.
 """
@@ -26,8 +32,6 @@ _LAZY: dict[str, str] = {
     "test_generic": "simtests",
     "test_categorical": "simtests",
     "ks_test_uniform": "_ks",
-    "binom_test_pvalue": "_binom",
-    "levene_median": "_levene",
     "plot_qq_uniform": "plots",
     "plot_residuals_vs_predicted": "plots",
     "plot_residuals_by_group": "plots",

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultWarning
 from .residuals import pit_residuals
@@ -105,12 +106,25 @@ def tests_table(tests: list) -> Any:
     return pd.DataFrame([t.row() for t in tests], columns=TEST_COLUMNS)
 
 
+def _generator_and_record(random_state: Any) -> tuple[np.random.Generator, Any]:
+    """The Generator of the draws and what reproduces them (see ``Diagnostics.random_state``).
+
+    An int gives ``numpy.random.default_rng(int)`` (its SeedSequence entropy is the int); None
+    and a SeedSequence are recorded by their entropy; a Generator is used as it is (record None).
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state, None
+    ss = seed_sequence(random_state)
+    record: Any = ss.entropy if not ss.spawn_key else {"entropy": ss.entropy, "spawn_key": list(ss.spawn_key)}
+    return np.random.default_rng(ss), record
+
+
 def from_simulations(
     simulated: Any,
     observed: Any,
     predicted: Any = None,
     integer_response: bool = False,
-    seed: int | np.random.Generator | None = None,
+    random_state: Any = None,
     *,
     group: Any = None,
     group_label: str | None = None,
@@ -134,8 +148,10 @@ def from_simulations(
     integer_response : bool
         True for count data: enables the zero-inflation test and DHARMa's bootstrap outlier test
         for n <= 500. (With PIT residuals it does not change the residuals.)
-    seed : int, Generator or None
+    random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Draws the uniforms that break ties in the PIT residuals (and the outlier bootstrap).
+        Recorded on the result as ``random_state`` (the int, or the SeedSequence entropy drawn
+        for None; None for a Generator).
     group : array-like, optional
         A categorical predictor: adds ``uniformity_by_group`` (KS per level, Holm) and ``levene``
         (median-centred) rows and the ``group_tests`` table.
@@ -145,8 +161,8 @@ def from_simulations(
     Returns
     -------
     Diagnostics
-        ``residuals`` and the ``tests`` table (test, statistic, p_value, alternative, verdict,
-        reason, method).
+        ``residuals``, the ``tests`` table (test, statistic, p_value, alternative, verdict,
+        reason, method) and ``table`` (the same rows with ``source`` and ``name``).
     """
     from .simtests import test_categorical, test_dispersion, test_outliers, test_uniformity, test_zero_inflation  # noqa: PLC0415
 
@@ -160,15 +176,15 @@ def from_simulations(
         pred = _validate_predicted(predicted, n)
     label = group_label or (str(group.name) if getattr(group, "name", None) is not None else "group")
     cat = as_group(group, n, label)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    residuals = pit_residuals(sims, obs, rng=rng)
+    rng, record = _generator_and_record(random_state)
+    residuals = pit_residuals(sims, obs, random_state=rng)
     diag = Diagnostics(
         residuals=_freeze(residuals),
         tests=tests_table([]),
         n_obs=n,
         n_sim=n_sim,
         integer_response=bool(integer_response),
-        seed=None if isinstance(seed, np.random.Generator) else seed,
+        random_state=record,
         alpha=alpha,
         simulation=simulation,
         warnings=tuple(warnings),
@@ -181,7 +197,7 @@ def from_simulations(
     tests = [
         test_uniformity(diag),
         test_dispersion(diag),
-        test_outliers(diag, seed=rng),
+        test_outliers(diag, random_state=rng),
         test_zero_inflation(diag),
     ]
     group_tests = None

@@ -1,7 +1,8 @@
 """Diagnostics of a fitted linear mixed model: simulated residuals plus classical checks.
 
 :func:`diagnose_fit` works on any object with the :class:`mixedeval.LMMFit` interface:
-``simulate(n_sim, seed=, re=)`` (lme4 ``simulate()``, an n_obs x n_sim array),
+``simulate(n_sim, random_state=, re=)`` (lme4 ``simulate()``, an n_obs x n_sim array; an int
+``random_state`` is R's ``set.seed``),
 ``response_values()``, ``fitted(re="population" | "conditional")``, ``residuals()``,
 ``ranef()`` (dict group -> DataFrame of BLUPs, one column per term), ``model_frame()``,
 ``singular``, ``converged`` and ``warnings``.
@@ -13,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from .._format import fmt_p
+from .._random import r_seed
 from ..errors import DataError
 from ._levene import levene_median
 from ._normality import normality_test
 from .core import MIN_SIMULATIONS, as_group, from_simulations
-from .result import CHECK_COLUMNS, Diagnostics, fmt_p
+from .result import CHECK_COLUMNS, Diagnostics
 
 _NAN = float("nan")
 
@@ -133,7 +136,7 @@ def _optimizer_row(fit: Any) -> dict[str, Any]:
 def diagnose_fit(
     fit: Any,
     n_sim: int = 250,
-    seed: int = 123,
+    random_state: Any = 123,
     re: str = "unconditional",
     group: Any = None,
     alpha: float = 0.05,
@@ -141,10 +144,17 @@ def diagnose_fit(
 ) -> Diagnostics:
     """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks of a fitted model.
 
-    Simulations come from ``fit.simulate(n_sim, seed=seed, re=re)`` (lme4 ``simulate()``;
+    Simulations come from ``fit.simulate(n_sim, random_state=..., re=re)`` (lme4 ``simulate()``;
     ``re="unconditional"`` draws new random effects, DHARMa's default; ``"conditional"`` keeps the
     BLUPs); the dispersion test uses the population-level predictions (DHARMa's ``getFitted``:
-    ``predict(re.form = ~0)``). ``seed`` seeds both R's simulation and the numpy tie-breaking.
+    ``predict(re.form = ~0)``).
+
+    ``random_state`` (None, int, ``numpy.random.SeedSequence`` or ``numpy.random.Generator``)
+    becomes one int (:func:`mixedeval._random.r_seed`; an int is kept as it is) that is R's
+    ``set.seed`` for the simulations and seeds the numpy tie-breaking of the PIT residuals; that
+    int is recorded as ``Diagnostics.random_state`` and ``provenance["random_state"]``, so
+    ``random_state=<recorded int>`` reproduces the diagnosis. The default 123 is DHARMa's
+    (``simulateResiduals(seed = 123)``): repeated calls give the same residuals and verdicts.
     ``group`` (a model-frame column name or an array) adds the per-level uniformity and Levene
     tests on the scaled residuals. The ``checks`` table holds :func:`classical_checks`;
     with ``check_optimizers=True`` it also holds the optimizer comparison
@@ -156,16 +166,17 @@ def diagnose_fit(
         raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
     if int(n_sim) < MIN_SIMULATIONS:
         raise DataError(f"n_sim={n_sim}: at least {MIN_SIMULATIONS} simulations are needed and 250 or more are recommended.")
+    state = r_seed(random_state)
     mf = fit.model_frame()
     label = None
     if isinstance(group, str):
         if group not in mf.columns:
             raise DataError(f"group={group!r} is not a column of the model frame; available: {list(mf.columns)}")
         label, group = group, mf[group]
-    sims = fit.simulate(int(n_sim), seed=seed, re=re)
+    sims = fit.simulate(int(n_sim), random_state=state, re=re)
     diag = from_simulations(
         sims, fit.response_values(), fit.fitted(re="population"), integer_response=False,
-        seed=seed, group=group, group_label=label, alpha=alpha, simulation=re,
+        random_state=state, group=group, group_label=label, alpha=alpha, simulation=re,
     )
     resid = np.asarray(fit.residuals(), dtype=float)
     ranef = fit.ranef()
@@ -176,7 +187,7 @@ def diagnose_fit(
 
         checks = pd.concat([checks, pd.DataFrame([_optimizer_row(fit)])], ignore_index=True)
     provenance = dict(diag.provenance)
-    provenance.update({"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "seed": seed})
+    provenance.update({"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state})
     provenance.update({k: v for k, v in (getattr(fit, "provenance", None) or {}).items() if k not in provenance})
     return dataclasses.replace(
         diag,

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .result import Diagnostics, fmt_p
+from .._format import fmt_p
+from .result import Diagnostics
 
 _QUANTILES = (0.25, 0.5, 0.75)
 _RED = "#d62728"

@@ -14,7 +14,11 @@ needs it. Under a correct model the r_i are U(0, 1). References: Dunn, P. K. & S
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from .._random import as_generator
 
 
 def pit_counts(simulated: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -28,14 +32,16 @@ def pit_residuals(
     simulated: np.ndarray,
     observed: np.ndarray,
     *,
-    rng: np.random.Generator | None = None,
+    random_state: Any = None,
     uniforms: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scaled residuals of ``observed`` (n,) against ``simulated`` (n, n_sim) by the PIT rule.
 
     Ties are broken by ``uniforms`` (n,) when given (for reproducing another implementation's
-    draws), else by ``rng.random(n)`` -- drawn only when some observation is tied, as DHARMa does.
-    No input validation here; :func:`mixedeval.diagnostics.from_simulations` validates.
+    draws), else by ``n`` uniforms drawn from ``random_state`` (None, an int, a
+    ``numpy.random.SeedSequence`` or a ``numpy.random.Generator``, which is advanced) -- drawn
+    only when some observation is tied, as DHARMa does. No input validation here;
+    :func:`mixedeval.diagnostics.from_simulations` validates.
     """
     n_sim = simulated.shape[1]
     below, at_or_below = pit_counts(simulated, observed)
@@ -45,6 +51,5 @@ def pit_residuals(
     if not needs.any():
         return lower
     if uniforms is None:
-        rng = np.random.default_rng() if rng is None else rng
-        uniforms = rng.random(observed.shape[0])
+        uniforms = as_generator(random_state).random(observed.shape[0])
     return np.where(needs, lower + (upper - lower) * np.asarray(uniforms, dtype=float), lower)

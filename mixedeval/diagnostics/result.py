@@ -17,17 +17,10 @@ TEST_COLUMNS = ["test", "statistic", "p_value", "alternative", "verdict", "reaso
 CHECK_COLUMNS = ["check", "statistic", "p_value", "verdict", "reason", "method"]
 #: columns of ``Diagnostics.group_tests``
 GROUP_TEST_COLUMNS = ["level", "n", "statistic", "p_value", "p_adj", "exact", "verdict"]
+#: columns of ``Diagnostics.table`` (every test and check in one table)
+TABLE_COLUMNS = ["source", "name", "statistic", "p_value", "alternative", "verdict", "reason", "method"]
 
 VERDICTS = ("ok", "warning", "not_applicable")
-
-
-def fmt_p(p: float) -> str:
-    """Short p-value text for verdict reasons (survival-function values, never rounded to 0)."""
-    if p != p:  # NaN
-        return "NA"
-    if p == 0:
-        return "<1e-300"  # underflow of the survival function, not rounding
-    return f"{p:.3g}"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -37,6 +30,8 @@ class SimulationTest(ResultMixin):
     ``observed_summary`` and ``simulated_summaries`` hold the summary statistic on the data and on
     each simulation for the simulation-based tests (dispersion, zero-inflation, generic), else
     ``None``. ``details`` holds test-specific numbers (e.g. the expected outlier count).
+    ``table`` is the test as a one-row DataFrame (``test, statistic, p_value, alternative,
+    verdict, reason, method``).
     """
 
     test: str
@@ -53,7 +48,9 @@ class SimulationTest(ResultMixin):
     _main_table = "table"
     _title = "Simulation test"
 
+    @property
     def table(self) -> "pd.DataFrame":
+        """The test as a one-row table: ``test, statistic, p_value, alternative, verdict, reason, method``."""
         import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame([self.row()], columns=TEST_COLUMNS)
@@ -68,6 +65,10 @@ class Diagnostics(ResultMixin):
 
     Attributes
     ----------
+    table : DataFrame
+        The main table: every test and check in one table, ``source, name, statistic, p_value,
+        alternative, verdict, reason, method`` (``source`` is ``simulated_residuals`` for the rows
+        of ``tests`` and ``classical`` for the rows of ``checks``).
     residuals : ndarray (n_obs,)
         Scaled PIT residuals, U(0, 1) under a correct model.
     tests : DataFrame
@@ -79,6 +80,12 @@ class Diagnostics(ResultMixin):
     checks : DataFrame or None
         Classical checks of a fitted model (``check, statistic, p_value, verdict, reason,
         method``); ``None`` for :func:`from_simulations`.
+    random_state : int, entropy record or None
+        What reproduces the random draws (R's ``set.seed`` value and the numpy tie-breaking of
+        the PIT residuals): the int given or used; for ``random_state=None`` or a
+        ``SeedSequence`` given to :func:`from_simulations`, the SeedSequence's entropy (pass
+        ``numpy.random.SeedSequence(entropy)`` to reproduce); ``None`` when a ``Generator`` was
+        passed (its state belongs to the caller).
     """
 
     residuals: np.ndarray
@@ -86,7 +93,7 @@ class Diagnostics(ResultMixin):
     n_obs: int
     n_sim: int
     integer_response: bool
-    seed: Any
+    random_state: Any
     alpha: float
     simulation: str = "external"
     group_tests: "pd.DataFrame | None" = None
@@ -102,12 +109,12 @@ class Diagnostics(ResultMixin):
     _fitted_conditional: np.ndarray | None = None
     _ranef: dict[str, Any] | None = None
 
-    _main_table = "tests"
+    _main_table = "table"
     _print_tables = ("tests", "group_tests", "checks")
     _title = "Simulated-residual diagnostics (DHARMa algorithm)"
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("observations", self.n_obs), ("simulations", f"{self.n_sim} ({self.simulation})"), ("seed", self.seed)]
+        return [("observations", self.n_obs), ("simulations", f"{self.n_sim} ({self.simulation})"), ("random_state", self.random_state)]
 
     # read-only views of the inputs -------------------------------------------------------------
     @property
@@ -141,7 +148,18 @@ class Diagnostics(ResultMixin):
     def ranef(self) -> dict[str, Any] | None:
         return self._ranef
 
-    # conveniences ------------------------------------------------------------------------------
+    # the main table and conveniences ------------------------------------------------------------
+    @property
+    def table(self) -> "pd.DataFrame":
+        """Every test and check in one table: ``source, name, statistic, p_value, alternative,
+        verdict, reason, method`` (checks have no ``alternative``: None)."""
+        import pandas as pd  # noqa: PLC0415
+
+        parts = [self.tests.assign(source="simulated_residuals").rename(columns={"test": "name"})]
+        if self.checks is not None and len(self.checks):
+            parts.append(self.checks.assign(source="classical", alternative=None).rename(columns={"check": "name"}))
+        return pd.concat(parts, ignore_index=True)[TABLE_COLUMNS]
+
     @property
     def ok(self) -> bool:
         """True when no test and no check gave a warning."""
@@ -149,15 +167,10 @@ class Diagnostics(ResultMixin):
         return not any((f["verdict"] == "warning").any() for f in frames)
 
     def summary(self) -> "pd.DataFrame":
-        """Tests and checks in one table: ``source, name, verdict, reason``."""
-        import pandas as pd  # noqa: PLC0415
+        """The verdicts of :attr:`table` in short: ``source, name, verdict, reason``."""
+        return self.table[["source", "name", "verdict", "reason"]]
 
-        parts = [self.tests.assign(source="simulated_residuals").rename(columns={"test": "name"})]
-        if self.checks is not None:
-            parts.append(self.checks.assign(source="classical").rename(columns={"check": "name"}))
-        return pd.concat(parts, ignore_index=True)[["source", "name", "verdict", "reason"]]
-
-    def test_generic(self, fun: Callable[[np.ndarray], float], alternative: str = "two.sided", name: str = "generic") -> SimulationTest:
+    def test_generic(self, fun: Callable[[np.ndarray], float], alternative: str = "two-sided", name: str = "generic") -> SimulationTest:
         """Shortcut for :func:`mixedeval.diagnostics.test_generic` on this object."""
         from .simtests import test_generic  # noqa: PLC0415
 

@@ -8,18 +8,23 @@ p < alpha / ``not_applicable``) and a one-line reason.
 * :func:`test_dispersion` -- ``testDispersion(type = "DHARMa")`` without refit: the summary
   ``var(x - predicted) / sd(simulated)^2`` on the data and on every simulation; statistic = observed
   / mean(simulated); p-value by ``getP``.
-* :func:`test_outliers` -- ``testOutliers(type = "default")``: binomial (``binom.test`` of the
-  number of residuals below 1/(n_sim+1) or above 1 - 1/(n_sim+1) against p = 2/(n_sim+1)) for
-  continuous responses and for integer responses with more than 500 observations; bootstrap
-  otherwise.
+* :func:`test_outliers` -- ``testOutliers(type = "default")``: binomial (R's ``binom.test`` of
+  the number of residuals below 1/(n_sim+1) or above 1 - 1/(n_sim+1) against p = 2/(n_sim+1),
+  computed by ``scipy.stats.binomtest``, which applies R's two-sided rule) for continuous
+  responses and for integer responses with more than 500 observations; bootstrap otherwise.
 * :func:`test_zero_inflation` -- ``testZeroInflation`` (count of zeros) for integer responses;
   reported as not applicable for continuous (Gaussian) responses.
 * :func:`test_generic` -- ``testGeneric`` for any user summary statistic.
-* :func:`test_categorical` -- ``testCategorical``: KS per level (Holm-adjusted, R's default
-  ``p.adjust``) and Levene's test with median centring on the scaled residuals.
+* :func:`test_categorical` -- ``testCategorical``: KS per level (Holm-adjusted by
+  :func:`mixedeval.adjust_pvalues`, R's default ``p.adjust``) and Levene's test with median
+  centring on the scaled residuals (``scipy.stats.levene(center="median")``, equal to
+  ``car::leveneTest``).
 
 ``getP`` (simulation p-value): greater = mean(sim >= obs), less = mean(sim <= obs),
-two.sided = min(1, 2 min(the two)).
+two-sided = min(1, 2 min(the two)).
+
+``alternative`` is ``"two-sided"``, ``"less"`` or ``"greater"`` everywhere (R's ``"two.sided"``
+is spelled ``"two-sided"`` in mixedeval).
 """
 from __future__ import annotations
 
@@ -27,25 +32,27 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._binom import binom_test_pvalue
+from .._format import fmt_p
+from .._random import as_generator
+from ..errors import DataError
+from ..padjust import adjust_pvalues
 from ._ks import ALTERNATIVES, ks_test_uniform
 from ._levene import levene_median
 from .residuals import pit_residuals
-from .result import GROUP_TEST_COLUMNS, Diagnostics, SimulationTest, fmt_p
+from .result import GROUP_TEST_COLUMNS, Diagnostics, SimulationTest
 
 
 def _check_alternative(alternative: str) -> None:
     if alternative not in ALTERNATIVES:
-        from ..errors import DataError  # noqa: PLC0415
-
-        raise DataError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+        hint = " (R's 'two.sided' is spelled 'two-sided')" if alternative == "two.sided" else ""
+        raise DataError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}{hint}")
 
 
 def _verdict(p: float, alpha: float) -> str:
     return "warning" if p < alpha else "ok"
 
 
-def simulation_p_value(simulated: np.ndarray, observed: float, alternative: str = "two.sided") -> float:
+def simulation_p_value(simulated: np.ndarray, observed: float, alternative: str = "two-sided") -> float:
     """DHARMa's ``getP``: where the observed summary falls among the simulated summaries."""
     simulated = np.asarray(simulated, dtype=float)
     ge = float(np.mean(simulated >= observed))
@@ -57,7 +64,7 @@ def simulation_p_value(simulated: np.ndarray, observed: float, alternative: str 
     return min(min(le, ge) * 2, 1.0)
 
 
-def test_uniformity(diag: Diagnostics, alternative: str = "two.sided", alpha: float | None = None) -> SimulationTest:
+def test_uniformity(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
     """KS test of the scaled residuals against U(0, 1) (R's ``ks.test``, exact when n < 100 and
     no ties, else asymptotic)."""
     _check_alternative(alternative)
@@ -81,7 +88,7 @@ def _ratio_and_p(observed: float, simulated: np.ndarray, alternative: str, alpha
     return ratio, p, _verdict(p, alpha)
 
 
-def test_dispersion(diag: Diagnostics, alternative: str = "two.sided", alpha: float | None = None) -> SimulationTest:
+def test_dispersion(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
     """DHARMa's default dispersion test (``testDispersion``, ``type = "DHARMa"``, no refit).
 
     Summary ``spread(x) = var(x - predicted) / sd(S)^2`` (S = the whole simulation matrix) on the
@@ -125,25 +132,32 @@ def outlier_bootstrap_frequencies(simulated: np.ndarray, sel: np.ndarray, unifor
 
 def test_outliers(
     diag: Diagnostics,
-    alternative: str = "two.sided",
+    alternative: str = "two-sided",
     margin: str = "both",
     type: str = "default",  # noqa: A002  (DHARMa's argument name)
-    n_boot: int = 100,
-    seed: int | np.random.Generator | None = None,
+    n_resamples: int = 100,
+    random_state: Any = None,
     alpha: float | None = None,
 ) -> SimulationTest:
     """Test for too many / too few residuals outside the simulation envelope (``testOutliers``).
 
     ``type="default"`` is DHARMa 0.4.7's rule: binomial unless the response is integer-valued
-    with at most 500 observations, then bootstrap (``n_boot`` replicates, at most n_sim).
-    Binomial: outliers = #(r < 1/(n_sim+1)) + #(r > 1 - 1/(n_sim+1)) (for continuous data exactly
-    the residuals at 0 or 1), tested with R's ``binom.test`` against 1/(n_sim+1) per margin.
+    with at most 500 observations, then bootstrap (``n_resamples`` replicates -- DHARMa's
+    ``nBoot`` -- at most n_sim). Binomial: outliers = #(r < 1/(n_sim+1)) + #(r > 1 - 1/(n_sim+1))
+    (for continuous data exactly the residuals at 0 or 1), tested with R's ``binom.test`` against
+    1/(n_sim+1) per margin, computed by ``scipy.stats.binomtest`` (the same two-sided rule: the
+    outcomes with probability at most ``dbinom(x) * (1 + 1e-7)``).
+
+    ``random_state`` (None, int, SeedSequence or Generator) draws the bootstrap; None uses the
+    diagnostics' recorded ``random_state`` when it is an int, else fresh entropy.
     """
     _check_alternative(alternative)
     if margin not in ("both", "upper", "lower"):
         raise ValueError("margin must be 'both', 'upper' or 'lower'")
     if type not in ("default", "bootstrap", "binomial"):
         raise ValueError("type must be 'default', 'bootstrap' or 'binomial'")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise DataError(f"n_resamples must be a positive integer, not {n_resamples!r}")
     alpha = diag.alpha if alpha is None else alpha
     res, n_sim, n = diag.residuals, diag.n_sim, diag.n_obs
     if type == "default":
@@ -153,16 +167,20 @@ def test_outliers(
         hi = int(np.sum(res > 1 - 1 / (n_sim + 1)))
         count = {"both": lo + hi, "upper": hi, "lower": lo}[margin]
         p_h0 = 1 / (n_sim + 1) * (2 if margin == "both" else 1)
-        p = binom_test_pvalue(count, n, p_h0, alternative)
+        from scipy.stats import binomtest  # noqa: PLC0415
+
+        p = float(binomtest(count, n, p_h0, alternative=alternative).pvalue)
         expected = n * p_h0
         method = "DHARMa outlier test based on exact binomial test with approximate expectations"
         details: dict[str, Any] = {"expected": expected, "frequency": count / n, "margin": margin, "type": "binomial"}
         stat = float(count)
     else:
-        rng = np.random.default_rng(seed if seed is not None else diag.seed)
-        n_boot = min(n_boot, n_sim)
-        sel = np.stack([rng.choice(np.delete(np.arange(n_sim), i), size=n_sim, replace=True) for i in range(n_boot)])
-        uniforms = rng.random((n_boot, n))
+        if random_state is None and isinstance(diag.random_state, int):
+            random_state = diag.random_state
+        rng = as_generator(random_state)
+        n_rep = min(int(n_resamples), n_sim)
+        sel = np.stack([rng.choice(np.delete(np.arange(n_sim), i), size=n_sim, replace=True) for i in range(n_rep)])
+        uniforms = rng.random((n_rep, n))
         freq_boot = outlier_bootstrap_frequencies(diag.simulated, sel, uniforms, margin)
         freq = _outlier_frequency(res, margin)
         p = simulation_p_value(freq_boot, freq, alternative)
@@ -182,7 +200,7 @@ def test_outliers(
 def test_generic(
     diag: Diagnostics,
     fun: Callable[[np.ndarray], float],
-    alternative: str = "two.sided",
+    alternative: str = "two-sided",
     name: str = "generic",
     alpha: float | None = None,
 ) -> SimulationTest:
@@ -202,9 +220,10 @@ def test_generic(
     return SimulationTest(name, ratio, p, alternative, verdict, reason, "DHARMa generic simulation test", observed_summary=observed, simulated_summaries=simulated)
 
 
-def test_zero_inflation(diag: Diagnostics, alternative: str = "two.sided", alpha: float | None = None) -> SimulationTest:
+def test_zero_inflation(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
     """``testZeroInflation`` (observed vs simulated number of zeros) for integer responses; for a
     continuous (Gaussian) response the test is meaningless and is reported as not applicable."""
+    _check_alternative(alternative)
     if not diag.integer_response:
         return SimulationTest(
             "zero_inflation", float("nan"), float("nan"), alternative, "not_applicable",
@@ -218,17 +237,6 @@ def test_zero_inflation(diag: Diagnostics, alternative: str = "two.sided", alpha
         "DHARMa zero-inflation test via comparison to expected zeros with simulation under H0 = fitted model",
         observed_summary=out.observed_summary, simulated_summaries=out.simulated_summaries,
     )
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm (1979) step-down adjustment, as R's ``p.adjust(p, "holm")``."""
-    p = np.asarray(p, dtype=float)
-    n = p.size
-    order = np.argsort(p, kind="stable")
-    adj = np.minimum(1.0, np.maximum.accumulate((n - np.arange(n)) * p[order]))
-    out = np.empty(n)
-    out[order] = adj
-    return out
 
 
 def test_categorical(diag: Diagnostics, group: Any = None, alpha: float | None = None, label: str = "group"):
@@ -256,7 +264,7 @@ def test_categorical(diag: Diagnostics, group: Any = None, alpha: float | None =
         ks = ks_test_uniform(res[codes == g])
         rows.append({"level": lev, "n": ks.n, "statistic": ks.statistic, "p_value": ks.p_value, "exact": ks.exact})
     per_level = pd.DataFrame(rows)
-    per_level["p_adj"] = holm(per_level["p_value"].to_numpy())
+    per_level["p_adj"] = adjust_pvalues(per_level["p_value"].to_numpy(dtype=float), "holm")
     per_level["verdict"] = np.where(per_level["p_adj"] < alpha, "warning", "ok")
     per_level = per_level[GROUP_TEST_COLUMNS]
 
@@ -269,7 +277,7 @@ def test_categorical(diag: Diagnostics, group: Any = None, alpha: float | None =
     else:
         reason = f"residuals uniform within every level of {label} (min Holm p={fmt_p(min_adj)})"
     uni = SimulationTest(
-        "uniformity_by_group", max_d, min_adj, "two.sided", "warning" if bad else "ok", reason,
+        "uniformity_by_group", max_d, min_adj, "two-sided", "warning" if bad else "ok", reason,
         f"KS test per level of {label}, Holm-adjusted", details={"group": label},
     )
     lev = levene_median(res, codes)
