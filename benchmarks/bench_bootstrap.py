@@ -1,7 +1,7 @@
 """Benchmark of the hierarchical paired bootstrap (issue 4 item 7).
 
-Size: 20 systems x 5 seeds x 10,000 items x 3 languages (3M rows), B = 10,000 replicates,
-items (within language) and seeds resampled, percentile intervals, pairwise differences
+Size: 20 systems x 5 runs x 10,000 items x 3 languages (3M rows), B = 10,000 replicates,
+items (within language) and runs resampled, percentile intervals, pairwise differences
 (190 pairs) and rank distributions.
 
 Compared, in the same run, with
@@ -40,19 +40,19 @@ def make_table(rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
     item_effect = rng.normal(0, 0.15, (G, N))
     y = 0.5 + 0.01 * s + item_effect[g, i] + rng.normal(0, 0.02, S * K)[s * K + k] + rng.normal(0, 0.1, s.size)
     df = pd.DataFrame({"system": np.array([f"sys{v:02d}" for v in range(S)])[s],
-                       "seed": k, "language": np.array(["de", "ja", "sw"])[g], "item": i, "score": y})
+                       "run": k, "language": np.array(["de", "ja", "sw"])[g], "item": i, "score": y})
     return df, y.reshape(S, K, G, N)
 
 
 def engine(df: pd.DataFrame, **kw):
-    res = me.bootstrap(df, "score", "system", "item", seed="seed", group="language", n_resamples=B,
+    res = me.bootstrap(df, "score", "system", "item", run="run", group="language", n_resamples=B,
                        random_state=1, progress=False, **kw)
     res.summary(), res.pairwise(), res.ranks()
     return res
 
 
 def numpy_loop(X: np.ndarray, iters: int) -> float:
-    """Per resample: draw seeds and items with numpy, gather, reduce; then the same summaries."""
+    """Per resample: draw runs and items with numpy, gather, reduce; then the same summaries."""
     rng = np.random.default_rng(2)
     t = time.perf_counter()
     out = np.empty((S, iters))
@@ -114,7 +114,7 @@ def compute_floor(X: np.ndarray) -> float:
 def main() -> None:
     rng = np.random.default_rng(0)
     df, X = make_table(rng)
-    print(f"table: {len(df):,} rows ({S} systems x {K} seeds x {N:,} items x {G} languages); B = {B:,}")
+    print(f"table: {len(df):,} rows ({S} systems x {K} runs x {N:,} items x {G} languages); B = {B:,}")
 
     me.bootstrap(df.head(1000), "score", "system", "item", n_resamples=64, progress=False)  # warm-up (imports)
     t_engine = t_engine32 = np.inf

@@ -1,20 +1,20 @@
 """Coverage of the hierarchical bootstrap intervals by simulation (the precise version of
 tests/test_bootstrap.py::test_coverage_of_hierarchical_bootstrap_small).
 
-Data from a crossed items x seeds x languages model with known truth:
+Data from a crossed items x runs x languages model with known truth:
 
     y[s, k, g, i] = mu_s + alpha_g + b_gi + c_sk + d_sgi + e_skgi
 
-items b (nested in languages) and seeds c random and crossed, d a system x item interaction,
+items b (nested in languages) and runs c random and crossed, d a system x item interaction,
 e residual. Scenarios:
 
-  A  fixed languages (G = 3), 30 items each, 10 seeds; resample items + seeds.
+  A  fixed languages (G = 3), 30 items each, 10 runs; resample items + runs.
      Truth: mu_s + mean(alpha). (The CI test's design.)
-  B  as A with 5 seeds and a larger seed variance: the seed part of the variance is
+  B  as A with 5 runs and a larger run variance: the run part of the variance is
      underestimated by (K - 1) / K and its bootstrap distribution is coarse, so intervals for
      differences under-cover -- shown, not hidden.
-  C  random languages (G = 12, alpha ~ N(0, 0.3^2)), 20 items each, 10 seeds; resample
-     languages + items + seeds. Truth: mu_s (expected over languages).
+  C  random languages (G = 12, alpha ~ N(0, 0.3^2)), 20 items each, 10 runs; resample
+     languages + items + runs. Truth: mu_s (expected over languages).
 
 For each scenario, coverage of nominal 95% intervals for system scores and for pairwise
 differences, for the percentile, basic, BCa and +-z SE intervals (same replicates). With R
@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_bootstrap import simulate_crossed as simulate  # noqa: E402  (the CI test's data model)
 
 SCENARIOS = {
-    "A": dict(K=10, G=3, n=30, sd_seed=0.15, sd_lang=None, resample=["items", "seeds"]),
-    "B": dict(K=5, G=3, n=30, sd_seed=0.25, sd_lang=None, resample=["items", "seeds"]),
-    "C": dict(K=10, G=12, n=20, sd_seed=0.15, sd_lang=0.3, resample=["groups", "items", "seeds"]),
+    "A": dict(K=10, G=3, n=30, sd_run=0.15, sd_lang=None, resample=["items", "runs"]),
+    "B": dict(K=5, G=3, n=30, sd_run=0.25, sd_lang=None, resample=["items", "runs"]),
+    "C": dict(K=10, G=12, n=20, sd_run=0.15, sd_lang=0.3, resample=["groups", "items", "runs"]),
 }
 
 
@@ -52,7 +52,7 @@ def run(name: str, reps: int, B: int) -> None:
     t = time.perf_counter()
     for r in range(reps):
         df, truth = simulate(rng, **cfg)
-        res = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", resample=resample,
+        res = me.bootstrap(df, "score", "system", "item", run="run", group="lang", resample=resample,
                            n_resamples=B, ci="bca", random_state=r, progress=False)
         for m in methods:
             sm, pw = res.summary(ci=m), res.pairwise(ci=m)

@@ -11,17 +11,19 @@ import scipy.stats as st
 
 import mixedeval as me
 from mixedeval.errors import DataError
+from mixedeval._random import seed_sequence
 from mixedeval.resampling import _draws as dr
+from mixedeval.resampling import _stats as stats_
 
 
-def table(rng, S=3, K=1, G=1, n=40, sd=1.0, shift=None, seed_col=True, group_col=True):
-    """Long score table: system x seed x group x item, normal scores."""
+def table(rng, S=3, K=1, G=1, n=40, sd=1.0, shift=None, run_col=True, group_col=True):
+    """Long score table: system x run x group x item, normal scores."""
     s, k, g, i = np.indices((S, K, G, n))
     mu = np.arange(S) * 0.1 if shift is None else np.asarray(shift)
     y = mu[s] + rng.normal(0, sd, s.shape)
     df = pd.DataFrame({"system": [f"s{v}" for v in s.ravel()], "item": i.ravel(), "score": y.ravel()})
-    if seed_col:
-        df["seed"] = k.ravel()
+    if run_col:
+        df["run"] = k.ravel()
     if group_col:
         df["lang"] = np.array(["de", "fr", "ja", "sw", "yo", "zu"])[g.ravel()]
     return df
@@ -33,7 +35,7 @@ def table(rng, S=3, K=1, G=1, n=40, sd=1.0, shift=None, seed_col=True, group_col
 
 def test_se_of_a_mean_closed_form():
     rng = np.random.default_rng(1)
-    df = table(rng, S=1, n=60, seed_col=False, group_col=False)
+    df = table(rng, S=1, n=60, run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=20_000, random_state=2)
     x = df["score"].to_numpy()
     se_plugin = x.std(ddof=0) / np.sqrt(x.size)  # exact bootstrap SE of a mean
@@ -56,7 +58,7 @@ def test_sd_of_difference_of_independent_normals():
     assert pw.loc[0, "std_error"] == pytest.approx(d.std(ddof=0) / np.sqrt(n), rel=0.03)
     # independent normals: Var(a - b) = 1 + 4, so the SE is near sqrt(5 / n)
     assert pw.loc[0, "std_error"] == pytest.approx(np.sqrt(5 / n), rel=0.2)
-    assert pw.loc[0, "effect_size"] == pytest.approx(pw.loc[0, "delta"] / pw.loc[0, "std_error"], rel=1e-12)
+    assert pw.loc[0, "snr"] == pytest.approx(pw.loc[0, "delta"] / pw.loc[0, "std_error"], rel=1e-12)
 
 
 @pytest.mark.parametrize("method", ["percentile", "basic", "bca"])
@@ -103,12 +105,12 @@ def test_bca_acceleration_equals_closed_form_for_a_mean():
     df = pd.DataFrame({"system": "a", "item": np.arange(25), "score": x})
     res = me.bootstrap(df, "score", "system", "item", n_resamples=100, ci="bca", random_state=0)
     d = x - x.mean()
-    assert dr.acceleration(res._jackknife)[0] == pytest.approx((d**3).sum() / (6 * (d**2).sum() ** 1.5), rel=1e-10)
+    assert stats_.acceleration(res._jackknife)[0] == pytest.approx((d**3).sum() / (6 * (d**2).sum() ** 1.5), rel=1e-10)
 
 
 def test_se_interval_is_estimate_plus_minus_z_se():
     rng = np.random.default_rng(12)
-    df = table(rng, S=2, n=30, seed_col=False, group_col=False)
+    df = table(rng, S=2, n=30, run_col=False, group_col=False)
     sm = me.bootstrap(df, "score", "system", "item", n_resamples=500, ci="se", random_state=1).summary()
     z = st.norm.ppf(0.975)
     np.testing.assert_allclose(sm.conf_low, sm.estimate - z * sm.std_error, rtol=1e-12)
@@ -133,12 +135,12 @@ def test_tiny_input_matches_exact_bootstrap_distribution():
         assert c / dist.size == pytest.approx(support[v], abs=4 * np.sqrt(support[v] / dist.size))
 
 
-def test_seed_only_resampling_matches_exact_enumeration():
+def test_run_only_resampling_matches_exact_enumeration():
     rng = np.random.default_rng(13)
     df = table(rng, S=1, K=3, G=2, n=5)
-    res = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", resample="seeds",
+    res = me.bootstrap(df, "score", "system", "item", run="run", group="lang", resample="runs",
                        n_resamples=30_000, random_state=1)
-    per_seed = df.groupby("seed").score.mean().to_numpy()  # balanced: mean over groups and items
+    per_seed = df.groupby("run").score.mean().to_numpy()  # balanced: mean over groups and items
     exact = np.array([per_seed[list(i)].mean() for i in itertools.product(range(3), repeat=3)])
     assert res.estimate[0] == pytest.approx(per_seed.mean(), rel=1e-12)
     assert res.summary().std_error[0] == pytest.approx(exact.std(), rel=0.03)
@@ -174,8 +176,8 @@ def test_stratified_item_resampling_closed_form():
 
 def _reference_replicates(df, ss, B, S, K, G, n, stat_fn, agg_fn):
     """Per-replicate reference computed directly from the drawn indices (same random streams
-    and draw order as the engine: groups, seeds, then per group and slot the items)."""
-    X = {(s, k, g): df[(df.system == f"s{s}") & (df.seed == k) & (df.lang == ["de", "fr", "ja"][g])]
+    and draw order as the engine: groups, runs, then per group and slot the items)."""
+    X = {(s, k, g): df[(df.system == f"s{s}") & (df.run == k) & (df.lang == ["de", "fr", "ja"][g])]
          .sort_values("item")[["tp", "fp", "fn"]].to_numpy(float) for s in range(S) for k in range(K) for g in range(G)}
     out = np.empty((S, B))
     for blk, r in dr.block_sizes(0, B):
@@ -197,37 +199,37 @@ def _reference_replicates(df, ss, B, S, K, G, n, stat_fn, agg_fn):
     return out
 
 
-@pytest.mark.parametrize("aggregate,agg_fn", [("mean", np.mean), ("median", np.median),
+@pytest.mark.parametrize("aggregator,agg_fn", [("mean", np.mean), ("median", np.median),
                                               ("geometric_mean", st.gmean)])
-def test_multistage_draws_equal_a_per_replicate_reference(aggregate, agg_fn):
+def test_multistage_draws_equal_a_per_replicate_reference(aggregator, agg_fn):
     rng = np.random.default_rng(16)
     S, K, G, n, B = 2, 3, 3, 7, 130
     s, k, g, i = np.indices((S, K, G, n))
-    df = pd.DataFrame({"system": [f"s{v}" for v in s.ravel()], "seed": k.ravel(),
+    df = pd.DataFrame({"system": [f"s{v}" for v in s.ravel()], "run": k.ravel(),
                        "lang": np.array(["de", "fr", "ja"])[g.ravel()], "item": i.ravel(),
                        "tp": rng.poisson(3, s.size) + 1, "fp": rng.poisson(1, s.size), "fn": rng.poisson(2, s.size)})
-    res = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", seed="seed", group="lang",
-                       resample=["groups", "items", "seeds"], statistic="f1", aggregate=aggregate,
+    res = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", run="run", group="lang",
+                       resample=["groups", "items", "runs"], statistic="f1", aggregator=aggregator,
                        n_resamples=B, random_state=77)
-    ref = _reference_replicates(df, dr.seed_sequence(77), B, S, K, G, n,
+    ref = _reference_replicates(df, seed_sequence(77), B, S, K, G, n,
                                 lambda t: 2 * t[0] / (2 * t[0] + t[1] + t[2]), agg_fn)
     np.testing.assert_allclose(res.distribution, ref, rtol=1e-12)
 
 
-def test_corpus_metric_is_recomputed_from_sums_per_seed_and_group():
+def test_corpus_metric_is_recomputed_from_sums_per_run_and_group():
     rng = np.random.default_rng(17)
     S, K, G, n = 2, 2, 2, 10
     s, k, g, i = np.indices((S, K, G, n))
-    df = pd.DataFrame({"system": s.ravel(), "seed": k.ravel(), "lang": g.ravel(), "item": i.ravel(),
+    df = pd.DataFrame({"system": s.ravel(), "run": k.ravel(), "lang": g.ravel(), "item": i.ravel(),
                        "tp": rng.poisson(2, s.size), "fp": rng.poisson(1, s.size), "fn": rng.poisson(1, s.size)})
-    res = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", seed="seed", group="lang", statistic="f1",
+    res = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", run="run", group="lang", statistic="f1",
                        n_resamples=64, random_state=0)
-    sums = df.groupby(["system", "lang", "seed"])[["tp", "fp", "fn"]].sum()
+    sums = df.groupby(["system", "lang", "run"])[["tp", "fp", "fn"]].sum()
     f1 = 2 * sums.tp / (2 * sums.tp + sums.fp + sums.fn)
     expected = f1.groupby(["system", "lang"]).mean().groupby("system").mean().to_numpy()
     np.testing.assert_allclose(res.estimate, expected, rtol=1e-12)
     # a user function of the summed statistics gives the same numbers
-    custom = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", seed="seed", group="lang",
+    custom = me.bootstrap(df, ["tp", "fp", "fn"], "system", "item", run="run", group="lang",
                           statistic=lambda tp, fp, fn: 2 * tp / (2 * tp + fp + fn), n_resamples=64, random_state=0)
     np.testing.assert_allclose(custom.distribution, res.distribution, rtol=1e-12)
 
@@ -236,8 +238,8 @@ def test_float32_precision_is_close_to_float64():
     rng = np.random.default_rng(18)
     df = table(rng, S=2, K=3, G=2, n=300)
     df["score"] += 50.0  # large offset: centring keeps single precision accurate
-    a = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", n_resamples=256, random_state=1)
-    b = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", n_resamples=256, random_state=1,
+    a = me.bootstrap(df, "score", "system", "item", run="run", group="lang", n_resamples=256, random_state=1)
+    b = me.bootstrap(df, "score", "system", "item", run="run", group="lang", n_resamples=256, random_state=1,
                      precision="float32")
     se = a.summary().std_error.to_numpy()
     assert np.max(np.abs(a.distribution - b.distribution) / se[:, None]) < 1e-4
@@ -253,7 +255,7 @@ def test_constant_shift_gives_zero_width_delta_interval(ci):
     base = table(rng, S=1, K=3, G=2, n=30)
     other = base.assign(system="s1", score=base.score + 0.25)
     df = pd.concat([base, other], ignore_index=True)
-    res = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", resample=["groups", "items", "seeds"],
+    res = me.bootstrap(df, "score", "system", "item", run="run", group="lang", resample=["groups", "items", "runs"],
                        n_resamples=500, ci=ci, random_state=5)
     pw = res.pairwise()
     assert pw.loc[0, "delta"] == pytest.approx(-0.25, rel=1e-12)
@@ -268,7 +270,7 @@ def test_constant_shift_gives_zero_width_delta_interval(ci):
 def test_same_seed_same_result_for_any_chunk_size_and_row_order():
     rng = np.random.default_rng(20)
     df = table(rng, S=3, K=3, G=3, n=20)
-    kw = dict(seed="seed", group="lang", resample=["groups", "items", "seeds"], n_resamples=300, random_state=11)
+    kw = dict(run="run", group="lang", resample=["groups", "items", "runs"], n_resamples=300, random_state=11)
     a = me.bootstrap(df, "score", "system", "item", **kw)
     for cs in (1, 64, 100, 10_000):
         b = me.bootstrap(df, "score", "system", "item", chunk_size=cs, **kw)
@@ -288,13 +290,13 @@ def test_tiny_memory_budget_splits_the_products_and_stays_correct(monkeypatch):
     rng = np.random.default_rng(30)
     df = table(rng, S=2, K=2, G=2, n=40)
     monkeypatch.setattr(dr, "CHUNK_BYTES", 12 * 40 * 3)  # count matrices of 3 replicates at most
-    kw = dict(seed="seed", group="lang", resample=["groups", "items"], n_resamples=20_000, random_state=3)
+    kw = dict(run="run", group="lang", resample=["groups", "items"], n_resamples=20_000, random_state=3)
     a = me.bootstrap(df, "score", "system", "item", **kw)
     b = me.bootstrap(df, "score", "system", "item", chunk_size=64, **kw)
     np.testing.assert_array_equal(a.distribution, b.distribution)
     # exact two-stage bootstrap variance of a mean of 2 group means (groups drawn with replacement,
     # then items within each drawn group): Var = E[var_items] / G + Var_groups / G, plug-in moments
-    gm = df.groupby(["system", "lang", "item"]).score.mean().reset_index()  # fixed seeds: mean over seeds
+    gm = df.groupby(["system", "lang", "item"]).score.mean().reset_index()  # fixed runs: mean over runs
     for s, sub in gm.groupby("system"):
         means = sub.groupby("lang").score.mean()
         within = sub.groupby("lang").score.var(ddof=0) / 40
@@ -305,7 +307,7 @@ def test_tiny_memory_budget_splits_the_products_and_stays_correct(monkeypatch):
 
 def test_pairwise_p_value_equals_paired_bootstrap_test_on_the_same_draws():
     rng = np.random.default_rng(21)
-    df = table(rng, S=2, n=50, shift=[0.0, 0.3], seed_col=False, group_col=False)
+    df = table(rng, S=2, n=50, shift=[0.0, 0.3], run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=3000, random_state=8)
     x, y = df.score[df.system == "s0"].to_numpy(), df.score[df.system == "s1"].to_numpy()
     t = me.paired_bootstrap_test(x, y, n_resamples=3000, random_state=8)
@@ -316,12 +318,12 @@ def test_pairwise_p_value_equals_paired_bootstrap_test_on_the_same_draws():
 
 def test_pairwise_adjustment_and_reference():
     rng = np.random.default_rng(22)
-    df = table(rng, S=4, n=30, seed_col=False, group_col=False)
+    df = table(rng, S=4, n=30, run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=400, random_state=1)
     pw = res.pairwise(adjust="BH")
     assert list(pw.columns) == ["system_a", "system_b", "delta", "std_error", "conf_low", "conf_high",
-                                "p_value", "p_adj", "effect_size"]
-    assert len(pw) == 6 and pw.attrs["p_adjust"] == "BH"
+                                "p_value", "p_adj", "snr"]
+    assert len(pw) == 6 and pw.attrs["adjust"] == "BH"
     np.testing.assert_allclose(pw.p_adj, me.adjust_pvalues(pw.p_value, "BH"))
     ref = res.pairwise(reference="s0")
     assert list(ref.system_b) == ["s0"] * 3 and list(ref.system_a) == ["s1", "s2", "s3"]
@@ -330,7 +332,7 @@ def test_pairwise_adjustment_and_reference():
 
 def test_ranks_and_p_beats():
     rng = np.random.default_rng(23)
-    df = table(rng, S=3, n=40, shift=[0.0, 0.05, 1.0], seed_col=False, group_col=False)
+    df = table(rng, S=3, n=40, shift=[0.0, 0.05, 1.0], run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=1000, random_state=2)
     rk = res.ranks()
     p = rk[["p_rank_1", "p_rank_2", "p_rank_3"]].to_numpy()
@@ -348,7 +350,7 @@ def test_ranks_and_p_beats():
 
 def test_result_printing_and_dict():
     rng = np.random.default_rng(24)
-    df = table(rng, S=2, n=20, seed_col=False, group_col=False)
+    df = table(rng, S=2, n=20, run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=100, random_state=0)
     assert list(res.summary().columns) == ["system", "estimate", "boot_mean", "std_error", "conf_low", "conf_high"]
     text = repr(res)
@@ -356,13 +358,13 @@ def test_result_printing_and_dict():
     assert "<table" in res._repr_html_()
     d = res.to_dict()
     assert d["summary"][0]["system"] == "s0" and "distribution" not in d
-    assert res.to_frame().equals(res.summary())
+    assert res.to_frame().equals(res.summary()) and res.table.equals(res.summary())
     assert res.distribution.shape == (2, 100) and not res.distribution.flags.writeable
 
 
 def test_other_table_types_and_category_order():
     rng = np.random.default_rng(31)
-    df = table(rng, S=3, n=15, seed_col=False, group_col=False)
+    df = table(rng, S=3, n=15, run_col=False, group_col=False)
     ref = me.bootstrap(df, "score", "system", "item", n_resamples=128, random_state=1)
     import polars as pl  # a test dependency (pyproject test extra): missing polars is a failure
     res = me.bootstrap(pl.from_pandas(df), "score", "system", "item", n_resamples=128, random_state=1)
@@ -375,7 +377,7 @@ def test_other_table_types_and_category_order():
 
 def test_progress_bar_can_be_forced(capsys):
     rng = np.random.default_rng(25)
-    df = table(rng, S=2, n=20, seed_col=False, group_col=False)
+    df = table(rng, S=2, n=20, run_col=False, group_col=False)
     a = me.bootstrap(df, "score", "system", "item", n_resamples=200, random_state=0, progress=True, chunk_size=64)
     b = me.bootstrap(df, "score", "system", "item", n_resamples=200, random_state=0, progress=False)
     np.testing.assert_array_equal(a.distribution, b.distribution)
@@ -386,9 +388,9 @@ def test_progress_bar_can_be_forced(capsys):
 # coverage (small version; the large one is benchmarks/coverage_bootstrap.py)
 # ---------------------------------------------------------------------------------------------
 
-def simulate_crossed(rng, S=3, K=10, G=3, n=30, sd_item=1.0, sd_seed=0.15, sd_sys_item=0.5, sd_res=0.5,
+def simulate_crossed(rng, S=3, K=10, G=3, n=30, sd_item=1.0, sd_run=0.15, sd_sys_item=0.5, sd_res=0.5,
                      sd_lang=None):
-    """y = mu_s + alpha_g + b_gi + c_sk + d_sgi + e: items (nested in languages) and seeds random,
+    """y = mu_s + alpha_g + b_gi + c_sk + d_sgi + e: items (nested in languages) and runs random,
     crossed. Languages fixed (sd_lang=None; truth of system s: mu_s + mean(alpha)) or random
     (alpha ~ N(0, sd_lang^2); truth mu_s). Also used by benchmarks/coverage_bootstrap.py."""
     mu = np.arange(S) * 0.1
@@ -399,10 +401,10 @@ def simulate_crossed(rng, S=3, K=10, G=3, n=30, sd_item=1.0, sd_seed=0.15, sd_sy
         alpha = rng.normal(0, sd_lang, G)
         truth = mu.astype(float)
     y = (mu[:, None, None, None] + alpha[None, None, :, None] + rng.normal(0, sd_item, (1, 1, G, n))
-         + rng.normal(0, sd_seed, (S, K, 1, 1)) + rng.normal(0, sd_sys_item, (S, 1, G, n))
+         + rng.normal(0, sd_run, (S, K, 1, 1)) + rng.normal(0, sd_sys_item, (S, 1, G, n))
          + rng.normal(0, sd_res, (S, K, G, n)))
     s, k, g, i = np.indices(y.shape)
-    df = pd.DataFrame({"system": s.ravel(), "seed": k.ravel(), "lang": g.ravel(), "item": i.ravel(),
+    df = pd.DataFrame({"system": s.ravel(), "run": k.ravel(), "lang": g.ravel(), "item": i.ravel(),
                        "score": y.ravel()})
     return df, truth
 
@@ -412,7 +414,7 @@ def test_coverage_of_hierarchical_bootstrap_small():
     hits = []
     for r in range(350):
         df, truth = simulate_crossed(rng)
-        res = me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", n_resamples=400,
+        res = me.bootstrap(df, "score", "system", "item", run="run", group="lang", n_resamples=400,
                            random_state=r, progress=False)
         sm, pw = res.summary(), res.pairwise()
         hits.extend((sm.conf_low <= truth) & (truth <= sm.conf_high))
@@ -430,20 +432,20 @@ def test_missing_cells_are_named_or_dropped():
     rng = np.random.default_rng(26)
     df = table(rng, S=2, K=2, G=2, n=10)
     before = df.copy()
-    holey = df.drop(df.index[(df.system == "s1") & (df.item == 3) & (df.lang == "fr") & (df.seed == 1)])
-    with pytest.raises(DataError, match=r"system='s1', lang='fr', item=3, seed=1.*drop_missing=True"):
-        me.bootstrap(holey, "score", "system", "item", seed="seed", group="lang", n_resamples=100)
-    res = me.bootstrap(holey, "score", "system", "item", seed="seed", group="lang", n_resamples=100,
+    holey = df.drop(df.index[(df.system == "s1") & (df.item == 3) & (df.lang == "fr") & (df.run == 1)])
+    with pytest.raises(DataError, match=r"system='s1', lang='fr', item=3, run=1.*drop_missing=True"):
+        me.bootstrap(holey, "score", "system", "item", run="run", group="lang", n_resamples=100)
+    res = me.bootstrap(holey, "score", "system", "item", run="run", group="lang", n_resamples=100,
                        drop_missing=True, random_state=1)
     assert res.warnings[0].kind == "missing_rows" and "dropped 1 of 20 items" in res.warnings[0].message
     ref = df[~((df.item == 3) & (df.lang == "fr"))]
-    np.testing.assert_allclose(res.estimate, me.bootstrap(ref, "score", "system", "item", seed="seed", group="lang",
+    np.testing.assert_allclose(res.estimate, me.bootstrap(ref, "score", "system", "item", run="run", group="lang",
                                                           n_resamples=100).estimate, rtol=1e-12)
     pd.testing.assert_frame_equal(df, before)
-    # a system lacking a whole seed is not a hole: runs are then nested in systems
-    no_seed = df.drop(df.index[(df.system == "s0") & (df.seed == 1)])
-    res = me.bootstrap(no_seed, "score", "system", "item", seed="seed", group="lang", n_resamples=100)
-    assert [w.kind for w in res.warnings] == ["nested_seeds", "single_run"]
+    # a system lacking a whole run is not a hole: runs are then nested in systems
+    no_run = df.drop(df.index[(df.system == "s0") & (df.run == 1)])
+    res = me.bootstrap(no_run, "score", "system", "item", run="run", group="lang", n_resamples=100)
+    assert [w.kind for w in res.warnings] == ["nested_runs", "single_run"]
 
 
 def test_runs_nested_in_systems():
@@ -457,7 +459,7 @@ def test_runs_nested_in_systems():
                 rows.append({"system": system, "run": run, "item": item, "score": rng.normal()})
     df = pd.DataFrame(rows)
     means = df.groupby(["system", "run"])["score"].mean()
-    res = me.bootstrap(df, "score", "system", "item", seed="run", resample="seeds", n_resamples=4000,
+    res = me.bootstrap(df, "score", "system", "item", run="run", resample="runs", n_resamples=4000,
                        random_state=3)
     np.testing.assert_allclose(res.estimate, [means["a"].mean(), means["b"].mean(), means["c"].mean()], rtol=1e-12)
     d = res.distribution
@@ -472,25 +474,25 @@ def test_runs_nested_in_systems():
     expect = np.var(means["c"].to_numpy()) / 3
     assert abs(d[2].var() / expect - 1) < 0.1
     # items resampled as well: the draws are shared (paired), runs independent per system
-    both = me.bootstrap(df, "score", "system", "item", seed="run", n_resamples=200, random_state=3)
-    assert both.resample == ("items", "seeds")
+    both = me.bootstrap(df, "score", "system", "item", run="run", n_resamples=200, random_state=3)
+    assert both.resample == ("items", "runs")
     with pytest.raises(DataError, match="ci='bca' is not available"):
-        me.bootstrap(df, "score", "system", "item", seed="run", n_resamples=200, ci="bca")
+        me.bootstrap(df, "score", "system", "item", run="run", n_resamples=200, ci="bca")
 
 
 def test_design_example_on_kreutzer_ter():
     ter = me.datasets.load("kreutzer_ter")
-    boot = me.bootstrap(ter, score="ter", system="system", item="sentence_id", seed="replication",
+    boot = me.bootstrap(ter, score="ter", system="system", item="sentence_id", run="replication",
                         n_resamples=300, random_state=0, higher_is_better=False)
     own = ter.groupby(["system", "replication"])["ter"].mean().groupby("system").mean()
     np.testing.assert_allclose(boot.estimate, own.loc[list(boot.systems)].to_numpy(), rtol=1e-12)
     assert list(boot.summary().columns) == ["system", "estimate", "boot_mean", "std_error", "conf_low", "conf_high"]
-    assert {w.kind for w in boot.warnings} == {"nested_seeds", "single_run"}
+    assert {w.kind for w in boot.warnings} == {"nested_runs", "single_run"}
 
 
 def test_bad_scores_and_keys():
     rng = np.random.default_rng(27)
-    df = table(rng, S=2, n=10, seed_col=False, group_col=False)
+    df = table(rng, S=2, n=10, run_col=False, group_col=False)
     bad = df.copy()
     bad.loc[3, "score"] = np.inf
     with pytest.raises(DataError, match="'score' has 1 non-finite"):
@@ -513,21 +515,23 @@ def test_bad_scores_and_keys():
 def test_too_few_units_and_bad_options():
     rng = np.random.default_rng(28)
     df = table(rng, S=2, K=1, G=2, n=10)
-    with pytest.raises(DataError, match="at least 2 levels of column 'seed'"):
-        me.bootstrap(df, "score", "system", "item", seed="seed", group="lang", resample=["items", "seeds"])
+    with pytest.raises(DataError, match="at least 2 levels of column 'run'"):
+        me.bootstrap(df, "score", "system", "item", run="run", group="lang", resample=["items", "runs"])
     one_item = df[(df.lang == "de") | (df.item == 0)]
     with pytest.raises(DataError, match=r"at least 2 items per group.*\['fr'\]"):
         me.bootstrap(one_item, "score", "system", "item", group="lang")
     with pytest.raises(DataError, match="at least 2 levels of column 'lang'"):
         me.bootstrap(df[df.lang == "de"], "score", "system", "item", group="lang", resample="groups")
-    with pytest.raises(DataError, match="no seed column"):
-        me.bootstrap(df, "score", "system", "item", resample="seeds")
+    with pytest.raises(DataError, match="no run column"):
+        me.bootstrap(df, "score", "system", "item", resample="runs")
+    with pytest.raises(DataError, match=r"'seeds' is not a level; use any of 'groups', 'items', 'runs'"):
+        me.bootstrap(df, "score", "system", "item", run="run", resample="seeds")  # 0.1's name for runs
     with pytest.raises(DataError, match="n_groups"):
         me.bootstrap(df, "score", "system", "item", group="lang", n_groups=3)
     with pytest.raises(DataError, match="ci must be one of"):
         me.bootstrap(df, "score", "system", "item", group="lang", ci="student")
-    with pytest.raises(DataError, match="aggregate must be"):
-        me.bootstrap(df, "score", "system", "item", group="lang", aggregate="max")
+    with pytest.raises(DataError, match="aggregator must be"):
+        me.bootstrap(df, "score", "system", "item", group="lang", aggregator="max")
     with pytest.raises(DataError, match=r"score=\['tp', 'fp', 'fn'\]"):
         me.bootstrap(df, "score", "system", "item", group="lang", statistic="f1")
     with pytest.raises(DataError, match="level"):
@@ -540,8 +544,8 @@ def test_geometric_mean_of_non_positive_scores():
     rng = np.random.default_rng(29)
     df = table(rng, S=2, G=3, n=10)  # normal scores around 0: some group means are negative
     with pytest.raises(DataError, match="geometric_mean.*positive"):
-        me.bootstrap(df, "score", "system", "item", group="lang", aggregate="geometric_mean")
+        me.bootstrap(df, "score", "system", "item", group="lang", aggregator="geometric_mean")
     pos = df.assign(score=np.exp(df.score))
-    res = me.bootstrap(pos, "score", "system", "item", group="lang", aggregate="geometric_mean", n_resamples=64)
+    res = me.bootstrap(pos, "score", "system", "item", group="lang", aggregator="geometric_mean", n_resamples=64)
     expected = pos.groupby(["system", "lang"]).score.mean().groupby("system").apply(st.gmean).to_numpy()
     np.testing.assert_allclose(res.estimate, expected, rtol=1e-12)

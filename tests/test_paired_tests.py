@@ -157,7 +157,7 @@ def test_tiny_memory_budget_batches_the_draws(monkeypatch):
 
 def test_result_object():
     res = me.sign_flip_test([0.1, 0.3, -0.2, 0.5, 0.4])
-    assert res.table().loc[0, "method"] == "sign-flip permutation test"
+    assert res.table.loc[0, "method"] == "sign-flip permutation test" and res.to_frame().equals(res.table)
     assert "p_value" in repr(res) and "<table" in res._repr_html_()
     d = res.to_dict()
     assert d["p_value"] == res.p_value and "null_distribution" not in d

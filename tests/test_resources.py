@@ -19,7 +19,7 @@ from mixedeval import _resources as rs
 from mixedeval.errors import DataError
 
 TER_CSV = Path(me.__file__).resolve().parent / "datasets_files" / "kreutzer_ter.csv"
-BOOT_KW = dict(score="ter", system="system", item="sentence_id", seed="replication")
+BOOT_KW = dict(score="ter", system="system", item="sentence_id", run="replication")
 
 
 @pytest.fixture(autouse=True)
@@ -86,7 +86,7 @@ def test_memory_error_becomes_data_error(ter, monkeypatch):
     def boom(*args, **kwargs):
         raise MemoryError("Unable to allocate 7.45 GiB for an array with shape (1000000000,) and data type float64")
 
-    monkeypatch.setattr(bmod, "_chunk", boom)
+    monkeypatch.setattr(bmod, "_block", boom)
     with pytest.raises(DataError) as exc:
         me.bootstrap(ter, n_resamples=200, random_state=0, **BOOT_KW)
     assert "bootstrap ran out of memory (Unable to allocate 7.45 GiB" in str(exc.value)
@@ -96,16 +96,16 @@ def test_memory_error_becomes_data_error(ter, monkeypatch):
 
 def test_pairwise_batches_give_the_numbers_of_one_batch(ter):
     """pairwise() works on S // 2 pairs at a time; every row equals the unbatched computation."""
-    from mixedeval.resampling import _draws as dr
+    from mixedeval.resampling import _stats as st
 
     res = me.bootstrap(ter, n_resamples=500, random_state=1, **BOOT_KW)
     pw = res.pairwise(adjust="none")
     a, b = np.triu_indices(3, 1)
     dist = res.distribution[a] - res.distribution[b]
     est = res.estimate[a] - res.estimate[b]
-    lo, hi = dr.intervals(est, dist, "percentile", 0.95)
+    lo, hi = st.intervals(est, dist, "percentile", 0.95)
     null = dist - dist.mean(axis=1, keepdims=True)
-    p = dr.p_from_count(dr.count_extreme(null, est, "two-sided"), 500, "plus_one")
+    p = st.p_from_count(st.count_extreme(null, est, "two-sided"), 500, "plus_one")
     np.testing.assert_array_equal(pw["conf_low"], lo)
     np.testing.assert_array_equal(pw["conf_high"], hi)
     np.testing.assert_array_equal(pw["p_value"], p)
@@ -138,24 +138,26 @@ def test_paired_tests_refused(monkeypatch):
     assert me.paired_bootstrap_test(x, y, n_resamples=1000, random_state=0).n_resamples == 1000
 
 
-def test_leaderboard_refused_and_chunk_size_counted():
+def test_leaderboard_refused_whatever_the_chunk_size():
     from mixedeval.resampling import decompose_variance_summary, simulate_leaderboard
 
     t = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 4), "language": np.tile(list("wxyz"), 3),
                       "mean": np.linspace(1, 2, 12), "sd_total": 0.1})
     vd = decompose_variance_summary(t, sd_total="sd_total")
     me.set_memory_limit("1GB")
-    with pytest.raises(DataError, match=r"n_resamples=100,000,000 x 3 models x 3 aggregates") as exc:
+    with pytest.raises(DataError, match=r"n_resamples=100,000,000 x 3 models x 3 aggregators") as exc:
         simulate_leaderboard(vd, n_resamples=10**8, progress=False)
-    assert "smaller chunk_size" in str(exc.value)
-    # the draws fit (3 x 3 x 8 x 2e6 = 144 MB) but one chunk of 2e6 replicates does not
-    with pytest.raises(DataError, match=r"one chunk of 2,000,000 resamples"):
-        simulate_leaderboard(vd, n_resamples=2_000_000, chunk_size=2_000_000, progress=False)
+    assert "fewer n_resamples" in str(exc.value) and "one block of resamples" in str(exc.value)
+    # the draws are made block by block (64 resamples, rows batched within ~96 MB): chunk_size is the
+    # progress step only and does not enter the estimate
+    with pytest.raises(DataError) as same:
+        simulate_leaderboard(vd, n_resamples=10**8, chunk_size=10**8, progress=False)
+    assert str(same.value) == str(exc.value)
     ok = simulate_leaderboard(vd, n_resamples=2_000, chunk_size=500, progress=False, random_state=0)
     assert ok.draws.shape == (2_000, 3, 3)
     me.set_memory_limit("100kB")
-    with pytest.raises(DataError, match="beats"):
-        ok.beats()
+    with pytest.raises(DataError, match="p_beats"):
+        ok.p_beats()
 
 
 def test_runs_refused():
@@ -167,8 +169,11 @@ def test_runs_refused():
     me.set_memory_limit("1GB")
     with pytest.raises(DataError, match=r"n_resamples=100,000,000 x \(3 runs \+ 2\)"):
         run_intervals(y_true=yt, y_pred=yp, n_resamples=10**8, progress=False)
-    with pytest.raises(DataError, match=r"one chunk of 10,000,000 resamples"):
-        pooled_run_bootstrap(y_true=yt, y_pred=yp, n_resamples=10**7, chunk_size=10**7, progress=False)
+    with pytest.raises(DataError, match=r"n_resamples=1,000,000,000 x 8 bytes") as exc:
+        pooled_run_bootstrap(y_true=yt, y_pred=yp, n_resamples=10**9, progress=False)
+    with pytest.raises(DataError) as same:  # chunk_size is the progress step only
+        pooled_run_bootstrap(y_true=yt, y_pred=yp, n_resamples=10**9, chunk_size=10**9, progress=False)
+    assert str(same.value) == str(exc.value)
     assert pooled_run_bootstrap(y_true=yt, y_pred=yp, n_resamples=10**4, progress=False).n_resamples == 10**4
 
 
@@ -332,7 +337,7 @@ def test_cli_billion_resamples_exits_2_with_the_estimate():
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "mixedeval.cli", "bootstrap", str(TER_CSV), "--score", "ter", "--system", "system",
-         "--item", "sentence_id", "--seed", "replication", "--n-resamples", "1000000000", "--quiet"],
+         "--item", "sentence_id", "--run", "replication", "--n-resamples", "1000000000", "--quiet"],
         capture_output=True, text=True, env={**__import__("os").environ, rs.ENV_VAR: "50%"}, timeout=120)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.splitlines()

@@ -12,7 +12,9 @@ from scipy import stats
 
 from mixedeval.errors import DataError
 from mixedeval.resampling import RunIntervalsResult, pooled_run_bootstrap, run_intervals
-from mixedeval.resampling.runs import _bca_interval, _run_level_rows, _uniform_index
+from mixedeval.resampling import _draws as dr
+from mixedeval.resampling import _stats
+from mixedeval.resampling.runs import _run_level_rows
 
 
 def ri(**kw):
@@ -103,6 +105,7 @@ def test_pooled_bootstrap_order_statistics_and_closed_form():
     res = pooled_run_bootstrap(y_true=y, y_pred=pred, random_state=3, progress=False)
     d = np.sort(res.bootstrap_distribution)
     assert res.n_resamples == 5000 and res.order_statistics == (125, 4875)
+    assert res.table.loc[0, "conf_low"] == res.conf_low and res.to_frame().equals(res.table)
     assert (res.conf_low, res.conf_high) == (d[124], d[4874])
     assert res.estimate == pytest.approx(d.mean())
     p = (pred == y).mean()  # pooled accuracy over the l x n pairs
@@ -224,8 +227,9 @@ def test_run_effect_warning_and_resampled_runs():
 def test_bca_and_percentile_match_scipy_on_same_draws():
     x = np.array([0.61, 0.64, 0.58, 0.66, 0.63, 0.70, 0.59, 0.62])
     res = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=3000, random_state=1)
-    lo, hi = _bca_interval(res.bootstrap_distribution, x.mean(), (x.sum() - x) / 7, 0.95)
-    np.testing.assert_allclose([lo, hi], [res.confidence_interval.low, res.confidence_interval.high], rtol=1e-12)
+    lo, hi = _stats.intervals(np.array([x.mean()]), res.bootstrap_distribution[None, :], "bca", 0.95,
+                              [((x.sum() - x) / 7)[None, :]])  # the package's one BCa, on scipy's draws
+    np.testing.assert_allclose([lo[0], hi[0]], [res.confidence_interval.low, res.confidence_interval.high], rtol=1e-12)
     pct = stats.bootstrap((x,), np.mean, method="percentile", n_resamples=20_000, random_state=2)
     r = ri(y_pred=np.tile(x[:, None], (1, 3)), metric="mean", n_resamples=20_000)
     row = method(r, "percentile")
@@ -241,9 +245,12 @@ def test_bca_and_percentile_match_scipy_on_same_draws():
 
 def test_bootstrap_t_degenerate_resamples_hand_checked():
     scores = np.array([0.60, 0.65, 0.71])
-    rows, warns = _run_level_rows(scores, 4000, np.random.default_rng(9), 0.95)
+    ss = np.random.SeedSequence(9)
+    rows, warns = _run_level_rows(scores, 4000, ss, 0.95)
     bt = [r for r in rows if r["method"] == "bootstrap_t"][0]
-    idx = _uniform_index(np.random.default_rng(9), 3, (4000, 3))  # the same draws
+    # the same draws, by the block scheme: block i of 64 resamples from its own generator
+    idx = np.concatenate([dr.block_generator(ss, i).integers(0, 3, size=(64, 3), dtype=np.int32)
+                          for i in range(-(-4000 // 64))])[:4000]
     x = scores[idx]
     deg = np.ptp(x, axis=1) == 0
     assert bt["n_degenerate"] == deg.sum() and abs(deg.mean() - 1 / 9) < 0.02  # P(same run 3 times) = 3/27
@@ -274,12 +281,25 @@ def test_determinism_and_chunk_invariance():
     rng = np.random.default_rng(10)
     y, pred = simulate_runs(rng, l=120, n=4)
     for metric in ("accuracy", "macro_f1"):
-        a = ri(y_true=y, y_pred=pred, metric=metric, n_resamples=500, random_state=3)
-        b = ri(y_true=y, y_pred=pred, metric=metric, n_resamples=500, random_state=3, chunk_size=7)
-        c = ri(y_true=y, y_pred=pred, metric=metric, n_resamples=500, random_state=4)
-        pd.testing.assert_frame_equal(a.intervals, b.intervals)
-        pd.testing.assert_frame_equal(a.runs, b.runs)
+        kw = dict(y_true=y, y_pred=pred, metric=metric, resample_runs=metric == "macro_f1")
+        a = ri(n_resamples=500, random_state=3, **kw)
+        for cs in (1, 7, 64, 10_000):  # block-seeded: the chunk size is only the progress step
+            b = ri(n_resamples=500, random_state=3, chunk_size=cs, **kw)
+            pd.testing.assert_frame_equal(a.intervals, b.intervals)
+            pd.testing.assert_frame_equal(a.runs, b.runs)
+            for k, v in a.distributions.items():
+                np.testing.assert_array_equal(v, b.distributions[k])
+        longer = ri(n_resamples=700, random_state=3, **kw)
+        for k, v in a.distributions.items():
+            np.testing.assert_array_equal(v, longer.distributions[k][:500])  # a prefix of a longer run
+        c = ri(n_resamples=500, random_state=4, **kw)
         assert not a.intervals.equals(c.intervals)
+        assert a.table is a.intervals
+    p1 = pooled_run_bootstrap(y_true=y, y_pred=pred, n_resamples=300, random_state=np.random.default_rng(2),
+                              progress=False)
+    p2 = pooled_run_bootstrap(y_true=y, y_pred=pred, n_resamples=300, random_state=np.random.default_rng(2),
+                              chunk_size=1, progress=False)
+    np.testing.assert_array_equal(p1.bootstrap_distribution, p2.bootstrap_distribution)
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -1,18 +1,18 @@
 """Hierarchical paired bootstrap of item-level score tables, in vectorized numpy.
 
-The table has one row per (system, item[, seed][, group]) with a per-item score (or, for a
+The table has one row per (system, item[, run][, group]) with a per-item score (or, for a
 corpus-level metric, per-item sufficient statistics such as tp/fp/fn). Items are nested in
-groups (languages, tasks); seeds (training runs) are crossed with items and groups: seed k of
-a system is one run evaluated on every item of every group.
+groups (languages, tasks); runs (training seeds, sampling runs) are crossed with items and
+groups: run k of a system is one run evaluated on every item of every group.
 
 Point estimate of a system (``statistic="mean"``)::
 
-    cell(k, g)   = mean over the items of group g of the scores of seed k
-    group(g)     = mean over seeds of cell(k, g)
-    estimate     = aggregate over groups of group(g)        (mean, median or geometric mean)
+    cell(k, g)   = mean over the items of group g of the scores of run k
+    group(g)     = mean over runs of cell(k, g)
+    estimate     = aggregator over groups of group(g)        (mean, median or geometric mean)
 
 For a corpus-level metric, cell(k, g) = f(sums over the items of group g of the statistics of
-seed k), e.g. F1 = 2 tp / (2 tp + fp + fn) from summed counts (DESIGN rule 7: recomputed from
+run k), e.g. F1 = 2 tp / (2 tp + fp + fn) from summed counts (DESIGN rule 7: recomputed from
 resampled sufficient statistics, never averaged over items).
 
 One bootstrap replicate redraws the sampled units named in ``resample``, as a multi-stage
@@ -22,14 +22,15 @@ bootstrap (Davison & Hinkley 1997, sec. 3.8):
    replacement: a leaderboard on k languages);
 2. ``"items"``: within each drawn group slot, its items are drawn with replacement
    (independently for every slot, also when a group is drawn twice);
-3. ``"seeds"``: K seeds are drawn with replacement, once per replicate, shared by all groups.
+3. ``"runs"``: K runs are drawn with replacement, once per replicate, shared by all groups.
 
 The same draws are used for every system (paired by construction): differences between systems
 and ranks are computed replicate by replicate. Draws are count matrices applied to the data by
 matrix products, with no Python loop over replicates. Replicates are processed in blocks of
 64, each with its own random stream and its own matrix products (split further so that a
 count matrix never exceeds ~100 MB), so memory stays bounded whatever B is, and the results
-are bitwise identical whatever ``chunk_size`` (the progress-bar step) is.
+are bitwise identical whatever ``chunk_size`` (the progress-bar step) is (the seeding scheme of
+every resampling function, see ``_draws.py``).
 
 References: Efron & Tibshirani (1993) An Introduction to the Bootstrap, ch. 13-14 (percentile,
 BCa); Davison & Hinkley (1997) Bootstrap Methods and their Application, secs. 3.8, 4.4, 5.2-5.3;
@@ -45,16 +46,16 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import _resources as res
+from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
+from . import _checks as ck
 from . import _draws as dr
+from . import _stats as st
 
-LEVELS = ("groups", "items", "seeds")
-AGGREGATES = ("mean", "median", "geometric_mean")
+LEVELS = ("groups", "items", "runs")
 _LEVEL_ALIASES = {"group": "groups", "groups": "groups", "item": "items", "items": "items",
-                  "seed": "seeds", "seeds": "seeds", "run": "seeds", "runs": "seeds"}
-_AGG_ALIASES = {"mean": "mean", "median": "median", "geometric_mean": "geometric_mean",
-                "gmean": "geometric_mean", "geometric": "geometric_mean"}
+                  "run": "runs", "runs": "runs"}
 _FIX = ("Use fewer n_resamples (the replicates are kept in the result: n_resamples x systems x 8 bytes; "
         "chunk_size does not change that), or fewer systems per call.")
 #: working copies of the (systems x n_resamples) replicates that summary(), pairwise() and
@@ -75,6 +76,8 @@ class BootstrapResult(ResultMixin):
 
     Attributes
     ----------
+    table : DataFrame
+        The main table, :meth:`summary` with the default interval: one row per system.
     systems : tuple
         System labels, in the order of the rows of ``estimate`` and ``distribution``.
     estimate : ndarray (n_systems,)
@@ -82,9 +85,9 @@ class BootstrapResult(ResultMixin):
     distribution : ndarray (n_systems, n_resamples)
         The raw bootstrap replicates; column b of every row comes from the same draw.
     ci, level : the default interval method and level of :meth:`summary` and :meth:`pairwise`.
-    resample : the levels redrawn (subset of groups, items, seeds).
-    statistic, aggregate, higher_is_better, n_resamples : the settings used.
-    design : sizes of the table (n_items per group, n_seeds, n_groups, n_groups_drawn).
+    resample : the levels redrawn (subset of groups, items, runs).
+    statistic, aggregator, higher_is_better, n_resamples : the settings used.
+    design : sizes of the table (n_items per group, n_runs, n_groups, n_groups_drawn).
     provenance : versions, settings and the seed entropy that reproduces the run.
     warnings : tuple of ResultWarning (e.g. dropped incomplete items).
     """
@@ -97,14 +100,14 @@ class BootstrapResult(ResultMixin):
     n_resamples: int
     resample: tuple[str, ...]
     statistic: str
-    aggregate: str
+    aggregator: str
     higher_is_better: bool
     design: dict[str, Any]
     provenance: dict[str, Any]
     warnings: tuple[ResultWarning, ...] = ()
     _jackknife: tuple[np.ndarray, ...] = field(default=(), repr=False)
 
-    _main_table = "summary"
+    _main_table = "table"
     _title = "Hierarchical paired bootstrap"
 
     @property
@@ -112,18 +115,23 @@ class BootstrapResult(ResultMixin):
         return ("summary", "pairwise") if len(self.systems) <= 6 else ("summary",)
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("statistic", self.statistic), ("aggregate over groups", self.aggregate),
+        return [("statistic", self.statistic), ("aggregator over groups", self.aggregator),
                 ("resampled", ", ".join(self.resample)), ("n_resamples", self.n_resamples),
                 ("interval", f"{self.ci}, level {self.level:g}")]
 
+    @property
+    def table(self):
+        """The main table: :meth:`summary` with the interval given to :func:`bootstrap`."""
+        return self.summary()
+
     def _interval(self, est: np.ndarray, dist: np.ndarray, jack: tuple[np.ndarray, ...],
                   ci: str | None, level: float | None) -> tuple[np.ndarray, np.ndarray]:
-        ci = self.ci if ci is None else dr.check_ci(ci)
-        level = self.level if level is None else dr.check_level(level)
+        ci = self.ci if ci is None else st.check_ci(ci)
+        level = self.level if level is None else ck.check_level(level)
         if ci == "bca" and not jack:
             raise DataError("ci='bca' needs the jackknife, computed only when bootstrap() is called with "
                             "ci='bca'; rerun bootstrap(..., ci='bca')")
-        return dr.intervals(est, dist, ci, level, jack)
+        return st.intervals(est, dist, ci, level, jack)
 
     @res.memory_errors(_FIX)
     def summary(self, ci: str | None = None, level: float | None = None):
@@ -137,7 +145,7 @@ class BootstrapResult(ResultMixin):
             "system": list(self.systems),
             "estimate": self.estimate,
             "boot_mean": self.distribution.mean(axis=1),
-            "std_error": _sd(self.distribution),
+            "std_error": st.sd(self.distribution),
             "conf_low": lo,
             "conf_high": hi,
         })
@@ -149,14 +157,17 @@ class BootstrapResult(ResultMixin):
         order), or of every system against ``reference``.
 
         Columns: system_a, system_b, delta (observed), std_error (SD of the replicate
-        differences), conf_low, conf_high (interval of the differences), p_value, p_adj,
-        effect_size = delta / std_error.
+        differences), conf_low, conf_high (interval of the differences), p_value (unadjusted),
+        p_adj (adjusted by ``adjust``), snr = delta / std_error, the signal-to-noise ratio of
+        the difference (Sälevä et al. 2025 call it an effect size; its denominator is the
+        bootstrap SD of delta, which shrinks with more items, so it is not a standardized
+        effect size).
 
         p_value: paired bootstrap test by the shift method (Koehn 2004; Berg-Kirkpatrick et al.
         2012): the replicate differences are centred at their mean to impose H0: delta = 0, and
         p = (c + 1) / (B + 1) with c = #{b : |delta_b - mean(delta_*)| >= |delta|}. p_adj adjusts
         them with ``adjust`` (a method of R's p.adjust, see :func:`mixedeval.adjust_pvalues`);
-        the method is stored in ``DataFrame.attrs['p_adjust']``.
+        the method is stored in ``DataFrame.attrs['adjust']``.
         """
         import pandas as pd  # noqa: PLC0415
 
@@ -175,22 +186,22 @@ class BootstrapResult(ResultMixin):
             dist = self.distribution[ia] - self.distribution[ib]
             jack = tuple(j[ia] - j[ib] for j in self._jackknife)
             lo[sl], hi[sl] = self._interval(est[sl], dist, jack, ci, level)
-            sd[sl] = _sd(dist)
+            sd[sl] = st.sd(dist)
             dist -= dist.mean(axis=1, keepdims=True)  # the null distribution, centred in place
-            c[sl] = dr.count_extreme(dist, est[sl], "two-sided")
+            c[sl] = st.count_extreme(dist, est[sl], "two-sided")
             del dist
         if not n_pairs:  # validate ci and level as the unbatched code did
             self._interval(est, np.empty((0, self.n_resamples)), tuple(j[:0] for j in self._jackknife), ci, level)
-        p = dr.p_from_count(c, self.n_resamples, "plus_one")
+        p = st.p_from_count(c, self.n_resamples, "plus_one")
         with np.errstate(divide="ignore", invalid="ignore"):
-            eff = est / sd
+            snr = est / sd
         out = pd.DataFrame({
             "system_a": [self.systems[i] for i in a_idx],
             "system_b": [self.systems[i] for i in b_idx],
             "delta": est, "std_error": sd, "conf_low": lo, "conf_high": hi,
-            "p_value": p, "p_adj": adjust_pvalues(p, adjust) if len(p) else p, "effect_size": eff,
+            "p_value": p, "p_adj": adjust_pvalues(p, adjust) if len(p) else p, "snr": snr,
         })
-        out.attrs["p_adjust"] = adjust
+        out.attrs["adjust"] = adjust
         return out
 
     def _pairs(self, reference: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -206,11 +217,7 @@ class BootstrapResult(ResultMixin):
 
     def _rank_matrix(self, higher_is_better: bool | None) -> np.ndarray:
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
-        x = self.distribution  # compared in the direction of hib (no negated copy)
-        ranks = np.ones(x.shape, dtype=np.int64)
-        for i in range(x.shape[0]):
-            ranks[i] += (x > x[i]).sum(axis=0) if hib else (x < x[i]).sum(axis=0)
-        return ranks
+        return st.rank_matrix(self.distribution, hib)
 
     @res.memory_errors(_FIX)
     def ranks(self, level: float | None = None, higher_is_better: bool | None = None):
@@ -220,20 +227,9 @@ class BootstrapResult(ResultMixin):
         inverted-CDF rule, so they are ranks)."""
         import pandas as pd  # noqa: PLC0415
 
-        level = self.level if level is None else dr.check_level(level)
-        ranks = self._rank_matrix(higher_is_better)
-        k = len(self.systems)
-        out = pd.DataFrame({"system": list(self.systems)})
-        for r in range(1, k + 1):
-            out[f"p_rank_{r}"] = (ranks == r).mean(axis=1)
-        alpha = 1.0 - level
-        out["expected_rank"] = ranks.mean(axis=1)
-        # row by row (np.quantile copies its input; the inverted-CDF rule selects, so the values
-        # are those of the quantile over axis 1)
-        q = np.array([np.quantile(row, [alpha / 2, 1 - alpha / 2], method="inverted_cdf") for row in ranks])
-        out["rank_conf_low"] = q[:, 0].astype(np.int64)
-        out["rank_conf_high"] = q[:, 1].astype(np.int64)
-        return out
+        level = self.level if level is None else ck.check_level(level)
+        cols = st.rank_columns(self._rank_matrix(higher_is_better), level)
+        return pd.DataFrame({"system": list(self.systems), **cols})
 
     @res.memory_errors(_FIX)
     def p_beats(self, higher_is_better: bool | None = None):
@@ -242,31 +238,19 @@ class BootstrapResult(ResultMixin):
         import pandas as pd  # noqa: PLC0415
 
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
-        x = self.distribution  # compared in the direction of hib (no negated copy)
-        p = np.empty((x.shape[0], x.shape[0]))
-        for i in range(x.shape[0]):
-            p[i] = ((x[i] > x) if hib else (x[i] < x)).mean(axis=1) + 0.5 * (x[i] == x).mean(axis=1)
-        np.fill_diagonal(p, np.nan)
-        out = pd.DataFrame(p, index=pd.Index(list(self.systems), name="system_a"),
-                           columns=pd.Index(list(self.systems), name="system_b"))
-        return out
+        return pd.DataFrame(st.p_beats(self.distribution, hib), index=pd.Index(list(self.systems), name="system_a"),
+                            columns=pd.Index(list(self.systems), name="system_b"))
 
     def to_dict(self) -> dict[str, Any]:
         """Tables and settings, JSON-friendly (the raw distribution is left out: use
         ``.distribution``)."""
         return jsonable({
             "summary": self.summary(), "pairwise": self.pairwise(), "ranks": self.ranks(),
-            "systems": list(self.systems), "statistic": self.statistic, "aggregate": self.aggregate,
+            "systems": list(self.systems), "statistic": self.statistic, "aggregator": self.aggregator,
             "resample": list(self.resample), "n_resamples": self.n_resamples, "ci": self.ci,
             "level": self.level, "higher_is_better": self.higher_is_better, "design": self.design,
             "provenance": self.provenance, "warnings": list(self.warnings),
         })
-
-
-def _sd(dist: np.ndarray) -> np.ndarray:
-    if dist.shape[1] < 2:
-        return np.full(dist.shape[0], np.nan)
-    return dist.std(axis=1, ddof=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,24 +259,58 @@ def _sd(dist: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Table:
-    """Scores as X[system, seed, unit, column]; units (items) sorted by group, group g holding
+    """Scores as X[system, run, unit, column]; units (items) sorted by group, group g holding
     units offsets[g]:offsets[g+1]."""
 
     systems: list[Any]
-    seeds: list[Any]
+    runs: list[Any]
     groups: list[Any]
     X: np.ndarray
     offsets: np.ndarray
     warnings: tuple[ResultWarning, ...]
-    seed_mask: np.ndarray  # (S, K): system s has run k (all True when seeds are crossed with systems)
+    run_mask: np.ndarray  # (S, K): system s has run k (all True when runs are crossed with systems)
 
     @property
-    def nested_seeds(self) -> bool:
-        return not bool(self.seed_mask.all())
+    def nested_runs(self) -> bool:
+        return not bool(self.run_mask.all())
 
     @property
     def n_items(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """Integer codes of the key columns. A unit is a (group, item) pair: items are nested in
+    groups, so item ids may repeat across groups."""
+
+    columns: dict[str, str | None]  # role (system, item, run, group) -> column name
+    systems: list[Any]
+    runs: list[Any]
+    groups: list[Any]
+    s_code: np.ndarray
+    k_code: np.ndarray
+    u_code: np.ndarray
+    unit_group: np.ndarray  # (N,) group of each unit
+    unit_items: list[Any]  # (N,) item label of each unit
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return len(self.systems), len(self.runs), len(self.unit_items)
+
+    def label(self, cell: int) -> str:
+        """The key of a flat cell index, e.g. (system='B', language='de', item=17, run=3)."""
+        S, K, N = self.shape
+        s, rest = divmod(int(cell), K * N)
+        k, u = divmod(rest, N)
+        c = self.columns
+        parts = [f"{c['system']}={self.systems[s]!r}"]
+        if c["group"] is not None:
+            parts.append(f"{c['group']}={self.groups[self.unit_group[u]]!r}")
+        parts.append(f"{c['item']}={self.unit_items[u]!r}")
+        if c["run"] is not None:
+            parts.append(f"{c['run']}={self.runs[k]!r}")
+        return "(" + ", ".join(parts) + ")"
 
 
 def _levels(s, column: str) -> tuple[np.ndarray, list[Any]]:
@@ -300,13 +318,6 @@ def _levels(s, column: str) -> tuple[np.ndarray, list[Any]]:
     dropped), otherwise sorted values (order of appearance if they cannot be sorted)."""
     import pandas as pd  # noqa: PLC0415
 
-    from ..data.validate import _rows_preview  # noqa: PLC0415
-
-    if s.isna().any():
-        raise DataError(
-            f"column {column!r} has {int(s.isna().sum())} missing values in rows {_rows_preview(s.index[s.isna()])}; "
-            f"drop those rows or fill in the {column!r} label"
-        )
     if isinstance(s.dtype, pd.CategoricalDtype):
         s = s.cat.remove_unused_categories()
         return s.cat.codes.to_numpy(dtype=np.int64), list(s.cat.categories)
@@ -317,203 +328,232 @@ def _levels(s, column: str) -> tuple[np.ndarray, list[Any]]:
     return codes.astype(np.int64), list(uniq)
 
 
-def _pivot(data: Any, cols: list[str], system: str, item: str, seed: str | None, group: str | None,
-           drop_missing: bool) -> _Table:
+def _checked_frame(data: Any, cols: list[str], columns: dict[str, str | None]):
+    """The table as a pandas DataFrame (only read, never modified), its columns checked."""
+    import pandas as pd  # noqa: PLC0415
+
     from ..data.table import as_pandas  # noqa: PLC0415
     from ..data.validate import require_columns, require_finite, require_nonempty  # noqa: PLC0415
 
-    import pandas as pd  # noqa: PLC0415
-
-    df = data if isinstance(data, pd.DataFrame) else as_pandas(data)  # only read, never modified
+    df = data if isinstance(data, pd.DataFrame) else as_pandas(data)
     require_nonempty(df)
-    keys = [system, item, seed, group]
-    for k in keys:
+    for k in columns.values():
         if k is not None and not isinstance(k, str):
             raise DataError(f"column names must be strings, got {k!r}")
-    require_columns(df, [*cols, *keys])
-    named = [c for c in keys if c is not None]
+    require_columns(df, [*cols, *columns.values()])
+    named = [c for c in columns.values() if c is not None]
     if len(set(named)) != len(named) or set(named) & set(cols):
-        raise DataError(f"system, item, seed, group and score must be different columns; got {named} and {cols}")
+        raise DataError(f"system, item, run, group and score must be different columns; got {named} and {cols}")
     for c in cols:
         require_finite(df, c)
-    s_code, systems = _levels(df[system], system)
-    i_code, item_labels = _levels(df[item], item)
-    k_code, seeds = _levels(df[seed], seed) if seed is not None else (np.zeros(len(df), np.int64), [None])
-    g_code, groups = _levels(df[group], group) if group is not None else (np.zeros(len(df), np.int64), [None])
-    S, K, G = len(systems), len(seeds), len(groups)
+    ck.check_labels(df, named)
+    return df
+
+
+def _keys(df, columns: dict[str, str | None]) -> _Keys:
+    s_code, systems = _levels(df[columns["system"]], columns["system"])
+    i_code, item_labels = _levels(df[columns["item"]], columns["item"])
+    none = (np.zeros(len(df), np.int64), [None])
+    k_code, runs = _levels(df[columns["run"]], columns["run"]) if columns["run"] is not None else none
+    g_code, groups = _levels(df[columns["group"]], columns["group"]) if columns["group"] is not None else none
     n_item_codes = int(i_code.max()) + 1
-    key = g_code * n_item_codes + i_code  # items are nested in groups: a unit is (group, item)
-    if G * n_item_codes <= 4 * len(df) + 1024:  # O(n) without sorting
-        present = np.bincount(key, minlength=G * n_item_codes) > 0
+    key = g_code * n_item_codes + i_code
+    if len(groups) * n_item_codes <= 4 * len(df) + 1024:  # O(n) without sorting
+        present = np.bincount(key, minlength=len(groups) * n_item_codes) > 0
         unit_keys = np.flatnonzero(present)
         u_code = (np.cumsum(present) - 1)[key]
     else:
         unit_keys, u_code = np.unique(key, return_inverse=True)
         u_code = u_code.ravel()
-    unit_group = unit_keys // n_item_codes
-    unit_items = [item_labels[c] for c in (unit_keys % n_item_codes)]
-    N = unit_keys.size
-    flat = (s_code * K + k_code) * N + u_code
-    n_cells = S * K * N
-    count = np.bincount(flat, minlength=n_cells)
+    return _Keys(columns, systems, runs, groups, s_code, k_code, u_code, unit_keys // n_item_codes,
+                 [item_labels[c] for c in (unit_keys % n_item_codes)])
 
-    def label(cell: int) -> str:
-        """The key of a flat cell index, e.g. (system='B', language='de', item=17, seed=3)."""
-        s, rest = divmod(int(cell), K * N)
-        k, u = divmod(rest, N)
-        parts = [f"{system}={systems[s]!r}"]
-        if group is not None:
-            parts.append(f"{group}={groups[unit_group[u]]!r}")
-        parts.append(f"{item}={unit_items[u]!r}")
-        if seed is not None:
-            parts.append(f"{seed}={seeds[k]!r}")
-        return "(" + ", ".join(parts) + ")"
 
+def _scatter(df, cols: list[str], keys: _Keys) -> tuple[np.ndarray, np.ndarray]:
+    """X (S, K, N, m) with NaN where a cell has no row, and the row count of every cell
+    (a DataError names duplicated cells)."""
+    S, K, N = keys.shape
+    flat = (keys.s_code * K + keys.k_code) * N + keys.u_code
+    count = np.bincount(flat, minlength=S * K * N)
     dup = np.flatnonzero(count > 1)
     if dup.size:
-        ex = "; ".join(label(c) for c in dup[:3])
+        run = keys.columns["run"]
+        ex = "; ".join(keys.label(c) for c in dup[:3])
         raise DataError(
             f"{dup.size} cells have more than one row, e.g. {ex}; one score per system x item"
-            f"{' x ' + seed if seed else ''} cell is expected: average the duplicates first "
-            f"(df.groupby([...]).mean()) or name the column that tells them apart as seed= or group="
+            f"{' x ' + run if run else ''} cell is expected: average the duplicates first "
+            f"(df.groupby([...]).mean()) or name the column that tells them apart as run= or group="
         )
-    values = df[cols].to_numpy(dtype=np.float64)
-    X = np.full((n_cells, len(cols)), np.nan)
-    X[flat] = values
-    X = X.reshape(S, K, N, len(cols))
-    warnings: list[ResultWarning] = []
-    missing = (count == 0).reshape(S, K, N)
-    seed_mask = np.ones((S, K), dtype=bool)
-    if seed is not None:
-        absent = missing.all(axis=2)  # system s never ran seed k
-        if absent.any():
-            seed_mask = ~absent
-            missing = missing & seed_mask[:, :, None]
-            runs = {str(systems[s]): [seeds[k] for k in range(K) if seed_mask[s, k]] for s in range(S)}
-            warnings.append(ResultWarning(
-                "nested_seeds",
-                f"the systems have different {seed} values ({runs}); runs are treated as nested in systems: "
-                f"each system's own runs are resampled independently (items stay paired across systems)"))
-            single = [name for name, r in runs.items() if len(r) == 1]
-            if single:
-                warnings.append(ResultWarning(
-                    "single_run",
-                    f"{', '.join(single)} {'has' if len(single) == 1 else 'have'} a single {seed}: run-to-run "
-                    f"variation cannot be resampled there, so {'its' if len(single) == 1 else 'their'} intervals "
-                    f"are narrower than those of systems with several runs"))
-    if missing.any():
-        n_miss = int(missing.sum())
-        whole = [(s, k) for s in range(S) for k in range(K) if seed is not None and missing[s, k].all()]
-        detail = ""
-        if whole:
-            detail = " (" + "; ".join(f"{system}={systems[s]!r} has no rows for {seed}={seeds[k]!r}" for s, k in whole[:3]) + ")"
-        if not drop_missing:
-            ex = "; ".join(label(c) for c in np.flatnonzero(missing.ravel())[:3])
-            per_sys = {systems[s]: int(missing[s].sum()) for s in range(S) if missing[s].any()}
-            raise DataError(
-                f"{n_miss} of the {n_cells} system x item{' x ' + seed if seed else ''} cells have no score, "
-                f"e.g. {ex}{detail}; missing cells per system: {per_sys}. Every system needs a score for every "
-                f"item{' and ' + seed if seed else ''} for a paired comparison: fill them in, or pass "
-                f"drop_missing=True to drop the items that are incomplete"
-            )
-        keep = ~missing.any(axis=(0, 1))
-        if not keep.any():
-            raise DataError(
-                f"drop_missing=True would drop every item: no item has a score for every system"
-                f"{' and ' + seed if seed else ''}{detail}; fill in the missing cells or remove the incomplete "
-                f"system{' or ' + seed if seed else ''}"
-            )
-        empty = [groups[g] for g in range(G) if not keep[unit_group == g].any()]
-        if empty:
-            raise DataError(
-                f"drop_missing=True would drop every item of {group} {empty}; remove that {group} from the table "
-                f"or fill in its missing cells"
-            )
-        X = X[:, :, keep]
-        unit_group = unit_group[keep]
+    X = np.full((S * K * N, len(cols)), np.nan)
+    X[flat] = df[cols].to_numpy(dtype=np.float64)
+    return X.reshape(S, K, N, len(cols)), (count == 0).reshape(S, K, N)
+
+
+def _nested_runs(missing: np.ndarray, keys: _Keys) -> tuple[np.ndarray, np.ndarray, list[ResultWarning]]:
+    """Runs a system never has are nested runs, not missing cells: (missing cells left, run
+    mask (S, K), warnings)."""
+    S, K, _ = keys.shape
+    run = keys.columns["run"]
+    run_mask = np.ones((S, K), dtype=bool)
+    absent = missing.all(axis=2)  # system s never ran run k
+    if run is None or not absent.any():
+        return missing, run_mask, []
+    run_mask = ~absent
+    runs = {str(keys.systems[s]): [keys.runs[k] for k in range(K) if run_mask[s, k]] for s in range(S)}
+    warnings = [ResultWarning(
+        "nested_runs",
+        f"the systems have different {run} values ({runs}); runs are treated as nested in systems: "
+        f"each system's own runs are resampled independently (items stay paired across systems)")]
+    single = [name for name, r in runs.items() if len(r) == 1]
+    if single:
+        one = len(single) == 1
         warnings.append(ResultWarning(
-            "missing_rows",
-            f"dropped {int((~keep).sum())} of {N} items that lack a score for some system"
-            f"{' or ' + seed if seed else ''} ({n_miss} missing cells){detail}"))
+            "single_run",
+            f"{', '.join(single)} {'has' if one else 'have'} a single {run}: run-to-run variation cannot be "
+            f"resampled there, so {'its' if one else 'their'} intervals are narrower than those of systems with "
+            f"several runs"))
+    return missing & run_mask[:, :, None], run_mask, warnings
+
+
+def _drop_missing(X: np.ndarray, missing: np.ndarray, keys: _Keys, drop: bool) -> tuple[np.ndarray, np.ndarray,
+                                                                                       list[ResultWarning]]:
+    """Refuse missing cells (naming them), or with ``drop`` drop the incomplete items: (X, group
+    of each kept unit, warnings)."""
+    if not missing.any():
+        return X, keys.unit_group, []
+    S, K, N = keys.shape
+    c = keys.columns
+    system, run, group = c["system"], c["run"], c["group"]
+    n_miss = int(missing.sum())
+    whole = [(s, k) for s in range(S) for k in range(K) if run is not None and missing[s, k].all()]
+    detail = ""
+    if whole:
+        detail = " (" + "; ".join(f"{system}={keys.systems[s]!r} has no rows for {run}={keys.runs[k]!r}"
+                                  for s, k in whole[:3]) + ")"
+    x_run = f" x {run}" if run else ""
+    if not drop:
+        ex = "; ".join(keys.label(i) for i in np.flatnonzero(missing.ravel())[:3])
+        per_sys = {keys.systems[s]: int(missing[s].sum()) for s in range(S) if missing[s].any()}
+        raise DataError(
+            f"{n_miss} of the {S * K * N} system x item{x_run} cells have no score, e.g. {ex}{detail}; missing "
+            f"cells per system: {per_sys}. Every system needs a score for every item{' and ' + run if run else ''} "
+            f"for a paired comparison: fill them in, or pass drop_missing=True to drop the items that are incomplete"
+        )
+    keep = ~missing.any(axis=(0, 1))
+    if not keep.any():
+        raise DataError(
+            f"drop_missing=True would drop every item: no item has a score for every system"
+            f"{' and ' + run if run else ''}{detail}; fill in the missing cells or remove the incomplete "
+            f"system{' or ' + run if run else ''}"
+        )
+    empty = [keys.groups[g] for g in range(len(keys.groups)) if not keep[keys.unit_group == g].any()]
+    if empty:
+        raise DataError(f"drop_missing=True would drop every item of {group} {empty}; remove that {group} from the "
+                        f"table or fill in its missing cells")
+    warning = ResultWarning("missing_rows", f"dropped {int((~keep).sum())} of {N} items that lack a score for some "
+                                            f"system{' or ' + run if run else ''} ({n_miss} missing cells){detail}")
+    return X[:, :, keep], keys.unit_group[keep], [warning]
+
+
+def _pivot(data: Any, cols: list[str], system: str, item: str, run: str | None, group: str | None,
+           drop_missing: bool) -> _Table:
+    """The score table as X[system, run, unit, column], checked and encoded."""
+    columns = {"system": system, "item": item, "run": run, "group": group}
+    df = _checked_frame(data, cols, columns)
+    keys = _keys(df, columns)
+    X, missing = _scatter(df, cols, keys)
+    missing, run_mask, warnings = _nested_runs(missing, keys)
+    X, unit_group, dropped = _drop_missing(X, missing, keys, drop_missing)
+    G = len(keys.groups)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(unit_group, minlength=G))]).astype(np.int64)
-    X[~seed_mask] = 0.0  # runs a system does not have: zero weight in every replicate
-    return _Table(systems, seeds, groups, np.ascontiguousarray(X), offsets, tuple(warnings), seed_mask)
+    X[~run_mask] = 0.0  # runs a system does not have: zero weight in every replicate
+    return _Table(keys.systems, keys.runs, keys.groups, np.ascontiguousarray(X), offsets,
+                  tuple(warnings + dropped), run_mask)
 
 
 # ---------------------------------------------------------------------------------------------
 # the statistic of a (resampled) table
 # ---------------------------------------------------------------------------------------------
 
-def _aggregate(group_scores: np.ndarray, aggregate: str, axis: int, during: str) -> np.ndarray:
-    """Combine per-group scores along ``axis``."""
-    if aggregate == "mean":
-        return group_scores.mean(axis=axis)
-    if aggregate == "median":
-        return np.median(group_scores, axis=axis)
-    if np.any(group_scores <= 0):
-        raise DataError(
-            f"aggregate='geometric_mean' needs positive per-group scores, but {during} a group's score is <= 0; "
-            "use aggregate='mean' or 'median', or a strictly positive score"
-        )
-    return np.exp(np.log(group_scores).mean(axis=axis))
-
-
-def _combine(cells: np.ndarray, seed_weights: np.ndarray, aggregate: str, during: str,
-             seed_mask: np.ndarray | None = None) -> np.ndarray:
-    """cells (S, K, J, c) of per-seed statistics -> (S, c): weighted mean over seeds (weights
-    (c, K) shared by all systems, or (S, c, K) per system = how often each seed was drawn), then
-    aggregate over the J group slots. ``seed_mask`` (S, K) zeroes the runs a system lacks."""
-    if seed_mask is not None and not seed_mask.all():
-        cells = np.where(seed_mask[:, :, None, None], cells, 0.0)
-    if seed_weights.ndim == 2:
-        group_scores = np.einsum("skjc,ck->sjc", cells, seed_weights) / seed_weights.sum(axis=1)
+def _combine(cells: np.ndarray, run_weights: np.ndarray, aggregator: str, during: str,
+             run_mask: np.ndarray | None = None) -> np.ndarray:
+    """cells (S, K, J, c) of per-run statistics -> (S, c): weighted mean over runs (weights
+    (c, K) shared by all systems, or (S, c, K) per system = how often each run was drawn), then
+    aggregator over the J group slots. ``run_mask`` (S, K) zeroes the runs a system lacks."""
+    if run_mask is not None and not run_mask.all():
+        cells = np.where(run_mask[:, :, None, None], cells, 0.0)
+    if run_weights.ndim == 2:
+        group_scores = np.einsum("skjc,ck->sjc", cells, run_weights) / run_weights.sum(axis=1)
     else:
-        group_scores = np.einsum("skjc,sck->sjc", cells, seed_weights) / seed_weights.sum(axis=2)[:, None, :]
-    return _aggregate(group_scores, aggregate, axis=1, during=during)
+        group_scores = np.einsum("skjc,sck->sjc", cells, run_weights) / run_weights.sum(axis=2)[:, None, :]
+    return st.aggregate(group_scores, aggregator, axis=1, during=during)
 
 
-def _seed_means(X: np.ndarray, seed_mask: np.ndarray) -> np.ndarray:
+def _run_means(X: np.ndarray, run_mask: np.ndarray) -> np.ndarray:
     """Mean over each system's own runs: X (S, K, ...) -> (S, 1, ...)."""
-    if seed_mask.all():
+    if run_mask.all():
         return X.mean(axis=1, keepdims=True)
-    w = seed_mask.astype(float)
-    shape = (*w.shape, *([1] * (X.ndim - 2)))
-    return (X * w.reshape(shape)).sum(axis=1, keepdims=True) / w.sum(axis=1).reshape((w.shape[0], 1, *([1] * (X.ndim - 2))))
+    w = run_mask.astype(float)
+    tail = [1] * (X.ndim - 2)
+    return (X * w.reshape(*w.shape, *tail)).sum(axis=1, keepdims=True) / w.sum(axis=1).reshape(w.shape[0], 1, *tail)
 
 
 # ---------------------------------------------------------------------------------------------
 # the bootstrap
 # ---------------------------------------------------------------------------------------------
 
-def _parse_resample(resample: Any, seed: str | None, group: str | None, item: str, n_seeds: int,
+def _parse_resample(resample: Any, run: str | None, group: str | None, item: str, n_runs: int,
                     n_groups: int | None) -> tuple[str, ...]:
     if resample is None:
         out = {"items"}
-        if seed is not None and n_seeds >= 2:
-            out.add("seeds")
+        if run is not None and n_runs >= 2:
+            out.add("runs")
         if n_groups is not None:
             out.add("groups")
     else:
         names = [resample] if isinstance(resample, str) else list(resample)
-        columns = {item: "items", seed: "seeds", group: "groups"}
+        columns = {item: "items", run: "runs", group: "groups"}
         out = set()
         for r in names:
             lvl = _LEVEL_ALIASES.get(str(r).lower()) if r not in columns else columns[r]
             if lvl is None:
                 raise DataError(
-                    f"resample entry {r!r} is not a level; use any of 'groups', 'items', 'seeds' (or the column names "
-                    f"{[c for c in (group, item, seed) if c]})"
+                    f"resample entry {r!r} is not a level; use any of 'groups', 'items', 'runs' (or the column names "
+                    f"{[c for c in (group, item, run) if c]})"
                 )
             out.add(lvl)
         if not out:
-            raise DataError("resample is empty; name at least one of 'groups', 'items', 'seeds'")
-    if "seeds" in out and seed is None:
-        raise DataError("resample includes 'seeds' but no seed column was given; pass seed='<run column>'")
+            raise DataError("resample is empty; name at least one of 'groups', 'items', 'runs'")
+    if "runs" in out and run is None:
+        raise DataError("resample includes 'runs' but no run column was given; pass run='<run column>'")
     if "groups" in out and group is None:
         raise DataError("resample includes 'groups' but no group column was given; pass group='<language column>'")
     if n_groups is not None and "groups" not in out:
         raise DataError("n_groups subsamples groups: include 'groups' in resample (or leave resample=None)")
     return tuple(lv for lv in LEVELS if lv in out)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The checked arguments of :func:`bootstrap`."""
+
+    stat: st.CellStatistic
+    cols: list[str]
+    aggregator: str
+    ci: str
+    level: float
+    n_resamples: int
+    precision: str
+    ss: np.random.SeedSequence
+
+
+def _check_args(score: Any, statistic: Any, aggregator: Any, ci: Any, level: Any, n_resamples: Any,
+                precision: Any, random_state: Any) -> _Settings:
+    stat, cols = st.cell_statistic(statistic, score)
+    if precision not in ("float64", "float32"):
+        raise DataError(f"precision must be 'float64' or 'float32', got {precision!r}")
+    return _Settings(stat, cols, st.check_aggregator(aggregator), st.check_ci(ci), ck.check_level(level),
+                     ck.check_n_resamples(n_resamples), precision, seed_sequence(random_state))
 
 
 @res.memory_errors(_FIX)
@@ -522,12 +562,12 @@ def bootstrap(
     score: str | Sequence[str],
     system: str,
     item: str,
-    seed: str | None = None,
+    run: str | None = None,
     group: str | None = None,
     *,
     resample: str | Sequence[str] | None = None,
     statistic: Literal["mean", "f1"] | Any = "mean",
-    aggregate: Literal["mean", "median", "geometric_mean"] = "mean",
+    aggregator: Literal["mean", "median", "geometric_mean"] = "mean",
     n_resamples: int = 10_000,
     ci: Literal["percentile", "basic", "bca", "se"] = "percentile",
     level: float = 0.95,
@@ -544,33 +584,34 @@ def bootstrap(
     Parameters
     ----------
     data : DataFrame (pandas, polars, pyarrow) or file path
-        One row per system x item (x seed) (x group). Not modified.
+        One row per system x item (x run) (x group). Not modified.
     score : str or list of str
         The per-item score column, or for a corpus-level ``statistic`` the per-item
         sufficient-statistic columns (``["tp", "fp", "fn"]`` for F1).
     system, item : str
         Columns naming the system and the test item (items are nested in groups).
-    seed : str, optional
-        Column naming the seed / run of a system (crossed with items and groups).
+    run : str, optional
+        Column naming the run of a system (training seed, sampling run; crossed with items and
+        groups, or nested in systems when the systems have different runs).
     group : str, optional
         Column naming the language / task; item ids may repeat across groups.
     resample : str or list, optional
-        Levels redrawn: any of ``"groups"``, ``"items"``, ``"seeds"`` (or the column names).
-        Default: items, plus seeds when ``seed`` has at least 2 levels, plus groups when
+        Levels redrawn: any of ``"groups"``, ``"items"``, ``"runs"`` (or the column names).
+        Default: items, plus runs when ``run`` has at least 2 levels, plus groups when
         ``n_groups`` is given. Languages are treated as fixed unless listed.
     statistic : "mean", "f1" or callable
-        ``"mean"``: mean of the item scores per (system, seed, group). ``"f1"``: 2 tp / (2 tp +
+        ``"mean"``: mean of the item scores per (system, run, group). ``"f1"``: 2 tp / (2 tp +
         fp + fn) of the summed counts (0 when there is nothing to find and nothing found). A
         callable ``f(*sums)`` receives one array per score column holding the sums over
         the (resampled) items and must work elementwise, e.g. BLEU from n-gram counts.
-    aggregate : "mean", "median" or "geometric_mean"
-        How per-group scores (mean over seeds of the cell statistic) combine into a system
+    aggregator : "mean", "median" or "geometric_mean"
+        How per-group scores (mean over runs of the cell statistic) combine into a system
         score. The geometric mean needs positive scores (DataError otherwise).
     n_resamples : int
         Number of bootstrap replicates B.
     ci : "percentile", "basic", "bca" or "se"
         Default interval of summary() and pairwise(): percentile; basic; BCa (acceleration from
-        the jackknife over every resampled level: leave one group / item (per group) / seed
+        the jackknife over every resampled level: leave one group / item (per group) / run
         out, combined as in scipy.stats.bootstrap for several samples); ``"se"``: estimate -+
         z_(1-alpha/2) * bootstrap SE, the "+-2 SE" interval (z = 1.96 at level 0.95).
     level : float
@@ -583,7 +624,7 @@ def bootstrap(
     higher_is_better : bool
         Direction used by ranks() and p_beats() (False for error rates such as TER).
     drop_missing : bool
-        Missing cells (a system lacking an item or a seed) raise a DataError naming them;
+        Missing cells (a system lacking an item or a run) raise a DataError naming them;
         with True the incomplete items are dropped (for every system) and a warning is kept.
     chunk_size : int, optional
         Replicates per progress step (rounded up to a multiple of 64). Memory does not depend
@@ -594,7 +635,7 @@ def bootstrap(
         limit (:func:`mixedeval.set_memory_limit`).
     precision : "float64" or "float32"
         Arithmetic of the resampled sums. "float32" computes the products on data centred per
-        (system, seed, group) in single precision (about twice as fast; relative error of a
+        (system, run, group) in single precision (about twice as fast; relative error of a
         resampled mean ~1e-7 of the score SD); the default is exact double precision.
     progress : bool, optional
         tqdm bar over chunks; default: shown only for long runs.
@@ -602,82 +643,52 @@ def bootstrap(
     Returns
     -------
     BootstrapResult
-        ``summary()``, ``pairwise(adjust="holm")``, ``ranks()``, ``p_beats()``, ``distribution``.
+        ``table`` (= ``summary()``), ``pairwise(adjust="holm")``, ``ranks()``, ``p_beats()``,
+        ``distribution``.
     """
-    stat, cols = dr.cell_statistic(statistic, score)
-    agg = _AGG_ALIASES.get(str(aggregate).lower()) if isinstance(aggregate, str) else None
-    if agg is None:
-        raise DataError(f"aggregate must be one of {', '.join(AGGREGATES)}; got {aggregate!r}")
-    ci = dr.check_ci(ci)
-    level = dr.check_level(level)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
-        raise DataError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
-    n_resamples = int(n_resamples)
-    if precision not in ("float64", "float32"):
-        raise DataError(f"precision must be 'float64' or 'float32', got {precision!r}")
-    ss = dr.seed_sequence(random_state)
-    _parse_resample(resample, seed, group, item, 2, n_groups)  # argument errors before reading the table
-    tab = _pivot(data, cols, system, item, seed, group, drop_missing)
-    S, K, N, m = tab.X.shape
-    G = len(tab.groups)
-    n_g = tab.n_items
-    levels = _parse_resample(resample, seed, group, item, K, n_groups)
-    _check_units(tab, levels, n_groups, item, seed, group)
-    J = G if n_groups is None else int(n_groups)
-
-    # mean over seeds first when seeds are fixed and the statistic is linear (5x less work)
-    premean = stat.name == "mean" and "seeds" not in levels
-    X = _seed_means(tab.X, tab.seed_mask) if premean else tab.X
-    Kw = X.shape[1]
-    mask = np.ones((S, 1), dtype=bool) if premean else tab.seed_mask
-    if tab.nested_seeds and ci == "bca" and "seeds" in levels:
+    cfg = _check_args(score, statistic, aggregator, ci, level, n_resamples, precision, random_state)
+    _parse_resample(resample, run, group, item, 2, n_groups)  # argument errors before reading the table
+    tab = _pivot(data, cfg.cols, system, item, run, group, drop_missing)
+    levels = _parse_resample(resample, run, group, item, len(tab.runs), n_groups)
+    _check_units(tab, levels, n_groups, item, run, group)
+    if tab.nested_runs and cfg.ci == "bca" and "runs" in levels:
         raise DataError(
-            f"ci='bca' is not available when the systems have different {seed} values (runs nested in systems); "
+            f"ci='bca' is not available when the systems have different {run} values (runs nested in systems); "
             "use ci='percentile', 'basic' or 'se'"
         )
-    T_obs = np.add.reduceat(X, tab.offsets[:-1], axis=2)  # (S, Kw, G, m) sums over items
-    cells_obs = stat(T_obs, n_g[None, None, :])[..., None]  # (S, Kw, G, 1)
-    estimate = _combine(cells_obs, mask[:, None, :].astype(float), agg, "on the observed table", mask)[:, 0]
-
-    length = dr.chunk_length(n_resamples, chunk_size)
-    buf_len = max([min(J * dr.BLOCK, dr.rows_per_batch(int(n))) * int(n) for n in n_g]) if "items" in levels else 0
-    _check_memory(S, n_resamples, ci == "bca" and bool(levels), X, n_g, G, buf_len, precision)
-    flops = float(n_resamples) * S * Kw * m * N * (1 if "items" in levels else 0)
-    show = dr.auto_progress(progress, flops)
-    Xg = [_group_matrix(X, tab.offsets, g, precision) for g in range(G)] if "items" in levels else []
-    # one buffer for the count matrices of a block, reused by every block (no page faults)
-    buf = np.empty(buf_len, dtype=np.float32 if precision == "float32" else np.float64)
-    w = _Work(ss, Xg, buf, T_obs, n_g, levels, J, n_groups is not None, stat, agg, mask)
-    dist = np.empty((S, n_resamples))
-    bad = 0
-    for start, stop in dr.chunks(n_resamples, length, show, "bootstrap"):
-        part = dist[:, start:stop]
-        _chunk(start, stop, w, out=part)  # written in place: no chunk-sized copy
-        bad += int(part.size - np.count_nonzero(np.isfinite(part)))
-
-    if bad or not np.isfinite(estimate).all():
+    w, estimate = _prepare(tab, levels, cfg, n_groups)
+    dist = _draw(w, tab, cfg, chunk_size, progress)
+    if not np.isfinite(dist).all() or not np.isfinite(estimate).all():
         raise DataError(
-            f"the statistic is not finite on the observed table or in {bad} replicates; a function of summed "
-            f"columns must be defined for every resampled sum (guard divisions with np.where), and the score "
-            f"columns {cols} must be finite"
+            f"the statistic is not finite on the observed table or in {dist.size - np.count_nonzero(np.isfinite(dist))}"
+            f" replicates; a function of summed columns must be defined for every resampled sum (guard divisions "
+            f"with np.where), and the score columns {cfg.cols} must be finite"
         )
-    jack = _jackknife(X, T_obs, tab.offsets, levels, stat, agg, mask) if ci == "bca" else ()
+    X = w.X_full
+    jack = _jackknife(X, w.T_obs, tab.offsets, levels, cfg.stat, cfg.aggregator, w.run_mask) if cfg.ci == "bca" else ()
     estimate.setflags(write=False)
     dist.setflags(write=False)
-    import mixedeval  # noqa: PLC0415
+    columns = {"score": cfg.cols, "system": system, "item": item, "run": run, "group": group}
+    return _result(tab, levels, cfg, estimate, dist, jack, n_groups, bool(higher_is_better), columns, chunk_size)
 
+
+def _result(tab: _Table, levels: tuple[str, ...], cfg: _Settings, estimate: np.ndarray, dist: np.ndarray,
+            jack: tuple[np.ndarray, ...], n_groups: int | None, higher_is_better: bool, columns: dict[str, Any],
+            chunk_size: int | None) -> BootstrapResult:
+    S, K, N, _ = tab.X.shape
+    G = len(tab.groups)
+    n_g = tab.n_items
     design = {"n_systems": S, "n_items": int(N), "n_items_per_group": dict(zip(map(str, tab.groups), n_g.tolist())),
-              "n_seeds": K, "n_groups": G, "n_groups_drawn": J}
-    prov = {"mixedeval": mixedeval.__version__, "numpy": np.__version__,
-            "method": "hierarchical paired bootstrap (multi-stage, shared draws)", "resample": list(levels),
-            "statistic": stat.name, "aggregate": agg, "ci": ci, "level": level, "n_resamples": n_resamples,
-            "n_groups": n_groups, "random_state": dr.seed_record(ss), "chunk_size": length,
-            "precision": precision, "columns": {"score": cols, "system": system, "item": item, "seed": seed,
-                                                "group": group}}
+              "n_runs": K, "n_groups": G, "n_groups_drawn": G if n_groups is None else int(n_groups)}
+    prov = ck.provenance(
+        "hierarchical paired bootstrap (multi-stage, shared draws)", cfg.ss, resample=list(levels),
+        statistic=cfg.stat.name, aggregator=cfg.aggregator, ci=cfg.ci, level=cfg.level, n_resamples=cfg.n_resamples,
+        n_groups=n_groups, chunk_size=dr.chunk_length(cfg.n_resamples, chunk_size), precision=cfg.precision,
+        columns=columns)
     return BootstrapResult(
-        systems=tuple(tab.systems), estimate=estimate, distribution=dist, ci=ci, level=level,
-        n_resamples=n_resamples, resample=levels, statistic=stat.name, aggregate=agg,
-        higher_is_better=bool(higher_is_better), design=design, provenance=prov, warnings=tab.warnings,
+        systems=tuple(tab.systems), estimate=estimate, distribution=dist, ci=cfg.ci, level=cfg.level,
+        n_resamples=cfg.n_resamples, resample=levels, statistic=cfg.stat.name, aggregator=cfg.aggregator,
+        higher_is_better=higher_is_better, design=design, provenance=prov, warnings=tab.warnings,
         _jackknife=jack,
     )
 
@@ -701,7 +712,7 @@ def _check_memory(S: int, B: int, bca: bool, X: np.ndarray, n_g: np.ndarray, G: 
     )
 
 
-def _check_units(tab: _Table, levels: tuple[str, ...], n_groups: int | None, item: str, seed: str | None,
+def _check_units(tab: _Table, levels: tuple[str, ...], n_groups: int | None, item: str, run: str | None,
                  group: str | None) -> None:
     """Every resampled level needs at least 2 units."""
     G = len(tab.groups)
@@ -713,9 +724,9 @@ def _check_units(tab: _Table, levels: tuple[str, ...], n_groups: int | None, ite
                 f"resampling items needs at least 2 items per group, but column {item!r} has fewer{where}; "
                 f"add items, or drop 'items' from resample"
             )
-    if "seeds" in levels and len(tab.seeds) < 2:
-        raise DataError(f"resampling seeds needs at least 2 levels of column {seed!r}, found {len(tab.seeds)}; "
-                        "drop 'seeds' from resample")
+    if "runs" in levels and len(tab.runs) < 2:
+        raise DataError(f"resampling runs needs at least 2 levels of column {run!r}, found {len(tab.runs)}; "
+                        "drop 'runs' from resample")
     if "groups" in levels:
         if G < 2:
             raise DataError(f"resampling groups needs at least 2 levels of column {group!r}, found {G}; "
@@ -740,11 +751,11 @@ def _group_matrix(X: np.ndarray, offsets: np.ndarray, g: int, precision: str) ->
 
 @dataclass(frozen=True)
 class _Work:
-    """Everything a block of replicates needs: the random seed, per-group data matrices, the
-    reusable count-matrix buffer, the observed sums T_obs (S, Kw, G, m), items per group,
-    the resampled levels, the number of group slots J, and the statistic."""
+    """Everything a block of replicates needs: per-group data matrices, the reusable
+    count-matrix buffer, the observed sums T_obs (S, Kw, G, m), items per group, the resampled
+    levels, the number of group slots J, the statistic, and the data used (X_full: the table, or
+    its means over runs when runs are fixed and the statistic is linear)."""
 
-    ss: np.random.SeedSequence
     Xg: list
     buf: np.ndarray
     T_obs: np.ndarray
@@ -752,95 +763,128 @@ class _Work:
     levels: tuple[str, ...]
     J: int
     subsample: bool
-    stat: dr.CellStatistic
-    agg: str
-    seed_mask: np.ndarray  # (S, Kw)
+    stat: st.CellStatistic
+    aggregator: str
+    run_mask: np.ndarray  # (S, Kw)
+    X_full: np.ndarray
 
 
-def _chunk(start: int, stop: int, w: _Work, out: np.ndarray | None = None) -> np.ndarray:
-    """Statistic of every system in replicates [start, stop): (S, stop - start), written into
-    ``out`` when given. Each block of replicates is computed on its own (same array shapes
-    whatever the chunking, so the results are bitwise identical for any chunk size)."""
-    if out is None:
-        out = np.empty((w.T_obs.shape[0], stop - start))
-    for blk, r in dr.block_sizes(start, stop):
-        off = blk * dr.BLOCK - start
-        # a whole block is always drawn (and the tail discarded), so the first B replicates of a
-        # longer run are the replicates of a run with n_resamples = B
-        out[:, off:off + r] = _block(dr.block_generator(w.ss, blk), dr.BLOCK, w)[:, :r]
-    return out
+def _prepare(tab: _Table, levels: tuple[str, ...], cfg: _Settings, n_groups: int | None) -> tuple[_Work, np.ndarray]:
+    """The observed estimate and the work arrays of the draws (memory checked first)."""
+    S, K, N, m = tab.X.shape
+    G = len(tab.groups)
+    n_g = tab.n_items
+    J = G if n_groups is None else int(n_groups)
+    # mean over runs first when runs are fixed and the statistic is linear (5x less work)
+    premean = cfg.stat.name == "mean" and "runs" not in levels
+    X = _run_means(tab.X, tab.run_mask) if premean else tab.X
+    mask = np.ones((S, 1), dtype=bool) if premean else tab.run_mask
+    T_obs = np.add.reduceat(X, tab.offsets[:-1], axis=2)  # (S, Kw, G, m) sums over items
+    cells_obs = cfg.stat(T_obs, n_g[None, None, :])[..., None]  # (S, Kw, G, 1)
+    estimate = _combine(cells_obs, mask[:, None, :].astype(float), cfg.aggregator, "on the observed table", mask)[:, 0]
+    buf_len = max([min(J * dr.BLOCK, dr.rows_per_batch(int(n))) * int(n) for n in n_g]) if "items" in levels else 0
+    _check_memory(S, cfg.n_resamples, cfg.ci == "bca" and bool(levels), X, n_g, G, buf_len, cfg.precision)
+    Xg = [_group_matrix(X, tab.offsets, g, cfg.precision) for g in range(G)] if "items" in levels else []
+    # one buffer for the count matrices of a block, reused by every block (no page faults)
+    buf = np.empty(buf_len, dtype=np.float32 if cfg.precision == "float32" else np.float64)
+    w = _Work(Xg, buf, T_obs, n_g, levels, J, n_groups is not None, cfg.stat, cfg.aggregator, mask, X)
+    return w, estimate
+
+
+def _draw(w: _Work, tab: _Table, cfg: _Settings, chunk_size: int | None, progress: bool | None) -> np.ndarray:
+    """The (S, n_resamples) replicates, block by block (written in place: no chunk-sized copy).
+    A whole block is always drawn (and its tail discarded), so the first B replicates of a
+    longer run are the replicates of a run with n_resamples = B."""
+    S, Kw, N, m = w.X_full.shape
+    dist = np.empty((S, cfg.n_resamples))
+    flops = float(cfg.n_resamples) * S * Kw * m * N * (1 if "items" in w.levels else 0)
+    dr.run_blocks(dist.T, cfg.ss, lambda rng, b0, r: _block(rng, dr.BLOCK, w).T, chunk_size=chunk_size,
+                  progress=progress, work=flops, desc="bootstrap")
+    return dist
 
 
 def _block(rng: np.random.Generator, r: int, w: _Work) -> np.ndarray:
-    """r replicates from one block's random stream, drawn in a fixed order: groups (stage 1),
-    seeds (stage 3), then for each group and slot the items of the replicates that drew that
-    group in that slot (stage 2)."""
+    """r replicates (S, r) from one block's random stream, drawn in a fixed order: groups
+    (stage 1), runs (stage 3), then for each group and slot the items of the replicates that
+    drew that group in that slot (stage 2)."""
     S, Kw, G, m = w.T_obs.shape
-    J, levels, n_g = w.J, w.levels, w.n_g
-    if "groups" in levels and w.subsample:  # J of the G groups without replacement
-        gidx = np.argsort(rng.random((r, G)), axis=1)[:, :J]
-    elif "groups" in levels:
-        gidx = rng.integers(0, G, size=(r, J))
+    if "groups" in w.levels and w.subsample:  # J of the G groups without replacement
+        gidx = dr.subsample_indices(rng, G, w.J, r)
+    elif "groups" in w.levels:
+        gidx = rng.integers(0, G, size=(r, w.J))
     else:
-        gidx = np.broadcast_to(np.arange(J), (r, J))
-    mask = w.seed_mask
-    if "seeds" in levels and mask.all():  # seeds crossed with systems: one shared draw
-        v = dr.index_counts(dr.draw_indices(rng, Kw, r), Kw)
-    elif "seeds" in levels:  # runs nested in systems: each system redraws its own runs
+        gidx = np.broadcast_to(np.arange(w.J), (r, w.J))
+    v = _run_weights(rng, r, w)
+    T = w.T_obs[:, :, gidx.T, :] if "items" not in w.levels else _item_sums(rng, gidx, w)  # (S, Kw, J, r, m)
+    cells = w.stat(T, w.n_g[gidx.T][None, None])  # (S, Kw, J, r)
+    return _combine(cells, v, w.aggregator, "in a bootstrap replicate", w.run_mask)
+
+
+def _run_weights(rng: np.random.Generator, r: int, w: _Work) -> np.ndarray:
+    """How often each run is drawn in each of r replicates: (r, Kw) shared by all systems, or
+    (S, r, Kw) when runs are nested in systems (each system redraws its own runs)."""
+    S, Kw = w.run_mask.shape
+    mask = w.run_mask
+    if "runs" in w.levels and mask.all():  # runs crossed with systems: one shared draw
+        return dr.index_counts(dr.draw_indices(rng, Kw, r), Kw)
+    if "runs" in w.levels:
         v = np.zeros((S, r, Kw))
         for s_ in range(S):
             own = np.flatnonzero(mask[s_])
             v[s_][:, own] = dr.index_counts(dr.draw_indices(rng, own.size, r), own.size)
-    else:
-        v = np.broadcast_to(mask[:, None, :].astype(float), (S, r, Kw)) if not mask.all() else np.ones((r, Kw))
-    if "items" not in levels:
-        T = w.T_obs[:, :, gidx.T, :]  # (S, Kw, J, r, m)
-    else:
-        T = np.empty((S, Kw, J, r, m))
-        for g in range(G):
-            slot, rep = np.nonzero((gidx == g).T)  # slot-major: the draw order of this group
-            if slot.size == 0:
-                continue
-            mat, mu = w.Xg[g]
-            ng = int(n_g[g])
-            step = dr.rows_per_batch(ng)
-            for p in range(0, slot.size, step):  # one batch unless n_g is huge
-                q = min(slot.size, p + step)
-                W = w.buf[:(q - p) * ng].reshape(q - p, ng)
-                cuts = np.unique(np.concatenate([[p, q], np.searchsorted(slot, np.arange(J + 1))]))
-                for a, b in zip(cuts[:-1], cuts[1:]):  # rows of one slot: one draw
-                    if p <= a < b <= q:
-                        dr.index_counts(dr.draw_indices(rng, ng, int(b - a)), ng, out=W[a - p:b - p])
-                sums = mat @ W.T  # (S*Kw*m, q - p)
-                if mu is not None:
-                    sums = sums.astype(np.float64) + ng * mu
-                T[:, :, slot[p:q], rep[p:q], :] = np.moveaxis(sums.reshape(S, Kw, m, q - p), 2, 3)
-    cells = w.stat(T, n_g[gidx.T][None, None])  # (S, Kw, J, r)
-    return _combine(cells, v, w.agg, "in a bootstrap replicate", mask)
+        return v
+    return np.broadcast_to(mask[:, None, :].astype(float), (S, r, Kw)) if not mask.all() else np.ones((r, Kw))
+
+
+def _item_sums(rng: np.random.Generator, gidx: np.ndarray, w: _Work) -> np.ndarray:
+    """Sums over resampled items, (S, Kw, J, r, m): for each group and slot, the items of the
+    replicates that drew that group in that slot, as count matrices times the group's data."""
+    S, Kw, G, m = w.T_obs.shape
+    r, J = gidx.shape
+    T = np.empty((S, Kw, J, r, m))
+    for g in range(G):
+        slot, rep = np.nonzero((gidx == g).T)  # slot-major: the draw order of this group
+        if slot.size == 0:
+            continue
+        mat, mu = w.Xg[g]
+        ng = int(w.n_g[g])
+        step = dr.rows_per_batch(ng)
+        for p in range(0, slot.size, step):  # one batch unless n_g is huge
+            q = min(slot.size, p + step)
+            W = w.buf[:(q - p) * ng].reshape(q - p, ng)
+            cuts = np.unique(np.concatenate([[p, q], np.searchsorted(slot, np.arange(J + 1))]))
+            for a, b in zip(cuts[:-1], cuts[1:]):  # rows of one slot: one draw
+                if p <= a < b <= q:
+                    dr.index_counts(dr.draw_indices(rng, ng, int(b - a)), ng, out=W[a - p:b - p])
+            sums = mat @ W.T  # (S*Kw*m, q - p)
+            if mu is not None:
+                sums = sums.astype(np.float64) + ng * mu
+            T[:, :, slot[p:q], rep[p:q], :] = np.moveaxis(sums.reshape(S, Kw, m, q - p), 2, 3)
+    return T
 
 
 def _jackknife(X: np.ndarray, T_obs: np.ndarray, offsets: np.ndarray, levels: tuple[str, ...],
-               stat: dr.CellStatistic, agg: str, seed_mask: np.ndarray) -> tuple[np.ndarray, ...]:
+               stat: st.CellStatistic, aggregator: str, run_mask: np.ndarray) -> tuple[np.ndarray, ...]:
     """Leave-one-out statistics (S, n_units) for every resampled level, for the BCa
-    acceleration: one array for groups, one per group for its items (strata), one for seeds.
-    Per-seed values are averaged over each system's own runs (``seed_mask``)."""
+    acceleration: one array for groups, one per group for its items (strata), one for runs.
+    Per-run values are averaged over each system's own runs (``run_mask``)."""
     S, Kw, G, m = T_obs.shape
     n_g = np.diff(offsets)
     cells = stat(T_obs, n_g[None, None, :])  # (S, Kw, G)
-    group_scores = _seed_means(cells, seed_mask)[:, 0]  # (S, G)
+    group_scores = _run_means(cells, run_mask)[:, 0]  # (S, G)
     out: list[np.ndarray] = []
     if "groups" in levels:
         others = np.array([[h for h in range(G) if h != g] for g in range(G)], dtype=np.intp)  # (G, G-1)
-        out.append(_aggregate(group_scores[:, others], agg, axis=2, during="leaving one group out"))
+        out.append(st.aggregate(group_scores[:, others], aggregator, axis=2, during="leaving one group out"))
     if "items" in levels:
         for g in range(G):
             block = X[:, :, offsets[g]:offsets[g + 1], :]  # (S, Kw, n, m)
-            loo = _seed_means(stat(T_obs[:, :, g, None, :] - block, n_g[g] - 1), seed_mask)[:, 0]  # (S, n)
+            loo = _run_means(stat(T_obs[:, :, g, None, :] - block, n_g[g] - 1), run_mask)[:, 0]  # (S, n)
             scores = np.repeat(group_scores[:, :, None], n_g[g], axis=2)  # (S, G, n)
             scores[:, g, :] = loo
-            out.append(_aggregate(scores, agg, axis=1, during="leaving one item out"))
-    if "seeds" in levels:
-        keep = 1.0 - np.eye(Kw)  # row l leaves seed l out
+            out.append(st.aggregate(scores, aggregator, axis=1, during="leaving one item out"))
+    if "runs" in levels:
+        keep = 1.0 - np.eye(Kw)  # row l leaves run l out
         scores = np.einsum("skg,lk->sgl", cells, keep) / (Kw - 1)  # (S, G, Kw)
-        out.append(_aggregate(scores, agg, axis=1, during="leaving one seed out"))
+        out.append(st.aggregate(scores, aggregator, axis=1, during="leaving one run out"))
     return tuple(out)

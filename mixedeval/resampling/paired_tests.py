@@ -31,9 +31,12 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import _resources as res
+from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
+from . import _checks as ck
 from . import _draws as dr
+from . import _stats as st
 
 _MAX_EXACT_N = 24  # 2^24 = 16.8M assignments
 _FIX = ("Use fewer n_resamples (the replicates are kept: n_resamples x 8 bytes; chunk_size does not change "
@@ -59,6 +62,7 @@ def _check_memory(B: int, method: str) -> None:
 class PairedTestResult(ResultMixin):
     """Result of a paired two-system test.
 
+    table : the main table (one row; see the property).
     statistic : observed delta = stat(x) - stat(y).
     p_value : by ``p_value_convention`` ("(c+1)/(B+1)", "c/B" or "exact c/2^n").
     n_resamples : replicates evaluated (2^n when exact).
@@ -87,9 +91,10 @@ class PairedTestResult(ResultMixin):
 
     _title = "Paired two-system test"
 
+    @property
     def table(self):
-        """One row: method, statistic_name, estimate_x, estimate_y, statistic, p_value,
-        p_value_convention, alternative, n_resamples, exact, conf_low, conf_high."""
+        """The main table, one row: method, statistic_name, estimate_x, estimate_y, statistic,
+        p_value, p_value_convention, alternative, n_resamples, exact, conf_low, conf_high."""
         import pandas as pd  # noqa: PLC0415
 
         lo, hi = self.confidence_interval if self.confidence_interval is not None else (np.nan, np.nan)
@@ -106,7 +111,7 @@ class PairedTestResult(ResultMixin):
         return jsonable(d)
 
 
-def _paired_arrays(x: Any, y: Any, stat: dr.CellStatistic) -> tuple[np.ndarray, np.ndarray]:
+def _paired_arrays(x: Any, y: Any, stat: st.CellStatistic) -> tuple[np.ndarray, np.ndarray]:
     """(n, m) float arrays, checked: same shape, finite, m columns, n >= 2."""
     out = []
     for name, a in (("x", x), ("y", y)):
@@ -137,19 +142,15 @@ def _paired_arrays(x: Any, y: Any, stat: dr.CellStatistic) -> tuple[np.ndarray, 
 
 def _setup(x: Any, y: Any, statistic: Any, alternative: str, p_value_convention: str, n_resamples: int):
     k = _n_cols(x) if callable(statistic) else (3 if statistic == "f1" else 1)
-    stat, _ = dr.cell_statistic(statistic, [f"column {i}" for i in range(k)])
+    stat, _ = st.cell_statistic(statistic, [f"column {i}" for i in range(k)])
     X, Y = _paired_arrays(x, y, stat)
-    if alternative not in ("two-sided", "greater", "less"):
-        raise DataError(f"alternative must be 'two-sided', 'greater' or 'less'; got {alternative!r}")
-    if p_value_convention not in dr.P_CONVENTIONS:
-        raise DataError(f"p_value_convention must be 'plus_one' ((c+1)/(B+1)) or 'c_over_b' (c/B); "
-                        f"got {p_value_convention!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise DataError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    ck.check_alternative(alternative)
+    ck.check_p_convention(p_value_convention)
+    ck.check_n_resamples(n_resamples, minimum=1)
     return stat, X, Y
 
 
-def _observed(stat: dr.CellStatistic, X: np.ndarray, Y: np.ndarray) -> tuple[float, float]:
+def _observed(stat: st.CellStatistic, X: np.ndarray, Y: np.ndarray) -> tuple[float, float]:
     """stat(x), stat(y) on the observed items (finite, or a DataError)."""
     n = X.shape[0]
     est = float(stat(X.sum(axis=0), n)), float(stat(Y.sum(axis=0), n))
@@ -167,31 +168,15 @@ def _n_cols(x: Any) -> int:
 def _run_blocks(n_resamples: int, ss: np.random.SeedSequence, chunk_size: int | None, progress: bool | None,
                 work_per: float, desc: str,
                 one_block: Callable[[np.random.Generator, int, int], np.ndarray]) -> np.ndarray:
-    """Concatenate ``one_block(rng, first_replicate, r)`` over fixed blocks of replicates."""
-    out = np.empty(n_resamples)
-    length = dr.chunk_length(n_resamples, chunk_size)
-    for start, stop in dr.chunks(n_resamples, length, dr.auto_progress(progress, work_per * n_resamples), desc):
-        for blk, r in dr.block_sizes(start, stop):
-            b0 = blk * dr.BLOCK
-            out[b0:b0 + r] = one_block(dr.block_generator(ss, blk), b0, r)[:r]
+    """The n_resamples replicates ``one_block(rng, first_replicate, r)`` of the block loop,
+    checked to be finite."""
+    out = dr.run_blocks(np.empty(n_resamples), ss, one_block, chunk_size=chunk_size, progress=progress,
+                        work=work_per * n_resamples, desc=desc)
     n_bad = int(out.size - np.count_nonzero(np.isfinite(out)))
     if n_bad:
         raise DataError(f"the statistic is not finite in {n_bad} replicates; a function "
                         "of summed columns must be defined for every resampled sum (guard divisions with np.where)")
     return out
-
-
-def _batched(f: Callable[[int], np.ndarray], n: int) -> np.ndarray:
-    """``f(k)`` for row batches of one whole block (one batch unless n is huge), concatenated."""
-    step = dr.rows_per_batch(n)
-    return np.concatenate([f(min(step, dr.BLOCK - p)) for p in range(0, dr.BLOCK, step)])
-
-
-def _provenance(method: str, ss: np.random.SeedSequence | None, **extra: Any) -> dict[str, Any]:
-    import mixedeval  # noqa: PLC0415
-
-    return {"mixedeval": mixedeval.__version__, "numpy": np.__version__, "method": method,
-            "random_state": dr.seed_record(ss) if ss is not None else None, **extra}
 
 
 @res.memory_errors(_FIX)
@@ -229,35 +214,36 @@ def paired_bootstrap_test(
         As named; results do not depend on ``chunk_size``.
     """
     stat, X, Y = _setup(x, y, statistic, alternative, p_value_convention, n_resamples)
-    level = dr.check_level(level)
+    level = ck.check_level(level)
     _check_memory(int(n_resamples), "paired bootstrap")
     n, m = X.shape
     Z = np.concatenate([X, Y], axis=1)
     est_x, est_y = _observed(stat, X, Y)
     obs = est_x - est_y
-    ss = dr.seed_sequence(random_state)
+    ss = seed_sequence(random_state)
 
     def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
-        sums = _batched(lambda k: dr.resample_counts(rng, n, k) @ Z, n)  # (BLOCK, 2m); tail discarded
+        # (BLOCK, 2m); the tail past r is discarded
+        sums = dr.batched(lambda k: dr.resample_counts(rng, n, k) @ Z, dr.rows_per_batch(n))
         return stat(sums[:, :m], n) - stat(sums[:, m:], n)
 
     dist = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n,
                        "paired bootstrap", one_block)
     null = dist - dist.mean()
-    c = int(dr.count_extreme(null, obs, alternative))
-    p = float(dr.p_from_count(c, int(n_resamples), p_value_convention))
-    lo, hi = dr.intervals(np.array([obs]), dist[None, :], "percentile", level)
+    c = int(st.count_extreme(null, obs, alternative))
+    p = float(st.p_from_count(c, int(n_resamples), p_value_convention))
+    lo, hi = st.intervals(np.array([obs]), dist[None, :], "percentile", level)
     null.setflags(write=False)
     return PairedTestResult(
         method="paired bootstrap test (shift method)", statistic=obs, p_value=p,
-        p_value_convention=dr.P_CONVENTIONS[p_value_convention], n_resamples=int(n_resamples), count=c,
+        p_value_convention=st.P_CONVENTIONS[p_value_convention], n_resamples=int(n_resamples), count=c,
         alternative=alternative, exact=False, estimate_x=est_x, estimate_y=est_y, n_items=n,
         statistic_name=stat.name, null_distribution=null, confidence_interval=(float(lo[0]), float(hi[0])),
-        level=level, provenance=_provenance("paired_bootstrap_test", ss, n_resamples=int(n_resamples)),
+        level=level, provenance=ck.provenance("paired_bootstrap_test", ss, n_resamples=int(n_resamples)),
     )
 
 
-def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples: int, alternative: str,
+def _swap_test(X: np.ndarray, Y: np.ndarray, stat: st.CellStatistic, n_resamples: int, alternative: str,
                p_value_convention: str, exact: bool | None, random_state: Any, chunk_size: int | None,
                progress: bool | None, method: str, desc: str) -> PairedTestResult:
     """Randomization test that swaps x_i and y_i for the items in a mask: the swapped sums are
@@ -286,26 +272,27 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: dr.CellStatistic, n_resamples
             return null_of(((codes[:, None] >> bits) & 1).astype(np.float64))
 
         _check_memory(total, desc)
-        null = _run_blocks(total, dr.seed_sequence(0), chunk_size, progress, 2.0 * m * n, desc, one_block)
-        c = int(dr.count_extreme(null, obs, alternative))
+        null = _run_blocks(total, seed_sequence(0), chunk_size, progress, 2.0 * m * n, desc, one_block)
+        c = int(st.count_extreme(null, obs, alternative))
         p, conv, B = c / total, "exact c/2^n", total
     else:
-        ss = dr.seed_sequence(random_state)
+        ss = seed_sequence(random_state)
 
         def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
-            return _batched(lambda k: null_of(rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64)), n)
+            return dr.batched(lambda k: null_of(rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64)),
+                              dr.rows_per_batch(n))
 
         _check_memory(int(n_resamples), desc)
         null = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n, desc, one_block)
-        c = int(dr.count_extreme(null, obs, alternative))
+        c = int(st.count_extreme(null, obs, alternative))
         B = int(n_resamples)
-        p, conv = float(dr.p_from_count(c, B, p_value_convention)), dr.P_CONVENTIONS[p_value_convention]
+        p, conv = float(st.p_from_count(c, B, p_value_convention)), st.P_CONVENTIONS[p_value_convention]
     null.setflags(write=False)
     return PairedTestResult(
         method=method, statistic=obs, p_value=p, p_value_convention=conv, n_resamples=B, count=c,
         alternative=alternative, exact=bool(exact), estimate_x=est_x, estimate_y=est_y, n_items=n,
         statistic_name=stat.name, null_distribution=null,
-        provenance=_provenance(desc.replace(" ", "_"), ss, n_resamples=B, exact=bool(exact)),
+        provenance=ck.provenance(desc.replace(" ", "_"), ss, n_resamples=B, exact=bool(exact)),
     )
 
 
@@ -361,7 +348,7 @@ def sign_flip_test(
     ``exact=True``, p = c / 2^n). c = #{b : |null_b| >= |mean(d)|} (two-sided; ``greater``:
     null_b >= mean(d); ``less``: <=); p = (c + 1) / (B + 1) or c / B.
     """
-    X, Y = _paired_arrays(x, x if y is None else y, dr.CellStatistic("mean", 1))
+    X, Y = _paired_arrays(x, x if y is None else y, st.CellStatistic("mean", 1))
     d = X[:, 0] if y is None else (X - Y)[:, 0]
     stat, D, Z = _setup(d, np.zeros_like(d), "mean", alternative, p_value_convention, n_resamples)
     return _swap_test(D, Z, stat, int(n_resamples), alternative, p_value_convention, exact, random_state,

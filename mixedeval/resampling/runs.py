@@ -22,6 +22,10 @@ averaged over instances.
   against (t, percentile, BCa, bootstrap-t over the n run scores, with degenerate resamples
   handled explicitly), and the split of the variance of one run's score into a test-set part
   and a run-to-run part.
+
+Draws follow the package's block-seeded scheme (``_draws.py``), with one random stream per kind
+of draw (pooled test sets, instances, runs, run-level baselines): results do not depend on
+``chunk_size``, and the same ``random_state`` gives the same pooled draws in both functions.
 """
 from __future__ import annotations
 
@@ -32,39 +36,42 @@ from typing import Any
 import numpy as np
 
 from .. import _resources as res
+from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
-from ._draws import index_counts
-from .leaderboard import (
-    _as_generator,
-    _check_level,
-    _check_memory,
-    _check_n_resamples,
-    _choice,
-    _chunk_bounds,
-    _chunk_len,
-    _provenance,
-    _quantiles,
-    _spawn,
-    _uniform_index,
-)
+from . import _checks as ck
+from . import _draws as dr
+from . import _stats as st
 
 METRICS: tuple[str, ...] = ("accuracy", "f1", "micro_f1", "macro_f1", "mean")
-_FIX = "Use fewer n_resamples, or a smaller chunk_size (chunk_size=None keeps each chunk near 64 MB)."
-#: peak of run_intervals beyond one chunk, in units of B doubles: 8 per run (the (B, n) per-run
+_FIX = "Use fewer n_resamples."
+#: peak of run_intervals beyond one batch, in units of B doubles: 8 per run (the (B, n) per-run
 #: draws kept, the run-level bootstrap's (B, n) index and value arrays, nan-aware moments and
-#: quantiles) plus 4 (pooled and instance draws); measured with tracemalloc at 6.3-7.4 per run
-#: for 2 to 20 runs. The chunk temporaries are taken as 1.5 times the budget formula of the
-#: draw loops (measured at 1.1-1.3).
-_RUN_COPIES, _RUN_EXTRA, _CHUNK_FACTOR = 8, 4, 1.5
+#: quantiles) plus 4 (pooled and instance draws); the whole run measured with tracemalloc at
+#: 4.3-6.2 per run for 2 to 20 runs (accuracy and macro F1), so the estimate is an upper bound.
+#: The batch temporaries are taken as 1.5 times the byte counts of the draw loops.
+_RUN_COPIES, _RUN_EXTRA, _BATCH_FACTOR = 8, 4, 1.5
+#: random streams, one per kind of draw (the pooled one is shared by both public functions)
+_POOLED, _INSTANCES, _RUNS, _BASELINES = 0, 1, 2, 3
 
 
-def _pooled_chunk_bytes(l: int, K: int) -> float:
+def _pooled_bytes(l: int, K: int) -> float:
+    """Temporaries per pooled test set: the indices and the gathered statistics."""
     return 8.0 * l * (K + 2)
 
 
-def _instance_chunk_bytes(l: int, n: int, K: int) -> float:
+def _instance_bytes(l: int, n: int, K: int) -> float:
+    """Temporaries per instance resample: indices, count row, per-run sums."""
     return 8.0 * (3 * l + 2 * n * K)
+
+
+def _instance_blocks(l: int, n: int, K: int) -> int:
+    """Blocks of 64 resamples whose count matrices share one (exact) product with the statistics:
+    up to 16 (1024 rows, where the product's speed saturates) within CHUNK_BYTES; 1 when even one
+    block must be split into batches."""
+    if dr.batch_rows(_instance_bytes(l, n, K)) < dr.BLOCK:
+        return 1
+    return int(max(1, min(16, dr.CHUNK_BYTES // (dr.BLOCK * _instance_bytes(l, n, K)))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,9 +100,9 @@ class _RunData:
         if self.metric in ("accuracy", "mean"):
             return sums[..., 0] / count
         if self.metric in ("f1", "micro_f1"):
-            return _f1(sums[..., 0], sums[..., 1], sums[..., 2], self.zero_division)
+            return st.f1_from_counts(sums[..., 0], sums[..., 1], sums[..., 2], self.zero_division)
         s = sums.reshape(*sums.shape[:-1], self.n_classes, 3)
-        f = _f1(s[..., 0], s[..., 1], s[..., 2], self.zero_division)
+        f = st.f1_from_counts(s[..., 0], s[..., 1], s[..., 2], self.zero_division)
         if np.isnan(self.zero_division):
             with np.errstate(invalid="ignore"):
                 ok = np.isfinite(f)
@@ -107,14 +114,14 @@ class _RunData:
         """(l, n) first-order contributions of each prediction to the metric (the 0/1 correctness
         for accuracy; (2 tp - F (2 tp + fp + fn)) / mean(2 tp + fp + fn) for F1, averaged over
         classes for macro F1)."""
-        st = self.stats
+        stt = self.stats
         if self.metric in ("accuracy", "mean"):
-            return st[..., 0]
+            return stt[..., 0]
         if self.metric in ("f1", "micro_f1"):
-            st = st[..., None, :]
+            stt = stt[..., None, :]
         else:
-            st = st.reshape(*st.shape[:2], self.n_classes, 3)
-        tp, fp, fn = st[..., 0], st[..., 1], st[..., 2]
+            stt = stt.reshape(*stt.shape[:2], self.n_classes, 3)
+        tp, fp, fn = stt[..., 0], stt[..., 1], stt[..., 2]
         d = 2 * tp + fp + fn
         dbar = d.mean(axis=(0, 1))
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -122,14 +129,8 @@ class _RunData:
             psi = np.where(dbar > 0, (2 * tp - F * d) / dbar, 0.0)
         if np.isnan(self.zero_division):
             keep = dbar > 0
-            return psi[..., keep].mean(axis=-1) if keep.any() else np.zeros(st.shape[:2])
+            return psi[..., keep].mean(axis=-1) if keep.any() else np.zeros(stt.shape[:2])
         return psi.mean(axis=-1)
-
-
-def _f1(tp, fp, fn, zero_division: float):
-    den = 2 * tp + fp + fn
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, 2 * tp / np.where(den > 0, den, 1), zero_division)
 
 
 def _check_zero_division(zero_division: Any) -> float:
@@ -145,90 +146,104 @@ def _check_zero_division(zero_division: Any) -> float:
     return z
 
 
-def _prepare_runs(
-    data: Any, y_true: Any, y_pred: Any, *, item: str, run: str, prediction: str, target: str,
-    metric: str, pos_label: Any, labels: Sequence[Any] | None, zero_division: Any,
-) -> _RunData:
+def _from_table(data: Any, item: str, run: str, prediction: str, target: str, metric: str):
+    """Predictions P (n, l), gold labels T (l,) or None, item and run labels, from a table."""
     import pandas as pd  # noqa: PLC0415
 
-    metric = _choice(metric, "metric", METRICS)
-    zd = _check_zero_division(zero_division)
-    if data is not None:
-        if y_true is not None or y_pred is not None:
-            raise DataError("pass either data= (a table) or y_true=/y_pred= (arrays), not both")
-        from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
-        from .leaderboard import _check_factor_columns  # noqa: PLC0415
+    from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
 
-        df = as_pandas(data)
-        require_nonempty(df)
-        need = [item, run, prediction] + ([] if metric == "mean" else [target])
-        require_columns(df, need)
-        _check_factor_columns(df, [item, run] + ([] if metric == "mean" else [target]))
-        if metric == "mean":
-            require_finite(df, prediction)
-        elif df[prediction].isna().any():
-            raise DataError(
-                f"column {prediction!r} has {int(df[prediction].isna().sum())} missing predictions; a failed "
-                "prediction is a wrong answer: fill it with a label that is never correct (e.g. '<none>')"
-            )
-        require_unique(df, [item, run], what="prediction table")
-        items = list(pd.unique(df[item]))
-        runs = list(pd.unique(df[run]))
-        l, n = len(items), len(runs)
-        if len(df) != l * n:
-            full = pd.MultiIndex.from_product([items, runs])
-            miss = full.difference(pd.MultiIndex.from_frame(df[[item, run]]))
-            raise DataError(
-                f"{len(miss)} (item, run) predictions are missing, e.g. {', '.join(map(str, list(miss)[:5]))}; every "
-                f"run must predict every item (column {item!r} x column {run!r}): drop incomplete items or runs"
-            )
-        ic = pd.Categorical(df[item], categories=items).codes
-        rc = pd.Categorical(df[run], categories=runs).codes
-        P = np.empty((n, l), dtype=object if metric != "mean" else float)
-        P[rc, ic] = df[prediction].to_numpy()
-        T = None
-        if metric != "mean":
-            nt = df.groupby(item, sort=False)[target].nunique()
-            if (nt > 1).any():
-                raise DataError(
-                    f"the gold label (column {target!r}) differs between runs for items "
-                    f"{', '.join(map(str, nt.index[nt > 1][:5]))}; one gold label per item is expected"
-                )
-            T = np.empty(l, dtype=object)
-            T[ic] = df[target].to_numpy()
-    else:
-        if y_pred is None:
-            raise DataError("pass data= (a table with item, run, prediction, target columns) or y_pred= (n_runs x n_items)")
-        P = np.asarray(y_pred, dtype=float if metric == "mean" else None)
-        if P.ndim == 1:
-            P = P[None, :]
-        if P.ndim != 2 or P.shape[1] < 1:
-            raise DataError(f"y_pred must be a 2-D array (n_runs, n_items); got shape {P.shape}")
-        n, l = P.shape
-        items, runs = list(range(l)), list(range(n))
-        if metric == "mean":
-            if y_true is not None:
-                raise DataError("metric='mean' averages numeric per-item scores given in y_pred; y_true must be None")
-            if not np.isfinite(P).all():
-                raise DataError("y_pred has non-finite scores; drop or impute them first")
-            T = None
-        else:
-            if y_true is None:
-                raise DataError(f"metric={metric!r} needs the gold labels y_true (n_items,)")
-            T = np.asarray(y_true)
-            if T.ndim != 1 or len(T) != l:
-                raise DataError(f"y_true must be 1-D with one gold label per item ({l}); got shape {T.shape}")
-            if pd.isna(pd.Series(T.ravel())).any() or pd.isna(pd.Series(P.ravel())).any():
-                raise DataError("y_true / y_pred contain missing values; a failed prediction is a wrong answer: "
-                                "fill it with a label that is never correct")
+    df = as_pandas(data)
+    require_nonempty(df)
+    labels = [item, run] + ([] if metric == "mean" else [target])
+    require_columns(df, [*labels, prediction])
+    ck.check_labels(df, labels)
+    if metric == "mean":
+        require_finite(df, prediction)
+    elif df[prediction].isna().any():
+        raise DataError(
+            f"column {prediction!r} has {int(df[prediction].isna().sum())} missing predictions; a failed "
+            "prediction is a wrong answer: fill it with a label that is never correct (e.g. '<none>')"
+        )
+    require_unique(df, [item, run], what="prediction table")
+    items, runs = list(pd.unique(df[item])), list(pd.unique(df[run]))
+    l, n = len(items), len(runs)
+    if len(df) != l * n:
+        miss = pd.MultiIndex.from_product([items, runs]).difference(pd.MultiIndex.from_frame(df[[item, run]]))
+        raise DataError(
+            f"{len(miss)} (item, run) predictions are missing, e.g. {', '.join(map(str, list(miss)[:5]))}; every "
+            f"run must predict every item (column {item!r} x column {run!r}): drop incomplete items or runs"
+        )
+    ic = pd.Categorical(df[item], categories=items).codes
+    rc = pd.Categorical(df[run], categories=runs).codes
+    P = np.empty((n, l), dtype=object if metric != "mean" else float)
+    P[rc, ic] = df[prediction].to_numpy()
+    if metric == "mean":
+        return P, None, items, runs
+    nt = df.groupby(item, sort=False)[target].nunique()
+    if (nt > 1).any():
+        raise DataError(
+            f"the gold label (column {target!r}) differs between runs for items "
+            f"{', '.join(map(str, nt.index[nt > 1][:5]))}; one gold label per item is expected"
+        )
+    T = np.empty(l, dtype=object)
+    T[ic] = df[target].to_numpy()
+    return P, T, items, runs
+
+
+def _from_arrays(y_true: Any, y_pred: Any, metric: str):
+    """Predictions P (n, l), gold labels T (l,) or None, item and run labels, from arrays."""
+    import pandas as pd  # noqa: PLC0415
+
+    if y_pred is None:
+        raise DataError("pass data= (a table with item, run, prediction, target columns) or y_pred= (n_runs x n_items)")
+    P = np.asarray(y_pred, dtype=float if metric == "mean" else None)
+    if P.ndim == 1:
+        P = P[None, :]
+    if P.ndim != 2 or P.shape[1] < 1:
+        raise DataError(f"y_pred must be a 2-D array (n_runs, n_items); got shape {P.shape}")
+    n, l = P.shape
+    if metric == "mean":
+        if y_true is not None:
+            raise DataError("metric='mean' averages numeric per-item scores given in y_pred; y_true must be None")
+        if not np.isfinite(P).all():
+            raise DataError("y_pred has non-finite scores; drop or impute them first")
+        return P, None, list(range(l)), list(range(n))
+    if y_true is None:
+        raise DataError(f"metric={metric!r} needs the gold labels y_true (n_items,)")
+    T = np.asarray(y_true)
+    if T.ndim != 1 or len(T) != l:
+        raise DataError(f"y_true must be 1-D with one gold label per item ({l}); got shape {T.shape}")
+    if pd.isna(pd.Series(T.ravel())).any() or pd.isna(pd.Series(P.ravel())).any():
+        raise DataError("y_true / y_pred contain missing values; a failed prediction is a wrong answer: "
+                        "fill it with a label that is never correct")
+    return P, T, list(range(l)), list(range(n))
+
+
+def _classes(P: np.ndarray, T: np.ndarray, labels: Sequence[Any] | None) -> list[Any]:
+    import pandas as pd  # noqa: PLC0415
+
+    if labels is not None:
+        if not list(labels):
+            raise DataError("labels is empty; pass the classes to score or None for all labels seen")
+        return list(labels)
+    seen = pd.unique(pd.Series(np.concatenate([T.ravel(), P.ravel()])))
+    try:
+        return sorted(seen)
+    except TypeError:
+        return list(seen)
+
+
+def _sufficient_statistics(P: np.ndarray, T: np.ndarray | None, metric: str, pos_label: Any,
+                           labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
+    """(l, n, K) per-instance statistics of every run, and the number of classes: the score
+    (mean), correctness (accuracy), tp / fp / fn (binary and micro F1), per class (macro F1)."""
+    import pandas as pd  # noqa: PLC0415
 
     if metric == "mean":
-        stats = P.T[:, :, None].astype(float)
-        return _RunData(stats, metric, 0, zd, tuple(items), tuple(runs))
+        return P.T[:, :, None].astype(float), 0
     Tb = T[None, :]
     if metric == "accuracy":
-        stats = (P == Tb).T[:, :, None].astype(float)
-        return _RunData(stats, metric, 0, zd, tuple(items), tuple(runs))
+        return (P == Tb).T[:, :, None].astype(float), 0
     if metric == "f1":
         present = set(pd.unique(pd.Series(np.concatenate([T.ravel(), P.ravel()]))))
         if pos_label not in present:
@@ -237,70 +252,88 @@ def _prepare_runs(
                 f"{sorted(map(str, present))[:10]}); pass the positive class with pos_label="
             )
         pp, tt = P == pos_label, Tb == pos_label
-        stats = np.stack([pp & tt, pp & ~tt, ~pp & tt], axis=-1).transpose(1, 0, 2).astype(float)
-        return _RunData(stats, metric, 1, zd, tuple(items), tuple(runs))
-    if labels is None:
-        seen = pd.unique(pd.Series(np.concatenate([T.ravel(), P.ravel()])))
-        try:
-            classes = sorted(seen)
-        except TypeError:
-            classes = list(seen)
-    else:
-        classes = list(labels)
-        if not classes:
-            raise DataError("labels is empty; pass the classes to score or None for all labels seen")
+        return np.stack([pp & tt, pp & ~tt, ~pp & tt], axis=-1).transpose(1, 0, 2).astype(float), 1
+    classes = _classes(P, T, labels)
     if metric == "micro_f1":
-        cls = np.isin(P, classes), np.isin(Tb, classes)
+        in_p, in_t = np.isin(P, classes), np.isin(Tb, classes)
         hit = P == Tb
-        tp = hit & cls[0]
-        stats = np.stack([tp, cls[0] & ~hit, cls[1] & ~hit], axis=-1).transpose(1, 0, 2).astype(float)
-        return _RunData(stats, metric, 1, zd, tuple(items), tuple(runs))
-    st = np.empty((l, n, len(classes), 3))
+        return np.stack([hit & in_p, in_p & ~hit, in_t & ~hit], axis=-1).transpose(1, 0, 2).astype(float), 1
+    n, l = P.shape
+    stt = np.empty((l, n, len(classes), 3))
     for k, c in enumerate(classes):  # loop over classes, not resamples
         pp, tt = P == c, Tb == c
-        st[:, :, k, 0] = (pp & tt).T
-        st[:, :, k, 1] = (pp & ~tt).T
-        st[:, :, k, 2] = (~pp & tt).T
-    return _RunData(st.reshape(l, n, -1), metric, len(classes), zd, tuple(items), tuple(runs))
+        stt[:, :, k, 0] = (pp & tt).T
+        stt[:, :, k, 1] = (pp & ~tt).T
+        stt[:, :, k, 2] = (~pp & tt).T
+    return stt.reshape(l, n, -1), len(classes)
+
+
+def _prepare_runs(
+    data: Any, y_true: Any, y_pred: Any, *, item: str, run: str, prediction: str, target: str,
+    metric: str, pos_label: Any, labels: Sequence[Any] | None, zero_division: Any,
+) -> _RunData:
+    metric = ck.check_choice(metric, "metric", METRICS)
+    zd = _check_zero_division(zero_division)
+    if data is not None:
+        if y_true is not None or y_pred is not None:
+            raise DataError("pass either data= (a table) or y_true=/y_pred= (arrays), not both")
+        P, T, items, runs = _from_table(data, item, run, prediction, target, metric)
+    else:
+        P, T, items, runs = _from_arrays(y_true, y_pred, metric)
+    stats, n_classes = _sufficient_statistics(P, T, metric, pos_label, labels)
+    return _RunData(stats, metric, n_classes, zd, tuple(items), tuple(runs))
 
 
 # --------------------------------------------------------------------------------------------
 # resampling engines
 # --------------------------------------------------------------------------------------------
 
-def _streams(random_state: Any) -> list[np.random.Generator]:
-    """Independent streams: pooled bootstrap, instance bootstrap, run draws, run-level baselines.
-    The same ``random_state`` gives the same pooled distribution in pooled_run_bootstrap and
-    run_intervals."""
-    return _spawn(_as_generator(random_state), 4)
-
-
-def _pooled_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: int | None,
+def _pooled_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size: int | None,
                   progress: bool) -> np.ndarray:
     """Algorithm 1 of Fraile-Hernández & Peñas: B test sets of l pairs drawn with replacement
     from the l x n pooled (instance, run) pairs; the metric of each."""
     l, n, K = rd.stats.shape
-    flat = rd.stats.reshape(l * n, K)
-    out = np.empty(B)
-    for a, b in _chunk_bounds(B, _pooled_chunk_bytes(l, K), chunk_size, progress, "pooled bootstrap"):
-        idx = _uniform_index(rng, l * n, (b - a, l))
-        out[a:b] = rd.score(flat[idx].sum(axis=1), l)
-    return out
+    flat = np.ascontiguousarray(rd.stats.reshape(l * n, K))
+    rows = dr.batch_rows(_pooled_bytes(l, K))
+
+    def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
+        return dr.batched(lambda k: rd.score(flat[dr.draw_indices(rng, l * n, k, size=l)].sum(axis=1), l), rows)
+
+    return dr.run_blocks(np.empty(B), dr.stream(ss, _POOLED), one_block, chunk_size=chunk_size, progress=progress,
+                         work=0.0, desc="pooled bootstrap")
 
 
-def _instance_draws(rd: _RunData, B: int, rng: np.random.Generator, chunk_size: int | None,
+def _instance_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size: int | None,
                     progress: bool) -> np.ndarray:
     """Cluster bootstrap over instances: each resample draws l instances with replacement, each
     carrying the predictions of all n runs; returns the (B, n) per-run metrics."""
     l, n, K = rd.stats.shape
-    flat = rd.stats.reshape(l, n * K)
+    flat = np.ascontiguousarray(rd.stats.reshape(l, n * K))  # contiguous: the product goes to BLAS
+    rows = dr.batch_rows(_instance_bytes(l, n, K))
     out = np.empty((B, n))
-    for a, b in _chunk_bounds(B, _instance_chunk_bytes(l, n, K), chunk_size, progress, "instance bootstrap"):
-        c = b - a
-        idx = _uniform_index(rng, l, (c, l))
-        sums = (index_counts(idx, l) @ flat).reshape(c, n, K)  # count matrix (c, l) x stats
-        out[a:b] = rd.score(sums, l)
-    return out
+    if rd.metric != "mean" and rows == dr.BLOCK:  # 0/1 counts: the product is exact, blocks can share one
+        def compute(W: np.ndarray) -> np.ndarray:
+            return rd.score((W @ flat).reshape(len(W), n, K), l)
+
+        return dr.run_block_groups(out, dr.stream(ss, _INSTANCES), lambda rng: dr.resample_counts(rng, l, dr.BLOCK),
+                                   compute, blocks=_instance_blocks(l, n, K), chunk_size=chunk_size,
+                                   progress=progress, desc="instance bootstrap")
+
+    def one_batch(rng: np.random.Generator, k: int) -> np.ndarray:
+        sums = (dr.resample_counts(rng, l, k) @ flat).reshape(k, n, K)  # count matrix (k, l) x stats
+        return rd.score(sums, l)
+
+    def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
+        return dr.batched(lambda k: one_batch(rng, k), rows)
+
+    return dr.run_blocks(out, dr.stream(ss, _INSTANCES), one_block, chunk_size=chunk_size,
+                         progress=progress, work=0.0, desc="instance bootstrap")
+
+
+def _run_indices(n: int, B: int, ss: np.random.SeedSequence) -> np.ndarray:
+    """(B, n) runs drawn with replacement in every resample (stream ``ss``)."""
+    return dr.run_blocks(np.empty((B, n), dtype=np.int64), ss, lambda rng, b0, r: dr.draw_indices(rng, n, dr.BLOCK),
+                         chunk_size=None, progress=False, work=0.0, desc="runs")
 
 
 def _order_statistic_interval(dist: np.ndarray, level: float) -> tuple[float, float, int, int]:
@@ -333,30 +366,17 @@ def _satterthwaite_df(parts: Sequence[tuple[float, float]]) -> float:
     return float(tot * tot / den) if den > 0 else np.inf
 
 
-def _bca_interval(theta_b: np.ndarray, theta_hat: float, jack: np.ndarray, level: float) -> tuple[float, float]:
-    """BCa interval (Efron & Tibshirani 1993, 14.3; the formulas of scipy.stats.bootstrap):
-    z0 from the 'mean' percentile of theta_hat among the draws, acceleration from the
-    jackknife values. NaN when z0 is infinite (theta_hat outside the draws: degenerate)."""
-    from scipy.special import ndtr, ndtri  # noqa: PLC0415
-
-    B = len(theta_b)
-    p0 = ((theta_b < theta_hat).sum() + (theta_b <= theta_hat).sum()) / (2 * B)
-    z0 = ndtri(p0)
-    u = (len(jack) - 1) * (jack.mean() - jack)
-    den = (u**2).sum() / len(jack) ** 2
-    a_hat = ((u**3).sum() / len(jack) ** 3) / (6 * den**1.5) if den > 0 else 0.0
-    if not np.isfinite(z0):
-        return np.nan, np.nan
-    alpha = (1.0 - level) / 2
-    za = ndtri(np.array([alpha, 1 - alpha]))
-    adj = ndtr(z0 + (z0 + za) / (1 - a_hat * (z0 + za)))
-    lo, hi = np.quantile(theta_b, adj)
-    return float(lo), float(hi)
+def _row(method: str, target: str, estimate: float, std_error: float, lo: float, hi: float,
+         n_resamples: int | None = None, n_degenerate: int = 0) -> dict[str, Any]:
+    return {"method": method, "target": target, "estimate": float(estimate), "std_error": float(std_error),
+            "conf_low": float(lo), "conf_high": float(hi),
+            "n_resamples": n_resamples if n_resamples is not None else 0, "n_degenerate": int(n_degenerate)}
 
 
-def _run_level_rows(scores: np.ndarray, B: int, rng: np.random.Generator, level: float
+def _run_level_rows(scores: np.ndarray, B: int, ss: np.random.SeedSequence, level: float
                     ) -> tuple[list[dict[str, Any]], list[ResultWarning]]:
-    """The run-level baselines (intervals for the mean of the n per-run scores)."""
+    """The run-level baselines (intervals for the mean of the n per-run scores), their bootstrap
+    resamples of the runs drawn from stream ``ss``."""
     from scipy import stats  # noqa: PLC0415
 
     n = len(scores)
@@ -368,36 +388,25 @@ def _run_level_rows(scores: np.ndarray, B: int, rng: np.random.Generator, level:
         return [_row(m, target, np.nan, np.nan, np.nan, np.nan) for m in names], [w]
     m, s = float(scores.mean()), float(scores.std(ddof=1))
     se = s / np.sqrt(n)
-    warns: list[ResultWarning] = []
     if np.ptp(scores) == 0:
-        warns.append(ResultWarning(
-            "degenerate", "all runs have the same score: the run-level intervals have zero width (they only see "
-                          "run-to-run variation, and there is none on this test set)"))
-        return [_row(k, target, m, 0.0, m, m, B if k != "t" else None) for k in names], warns
+        w = ResultWarning("degenerate", "all runs have the same score: the run-level intervals have zero width (they "
+                                        "only see run-to-run variation, and there is none on this test set)")
+        return [_row(k, target, m, 0.0, m, m, B if k != "t" else None) for k in names], [w]
     tq = stats.t.ppf(1 - alpha / 2, n - 1)
     rows = [_row("t", target, m, se, m - tq * se, m + tq * se)]
-    idx = _uniform_index(rng, n, (B, n))
-    x = scores[idx]
+    x = scores[_run_indices(n, B, ss)]
     bm = x.mean(axis=1)
-    q = np.quantile(bm, [alpha / 2, 1 - alpha / 2])
-    rows.append(_row("percentile", target, m, float(bm.std(ddof=1)), q[0], q[1], B))
-    jack = (scores.sum() - scores) / (n - 1)
-    lo, hi = _bca_interval(bm, m, jack, level)
-    if not np.isfinite(lo):
+    est, dist = np.array([m]), bm[None, :]
+    lo, hi = st.intervals(est, dist, "percentile", level)
+    rows.append(_row("percentile", target, m, float(bm.std(ddof=1)), lo[0], hi[0], B))
+    lo, hi = st.intervals(est, dist, "bca", level, [((scores.sum() - scores) / (n - 1))[None, :]])
+    warns: list[ResultWarning] = []
+    if not np.isfinite(lo[0]):
         warns.append(ResultWarning("degenerate", "BCa interval undefined: the observed mean lies outside the "
                                                  "bootstrap distribution (z0 infinite); reported as NaN"))
-    rows.append(_row("bca", target, m, float(bm.std(ddof=1)), lo, hi, B))
-    # bootstrap-t: resamples whose runs are all identical have SD 0 and no t statistic; they are
-    # dropped (and counted), the standard convention (Efron & Tibshirani 1993, ch. 12)
-    degenerate = np.ptp(x, axis=1) == 0
-    ok = ~degenerate
-    n_deg = int(degenerate.sum())
-    if ok.sum() >= 2:
-        tstar = (bm[ok] - m) / (x[ok].std(axis=1, ddof=1) / np.sqrt(n))
-        tq_lo, tq_hi = np.quantile(tstar, [alpha / 2, 1 - alpha / 2])
-        rows.append(_row("bootstrap_t", target, m, se, m - tq_hi * se, m - tq_lo * se, B, n_deg))
-    else:
-        rows.append(_row("bootstrap_t", target, m, se, np.nan, np.nan, B, n_deg))
+    rows.append(_row("bca", target, m, float(bm.std(ddof=1)), lo[0], hi[0], B))
+    rows.append(_bootstrap_t_row(x, bm, m, se, level, target))
+    n_deg = rows[-1]["n_degenerate"]
     if n_deg:
         warns.append(ResultWarning(
             "degenerate_resamples",
@@ -405,11 +414,18 @@ def _run_level_rows(scores: np.ndarray, B: int, rng: np.random.Generator, level:
     return rows, warns
 
 
-def _row(method: str, target: str, estimate: float, std_error: float, lo: float, hi: float,
-         n_resamples: int | None = None, n_degenerate: int = 0) -> dict[str, Any]:
-    return {"method": method, "target": target, "estimate": float(estimate), "std_error": float(std_error),
-            "conf_low": float(lo), "conf_high": float(hi),
-            "n_resamples": n_resamples if n_resamples is not None else 0, "n_degenerate": int(n_degenerate)}
+def _bootstrap_t_row(x: np.ndarray, bm: np.ndarray, m: float, se: float, level: float, target: str) -> dict[str, Any]:
+    """Bootstrap-t interval: resamples whose runs are all identical have SD 0 and no t statistic;
+    they are dropped (and counted), the standard convention (Efron & Tibshirani 1993, ch. 12)."""
+    B, n = x.shape
+    alpha = 1.0 - level
+    ok = np.ptp(x, axis=1) != 0
+    n_deg = int(B - ok.sum())
+    if ok.sum() < 2:
+        return _row("bootstrap_t", target, m, se, np.nan, np.nan, B, n_deg)
+    tstar = (bm[ok] - m) / (x[ok].std(axis=1, ddof=1) / np.sqrt(n))
+    tq_lo, tq_hi = np.quantile(tstar, [alpha / 2, 1 - alpha / 2])
+    return _row("bootstrap_t", target, m, se, m - tq_hi * se, m - tq_lo * se, B, n_deg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,7 +436,8 @@ def _row(method: str, target: str, estimate: float, std_error: float, lo: float,
 class PooledRunBootstrapResult(ResultMixin):
     """Result of :func:`pooled_run_bootstrap`: ``estimate`` (mean of the B pooled scores, the
     paper's F1-hat_{1..n}), ``observed`` (metric of all l x n pooled pairs), ``std_error`` (SD
-    of the draws), ``conf_low`` / ``conf_high`` (order statistics ``order_statistics``).
+    of the draws), ``conf_low`` / ``conf_high`` (order statistics ``order_statistics``), and
+    ``table`` (the main table: one row with all of them).
     The interval is predictive: it is where the score of ONE new run on a new test set of l
     instances is expected to fall, not a confidence interval for the expected score."""
 
@@ -447,7 +464,10 @@ class PooledRunBootstrapResult(ResultMixin):
     def bootstrap_distribution(self) -> np.ndarray:
         return self._distribution
 
+    @property
     def table(self):
+        """One row: method, target, metric, estimate, observed, std_error, conf_low, conf_high,
+        level, n_resamples, n_items, n_runs."""
         import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame([{
@@ -459,6 +479,20 @@ class PooledRunBootstrapResult(ResultMixin):
 
     def _scalars(self) -> list[tuple[str, Any]]:
         return [("interpretation", self.interpretation)]
+
+
+def _check_run_memory(rd: _RunData, B: int, pooled_only: bool) -> None:
+    l, n, K = rd.stats.shape
+    pooled = dr.batch_rows(_pooled_bytes(l, K)) * _pooled_bytes(l, K)
+    if pooled_only:
+        ck.check_draw_memory("the pooled bootstrap draws and their working copies", 8.0 * B, 8.0 * B,
+                             _BATCH_FACTOR * pooled, B, "", _FIX)
+        return
+    inst_rows = min(dr.batch_rows(_instance_bytes(l, n, K)) * _instance_blocks(l, n, K), -(-B // dr.BLOCK) * dr.BLOCK)
+    inst = inst_rows * _instance_bytes(l, n, K)
+    ck.check_draw_memory("the bootstrap draws of run_intervals and their working copies", 8.0 * B * (n + 2),
+                         8.0 * B * ((_RUN_COPIES - 1) * n + _RUN_EXTRA - 2), _BATCH_FACTOR * max(pooled, inst), B,
+                         f"({n} runs + 2)", _FIX)
 
 
 @res.memory_errors(_FIX)
@@ -500,26 +534,22 @@ def pooled_run_bootstrap(
     ``accuracy``, ``f1`` (binary, positive class ``pos_label``), ``micro_f1``, ``macro_f1``
     (over ``labels`` or all labels seen; a class with tp + fp + fn = 0 scores ``zero_division``,
     NaN leaves it out of the average), ``mean`` (numeric per-item scores in ``y_pred`` /
-    ``prediction``).
+    ``prediction``). Results do not depend on ``chunk_size`` (the progress-bar step).
     """
     rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
                        metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
-    level = _check_level(level)
-    B = _check_n_resamples(n_resamples)
-    l, n, K = rd.stats.shape
-    c_len = _chunk_len(B, _pooled_chunk_bytes(l, K), chunk_size)
-    _check_memory("the pooled bootstrap draws and their working copies", 8.0 * B, 8.0 * B,
-                  _CHUNK_FACTOR * c_len * _pooled_chunk_bytes(l, K), c_len, B, "", _FIX)
-    pooled_rng = _streams(random_state)[0]
-    dist = _pooled_draws(rd, B, pooled_rng, chunk_size, progress)
+    level = ck.check_level(level)
+    B = ck.check_n_resamples(n_resamples)
+    _check_run_memory(rd, B, pooled_only=True)
+    ss = seed_sequence(random_state)
+    dist = _pooled_draws(rd, B, ss, chunk_size, progress)
     lo, hi, jl, jh = _order_statistic_interval(dist, level)
     l, n, _ = rd.stats.shape
     observed = float(rd.score(rd.stats.sum(axis=(0, 1)), l * n))
     return PooledRunBootstrapResult(
         estimate=float(dist.mean()), observed=observed, std_error=float(dist.std(ddof=1)), conf_low=lo,
         conf_high=hi, level=level, n_resamples=B, n_items=l, n_runs=n, metric=rd.metric, order_statistics=(jl, jh),
-        provenance=_provenance("pooled_run_bootstrap", random_state=random_state, n_resamples=B,
-                               zero_division=rd.zero_division),
+        provenance=ck.provenance("pooled_run_bootstrap", ss, n_resamples=B, zero_division=rd.zero_division),
         _distribution=dist,
     )
 
@@ -528,11 +558,12 @@ def pooled_run_bootstrap(
 class RunIntervalsResult(ResultMixin):
     """Result of :func:`run_intervals`.
 
-    - ``intervals``: method, target, estimate, std_error, conf_low, conf_high, n_resamples,
-      n_degenerate. Targets: ``expected_score`` (the mean score of a run over runs and test
-      sets of size l), ``expected_score_this_test_set`` (over runs, this test set fixed: what
-      the run-level baselines estimate), ``new_run_this_test_set`` and
-      ``new_run_new_test_set`` (prediction intervals for one new run).
+    - ``intervals`` (the main table, also ``table``): method, target, estimate, std_error,
+      conf_low, conf_high, n_resamples, n_degenerate. Targets: ``expected_score`` (the mean
+      score of a run over runs and test sets of size l), ``expected_score_this_test_set``
+      (over runs, this test set fixed: what the run-level baselines estimate),
+      ``new_run_this_test_set`` and ``new_run_new_test_set`` (prediction intervals for one
+      new run).
     - ``runs``: run, score, and the per-run instance-bootstrap boot_mean, std_error,
       conf_low, conf_high (the paper's per-run distributions F1_r).
     - ``variance``: component (test_set, run_to_run, total), variance, std_dev, percent —
@@ -552,7 +583,7 @@ class RunIntervalsResult(ResultMixin):
     provenance: dict[str, Any] = field(default_factory=dict)
     _distributions: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
-    _main_table = "intervals"
+    _main_table = "table"
     _print_tables = ("intervals", "variance")
     _title = "Intervals for multiple stochastic runs (Fraile-Hernandez & Penas 2025)"
 
@@ -561,9 +592,106 @@ class RunIntervalsResult(ResultMixin):
                 ("estimate (mean over runs)", self.estimate), ("level", self.level)]
 
     @property
+    def table(self):
+        """The main table: ``intervals``."""
+        return self.intervals
+
+    @property
     def distributions(self) -> dict[str, np.ndarray]:
         """Bootstrap draws: ``instance`` (B,), ``per_run`` (B, n), ``pooled`` (B,)."""
         return self._distributions
+
+
+def _variance_split(rd: _RunData, scores: np.ndarray, resample_runs: bool):
+    """The variance table (test set, run to run, total), the two-way ANOVA mean squares, the
+    two components and warnings (run effect; one run)."""
+    import pandas as pd  # noqa: PLC0415
+    from scipy import stats  # noqa: PLC0415
+
+    l, n, _ = rd.stats.shape
+    an = _two_way_anova(rd.influence())
+    v_run = float(scores.var(ddof=1)) if n > 1 else np.nan
+    warns: list[ResultWarning] = []
+    if n > 1:
+        v_test = max(0.0, an["ms_instance"] - an["ms_residual"]) / (n * l)
+        if an["ms_residual"] > 0:
+            F = an["ms_run"] / an["ms_residual"]
+            p = float(stats.f.sf(F, n - 1, (l - 1) * (n - 1)))
+            if p < 0.01 and not resample_runs:
+                warns.append(ResultWarning(
+                    "run_effect",
+                    f"runs differ by more than per-prediction noise explains (two-way F = {F:.3g}, p = {p:.2g}); the "
+                    "instance bootstrap keeps the runs fixed and misses that variance: prefer 'variance_components'"))
+    else:
+        v_test = an["ms_instance"] / (n * l)
+        warns.append(ResultWarning("too_few_runs", "one run: run-to-run variance is not estimable and the test-set "
+                                                   "variance includes the item x run interaction"))
+    tot = v_test + v_run
+    variance = pd.DataFrame({
+        "component": ["test_set", "run_to_run", "total"],
+        "variance": [v_test, v_run, tot],
+        "std_dev": np.sqrt([v_test, v_run, tot]),
+        "percent": [100 * v_test / tot, 100 * v_run / tot, 100.0] if tot > 0 else [np.nan, np.nan, np.nan],
+    })
+    return variance, an, v_test, v_run, warns
+
+
+def _t_rows(est: float, v_test: float, v_run: float, l: int, n: int, level: float) -> list[dict[str, Any]]:
+    """The variance-components interval and the two prediction intervals (t quantiles,
+    Satterthwaite df)."""
+    from scipy import stats  # noqa: PLC0415
+
+    alpha = 1.0 - level
+
+    def t_row(method: str, tgt: str, parts: list[tuple[float, float]]) -> dict[str, Any]:
+        if n < 2:
+            return _row(method, tgt, est, np.nan, np.nan, np.nan)
+        v = sum(p for p, _ in parts)
+        df_ = _satterthwaite_df(parts)
+        tq = stats.t.ppf(1 - alpha / 2, df_) if np.isfinite(df_) else stats.norm.ppf(1 - alpha / 2)
+        return _row(method, tgt, est, np.sqrt(v), est - tq * np.sqrt(v), est + tq * np.sqrt(v))
+
+    rows = [t_row("variance_components", "expected_score", [(v_test, l - 1), (v_run / n, n - 1)])]
+    if n >= 2:
+        sp = np.sqrt(v_run * (1 + 1 / n))
+        tq = stats.t.ppf(1 - alpha / 2, n - 1)
+        rows.append(_row("prediction_t", "new_run_this_test_set", est, sp, est - tq * sp, est + tq * sp))
+    else:
+        rows.append(_row("prediction_t", "new_run_this_test_set", est, np.nan, np.nan, np.nan))
+    rows.append(t_row("prediction_components", "new_run_new_test_set",
+                      [(2 * v_test, l - 1), (v_run * (1 + 1 / n), n - 1)]))
+    return rows
+
+
+def _instance_interval(rd: _RunData, est: float, B: int, ss: np.random.SeedSequence, resample_runs: bool,
+                       level: float, chunk_size: int | None, progress: bool):
+    """The instance (cluster) bootstrap row, the (B, n) per-run draws, the (B,) run averages
+    and a warning when the metric is undefined in some resamples."""
+    n = rd.n_runs
+    per_run = _instance_draws(rd, B, ss, chunk_size, progress)  # (B, n)
+    if resample_runs:
+        inst = np.take_along_axis(per_run, _run_indices(n, B, dr.stream(ss, _RUNS)), axis=1).mean(axis=1)
+    else:
+        inst = per_run.mean(axis=1)
+    alpha = 1.0 - level
+    q = st.quantiles(inst[None, :], [alpha / 2, 1 - alpha / 2])[:, 0]
+    row = _row("instance_run_bootstrap" if resample_runs else "instance_bootstrap", "expected_score", est,
+               float(st.sd(inst[None, :])[0]), q[0], q[1], B)
+    warns = []
+    if np.isnan(inst).any():
+        warns.append(ResultWarning("undefined_draws", f"the metric is undefined in {int(np.isnan(inst).sum())} "
+                                                      "instance-bootstrap resamples (zero_division=nan); left out"))
+    return row, per_run, inst, warns
+
+
+def _runs_table(rd: _RunData, scores: np.ndarray, per_run: np.ndarray, level: float):
+    import pandas as pd  # noqa: PLC0415
+
+    alpha = 1.0 - level
+    d = np.ascontiguousarray(per_run.T)  # (n, B)
+    q = st.quantiles(d, [alpha / 2, 1 - alpha / 2])
+    return pd.DataFrame({"run": list(rd.runs), "score": scores, "boot_mean": st.mean(d), "std_error": st.sd(d),
+                         "conf_low": q[0], "conf_high": q[1]})
 
 
 @res.memory_errors(_FIX)
@@ -619,109 +747,34 @@ def run_intervals(
     for accuracy; the linearisation (2tp - F d) / mean(d) for F1), i.e. the variance over test
     sets of the run-averaged expected score. total = V_test + V_run is the variance of one run's
     score on a new test set (law of total variance). With one run V_run is NaN and V_test
-    includes the item x run interaction.
+    includes the item x run interaction. Results do not depend on ``chunk_size``.
     """
-    from scipy import stats  # noqa: PLC0415
-
-    import pandas as pd  # noqa: PLC0415
-
     rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
                        metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
-    level = _check_level(level)
-    B = _check_n_resamples(n_resamples)
-    alpha = 1.0 - level
+    level = ck.check_level(level)
+    B = ck.check_n_resamples(n_resamples)
     l, n, K = rd.stats.shape
     if l < 2:
         raise DataError(f"need at least 2 test instances to resample; got {l}")
-    per_inst, per_pool = _instance_chunk_bytes(l, n, K), _pooled_chunk_bytes(l, K)
-    len_inst, len_pool = _chunk_len(B, per_inst, chunk_size), _chunk_len(B, per_pool, chunk_size)
-    c_len = max(len_inst, len_pool)
-    chunk = _CHUNK_FACTOR * max(len_inst * per_inst, len_pool * per_pool)
-    _check_memory("the bootstrap draws of run_intervals and their working copies", 8.0 * B * (n + 2),
-                  8.0 * B * ((_RUN_COPIES - 1) * n + _RUN_EXTRA - 2), chunk, c_len, B, f"({n} runs + 2)", _FIX)
-    pooled_rng, inst_rng, run_rng, base_rng = _streams(random_state)
-    warns: list[ResultWarning] = []
-
+    _check_run_memory(rd, B, pooled_only=False)
+    ss = seed_sequence(random_state)
     scores = rd.score(rd.stats.sum(axis=0), l)  # (n,)
     est = float(scores.mean())
-
-    # instance (cluster) bootstrap
-    per_run = _instance_draws(rd, B, inst_rng, chunk_size, progress)  # (B, n)
-    if resample_runs:
-        ridx = _uniform_index(run_rng, n, (B, n))
-        inst = np.take_along_axis(per_run, ridx, axis=1).mean(axis=1)
-    else:
-        inst = per_run.mean(axis=1)
-    q = _quantiles(inst, [alpha / 2, 1 - alpha / 2])
-    rows = [_row("instance_run_bootstrap" if resample_runs else "instance_bootstrap", "expected_score", est,
-                 float(np.nanstd(inst, ddof=1)), q[0], q[1], B)]
-    if np.isnan(inst).any():
-        warns.append(ResultWarning("undefined_draws", f"the metric is undefined in {int(np.isnan(inst).sum())} "
-                                                      "instance-bootstrap resamples (zero_division=nan); left out"))
-
-    # variance split
-    psi = rd.influence()
-    an = _two_way_anova(psi)
-    v_run = float(scores.var(ddof=1)) if n > 1 else np.nan
-    if n > 1:
-        v_test = max(0.0, an["ms_instance"] - an["ms_residual"]) / (n * l)
-        if an["ms_residual"] > 0:
-            F = an["ms_run"] / an["ms_residual"]
-            p = float(stats.f.sf(F, n - 1, (l - 1) * (n - 1)))
-            if p < 0.01 and not resample_runs:
-                warns.append(ResultWarning(
-                    "run_effect",
-                    f"runs differ by more than per-prediction noise explains (two-way F = {F:.3g}, p = {p:.2g}); the "
-                    "instance bootstrap keeps the runs fixed and misses that variance: prefer 'variance_components'"))
-    else:
-        v_test = an["ms_instance"] / (n * l)
-        warns.append(ResultWarning("too_few_runs", "one run: run-to-run variance is not estimable and the test-set "
-                                                   "variance includes the item x run interaction"))
-    tot = v_test + v_run
-    variance = pd.DataFrame({
-        "component": ["test_set", "run_to_run", "total"],
-        "variance": [v_test, v_run, tot],
-        "std_dev": np.sqrt([v_test, v_run, tot]),
-        "percent": [100 * v_test / tot, 100 * v_run / tot, 100.0] if tot > 0 else [np.nan, np.nan, np.nan],
-    })
-
-    def _t_row(method: str, tgt: str, parts: list[tuple[float, float]]) -> dict[str, Any]:
-        if n < 2:
-            return _row(method, tgt, est, np.nan, np.nan, np.nan)
-        v = sum(p for p, _ in parts)
-        df_ = _satterthwaite_df(parts)
-        tq = stats.t.ppf(1 - alpha / 2, df_) if np.isfinite(df_) else stats.norm.ppf(1 - alpha / 2)
-        return _row(method, tgt, est, np.sqrt(v), est - tq * np.sqrt(v), est + tq * np.sqrt(v))
-
-    rows.append(_t_row("variance_components", "expected_score", [(v_test, l - 1), (v_run / n, n - 1)]))
-    if n >= 2:
-        sp = np.sqrt(v_run * (1 + 1 / n))
-        tq = stats.t.ppf(1 - alpha / 2, n - 1)
-        rows.append(_row("prediction_t", "new_run_this_test_set", est, sp, est - tq * sp, est + tq * sp))
-    else:
-        rows.append(_row("prediction_t", "new_run_this_test_set", est, np.nan, np.nan, np.nan))
-    rows.append(_t_row("prediction_components", "new_run_new_test_set",
-                       [(2 * v_test, l - 1), (v_run * (1 + 1 / n), n - 1)]))
-
-    pooled = _pooled_draws(rd, B, pooled_rng, chunk_size, progress)
+    inst_row, per_run, inst, warns = _instance_interval(rd, est, B, ss, bool(resample_runs), level, chunk_size,
+                                                        progress)
+    variance, an, v_test, v_run, var_warns = _variance_split(rd, scores, bool(resample_runs))
+    pooled = _pooled_draws(rd, B, ss, chunk_size, progress)
     lo, hi, _, _ = _order_statistic_interval(pooled, level)
-    rows.append(_row("pooled_instance_bootstrap", "new_run_new_test_set", float(pooled.mean()),
-                     float(pooled.std(ddof=1)), lo, hi, B))
+    pooled_row = _row("pooled_instance_bootstrap", "new_run_new_test_set", float(pooled.mean()),
+                      float(pooled.std(ddof=1)), lo, hi, B)
+    base_rows, base_warns = _run_level_rows(scores, B, dr.stream(ss, _BASELINES), level)
+    import pandas as pd  # noqa: PLC0415
 
-    base_rows, base_warns = _run_level_rows(scores, B, base_rng, level)
-    rows += base_rows
-    warns += base_warns
-
-    with np.errstate(invalid="ignore"):
-        rq = _quantiles(per_run, [alpha / 2, 1 - alpha / 2])
-        runs_table = pd.DataFrame({
-            "run": list(rd.runs), "score": scores, "boot_mean": np.nanmean(per_run, axis=0),
-            "std_error": np.nanstd(per_run, axis=0, ddof=1), "conf_low": rq[0], "conf_high": rq[1],
-        })
+    intervals = pd.DataFrame([inst_row, *_t_rows(est, v_test, v_run, l, n, level), pooled_row, *base_rows])
     return RunIntervalsResult(
-        intervals=pd.DataFrame(rows), runs=runs_table, variance=variance, metric=rd.metric, estimate=est,
-        n_items=l, n_runs=n, level=level, n_resamples=B, warnings=tuple(warns),
-        provenance=_provenance("run_intervals", random_state=random_state, n_resamples=B,
-                               resample_runs=bool(resample_runs), zero_division=rd.zero_division, **an),
+        intervals=intervals, runs=_runs_table(rd, scores, per_run, level), variance=variance, metric=rd.metric,
+        estimate=est, n_items=l, n_runs=n, level=level, n_resamples=B, warnings=tuple(warns + var_warns + base_warns),
+        provenance=ck.provenance("run_intervals", ss, n_resamples=B, resample_runs=bool(resample_runs),
+                                 zero_division=rd.zero_division, **an),
         _distributions={"instance": inst, "per_run": per_run, "pooled": pooled},
     )
