@@ -6,7 +6,7 @@ the same process, on the same fitted models, printed as ratios measured in one r
    ``effectsize::F_to_eta2(...)`` in R; also shown: ``effectsize::eta_squared(m, ...)`` as an R
    user would call it.
 2. ``me.compare(m0, m1)`` (fixed effects differ: automatic ML refit) against ``anova(m0, m1)``.
-3. Parametric bootstrap on sleepstudy (``pb_nsim=100``, chunked with progress) against
+3. Parametric bootstrap on sleepstudy (``n_resamples=100``, chunked with progress) against
    ``set.seed(1); pbkrtest::PBmodcomp(m1, m0, nsim = 100)``.
 
 Run: .venv/bin/python benchmarks/bench_anova_compare.py
@@ -89,7 +89,7 @@ def main() -> None:
     ro.globalenv["b_s0"] = s0._model
     ro.globalenv["b_s1"] = s1._model
     pb = ro.r("function() { set.seed(1); pbkrtest::PBmodcomp(b_s1, b_s0, nsim = 100) }")
-    r_pb, py_pb = interleaved(timer, pb, lambda: me.compare(s0, s1, pb_nsim=100, seed=1, progress=False), 3)
+    r_pb, py_pb = interleaved(timer, pb, lambda: me.compare(s0, s1, n_resamples=100, random_state=1, progress=False), 3)
     report("\n3. Parametric bootstrap (100 samples, chunked), sleepstudy", r_pb, py_pb, "PBmodcomp in R")
 
 

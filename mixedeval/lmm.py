@@ -3,8 +3,11 @@
 :func:`lmm` fits ``lmerTest::lmer(formula, data, REML = reml)`` (Bates et al. 2015; Kuznetsova
 et al. 2017) and returns an :class:`LMMFit` whose tables equal what R prints:
 
-* ``fixed``: ``summary(m, ddf = "Satterthwaite")$coefficients`` (or Kenward-Roger via pbkrtest,
-  or asymptotic z), with Wald t intervals ``estimate +- qt(1 - alpha/2, df) * std_error``;
+* ``fixed`` (also ``table``): ``summary(m, ddf = "Satterthwaite")$coefficients`` (or
+  Kenward-Roger via pbkrtest, or asymptotic z), with Wald intervals
+  ``estimate +- qt(1 - alpha/2, df) * std_error``. The statistic column is named after its
+  reference distribution: ``t_value`` for Satterthwaite and Kenward-Roger df, ``z_value`` for
+  ``df_method="asymptotic"`` (df = Inf), so a table's columns follow from its df method;
 * ``random``: ``as.data.frame(VarCorr(m), order = "lower.tri")``: one row per variance
   (``std_dev`` set) and per covariance (``term2`` and ``corr`` set; ``variance`` holds the
   covariance), the residual last;
@@ -26,7 +29,9 @@ import numpy as np
 
 from .data._formula import parse_formula
 from .errors import DataError
-from .results import ResultMixin, ResultWarning, r_condition_warnings
+from .engine.conditions import normalize as _normalize_condition
+from .engine.conditions import r_warnings
+from .results import ResultMixin, ResultWarning
 
 DF_METHODS = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger", "asymptotic": "asymptotic"}
 OPTIMIZERS = ("nloptwrap", "bobyqa", "Nelder_Mead")
@@ -56,9 +61,9 @@ def r_provenance() -> dict[str, Any]:
     """Versions of mixedeval, R and the R packages in use (cached per session)."""
     if not _VERSION_CACHE:
         from . import __version__  # noqa: PLC0415
-        from .engine import session  # noqa: PLC0415
+        from .engine import _bridge  # noqa: PLC0415
 
-        v = session.versions()
+        v = _bridge.versions()
         _VERSION_CACHE.update(
             {"mixedeval": __version__, "r": v["r_version"], **{k: val for k, val in v["packages"].items()}}
         )
@@ -213,8 +218,13 @@ class LMMFit(ResultMixin):
     _model: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    _main_table = "fixed"
+    _main_table = "table"
     _print_tables = ("fixed", "random")
+
+    @property
+    def table(self):
+        """The main table: the fixed effects (:attr:`fixed`)."""
+        return self.fixed
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -226,32 +236,31 @@ class LMMFit(ResultMixin):
                 ("logLik", f"{self.loglik:.6g}"), ("AIC", f"{self.aic:.6g}"), ("BIC", f"{self.bic:.6g}"),
                 ("df method", self.df_method), ("singular", self.singular), ("converged", self.converged)]
 
-    # ----------------------------------------------------------------- R access
-    def _call(self, fname: str, **kwargs: Any):
-        from .engine import session  # noqa: PLC0415
-
-        return session.call(fname, m=self._model, **kwargs)
-
     def coef_table(self, df_method: str = "satterthwaite", level: float = 0.95):
-        """The fixed-effects table with another df method or confidence level."""
+        """The fixed-effects table with another df method or confidence level (``z_value``
+        instead of ``t_value`` for ``df_method="asymptotic"``)."""
         from .data.validate import require_level  # noqa: PLC0415
+        from .engine import _bridge  # noqa: PLC0415
 
         level = require_level(level)
         key = normalize_df_method(df_method)
-        return self._call("me_fixed_table", ddf=DF_METHODS[key], level=level).value
+        return _bridge.fixed_table(self, ddf=DF_METHODS[key], level=level)
 
     def refit(self, reml: bool) -> "LMMFit":
         """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""
+        from .engine import _bridge  # noqa: PLC0415
+
         if bool(reml) == self.reml:
             return self
-        res = self._call("me_refit_and_summarise", reml=bool(reml), ddf=DF_METHODS[self.df_method],
-                         level=float(self.level))
+        res = _bridge.refit_and_summarise(self, reml=bool(reml), ddf=DF_METHODS[self.df_method],
+                                          level=float(self.level))
         return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level, [], self.factors)
 
     def _values(self) -> dict[str, np.ndarray]:
+        from .engine import _bridge  # noqa: PLC0415
+
         if "values" not in self._cache:
-            v = self._call("me_model_values").value
-            self._cache["values"] = {k: np.asarray(v[k], dtype=float) for k in v}
+            self._cache["values"] = _bridge.model_values(self)
         return self._cache["values"]
 
     def response_values(self) -> np.ndarray:
@@ -272,8 +281,10 @@ class LMMFit(ResultMixin):
 
     def ranef(self) -> dict[str, Any]:
         """BLUPs per grouping factor: ``{group: DataFrame}`` indexed by level, one column per term."""
+        from .engine import _bridge  # noqa: PLC0415
+
         if "ranef" not in self._cache:
-            v = self._call("me_ranef").value
+            v = _bridge.ranef(self)
             out = {}
             for g, d in v.items():
                 d = d.set_index("level")
@@ -284,26 +295,33 @@ class LMMFit(ResultMixin):
 
     def model_frame(self):
         """The model frame R used (only complete rows, the variables of the formula)."""
+        from .engine import _bridge  # noqa: PLC0415
+
         if "mf" not in self._cache:
-            self._cache["mf"] = self._call("me_model_frame").value
+            self._cache["mf"] = _bridge.model_frame(self)
         return self._cache["mf"].copy()
 
-    def simulate(self, n_sim: int = 250, seed: int | None = 123, re: str = "unconditional") -> np.ndarray:
+    def simulate(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional") -> np.ndarray:
         """Responses simulated by ``lme4::simulate`` as an (nobs, n_sim) array.
 
         ``re="unconditional"`` draws new random effects each time (``re.form = NA``);
-        ``re="conditional"`` keeps the fitted BLUPs (``re.form = NULL``). ``seed`` is R's
-        ``set.seed`` value, so the draws are reproducible.
+        ``re="conditional"`` keeps the fitted BLUPs (``re.form = NULL``).
+
+        ``random_state``: an int is R's ``set.seed`` value (``random_state=1`` gives R's
+        ``simulate(m, nsim, seed = 1)`` exactly); a ``numpy.random.SeedSequence`` or ``Generator``
+        is turned into one such int; None draws a fresh one. The default 123 (DHARMa's default
+        seed) makes repeated calls return the same draws -- pass another value, or None, for new
+        ones.
         """
+        from ._random import r_seed  # noqa: PLC0415
+        from .engine import _bridge  # noqa: PLC0415
+
         if re not in ("unconditional", "conditional"):
             raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
         n_sim = int(n_sim)
         if n_sim < 1:
             raise DataError("n_sim must be at least 1")
-        seed_arg = None if seed is None else int(seed)
-        sims = self._call("me_simulate", nsim=n_sim, seed=seed_arg, conditional=(re == "conditional")).value
-        arr = np.array(sims, dtype=float, copy=True)
-        return arr.reshape(self.nobs, n_sim) if arr.ndim == 1 else arr
+        return _bridge.simulate(self, n_sim=n_sim, r_seed=r_seed(random_state), conditional=(re == "conditional"))
 
     # ------------------------------------------------------------ inference layer
     def anova(self, type: int | str = 3, ddf: str = "satterthwaite", level: float = 0.95):  # noqa: A002
@@ -342,17 +360,14 @@ class LMMFit(ResultMixin):
 
         return check_optimizers(self, optimizers=optimizers, **kwargs)
 
-    def diagnose(self, n_sim: int = 250, seed: int = 123, re: str = "unconditional", **kwargs: Any):
-        """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks."""
+    def diagnose(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional", **kwargs: Any):
+        """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks
+        (:func:`mixedeval.diagnostics.diagnose_fit`; ``kwargs``: ``group``, ``alpha``,
+        ``check_optimizers``). An int ``random_state`` is R's ``set.seed`` for the simulations and
+        seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
         from .diagnostics import diagnose_fit  # noqa: PLC0415
 
-        return diagnose_fit(self, n_sim=n_sim, seed=seed, re=re, **kwargs)
-
-    def report(self, path, **kwargs: Any):
-        """Write a self-contained HTML diagnostics report for this fit."""
-        from .report import report  # noqa: PLC0415
-
-        return report(self, path=path, **kwargs)
+        return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         from .results import jsonable  # noqa: PLC0415
@@ -365,13 +380,14 @@ class LMMFit(ResultMixin):
 def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors) -> LMMFit:
     """An LMMFit from the result of ``me_fit_and_summarise`` / ``me_refit_and_summarise``."""
     v = res.value
-    warnings = list(pre_warnings) + r_condition_warnings(res)
+    warnings = list(pre_warnings) + r_warnings(res)
     conv = v["convergence"]
     conv_msgs = conv.get("messages")
     conv_msgs = [] if conv_msgs is None else ([conv_msgs] if isinstance(conv_msgs, str) else list(conv_msgs))
     for msg in conv_msgs:
+        msg = _normalize_condition(msg)
         if not any(w.message == msg for w in warnings):
-            warnings.append(ResultWarning("convergence", str(msg), "lme4"))
+            warnings.append(ResultWarning("convergence", msg, "lme4"))
     singular = bool(v["singular"])
     if singular and not any(w.kind == "singular" for w in warnings):
         warnings.append(ResultWarning("singular", "boundary (singular) fit: at least one variance component is "
@@ -449,7 +465,7 @@ def lmm(
     Singular fits are reported (``singular=True`` and a warning), never raised.
     """
     from .data.validate import require_level  # noqa: PLC0415
-    from .engine import session  # noqa: PLC0415
+    from .engine import _bridge  # noqa: PLC0415
 
     df_key = normalize_df_method(df_method)
     opt = normalize_optimizer(optimizer)
@@ -458,15 +474,7 @@ def lmm(
     level = require_level(level)
     qformula, frame, pre_warnings = prepare_model_data(formula, data, factors=factors, levels=levels, reference=reference,
                                                        allow_r_code=allow_r_code)
-    res = session.call(
-        "me_fit_and_summarise",
-        formula=qformula,
-        data=frame,
-        reml=bool(reml),
-        optimizer=opt,
-        ddf=DF_METHODS[df_key],
-        level=float(level),
-        calc_derivs=bool(calc_derivs),
-    )
+    res = _bridge.fit_and_summarise(qformula, frame, reml=bool(reml), optimizer=opt, ddf=DF_METHODS[df_key],
+                                    level=float(level), calc_derivs=bool(calc_derivs))
     return _build_fit(res, formula, frame, opt, df_key, level, pre_warnings, factors)
 

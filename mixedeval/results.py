@@ -33,7 +33,10 @@ class ResultWarning:
 
 
 def r_condition_warnings(res: Any) -> list[ResultWarning]:
-    """Turn the warnings and messages captured by one R call into :class:`ResultWarning`s."""
+    """TRANSITIONAL, to be deleted: the classifier of R's warnings is
+    :func:`mixedeval.engine.conditions.r_warnings` (this module sits below the engine and must
+    not import it). The one remaining caller (``workflows/language_disparity.py``) switches to
+    it; ``tests/test_r_helpers.py`` lists it as pending."""
     out: list[ResultWarning] = []
     for msg in getattr(res, "warnings", ()):
         kind = "convergence" if "converge" in msg.lower() else "r_warning"

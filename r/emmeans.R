@@ -51,10 +51,17 @@ me_emm_levels <- function(grid, by) {
 
 # Contrasts of a grid: `method` is a method name or a named list of weight vectors; `ref` a
 # 1-based index or a level label (trt.vs.ctrl); `use_grid_by` keeps the grid's own `by`.
-me_emm_contrast <- function(grid, method, adjust, level = 0.95, by = NULL, use_grid_by = TRUE,
-                            ref = NULL, seed = NULL) {
+# Returns the adjusted summary (p-values adjusted by `adjust`, intervals by what emmeans can
+# apply), the unadjusted p-values `p_raw` (the same contrasts summarised with adjust = "none"),
+# and with `eff_size = TRUE` the summary of
+# emmeans::eff_size(grid, sigma = sigma(m), edf = df.residual(m), method, by, ref) (effect sizes
+# standardised by the residual SD, with emmeans' unadjusted intervals at `level`).
+# `seed` (R's set.seed) is set right before the adjusted summary, the only step that draws
+# (adjust = "mvt").
+me_emm_contrast <- function(m, grid, method, adjust, level = 0.95, by = NULL, use_grid_by = TRUE,
+                            ref = NULL, seed = NULL, eff_size = FALSE) {
   if (is.list(method)) method <- lapply(method, as.numeric)
-  args <- list(grid, method = method, adjust = adjust)
+  args <- list(method = method)
   if (!use_grid_by) args["by"] <- list(by)
   if (!is.null(ref)) {
     if (is.character(ref)) {
@@ -69,7 +76,14 @@ me_emm_contrast <- function(grid, method, adjust, level = 0.95, by = NULL, use_g
     }
     args$ref <- as.integer(ref)
   }
-  ct <- do.call(emmeans::contrast, args)
+  ct <- do.call(emmeans::contrast, c(list(grid), args, list(adjust = adjust)))
+  raw <- me_emm_summary(ct, infer = c(TRUE, TRUE), level = level, adjust = "none")
   if (!is.null(seed)) set.seed(seed)
-  c(list(grid = ct), me_emm_summary(ct, infer = c(TRUE, TRUE), level = level))
+  out <- c(list(grid = ct, p_raw = as.numeric(raw$table[["p.value"]])),
+           me_emm_summary(ct, infer = c(TRUE, TRUE), level = level))
+  if (isTRUE(eff_size)) {
+    es <- do.call(emmeans::eff_size, c(list(grid, sigma = stats::sigma(m), edf = stats::df.residual(m)), args))
+    out$eff_size <- me_emm_summary(es, infer = c(TRUE, FALSE), level = level)
+  }
+  out
 }

@@ -1,6 +1,9 @@
 # mixedeval R helper library: calling convention.
 #
-# Every helper is a small function taking plain arguments and returning a named list.
+# The files r/*.R are sourced into one environment of their own (a child of the global
+# environment; mixedeval.engine.session.helper_env()), never into the global environment.
+# Every helper is a small function taking plain arguments and returning a named list; Python
+# calls each through one typed wrapper in mixedeval/engine/_bridge.py.
 # `me_call()` runs one helper, capturing warnings and messages (withCallingHandlers) and
 # turning an error into data, so that R errors never unwind through rpy2 and the session
 # survives them. A user interrupt (Ctrl-C, which the Python side turns into R's pending-interrupt
@@ -10,10 +13,12 @@ me_call <- function(fname, args) {
   warns <- character(0)
   warn_calls <- character(0)
   msgs <- character(0)
-  fun <- get(fname, mode = "function")
+  # only a helper of this library (the environment me_call was sourced into), never an object of
+  # the same name elsewhere on the search path
+  fun <- get0(fname, envir = parent.env(environment()), mode = "function", inherits = FALSE)
   value <- tryCatch(
     withCallingHandlers(
-      do.call(fun, args),
+      if (is.null(fun)) stop(sprintf("no mixedeval R helper named '%s'", fname)) else do.call(fun, args),
       warning = function(w) {
         warns <<- c(warns, conditionMessage(w))
         cl <- conditionCall(w)
@@ -82,7 +87,7 @@ me_factor <- function(codes, levels) {
   codes
 }
 
-# Used by the test-suite to check the calling convention.
+# ---- test-only helpers (tests/test_engine.py: the calling convention) ------------------------
 me_call_test_conditions <- function() {
   warning("first warning")
   message("a message")

@@ -24,34 +24,37 @@ me_convergence <- function(m) {
        messages = unname(as.character(msgs)))
 }
 
+# The fixed-effect coefficients with R's own column labels (renamed in Python by
+# mixedeval/engine/names.py COEFFICIENTS): lmerTest's summary(m, ddf = ddf)$coefficients
+# (Estimate, Std. Error, df, t value, Pr(>|t|)), or for ddf = "asymptotic" z tests labelled as
+# lme4 labels them (df = Inf, z value, Pr(>|z|)); plus the Wald interval estimate -+
+# qt(1 - (1 - level) / 2, df) * SE as lower / upper.
 me_fixed_table <- function(m, ddf = "Satterthwaite", level = 0.95) {
   if (ddf == "asymptotic") {
     cf <- summary(m, ddf = "lme4")$coefficients
-    est <- cf[, 1]; se <- cf[, 2]; tval <- cf[, 3]
-    df <- rep(Inf, length(est))
-    p <- 2 * stats::pnorm(-abs(tval))
+    z <- unname(cf[, 3])
+    tab <- data.frame(Estimate = unname(cf[, 1]), SE = unname(cf[, 2]), df = Inf, z = z,
+                      p = 2 * stats::pnorm(-abs(z)))
+    names(tab) <- c("Estimate", "Std. Error", "df", "z value", "Pr(>|z|)")
   } else {
     cf <- summary(m, ddf = ddf)$coefficients
-    est <- cf[, "Estimate"]; se <- cf[, "Std. Error"]; df <- cf[, "df"]
-    tval <- cf[, "t value"]; p <- cf[, "Pr(>|t|)"]
+    tab <- as.data.frame(unclass(cf)[, c("Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"), drop = FALSE],
+                         optional = TRUE)
   }
-  q <- stats::qt(1 - (1 - level) / 2, df)
-  data.frame(term = rownames(cf), estimate = unname(est), std_error = unname(se), df = unname(df),
-             t_value = unname(tval), p_value = unname(p),
-             conf_low = unname(est - q * se), conf_high = unname(est + q * se),
-             stringsAsFactors = FALSE)
+  rownames(tab) <- NULL
+  q <- stats::qt(1 - (1 - level) / 2, tab[["df"]])
+  tab$lower <- tab[["Estimate"]] - q * tab[["Std. Error"]]
+  tab$upper <- tab[["Estimate"]] + q * tab[["Std. Error"]]
+  cbind(data.frame(term = rownames(cf), stringsAsFactors = FALSE), tab)
 }
 
+# as.data.frame(VarCorr(m), order = "lower.tri") with its own labels (grp, var1, var2, vcov,
+# sdcor): one row per variance and per covariance, the residual last (renamed and split into
+# std_dev / corr in Python: mixedeval/engine/_bridge.py).
 me_random_table <- function(m) {
   vc <- as.data.frame(lme4::VarCorr(m), order = "lower.tri")
-  is_cov <- !is.na(vc$var2)
-  data.frame(group = vc$grp,
-             term = ifelse(is.na(vc$var1), NA_character_, vc$var1),
-             term2 = ifelse(is_cov, vc$var2, NA_character_),
-             variance = vc$vcov,
-             std_dev = ifelse(is_cov, NA_real_, vc$sdcor),
-             corr = ifelse(is_cov, vc$sdcor, NA_real_),
-             stringsAsFactors = FALSE)
+  data.frame(grp = as.character(vc$grp), var1 = as.character(vc$var1), var2 = as.character(vc$var2),
+             vcov = vc$vcov, sdcor = vc$sdcor, stringsAsFactors = FALSE)
 }
 
 me_fit_summary <- function(m, ddf = "Satterthwaite", level = 0.95) {

@@ -137,28 +137,37 @@ def _r_pb(R, large: str, small: str, nsim: int, seed: int):
 
 
 def test_parametric_bootstrap_equals_pbmodcomp(R, sleep_fits):
-    res = me.compare(sleep_fits["ri"], sleep_fits["uncorr"], pb_nsim=40, seed=20240501, progress=False)
+    res = me.compare(sleep_fits["ri"], sleep_fits["uncorr"], n_resamples=40, random_state=20240501, progress=False)
     exp = _r_pb(R, "c_uncorr", "c_ri", 40, 20240501)
     pb = res.pb
+    assert list(pb.columns) == ["comparison", "test", "statistic", "df", "ddf", "p_value", "n_resamples", "n_positive"]
     assert list(pb["test"]) == exp["tests"]
-    assert_rel(pb[["stat", "df", "ddf", "p_value"]].to_numpy(dtype=float), exp["tab"])
+    assert_rel(pb[["statistic", "df", "ddf", "p_value"]].to_numpy(dtype=float), exp["tab"])
     assert_rel(res.table["p_value_pb"].iloc[1], exp["tab"][exp["tests"].index("PBtest"), 3])
     assert np.isnan(res.table["p_value_pb"].iloc[0])
-    assert int(pb["nsim"].iloc[0]) == 40 and int(pb["npos"].iloc[0]) == int((exp["ref"] > 0).sum())
-    assert res.provenance["seed"] == 20240501 and res.provenance["pb_nsim"] == 40
+    assert int(pb["n_resamples"].iloc[0]) == 40 and int(pb["n_positive"].iloc[0]) == int((exp["ref"] > 0).sum())
+    assert res.provenance["random_state"] == 20240501 and res.provenance["n_resamples"] == 40
+    assert "seed" not in res.provenance and "pb_nsim" not in res.provenance
     # the REML LRT row and the mixture p-value are kept beside it
     assert res.estimator == "REML" and "p_value_mixture" in res.table
 
 
 def test_parametric_bootstrap_fixed_effect(R, sleep_fits):
-    res = me.compare(sleep_fits["null"], sleep_fits["ri"], pb_nsim=30, seed=7, progress=False)
+    res = me.compare(sleep_fits["null"], sleep_fits["ri"], n_resamples=30, random_state=7, progress=False)
     exp = _r_pb(R, "c_ri", "c_null", 30, 7)
-    assert_rel(res.pb[["stat", "df", "ddf", "p_value"]].to_numpy(dtype=float), exp["tab"])
+    assert_rel(res.pb[["statistic", "df", "ddf", "p_value"]].to_numpy(dtype=float), exp["tab"])
     assert res.estimator == "ML"
-    # seed=None draws a seed and records it, so the run can be repeated
-    r2 = me.compare(sleep_fits["null"], sleep_fits["ri"], pb_nsim=5)  # with the tqdm bar
-    r3 = me.compare(sleep_fits["null"], sleep_fits["ri"], pb_nsim=5, seed=r2.provenance["seed"], progress=False)
+    # random_state=None draws R's seed and records it, so the run can be repeated
+    r2 = me.compare(sleep_fits["null"], sleep_fits["ri"], n_resamples=5)  # with the tqdm bar
+    r3 = me.compare(sleep_fits["null"], sleep_fits["ri"], n_resamples=5, random_state=r2.provenance["random_state"],
+                    progress=False)
     assert r2.pb.equals(r3.pb)
+    # a SeedSequence (or Generator) becomes one reproducible set.seed value
+    r4 = me.compare(sleep_fits["null"], sleep_fits["ri"], n_resamples=5, random_state=np.random.SeedSequence(3),
+                    progress=False)
+    r5 = me.compare(sleep_fits["null"], sleep_fits["ri"], n_resamples=5, random_state=np.random.SeedSequence(3),
+                    progress=False)
+    assert r4.provenance["random_state"] == r5.provenance["random_state"] and r4.pb.equals(r5.pb)
 
 
 def test_bad_input(ter, sleep_fits):
@@ -175,10 +184,10 @@ def test_bad_input(ter, sleep_fits):
         me.compare(f_all, "ter ~ 1 + (1|sentence_id)")
     with pytest.raises(me.DataError, match="names"):
         me.compare(sleep_fits["ri"], sleep_fits["corr"], names=["a"])
-    with pytest.raises(me.DataError, match="seed"):
-        me.compare(sleep_fits["ri"], sleep_fits["corr"], pb_nsim=5, seed=1.5)
-    with pytest.raises(me.DataError, match="pb_nsim"):
-        me.compare(sleep_fits["ri"], sleep_fits["corr"], pb_nsim=0)
+    with pytest.raises(me.DataError, match="random_state"):
+        me.compare(sleep_fits["ri"], sleep_fits["corr"], n_resamples=5, random_state=1.5)
+    with pytest.raises(me.DataError, match="n_resamples"):
+        me.compare(sleep_fits["ri"], sleep_fits["corr"], n_resamples=0)
 
 
 def test_column_names_do_not_follow_lme4_renames():

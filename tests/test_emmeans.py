@@ -1,5 +1,7 @@
 """emmeans / contrasts / emtrends parity with emmeans called directly in R (in the test), the
-published Hagmann (2023) Table 2.3 p-value, df at any size, and bad-input errors."""
+published Hagmann (2023) Table 2.3 p-value, df at any size, the effect-size standardizers
+(total variance by hand from R's VarCorr; residual = emmeans::eff_size in R), and bad-input
+errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 from conftest import assert_rel
 
 import mixedeval as me
+from mixedeval.engine.conditions import r_warnings
 from mixedeval.errors import DataError
 from mixedeval.inference import emmeans as emm_mod
 
@@ -16,7 +19,16 @@ LIM = f"lmer.df = 'satterthwaite', lmerTest.limit = {N_TER}, pbkrtest.limit = {N
 
 EMM_MAP = {"SE": "std_error", "df": "df", "lower.CL": "conf_low", "upper.CL": "conf_high",
            "asymp.LCL": "conf_low", "asymp.UCL": "conf_high"}
-CT_MAP = {"estimate": "estimate", "t.ratio": "t_ratio", "z.ratio": "t_ratio", "p.value": "p_value", **EMM_MAP}
+#: R's adjusted summary -> ours (p.value of an adjusted summary is our p_adj)
+CT_MAP = {"estimate": "estimate", "t.ratio": "t_value", "z.ratio": "z_value", "p.value": "p_adj", **EMM_MAP}
+CONTRAST_COLUMNS = ["contrast", "estimate", "std_error", "df", "t_value", "p_value", "p_adj", "conf_low", "conf_high",
+                    "effect_size", "effect_size_conf_low", "effect_size_conf_high", "effect_size_sd"]
+
+
+def check_raw_p(R, ours: pd.DataFrame, contrast_expr: str) -> None:
+    """``p_value`` is the unadjusted p-value: R's summary of the same contrasts with adjust = 'none'."""
+    exp = r_table(R, f"summary({contrast_expr}, infer = c(TRUE, TRUE), adjust = 'none')")
+    assert_rel(ours["p_value"], exp["p.value"])
 
 
 def r_table(R, expr: str) -> dict[str, np.ndarray]:
@@ -72,15 +84,18 @@ def test_emmeans_satterthwaite_any_size(R, ter_fit, ter_emm):
 @pytest.mark.parametrize("adjust", ["holm", "tukey", "bonferroni", "sidak", "fdr", "BH", "none", "mvt", "hochberg",
                                     "hommel", "BY", "scheffe", "dunnettx"])
 def test_pairwise_adjustments(R, ter_emm, adjust):
-    ct = ter_emm.contrasts("pairwise", adjust=adjust, seed=7)
+    ct = ter_emm.contrasts("pairwise", adjust=adjust, random_state=7)
     r_adj = adjust
     exp = r_table(R, f"{{set.seed(7); summary(pairs(e_emm, adjust = '{r_adj}'), infer = c(TRUE, TRUE))}}")
     t = ct.table
-    assert list(t.columns) == ["contrast", "estimate", "std_error", "df", "t_ratio", "p_value", "conf_low",
-                               "conf_high", "effect_size"]
+    assert list(t.columns) == CONTRAST_COLUMNS
     check_table(t, exp, CT_MAP, labels=["contrast"])
-    assert_rel(t["effect_size"], exp["estimate"] / R("sigma(m_emm)")[0])
+    check_raw_p(R, t, "pairs(e_emm)")
+    if adjust == "none":
+        assert_rel(t["p_value"], t["p_adj"])
     assert ct.adjust == r_adj
+    if adjust == "mvt":
+        assert ct.provenance["random_state"] == 7
     if adjust in ("holm", "fdr", "BH", "hochberg", "hommel", "BY"):  # p-value-only methods
         assert (ct.p_adjust, ct.ci_adjust) == (adjust, "bonferroni")
         assert [w for w in ct.warnings if w.kind == "ci_adjust"]
@@ -100,16 +115,20 @@ def test_hagmann_2023_table_2_3(R, ter_fit):
     assert not [w for w in emm.warnings if w.kind == "df_fallback"]
     R("e_asy <- emmeans::emmeans(m_emm, 'system', lmer.df = 'asymptotic')")
     holm = emm.contrasts(adjust="holm").table.set_index("contrast")
-    assert round(holm.loc["Marking - PostEdit", "p_value"], 4) == 0.0685
-    assert holm.loc["Baseline - Marking", "p_value"] < 1e-4
-    assert holm.loc["Baseline - PostEdit", "p_value"] < 1e-4
+    # asymptotic df: the statistic is a z statistic and its column says so
+    assert "z_value" in holm.columns and "t_value" not in holm.columns
+    assert round(holm.loc["Marking - PostEdit", "p_adj"], 4) == 0.0685
+    assert holm.loc["Baseline - Marking", "p_adj"] < 1e-4
+    assert holm.loc["Baseline - PostEdit", "p_adj"] < 1e-4
     exp = r_table(R, "summary(pairs(e_asy, adjust = 'holm'))")
     assert list(holm.index) == list(exp["contrast"])
-    assert_rel(holm["p_value"], exp["p.value"])
+    assert_rel(holm["p_adj"], exp["p.value"])
+    assert_rel(holm["z_value"], exp["z.ratio"])
+    check_raw_p(R, holm, "pairs(e_asy)")
     tukey = emm.contrasts(adjust="tukey").table.set_index("contrast")
     exp = r_table(R, "summary(pairs(e_asy, adjust = 'tukey'))")
     assert list(tukey.index) == list(exp["contrast"])
-    assert_rel(tukey["p_value"], exp["p.value"])
+    assert_rel(tukey["p_adj"], exp["p.value"])
 
 
 @pytest.mark.parametrize(
@@ -129,7 +148,15 @@ def test_contrast_methods(R, ter_emm, method, kw, r_args):
     exp = r_table(R, f"summary(emmeans::contrast(e_emm, {r_args}, adjust = 'bonferroni'), infer = c(TRUE, TRUE), "
                      "level = 0.9)")
     check_table(ct.table, exp, CT_MAP, labels=["contrast"])
+    check_raw_p(R, ct.table, f"emmeans::contrast(e_emm, {r_args})")
     assert ct.method == (method if isinstance(method, str) else "custom")
+    # emmeans' own effect sizes for the same method (and ref): eff_size passes them to contrast()
+    es = ter_emm.contrasts(method, adjust="bonferroni", level=0.9, effect_size="residual", **kw)
+    exp_es = r_table(R, f"summary(emmeans::eff_size(e_emm, sigma = sigma(m_emm), edf = df.residual(m_emm), "
+                        f"method = {r_args}), level = 0.9)")
+    assert list(es.table["contrast"]) == [str(x) for x in exp_es["contrast"]]
+    assert_rel(es.table[["effect_size", "effect_size_conf_low", "effect_size_conf_high"]].to_numpy(),
+               np.column_stack([exp_es["effect.size"], exp_es["lower.CL"], exp_es["upper.CL"]]))
 
 
 def test_by_and_at_with_override(R, slope_fit):
@@ -144,11 +171,23 @@ def test_by_and_at_with_override(R, slope_fit):
     exp = r_table(R, "summary(pairs(e_by, adjust = 'holm'), infer = c(TRUE, TRUE), level = 0.9)")
     assert list(ct.table.columns[:2]) == ["contrast", "src_length"]
     check_table(ct.table, exp, CT_MAP, labels=["contrast"])
+    check_raw_p(R, ct.table, "pairs(e_by)")
+    # residual effect sizes per by group, as eff_size(..., method = 'pairwise') with the grid's by
+    es = emm.contrasts(adjust="holm", effect_size="residual")
+    exp_es = r_table(R, "summary(emmeans::eff_size(e_by, sigma = sigma(m_sl), edf = df.residual(m_sl)), level = 0.9)")
+    assert_rel(es.table["src_length"], exp_es["src_length"])
+    assert_rel(es.table[["effect_size", "effect_size_conf_low", "effect_size_conf_high"]].to_numpy(),
+               np.column_stack([exp_es["effect.size"], exp_es["lower.CL"], exp_es["upper.CL"]]))
     # by=() contrasts across all 9 cells (36 pairs), as emmeans' by = NULL
     ct_all = emm.contrasts(adjust="holm", by=())
     exp = r_table(R, "summary(pairs(e_by, adjust = 'holm', by = NULL), infer = c(TRUE, TRUE), level = 0.9)")
     assert len(ct_all.table) == 36 and "src_length" not in ct_all.table.columns
     check_table(ct_all.table, exp, CT_MAP, labels=["contrast"])
+    es_all = emm.contrasts(adjust="holm", by=(), effect_size="residual")
+    exp_es = r_table(R, "summary(emmeans::eff_size(e_by, sigma = sigma(m_sl), edf = df.residual(m_sl), by = NULL), "
+                        "level = 0.9)")
+    assert list(es_all.table["contrast"]) == [str(x) for x in exp_es["contrast"]]
+    assert_rel(es_all.table["effect_size_conf_low"], exp_es["lower.CL"])
 
 
 def test_emtrends(R, slope_fit):
@@ -211,7 +250,7 @@ def test_df_fallback_is_never_silent(R):
         warnings = ()
         messages = tuple(str(x) for x in msgs)
 
-    kinds = {w.kind for w in emm_mod._condition_warnings(Res())}
+    kinds = {w.kind for w in r_warnings(Res(), "emmeans")}
     assert "df_fallback" in kinds
 
 
@@ -219,8 +258,9 @@ def test_result_objects(ter_emm):
     ct = ter_emm.contrasts()
     assert "Marking - PostEdit" in repr(ct) and "<table" in ct._repr_html_()
     d = ct.to_dict()
-    assert d["p_adjust"] == "holm" and isinstance(d["table"], list)
+    assert d["p_adjust"] == "holm" and d["effect_size"] == "total" and isinstance(d["table"], list)
     assert ter_emm.to_frame().shape == (3, 6)
+    assert ct.to_frame().equals(ct.table)
 
 
 @pytest.mark.parametrize(
@@ -238,6 +278,8 @@ def test_result_objects(ter_emm):
         (lambda f, e: e.contrasts({"x": [1, -1]}), "3 finite weights"),
         (lambda f, e: e.contrasts("pairwise", ref="Marking"), "trt.vs.ctrl"),
         (lambda f, e: e.contrasts(by="replication"), "replication"),
+        (lambda f, e: e.contrasts(effect_size="cohen"), "effect_size"),
+        (lambda f, e: e.contrasts(adjust="mvt", random_state=-1), "random_state"),
     ],
 )
 def test_bad_input(ter_fit, ter_emm, call, match):
@@ -248,3 +290,58 @@ def test_bad_input(ter_fit, ter_emm, call, match):
 def test_bad_reference_level_is_an_r_error(ter_emm):
     with pytest.raises(me.RError, match="Nope"):
         ter_emm.contrasts("trt.vs.ctrl", ref="Nope")
+
+
+# ---------------------------------------------------------------------------- effect sizes
+
+
+def test_effect_size_total_variance_by_hand(R, ter_fit, ter_emm):
+    """Default standardizer: the square root of the sum of all variance components (item +
+    residual), from R's VarCorr; Baseline - Marking is 0.047 total SDs (0.21 residual SDs)."""
+    ct = ter_emm.contrasts(adjust="holm")
+    assert ct.effect_size == "total" and ct.provenance["effect_size"] == "total"
+    sd_total = float(np.sqrt(R("sum(as.data.frame(lme4::VarCorr(m_emm))$vcov)")[0]))
+    assert_rel(ct.table["effect_size_sd"], np.full(3, sd_total))
+    exp = r_table(R, "summary(pairs(e_emm))")
+    assert_rel(ct.table["effect_size"], exp["estimate"] / sd_total)
+    row = ct.table.set_index("contrast").loc["Baseline - Marking"]
+    assert round(row["effect_size"], 3) == 0.047 and round(row["effect_size_sd"], 2) == 0.26
+    assert row[["effect_size_conf_low", "effect_size_conf_high"]].isna().all()
+    # the standardizer is the one of fit.r2(): var_random + var_residual
+    r2 = ter_fit.r2()
+    assert_rel(sd_total, np.sqrt(r2.var_random + r2.var_residual))
+
+
+def test_effect_size_residual_equals_emmeans_eff_size(R, ter_emm):
+    """effect_size='residual' is emmeans::eff_size(emm, sigma = sigma(m), edf = df.residual(m)),
+    estimate and interval, for several levels and adjustments (eff_size's interval is unadjusted)."""
+    for level, adjust in ((0.95, "holm"), (0.9, "tukey")):
+        ct = ter_emm.contrasts(adjust=adjust, level=level, effect_size="residual")
+        exp = r_table(R, f"summary(emmeans::eff_size(e_emm, sigma = sigma(m_emm), edf = df.residual(m_emm)), "
+                         f"level = {level})")
+        assert list(ct.table["contrast"]) == [str(x) for x in exp["contrast"]]
+        assert_rel(ct.table["effect_size"], exp["effect.size"])
+        assert_rel(ct.table["effect_size_conf_low"], exp["lower.CL"])
+        assert_rel(ct.table["effect_size_conf_high"], exp["upper.CL"])
+        assert_rel(ct.table["effect_size_sd"], np.full(3, R("sigma(m_emm)")[0]))
+        assert ct.effect_size == "residual"
+        row = ct.table.set_index("contrast").loc["Baseline - Marking"]
+        assert round(row["effect_size"], 2) == 0.21
+
+
+def test_effect_size_random_slopes_follows_johnson(R, tmp_path):
+    """With random slopes the total variance averages the random part over the rows (Johnson
+    2014), computed here in R from VarCorr and the random-effect model matrix."""
+    path = tmp_path / "sleep.csv"
+    R(f"data(sleepstudy, package = 'lme4'); write.csv(sleepstudy, '{path}', row.names = FALSE)")
+    sleep = pd.read_csv(path, dtype={"Subject": str})
+    sleep["half"] = np.where(sleep["Days"] < 5, "early", "late")
+    fit = me.lmm("Reaction ~ half + (Days|Subject)", sleep)
+    ct = fit.emmeans("half").contrasts(adjust="none")
+    R("sl_d <- sleepstudy; sl_d$half <- factor(ifelse(sl_d$Days < 5, 'early', 'late')); "
+      "sl_m <- lmerTest::lmer(Reaction ~ half + (Days|Subject), data = sl_d); "
+      "sl_S <- lme4::VarCorr(sl_m)$Subject; sl_Z <- cbind(1, sl_d$Days); "
+      "sl_v <- mean(rowSums((sl_Z %*% sl_S) * sl_Z)) + sigma(sl_m)^2")
+    sd_total = float(np.sqrt(R("sl_v")[0]))
+    assert_rel(ct.table["effect_size_sd"], [sd_total])
+    assert_rel(ct.table["effect_size"], ct.table["estimate"] / sd_total)

@@ -149,3 +149,43 @@ def test_many_factor_levels_round_trip(R):
     assert list(R("levels(lv_df$g)")) == sorted(df["g"])  # packed
     assert list(R("as.character(lv_df$g)")) == list(df["g"])
     assert list(R("as.character(lv_df$f)")) == labels[::-1]
+
+
+def test_helpers_live_in_their_own_environment(R):
+    """r/*.R is sourced into one environment (a child of the global one), not the workspace: no
+    helper is in the global environment, a workspace object of a helper's name shadows nothing,
+    and me_call runs only helpers of the library."""
+    import rpy2.rinterface as ri
+
+    env = session.helper_env()
+    assert "me_fit_summary" in set(env.keys()) and "me_call" in set(env.keys())
+    assert not [k for k in ri.globalenv.keys() if k.startswith("me_")]
+    assert bool(ri.baseenv["identical"](ri.baseenv["parent.env"](env), ri.globalenv)[0])  # base R found via it
+    ri.globalenv["me_call_test_stop"] = ri.baseenv["identity"]  # a user's object with a helper's name
+    ri.globalenv["me_not_a_helper"] = ri.baseenv["identity"]
+    try:
+        with pytest.raises(me.RError, match="boom"):  # still the helper, not the workspace object
+            session.call("me_call_test_stop")
+        with pytest.raises(me.RError, match="no mixedeval R helper named 'me_not_a_helper'"):
+            session.call("me_not_a_helper")
+    finally:
+        R("rm(me_call_test_stop, me_not_a_helper)")
+    assert str(ri.baseenv["environmentName"](env)[0]) == session.HELPER_ENV_NAME
+
+
+def test_one_classifier_of_r_conditions():
+    from mixedeval.engine.conditions import classify, r_warnings
+
+    assert classify("Model failed to converge with max|grad| = 0.01 (tol = 0.002, component 1)") == "convergence"
+    assert classify("boundary (singular) fit: see help('isSingular')", "message") == "singular"
+    assert classify("refitting model(s) with ML (instead of REML)", "message") == "refit_ml"
+    assert classify("Note: D.f. calculations have been disabled because the number of observations exceeds 3000.",
+                    "message") == "df_fallback"
+    assert classify('Note: adjust = "tukey" was changed to "sidak"\nbecause "tukey" is only appropriate for one set of '
+                    "pairwise comparisons", "message") == "adjust_changed"
+    assert classify("NAs introduced by coercion") == "r_warning"
+    assert classify("some note", "message") == "r_message"
+    res = session.call("me_call_test_conditions")
+    ws = r_warnings(res, "lme4")
+    assert [(w.kind, w.message, w.source) for w in ws] == [
+        ("r_warning", "first warning", "lme4"), ("r_warning", "second warning", "lme4"), ("r_message", "a message", "lme4")]

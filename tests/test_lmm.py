@@ -64,6 +64,10 @@ def test_kreutzer_ter_parity(R, ter, reml):
     assert fit.provenance["estimator"] == ("REML" if reml else "ML")
     for k in ("mixedeval", "r", "lme4", "lmerTest", "optimizer"):
         assert fit.provenance[k]
+    # the main table is .table (the fixed effects), as for every result
+    assert fit.table is fit.fixed and fit.to_frame().equals(fit.fixed)
+    assert list(fit.random.columns) == ["group", "term", "term2", "variance", "std_dev", "corr"]
+    assert fit.random["term"].iloc[-1] is None and fit.random["group"].iloc[-1] == "Residual"
 
 
 def test_kenward_roger_and_asymptotic(R, ter):
@@ -74,10 +78,18 @@ def test_kenward_roger_and_asymptotic(R, ter):
     assert_rel(fit.fixed["std_error"], coef[:, 1])
     asym = fit.coef_table("asymptotic")
     assert np.isinf(asym["df"]).all()
+    # the statistic column is named after its reference distribution: z for asymptotic df
+    assert list(asym.columns) == ["term", "estimate", "std_error", "df", "z_value", "p_value", "conf_low", "conf_high"]
     z = asym["estimate"] / asym["std_error"]
+    assert_rel(asym["z_value"], z)
     from scipy.stats import norm
 
     assert_rel(asym["p_value"], 2 * norm.sf(np.abs(z)))
+    assert_rel(asym["conf_high"], asym["estimate"] + norm.ppf(0.975) * asym["std_error"])
+    fit_z = me.lmm("ter ~ system + (1|sentence_id)", ter.iloc[:700], df_method="asymptotic")
+    assert "z_value" in fit_z.fixed.columns and "t_value" not in fit_z.fixed.columns
+    assert list(fit.fixed.columns) == ["term", "estimate", "std_error", "df", "t_value", "p_value", "conf_low",
+                                       "conf_high"]
 
 
 def test_annotation_marking_singular(R, annotation):
@@ -109,10 +121,10 @@ def test_fitted_residuals_simulate(R, ter):
     assert_rel(fit.fitted(), R("unname(fitted(m_ter2))"))
     assert_rel(fit.fitted("population"), R("unname(predict(m_ter2, re.form = NA))"))
     assert_rel(fit.residuals(), R("unname(residuals(m_ter2))"))
-    sims = fit.simulate(4, seed=7)
+    sims = fit.simulate(4, random_state=7)
     assert sims.shape == (7287, 4)
     assert_rel(sims, R("as.matrix(simulate(m_ter2, nsim = 4, seed = 7, re.form = NA))"))
-    cond = fit.simulate(2, seed=7, re="conditional")
+    cond = fit.simulate(2, random_state=7, re="conditional")
     assert_rel(cond, R("as.matrix(simulate(m_ter2, nsim = 2, seed = 7, re.form = NULL))"))
     blups = fit.ranef()["sentence_id"]
     assert_rel(blups["(Intercept)"].to_numpy(), R("lme4::ranef(m_ter2)$sentence_id[, 1]"))

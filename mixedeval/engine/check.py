@@ -27,9 +27,14 @@ class CheckResult(ResultMixin):
     message: str
     details: dict = field(default_factory=dict)
 
-    _main_table = "packages"
+    _main_table = "table"
     _print_tables = ("packages",)
     _title = "mixedeval environment check"
+
+    @property
+    def table(self):
+        """The main table: ``packages`` (package, version, installed, debian_package)."""
+        return self.packages
 
     def _scalars(self):
         return [("ok", self.ok), ("R", self.r_version or "not found"), ("rpy2", self.rpy2_version or "not found"),
@@ -44,7 +49,7 @@ def check_r() -> CheckResult:
     """
     import pandas as pd  # noqa: PLC0415
 
-    from . import session  # noqa: PLC0415
+    from . import _bridge, session  # noqa: PLC0415
 
     rpy2_version = None
     try:
@@ -66,7 +71,7 @@ def check_r() -> CheckResult:
     versions: dict[str, Any] = {}
     if r_bin is not None and rpy2_version is not None:
         try:
-            v = session.versions()
+            v = _bridge.versions()
             r_version = v["r_version"]
             versions = v["packages"]
         except Exception as exc:  # noqa: BLE001 - report, don't raise

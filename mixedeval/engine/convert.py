@@ -34,6 +34,14 @@ def _ri():
     return ri
 
 
+def _helper(name: str):
+    """A conversion helper of ``r/engine.R`` (from the helpers' own environment, not the global one)."""
+    from . import session  # noqa: PLC0415
+
+    with session.lock:
+        return session.helper(name)
+
+
 # ----------------------------------------------------------------------------- Python -> R
 
 
@@ -90,7 +98,7 @@ def column_to_r(series, name: str | None = None):
     if levels is None:
         return vec
     ri = _ri()
-    return ri.globalenv["me_factor"](vec, ri.StrSexpVector(levels))
+    return _helper("me_factor")(vec, ri.StrSexpVector(levels))
 
 
 def _column_parts(series, name: str | None = None):
@@ -148,7 +156,7 @@ def dataframe_to_r(df):
         for (_, lv), pk in zip(parts, packed)
     ])
     # one R call: factor classes and row.names go through R's own setters (see r/engine.R)
-    return ri.globalenv["me_as_df"](cols, ri.StrSexpVector([str(c) for c in df.columns]),
+    return _helper("me_as_df")(cols, ri.StrSexpVector([str(c) for c in df.columns]),
                                     ri.IntSexpVector([len(df)]), levels, ri.BoolSexpVector(packed))
 
 

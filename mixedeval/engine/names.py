@@ -1,13 +1,46 @@
-"""R's column labels mapped to mixedeval's stable snake_case column names.
+"""The one table of R's column labels mapped to mixedeval's stable snake_case column names.
 
 R packages rename their output columns between versions (lme4's likelihood-ratio table had
 ``Df`` for the number of parameters and ``Chi Df`` for the test's df; it now has ``npar`` and
 ``Df``). Every R-to-mixedeval column name lives here, one dict per R function, so a change
-in R touches this module only. Columns not listed keep R's name.
+in R touches this module only. The R helpers (``r/*.R``) return R's own labels; the wrappers
+of :mod:`mixedeval.engine._bridge` apply these dicts, so nothing above the engine sees an R
+label. Columns not listed keep their name (the helpers give computed columns, such as the
+labels ``term`` or ``model``, their mixedeval names directly).
+
+The test-statistic column is named after the statistic's reference distribution (the rule of
+every mixedeval table): ``t_value`` (t with finite df), ``z_value`` (standard normal: the
+asymptotic df method, df = Inf), ``f_value`` (F) and ``chisq`` (chi-square). A table whose
+rows are tests with different reference distributions (pbkrtest's PBmodcomp: LRT, PBtest,
+Gamma, Bartlett, F) has ``statistic`` beside the ``test`` column that names each row's test.
 """
 from __future__ import annotations
 
 from typing import Any
+
+#: summary(m, ddf = ...)$coefficients of lmerTest (t tests; z tests for the asymptotic df
+#: method, labelled as lme4 labels z tests), with the Wald interval bounds ``lower``/``upper``
+#: the helper adds (as lmerTest's contest() labels them)
+COEFFICIENTS: dict[str, str] = {
+    "Estimate": "estimate",
+    "Std. Error": "std_error",
+    "df": "df",
+    "t value": "t_value",
+    "z value": "z_value",
+    "Pr(>|t|)": "p_value",
+    "Pr(>|z|)": "p_value",
+    "lower": "conf_low",
+    "upper": "conf_high",
+}
+
+#: as.data.frame(lme4::VarCorr(m), order = "lower.tri"); ``sdcor`` is split by the bridge into
+#: ``std_dev`` (variance rows) and ``corr`` (covariance rows, where ``var2`` is set)
+VARCORR: dict[str, str] = {
+    "grp": "group",
+    "var1": "term",
+    "var2": "term2",
+    "vcov": "variance",
+}
 
 #: lmerTest::anova(m, type =, ddf =) (single-model F tests)
 ANOVA: dict[str, str] = {
@@ -42,8 +75,35 @@ LRT: dict[str, str] = {
 #: instead of the matching LRT entries when a ``Chi Df`` column is present
 LRT_LEGACY: dict[str, str] = {"Df": "npar", "Chi Df": "df"}
 
-#: summary(pbkrtest::PBmodcomp(...))$test
-PBMODCOMP: dict[str, str] = {"stat": "stat", "df": "df", "ddf": "ddf", "p.value": "p_value"}
+#: summary(pbkrtest::PBmodcomp(...))$test (rows: LRT, PBtest, Gamma, Bartlett, F)
+PBMODCOMP: dict[str, str] = {"stat": "statistic", "df": "df", "ddf": "ddf", "p.value": "p_value"}
+
+#: summary() of an emmGrid from emmeans::emmeans / emtrends / contrast. The estimate column is
+#: named by emmeans' ``estName`` attribute (``emmean``, ``estimate``, ``<var>.trend``): the
+#: inference layer names it (``emmean``, ``trend``, ``estimate``)
+EMMEANS: dict[str, str] = {
+    "SE": "std_error",
+    "df": "df",
+    "lower.CL": "conf_low",
+    "upper.CL": "conf_high",
+    "asymp.LCL": "conf_low",
+    "asymp.UCL": "conf_high",
+    "t.ratio": "t_value",
+    "z.ratio": "z_value",
+    "p.value": "p_value",
+}
+
+#: summary(emmeans::eff_size(grid, sigma = sigma(m), edf = df.residual(m), ...)): the effect
+#: size and its (unadjusted) interval, as columns beside the contrasts
+EFF_SIZE: dict[str, str] = {
+    "effect.size": "effect_size",
+    "SE": "effect_size_std_error",
+    "df": "effect_size_df",
+    "lower.CL": "effect_size_conf_low",
+    "upper.CL": "effect_size_conf_high",
+    "asymp.LCL": "effect_size_conf_low",
+    "asymp.UCL": "effect_size_conf_high",
+}
 
 
 def rename(frame: Any, mapping: dict[str, str], legacy: dict[str, str] | None = None):

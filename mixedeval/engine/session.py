@@ -1,10 +1,14 @@
 """The single R session.
 
 R is started lazily, on the first call that needs it; ``import mixedeval`` never starts it.
-The helper library ``r/*.R`` is sourced once into R's global environment. Every access to R
-goes through :data:`lock` (R is single-threaded), and every helper is invoked through the R
-function ``me_call`` (``r/engine.R``), which returns warnings, messages and errors as data: an
-R error becomes :class:`mixedeval.RError` carrying R's message and the session keeps working.
+The helper library ``r/*.R`` is sourced once into its own R environment (:func:`helper_env`, a
+child of R's global environment, so base R and the attached packages are found but nothing the
+helpers define lands in the user's workspace, and no object of the workspace can shadow a
+helper). Every access to R goes through :data:`lock` (R is single-threaded), and every helper is
+invoked through the R function ``me_call`` (``r/engine.R``), which returns warnings, messages and
+errors as data: an R error becomes :class:`mixedeval.RError` carrying R's message and the
+session keeps working. Python code calls the helpers through the typed wrappers of
+:mod:`mixedeval.engine._bridge` (one per helper), not by name.
 
 Two process-level safety nets that embedded R lacks under rpy2 are restored here:
 
@@ -38,7 +42,10 @@ from ..errors import RError, RNotAvailableError
 #: one re-entrant lock serialises all R access (R is single-threaded)
 lock = threading.RLock()
 
-_state: dict[str, Any] = {"started": False, "ri": None, "main_stack": None, "sigint_depth": 0}
+_state: dict[str, Any] = {"started": False, "ri": None, "env": None, "main_stack": None, "sigint_depth": 0}
+
+#: the name R prints for the helpers' environment (``environmentName``)
+HELPER_ENV_NAME = "mixedeval"
 
 #: share of a thread's stack R may use; R itself keeps the same 5% headroom (setup_Rmainloop) and
 #: spends it on signalling the overflow error
@@ -123,11 +130,32 @@ def _start():
     ri.initr_simple()
     _init_stack_limit()
     with _stack_limit():  # this thread's stack, which need not be the main thread's
+        env = ri.baseenv["new.env"](parent=ri.globalenv)
+        ri.baseenv["attr<-"](env, "name", ri.StrSexpVector([HELPER_ENV_NAME]))
         for path in sorted(r_library_dir().glob("*.R")):
-            ri.baseenv["source"](ri.StrSexpVector([str(path)]), local=ri.globalenv)
+            ri.baseenv["sys.source"](ri.StrSexpVector([str(path)]), envir=env)
+    _state["env"] = env
     _state["ri"] = ri
     _state["started"] = True
     return ri
+
+
+def helper_env():
+    """The R environment holding the helper library (starts R if needed).
+
+    A child of R's global environment: helpers find base R and attached packages, but they are
+    not in the global environment. R code written by hand (tests, benchmarks) reaches a helper
+    as ``env[["me_fit_summary"]]`` or by assigning this environment to a name first.
+    """
+    with lock:
+        _start()
+        return _state["env"]
+
+
+def helper(name: str):
+    """The R function ``name`` from the helper environment (the caller holds :data:`lock`)."""
+    _start()
+    return _state["env"][name]
 
 
 # ------------------------------------------------------------------------------ C stack limit
@@ -297,7 +325,7 @@ def call(fname: str, /, **kwargs: Any) -> RCallResult:
         with _stack_limit(), _sigint_to_r() as interrupted:
             try:
                 args = convert.to_r_list(kwargs)
-                out = ri.globalenv["me_call"](ri.StrSexpVector([fname]), args)
+                out = _state["env"]["me_call"](ri.StrSexpVector([fname]), args)
                 res = convert.from_r(out)
             except Exception as exc:  # rpy2 failure outside me_call's handlers (an interrupt there too)
                 if interrupted[0]:
@@ -321,19 +349,6 @@ def call(fname: str, /, **kwargs: Any) -> RCallResult:
 def call_value(fname: str, /, **kwargs: Any) -> Any:
     """:func:`call` returning only the value."""
     return call(fname, **kwargs).value
-
-
-def versions(packages: tuple[str, ...] = REQUIRED_R_PACKAGES) -> dict[str, Any]:
-    """R version and installed versions of ``packages`` (None when missing)."""
-    v = call_value("me_versions", packages=list(packages))
-    pk = _as_str_list(v["packages"])
-    vs = v["versions"]
-    vs = [vs] if isinstance(vs, str) or vs is None else list(vs)
-    return {
-        "r_version": v["r_version"],
-        "r_version_string": v["r_version_string"],
-        "packages": {p: (None if x is None or x != x else str(x)) for p, x in zip(pk, vs)},
-    }
 
 
 def _as_str_list(x: Any) -> list[str]:

@@ -12,15 +12,19 @@ denominator df, and a one-sided interval from the noncentral F distribution (the
 noncentrality parameters bracketing ``F``, mapped back to eta-squared), upper bound 1. The
 numbers come from ``effectsize::F_to_eta2`` in R, whose interval search (``stats::optim``) is
 reproduced only approximately by any other implementation.
+
+The test statistic is ``f_value`` (the column is named after its reference distribution, F;
+see :mod:`mixedeval.engine.names` for the rule every table follows).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import names
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning, r_condition_warnings
+from ..results import ResultMixin, ResultWarning
 
 COLUMNS = ("term", "sum_sq", "mean_sq", "num_df", "den_df", "f_value", "p_value",
            "eta2_partial", "eta2_partial_ci_low", "eta2_partial_ci_high")
@@ -93,15 +97,14 @@ def anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: floa
     if ddf_key == "kenward-roger" and not fit.reml:
         raise DataError("Kenward-Roger df need a REML fit; use fit.refit(reml=True).anova(ddf='kenward-roger') "
                         "or ddf='satterthwaite'")
-    res = fit._call("me_anova", type=type_key, ddf=_DDF[ddf_key], level=float(level))
-    raw = res.value["table"]
+    res = _bridge.anova(fit, type=type_key, ddf=_DDF[ddf_key], level=float(level))
+    raw = res.value
     if raw is None:  # intercept-only model
         raw = pd.DataFrame({c: [] for c in COLUMNS})
-    raw = names.rename(raw, {**names.ANOVA, **names.ETA2_PARTIAL})
     tab = pd.DataFrame({"term": [str(t) for t in raw["term"]],
                         **{c: raw[c].to_numpy(dtype=float) for c in COLUMNS[1:]}})
     prov = dict(fit.provenance)
     prov.update({"r_function": "lmerTest::anova + effectsize::F_to_eta2", "anova_type": int(type_key),
                  "df_method": ddf_key, "level": float(level), "alternative": "greater"})
     return AnovaResult(table=tab, type=int(type_key), ddf=ddf_key, level=float(level),
-                       warnings=tuple(r_condition_warnings(res)), provenance=prov)
+                       warnings=tuple(r_warnings(res)), provenance=prov)

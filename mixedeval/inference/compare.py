@@ -21,9 +21,14 @@ chi-square reference is conservative. When a model adds exactly one variance (wi
 covariances in the same random-effect block) and nothing else, ``p_value_mixture`` is the
 50:50 mixture ``0.5 * P(chi2_df > chisq) + 0.5 * P(chi2_{df-1} > chisq)`` (Self & Liang 1987;
 Stram & Lee 1994). On request, ``p_value_pb`` is pbkrtest's parametric-bootstrap p-value
-(Halekoh & Højsgaard 2014): ``(1 + #{ref > chisq_ML}) / (1 + #{ref > 0})`` over ``pb_nsim``
+(Halekoh & Højsgaard 2014): ``(1 + #{ref > chisq_ML}) / (1 + #{ref > 0})`` over ``n_resamples``
 likelihood-ratio statistics of data simulated from the smaller model, both models refitted by
-ML; seeded so that it equals ``set.seed(seed); pbkrtest::PBmodcomp(large, small, nsim)``.
+ML; with an integer ``random_state`` it equals
+``set.seed(random_state); pbkrtest::PBmodcomp(large, small, nsim = n_resamples)``.
+
+Test statistics: ``chisq`` (chi-square reference) in ``table``; pbkrtest's table ``pb`` mixes
+reference distributions row by row (LRT, PBtest, Gamma, Bartlett, F), so its statistic column
+is ``statistic`` beside ``test`` (the rule of :mod:`mixedeval.engine.names`).
 """
 from __future__ import annotations
 
@@ -33,9 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import names as rnames
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning, r_condition_warnings
+from ..results import ResultMixin, ResultWarning
 
 COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
 
@@ -48,8 +54,10 @@ class CompareResult(ResultMixin):
     (``"ML"`` or ``"REML"``: the likelihood in loglik/aic/bic/deviance/chisq), plus
     ``p_value_mixture`` (50:50 chi-square mixture; NaN where it does not apply) when a model
     adds exactly one variance component to the previous one, and ``p_value_pb`` (parametric
-    bootstrap) when ``pb_nsim`` was given. ``pb``: pbkrtest's summary table per comparison
-    (test LRT / PBtest / Gamma / Bartlett / F; stat, df, ddf, p_value) or None.
+    bootstrap) when ``n_resamples`` was given. ``pb``: pbkrtest's summary table per comparison
+    (comparison, test LRT / PBtest / Gamma / Bartlett / F, statistic, df, ddf, p_value,
+    n_resamples, n_positive: the replicates with a positive statistic, PBmodcomp's denominator)
+    or None.
     """
 
     table: Any
@@ -124,8 +132,8 @@ def _decide_refit(refit: bool | None, fixed_equal: bool, reml: list[bool], label
 def compare(
     *fits: Any,
     refit: bool | None = None,
-    pb_nsim: int | None = None,
-    seed: int | None = None,
+    n_resamples: int | None = None,
+    random_state: Any = None,
     progress: bool = True,
     names: Sequence[str] | None = None,
 ) -> CompareResult:
@@ -138,31 +146,34 @@ def compare(
     refit : None (automatic: ML when the fixed effects differ or estimators are mixed, REML kept
         when only random effects differ), True (always ML), False (keep the fits; an error when
         that would compare REML likelihoods of different fixed effects).
-    pb_nsim : number of parametric-bootstrap samples (pbkrtest's PBmodcomp); None for none.
-    seed : R's ``set.seed`` value for the bootstrap; None draws one (recorded in provenance).
+    n_resamples : number of parametric-bootstrap samples (pbkrtest's PBmodcomp); None for none.
+    random_state : randomness of the bootstrap (R draws it): an int is R's ``set.seed`` value
+        exactly; a ``numpy.random.SeedSequence`` or ``Generator`` is turned into one such int;
+        None draws a fresh one. The int used is recorded as ``provenance["random_state"]``.
     progress : show a tqdm bar during the bootstrap.
     names : row labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     """
     import pandas as pd  # noqa: PLC0415
 
-    from ..engine import session  # noqa: PLC0415
+    from .._random import r_seed  # noqa: PLC0415
 
     labels = _check_fits(fits, names)
-    if pb_nsim is not None:
-        if isinstance(pb_nsim, bool) or not isinstance(pb_nsim, (int, np.integer)) or pb_nsim < 1:
-            raise DataError(f"pb_nsim must be a positive integer number of bootstrap samples (e.g. 1000), not {pb_nsim!r}")
-        seed = _resolve_seed(seed)
-    models = [f._model for f in fits]
-    chk = session.call("me_compare_check", models=models).value
-    if not bool(chk["response_equal"]):
+    seed = None
+    if n_resamples is not None:
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+            raise DataError(f"n_resamples must be a positive integer number of bootstrap samples (e.g. 1000), "
+                            f"not {n_resamples!r}")
+        seed = r_seed(random_state)
+    chk = _bridge.compare_check(fits)
+    if not chk["response_equal"]:
         raise DataError("the models were fitted to different response values (or rows in a different order); "
                         "fit all models to the same data frame")
-    fixed_equal = bool(chk["fixed_equal"])
-    reml = [bool(r) for r in np.atleast_1d(chk["reml"])]
+    fixed_equal = chk["fixed_equal"]
+    reml = chk["reml"]
     do_refit, ws = _decide_refit(refit, fixed_equal, reml, labels)
-    res = session.call("me_compare", models=models, model_names=labels, refit=do_refit, mixture=fixed_equal)
-    ws += [w for w in r_condition_warnings(res) if "refitting model(s) with ML" not in w.message]
-    tab = _rename_lrt(res.value["table"])
+    res = _bridge.compare(fits, model_names=labels, refit=do_refit, mixture=fixed_equal)
+    ws += [w for w in r_warnings(res) if w.kind != "refit_ml"]  # lme4's note; our own refit_ml warning says it
+    tab = res.value["table"].copy()
     order = [labels.index(str(m)) for m in tab["model"]]
     tab["model"] = [labels[i] for i in order]
     tab.insert(1, "formula", [fits[i].formula for i in order])
@@ -178,59 +189,44 @@ def compare(
     pb = None
     prov = dict(fits[0].provenance)
     prov.update({"r_function": "lme4::anova.merMod", "estimator": estimator, "refit_ml": bool(do_refit)})
-    if pb_nsim is not None:
-        pvals, pb, pb_ws = _parametric_bootstrap([fits[i] for i in order], list(tab["model"]), int(pb_nsim), seed,
-                                                 progress)
+    if n_resamples is not None:
+        pvals, pb, pb_ws = _parametric_bootstrap([fits[i] for i in order], list(tab["model"]), int(n_resamples),
+                                                 seed, progress)
         tab["p_value_pb"] = pvals
         ws += pb_ws
-        prov.update({"pb_nsim": int(pb_nsim), "seed": seed, "pb_function": "pbkrtest::PBmodcomp"})
+        prov.update({"n_resamples": int(n_resamples), "random_state": seed, "pb_function": "pbkrtest::PBmodcomp"})
     return CompareResult(table=tab, estimator=estimator, refitted=bool(do_refit and any(reml)), pb=pb,
                          warnings=tuple(ws), provenance=prov)
-
-
-def _rename_lrt(raw):
-    """lme4's LRT table with mixedeval's column names (either lme4 naming generation)."""
-    return rnames.rename(raw, rnames.LRT, legacy=rnames.LRT_LEGACY)
-
-
-def _resolve_seed(seed: int | None) -> int:
-    if seed is None:
-        return int(np.random.default_rng().integers(1, 2**31 - 1))
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise DataError(f"seed must be an integer (R's set.seed value), not {seed!r}")
-    return int(seed)
 
 
 def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: bool):
     """p_value_pb per row (NaN for the first) and pbkrtest's summary tables."""
     import pandas as pd  # noqa: PLC0415
 
-    from ..engine import session  # noqa: PLC0415
     from ..resampling._draws import chunks  # noqa: PLC0415
 
     pvals = [np.nan]
     tables = []
     ws: list[ResultWarning] = []
     for k in range(1, len(ordered_fits)):
-        small, large = ordered_fits[k - 1]._model, ordered_fits[k]._model
+        small, large = ordered_fits[k - 1], ordered_fits[k]
         # every comparison restarts from the seed, as a fresh set.seed(seed); PBmodcomp(...) would
-        setup = session.call("me_pb_setup", large=large, small=small, nsim=nsim, seed=seed)
-        state = setup.value
+        state = _bridge.pb_setup(large, small, n_resamples=nsim, r_seed=seed)
         ref = []
         n_warn = 0
         first_warning = None
         desc = f"parametric bootstrap {labels[k]} vs {labels[k - 1]}"
         for a, b in chunks(nsim, max(1, min(25, nsim // 20)), progress, desc):
-            out = session.call("me_pb_chunk", state=state, first=a + 1, last=b)
-            ref.append(np.atleast_1d(np.asarray(out.value, dtype=float)))
+            out = _bridge.pb_chunk(state, a + 1, b)
+            ref.append(out.value)
             n_warn += len(out.warnings)
             first_warning = first_warning or (out.warnings[0] if out.warnings else None)
         ref_arr = np.concatenate(ref)
-        fin = session.call("me_pb_finish", large=large, small=small, ref=ref_arr)
-        t = rnames.rename(fin.value["test"], rnames.PBMODCOMP)
+        fin = _bridge.pb_finish(large, small, ref_arr)
+        t = fin["test"]
         t.insert(0, "comparison", f"{labels[k]} vs {labels[k - 1]}")
-        t["nsim"] = int(fin.value["nsim"])
-        t["npos"] = int(fin.value["npos"])
+        t["n_resamples"] = fin["nsim"]
+        t["n_positive"] = fin["npos"]
         tables.append(t)
         pvals.append(float(t.loc[t["test"] == "PBtest", "p_value"].iloc[0]))
         if n_warn:

@@ -19,8 +19,35 @@ method, or says it disabled the df calculation) the result carries a
 
 Column names: ``emmean`` (means) or ``trend`` (slopes from :func:`emtrends`; emmeans calls it
 ``<var>.trend``; the variable is kept in ``EMMResult.var``), ``std_error``, ``df``, ``conf_low``,
-``conf_high``; contrasts add ``t_ratio`` (a z ratio when ``df`` is infinite), ``p_value`` and
-``effect_size = estimate / sigma(m)`` (the residual SD; computed from the unrounded estimate).
+``conf_high``. Contrasts (:class:`ContrastResult`) have ``contrast``, the ``by`` columns,
+``estimate``, ``std_error``, ``df``, the test statistic, ``p_value``, ``p_adj``, ``conf_low``,
+``conf_high``, ``effect_size``, ``effect_size_conf_low``, ``effect_size_conf_high`` and
+``effect_size_sd``:
+
+* **Test statistic**: the column is named after its reference distribution (the rule of every
+  mixedeval table, :mod:`mixedeval.engine.names`): ``t_value`` for Satterthwaite and
+  Kenward-Roger df (emmeans' ``t.ratio``), ``z_value`` for ``df_method="asymptotic"`` (emmeans'
+  ``z.ratio``; ``df = Inf``). The name follows from the means' df method, so it is known before
+  the call; if emmeans falls back to infinite df anyway, the column stays ``t_value`` (a t
+  statistic with infinite df is a z statistic) and a ``df_fallback`` warning says so.
+* **p-values**: ``p_value`` is unadjusted (the same contrasts summarised with
+  ``adjust = "none"``) and ``p_adj`` is adjusted by the method recorded as
+  ``ContrastResult.p_adjust`` (what emmeans applied; ``adjust`` is what was asked for).
+* **Effect size** (``effect_size="total"``, the default): ``effect_size = estimate / sd_total``
+  with ``sd_total = sqrt(var_random + sigma^2)``, the standard deviation of one observation
+  around the fixed-effect prediction: the square root of the sum of all variance components
+  (Westfall, Kenny & Judd 2014, *J. Exp. Psychol. Gen.* 143:2020, for crossed designs). With
+  random slopes, ``var_random`` is the variance of the random part averaged over the rows of
+  the data (Johnson 2014: ``mean_i z_i' Sigma z_i``, the ``var_random`` of :meth:`LMMFit.r2`),
+  so it equals the plain sum of the variance components for random-intercept models.
+  ``effect_size_sd`` holds the denominator; the effect-size interval columns are NaN (the
+  total SD is an estimate without a simple sampling distribution here).
+  ``effect_size="residual"``: emmeans' own standardized effect,
+  ``emmeans::eff_size(grid, sigma = sigma(m), edf = df.residual(m), method, by, ref)``: the
+  estimate over the residual SD (``effect_size_sd = sigma(m)``), with emmeans' interval (which
+  accounts for the uncertainty of sigma through ``edf``; unadjusted, at ``level``). In
+  crossed designs with a large item variance the residual standardizer makes differences look
+  several times larger than they are in units of the observations' spread.
 
 Confidence intervals of contrasts always use an adjustment emmeans can apply to intervals. For
 ``holm``, ``hochberg``, ``hommel``, ``fdr``/``BH`` and ``BY`` (step-wise p-value methods)
@@ -38,7 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
+from ..errors import DataError, MixedEvalError
 from ..results import ResultMixin, ResultWarning
 
 #: contrast methods passed to emmeans by name (custom weights are given as a dict)
@@ -49,14 +78,13 @@ ADJUST = {
     "by": "BY", "hochberg": "hochberg", "hommel": "hommel", "mvt": "mvt", "scheffe": "scheffe",
     "dunnettx": "dunnettx", "none": "none",
 }
-#: emmeans' summary column names -> mixedeval's
-R_COLUMNS = {
-    "emmean": "emmean", "estimate": "estimate", "SE": "std_error", "df": "df",
-    "lower.CL": "conf_low", "upper.CL": "conf_high", "asymp.LCL": "conf_low", "asymp.UCL": "conf_high",
-    "t.ratio": "t_ratio", "z.ratio": "t_ratio", "p.value": "p_value",
-}
 EMM_COLUMNS = ["std_error", "df", "conf_low", "conf_high"]
-CONTRAST_COLUMNS = ["estimate", "std_error", "df", "t_ratio", "p_value", "conf_low", "conf_high", "effect_size"]
+#: the columns of a contrast table after ``contrast`` and the ``by`` columns; ``<statistic>`` is
+#: ``t_value`` or ``z_value`` (:func:`statistic_column`)
+CONTRAST_COLUMNS = ["estimate", "std_error", "df", "<statistic>", "p_value", "p_adj", "conf_low", "conf_high",
+                    "effect_size", "effect_size_conf_low", "effect_size_conf_high", "effect_size_sd"]
+#: standardizers of ``effect_size`` (see the module docstring)
+EFFECT_SIZES = ("total", "residual")
 _EMMEANS_DF = {"satterthwaite": "satterthwaite", "kenward-roger": "kenward-roger", "asymptotic": "asymptotic"}
 
 
@@ -107,22 +135,9 @@ def _df_args(fit: Any, df_method: str) -> tuple[str, dict[str, Any]]:
     return key, {"lmer.df": _EMMEANS_DF[key], "lmerTest.limit": limit, "pbkrtest.limit": limit}
 
 
-def _condition_warnings(res: Any) -> list[ResultWarning]:
-    out: list[ResultWarning] = []
-    for msg in getattr(res, "warnings", ()):
-        out.append(ResultWarning("r_warning", msg, "emmeans"))
-    for msg in getattr(res, "messages", ()):
-        low = msg.lower()
-        if "d.f. calculations have been disabled" in low:
-            kind = "df_fallback"
-        elif "was changed to" in low and "adjust" in low:
-            kind = "adjust_changed"
-        else:
-            kind = "r_message"
-        w = ResultWarning(kind, " ".join(msg.split()), "emmeans")
-        if w not in out:
-            out.append(w)
-    return out
+def statistic_column(df_method: str) -> str:
+    """The name of the test-statistic column for a df method: ``z_value`` (asymptotic) or ``t_value``."""
+    return "z_value" if df_method == "asymptotic" else "t_value"
 
 
 def _df_warnings(table: Any, notes: Sequence[str], key: str, est_col: str) -> list[ResultWarning]:
@@ -143,11 +158,14 @@ def _df_warnings(table: Any, notes: Sequence[str], key: str, est_col: str) -> li
     return out
 
 
-def _tidy(v: dict[str, Any], est_to: str) -> Any:
-    """emmeans' summary frame -> mixedeval column names (factors stay Categoricals with R's levels)."""
+def _tidy(v: dict[str, Any], est_to: str, df_method: str | None = None) -> Any:
+    """The bridge's summary frame (standard columns already renamed) with the estimate column
+    named ``est_to`` and the statistic named by :func:`statistic_column` (factors stay
+    Categoricals with R's levels)."""
     t = v["table"]
-    rename = {c: R_COLUMNS[c] for c in t.columns if c in R_COLUMNS}
-    rename[str(v["est_name"])] = est_to
+    rename = {str(v["est_name"]): est_to}
+    if df_method is not None:
+        rename.update({c: statistic_column(df_method) for c in ("t_value", "z_value") if c in t.columns})
     return t.rename(columns=rename)
 
 
@@ -177,6 +195,7 @@ class _EmmeansOutput(ResultMixin):
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
     _grid: Any = field(default=None, repr=False, compare=False)
+    _fit: Any = field(default=None, repr=False, compare=False)
 
     _main_table = "table"
 
@@ -185,16 +204,21 @@ class _EmmeansOutput(ResultMixin):
 class ContrastResult(_EmmeansOutput):
     """Contrasts of estimated marginal means (``emmeans::contrast`` + ``summary``).
 
-    ``table``: contrast, <by columns>, estimate, std_error, df, t_ratio, p_value, conf_low,
-    conf_high, effect_size. ``adjust`` is the adjustment asked for; ``p_adjust`` and
-    ``ci_adjust`` are the ones emmeans applied to p-values and to intervals (``"none"`` when
-    unadjusted). ``notes`` are emmeans' annotations (df method, family sizes).
+    ``table``: contrast, <by columns>, estimate, std_error, df, t_value (``z_value`` for
+    asymptotic df), p_value (unadjusted), p_adj (adjusted by ``p_adjust``), conf_low, conf_high
+    (adjusted by ``ci_adjust``), effect_size, effect_size_conf_low, effect_size_conf_high,
+    effect_size_sd (the standardizer, see the module docstring). ``adjust`` is the adjustment
+    asked for; ``p_adjust`` and ``ci_adjust`` are the ones emmeans applied to ``p_adj`` and to
+    the intervals (``"none"`` when unadjusted). ``effect_size`` is the standardizer:
+    ``"total"`` (all variance components) or ``"residual"`` (emmeans' ``eff_size``).
+    ``notes`` are emmeans' annotations (df method, family sizes).
     """
 
     method: str
     adjust: str
     p_adjust: str
     ci_adjust: str
+    effect_size: str
     by: tuple[str, ...]
     weights: dict[str, list[float]] | None
 
@@ -203,8 +227,9 @@ class ContrastResult(_EmmeansOutput):
         return f"Contrasts ({self.method}) of estimated marginal means (emmeans)"
 
     def _scalars(self):
-        return [("p-value adjustment", self.p_adjust), ("interval adjustment", self.ci_adjust),
-                ("confidence level", self.level), ("df method", self.df_method)]
+        return [("p-value adjustment (p_adj)", self.p_adjust), ("interval adjustment", self.ci_adjust),
+                ("effect size standardizer", self.effect_size), ("confidence level", self.level),
+                ("df method", self.df_method)]
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -242,7 +267,8 @@ class EMMResult(_EmmeansOutput):
         by: str | Sequence[str] | None = None,
         ref: str | int | Sequence[str | int] | None = None,
         level: float | None = None,
-        seed: int | None = 1,
+        random_state: Any = 1,
+        effect_size: str = "total",
     ) -> ContrastResult:
         """Contrasts of the means (``emmeans::contrast``) with intervals and adjusted p-values.
 
@@ -259,10 +285,16 @@ class EMMResult(_EmmeansOutput):
             group the contrasts by those variables.
         ref : reference level(s) for ``trt.vs.ctrl``: a label, or a 0-based position.
         level : confidence level (default: the level of the means).
-        seed : R's ``set.seed`` before the ``mvt`` adjustment (randomised quasi-Monte-Carlo);
-            unused otherwise.
+        random_state : randomness of the ``mvt`` adjustment (randomised quasi-Monte-Carlo, drawn
+            by R): an int is R's ``set.seed`` value (the default 1 makes ``mvt`` p-values
+            reproducible); a SeedSequence or Generator is turned into one such int; None draws a
+            fresh one. Unused by the other adjustments.
+        effect_size : the standardizer of ``effect_size``: ``"total"`` (default; the square
+            root of the sum of all variance components) or ``"residual"`` (the residual SD with
+            emmeans' ``eff_size`` interval). See the module docstring.
         """
-        return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, seed=seed)
+        return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, random_state=random_state,
+                         effect_size=effect_size)
 
 
 def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, var: str | None) -> EMMResult:
@@ -281,8 +313,8 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
         if not pd.api.types.is_numeric_dtype(fit.data[var].dtype) or isinstance(fit.data[var].dtype, pd.CategoricalDtype):
             raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
     key, df_kw = _df_args(fit, df_method)
-    res = fit._call("me_emmeans", specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
-                    level=float(level), **df_kw)
+    res = _bridge.emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
+                          level=float(level), df_options=df_kw)
     v = res.value
     kind = "emmeans" if var is None else "emtrends"
     est_to = "emmean" if var is None else "trend"
@@ -290,12 +322,12 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
     t = _tidy(v, est_to)
     t = t[labels + [est_to] + EMM_COLUMNS].reset_index(drop=True)
     notes = _str_tuple(v.get("mesg"))
-    warnings = _condition_warnings(res) + _df_warnings(t, notes, key, est_to) + _non_estimable(t, est_to)
+    warnings = r_warnings(res, "emmeans") + _df_warnings(t, notes, key, est_to) + _non_estimable(t, est_to)
     prov = dict(fit.provenance)
     prov.update({"r_function": f"emmeans::{kind}", **df_kw, "level": float(level)})
     return EMMResult(table=t, specs=specs_t, by=_str_tuple(v["by_vars"]), kind=kind, var=var, df_method=key,
                      level=float(level), sigma=float(fit.sigma), notes=notes, warnings=tuple(warnings),
-                     provenance=prov, _grid=v["grid"])
+                     provenance=prov, _grid=v["grid"], _fit=fit)
 
 
 def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None,
@@ -347,7 +379,7 @@ def _adjust_warnings(adjust: str, p_adj: str, ci_adj: str, have: list[ResultWarn
     if p_adj != "none" and not same(ci_adj, p_adj):
         out.append(ResultWarning(
             "ci_adjust", f"emmeans has no {p_adj} confidence intervals: conf_low/conf_high use the {ci_adj} "
-            f"adjustment, p-values the {p_adj} adjustment", "emmeans"))
+            f"adjustment, p_adj the {p_adj} adjustment (p_value is unadjusted)", "emmeans"))
     return out
 
 
@@ -367,14 +399,36 @@ def _check_weights(emm: EMMResult, weights: Mapping[str, Sequence[float]], by_t:
     return out
 
 
+def _effect_size_name(effect_size: str) -> str:
+    key = str(effect_size).lower()
+    if key not in EFFECT_SIZES:
+        raise DataError(f"effect_size {effect_size!r} is not one of {', '.join(EFFECT_SIZES)} (the standardizer: "
+                        "'total' = all variance components, 'residual' = the residual SD as emmeans' eff_size)")
+    return key
+
+
+def total_sd(fit: Any) -> float:
+    """``sqrt(var_random + sigma^2)``: the SD of one observation around the fixed-effect
+    prediction (all variance components; random slopes averaged over the data as Johnson 2014),
+    the standardizer of ``effect_size="total"``."""
+    from .r2 import variance_parts  # noqa: PLC0415
+
+    p = variance_parts(fit)
+    return float(np.sqrt(p.var_random + p.var_residual))
+
+
 def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pairwise", adjust: str = "holm",
               by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
-              seed: int | None = 1) -> ContrastResult:
+              random_state: Any = 1, effect_size: str = "total") -> ContrastResult:
     """Contrasts of an :class:`EMMResult` (see :meth:`EMMResult.contrasts`)."""
+    from .._random import r_seed  # noqa: PLC0415
     from ..data.validate import require_level  # noqa: PLC0415
 
     level = emm.level if level is None else require_level(level)
     adj = _adjust_name(adjust)
+    es_key = _effect_size_name(effect_size)
+    if emm._fit is None:
+        raise DataError("these means carry no fitted model; compute them with fit.emmeans() or fit.emtrends()")
     use_grid_by = by is None
     by_t = emm.by if use_grid_by else _names(by, "by")
     if not use_grid_by:
@@ -401,30 +455,45 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
             r_ref = refs
         else:
             raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
-    res = _call(emm, method=r_method, adjust=adj, level=level, by=list(by_t) or None, use_grid_by=use_grid_by,
-                ref=r_ref, seed=(int(seed) if (seed is not None and adj == "mvt") else None))
+    seed = r_seed(random_state) if adj == "mvt" else None
+    res = _bridge.emm_contrast(emm._fit, emm._grid, method=r_method, adjust=adj, level=level, by=list(by_t) or None,
+                               use_grid_by=use_grid_by, ref=r_ref, r_seed=seed, eff_size=(es_key == "residual"))
     v = res.value
     labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
-    t = _tidy(v, "estimate")
-    t["effect_size"] = np.asarray(t["estimate"], dtype=float) / emm.sigma
-    t = t[labels + CONTRAST_COLUMNS].reset_index(drop=True)
+    stat = statistic_column(emm.df_method)
+    t = _tidy(v, "estimate", emm.df_method).rename(columns={"p_value": "p_adj"})
+    t["p_value"] = v["p_raw"]
+    est = np.asarray(t["estimate"], dtype=float)
+    if es_key == "total":
+        sd = total_sd(emm._fit)
+        t["effect_size"] = est / sd
+        t["effect_size_conf_low"] = np.nan
+        t["effect_size_conf_high"] = np.nan
+    else:
+        es = v["eff_size"]["table"]
+        if len(es) != len(t) or [str(x) for x in es["contrast"]] != [str(x) for x in t["contrast"]]:
+            raise MixedEvalError("emmeans' eff_size returned other contrasts than contrast() for the same "
+                                 f"arguments ({list(es['contrast'])[:4]} vs {list(t['contrast'])[:4]})")
+        sd = float(emm._fit.sigma)
+        for c in ("effect_size", "effect_size_conf_low", "effect_size_conf_high"):
+            t[c] = np.asarray(es[c], dtype=float)
+    t["effect_size_sd"] = sd
+    cols = [stat if c == "<statistic>" else c for c in CONTRAST_COLUMNS]
+    t = t[labels + cols].reset_index(drop=True)
     notes = _str_tuple(v.get("mesg"))
     p_adj = _applied(notes, "P value adjustment:")
     ci_adj = _applied(notes, "Conf-level adjustment:")
-    warnings = _condition_warnings(res)
+    warnings = r_warnings(res, "emmeans")
     warnings += _adjust_warnings(adj, p_adj, ci_adj, warnings)
     warnings += _df_warnings(t, notes, emm.df_method, "estimate") + _non_estimable(t, "estimate")
     prov = dict(emm.provenance)
     prov.update({"r_function": "emmeans::contrast", "method": method_name, "adjust": adj, "p_adjust": p_adj,
-                 "ci_adjust": ci_adj, "level": level})
+                 "ci_adjust": ci_adj, "level": level, "effect_size": es_key, "effect_size_sd": sd})
+    if es_key == "residual":
+        prov["effect_size_function"] = "emmeans::eff_size(sigma = sigma(m), edf = df.residual(m))"
     if adj == "mvt":
-        prov["seed"] = seed
-    return ContrastResult(table=t, method=method_name, adjust=adj, p_adjust=p_adj, ci_adjust=ci_adj, level=level,
-                          df_method=emm.df_method, by=_str_tuple(v["by_vars"]), weights=weights, notes=notes,
-                          warnings=tuple(warnings), provenance=prov, _grid=v["grid"])
-
-
-def _call(emm: EMMResult, **kwargs: Any):
-    from ..engine import session  # noqa: PLC0415
-
-    return session.call("me_emm_contrast", grid=emm._grid, **kwargs)
+        prov["random_state"] = seed
+    return ContrastResult(table=t, method=method_name, adjust=adj, p_adjust=p_adj, ci_adjust=ci_adj,
+                          effect_size=es_key, level=level, df_method=emm.df_method, by=_str_tuple(v["by_vars"]),
+                          weights=weights, notes=notes, warnings=tuple(warnings), provenance=prov, _grid=v["grid"],
+                          _fit=emm._fit)

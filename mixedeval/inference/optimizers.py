@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
 from ..errors import DataError, RError
-from ..results import ResultMixin, ResultWarning, r_condition_warnings
+from ..results import ResultMixin, ResultWarning
 
 COLUMNS = ("optimizer", "reference", "loglik", "loglik_diff", "converged", "singular", "feval",
            "max_abs_diff_fixed", "max_abs_diff_varcomp", "max_abs_diff_df", "within_tolerance", "messages")
@@ -124,7 +126,7 @@ def check_optimizers(
     if not opts:
         raise DataError("optimizers is empty; give at least one of nloptwrap, bobyqa, Nelder_Mead")
     opts = list(dict.fromkeys([fit.optimizer, *opts]))  # the reference first, no duplicates
-    ref_res = fit._call("me_optimizer_summary")
+    ref_res = _bridge.optimizer_summary(fit)
     ref = ref_res.value
     rows, fixed, random = [], [], []
     ws: list[ResultWarning] = []
@@ -133,7 +135,7 @@ def check_optimizers(
             v, res = ref, ref_res
         else:
             try:
-                res = fit._call("me_check_optimizer", optimizer=opt)
+                res = _bridge.check_optimizer(fit, opt)
                 v = res.value
             except RError as exc:
                 rows.append({"optimizer": opt, "reference": False, "loglik": np.nan, "loglik_diff": np.nan,
@@ -142,7 +144,7 @@ def check_optimizers(
                              "messages": exc.r_message})
                 ws.append(ResultWarning("optimizer_error", f"refit with {opt} failed: {exc.r_message}", "R"))
                 continue
-            ws += [ResultWarning(w.kind, f"{opt}: {w.message}", w.source) for w in r_condition_warnings(res)]
+            ws += [ResultWarning(w.kind, f"{opt}: {w.message}", w.source) for w in r_warnings(res)]
         f, r = _summary_frames(opt, v)
         fixed.append(f)
         random.append(r)

@@ -12,7 +12,9 @@ Gaussian models):
 * ``var_residual = sigma(m)^2``.
 
 ``r2_marginal = var_fixed / total`` and ``r2_conditional = (var_fixed + var_random) / total``
-with ``total = var_fixed + var_random + var_residual``. The ICCs are those of
+with ``total = var_fixed + var_random + var_residual``. ``sqrt(var_random + var_residual)`` is
+also the standardizer of the contrasts' default ``effect_size="total"``
+(:mod:`mixedeval.inference.emmeans`). The ICCs are those of
 ``performance::icc``: ``icc_adjusted = var_random / (var_random + var_residual)`` and
 ``icc_unadjusted = var_random / total``.
 
@@ -59,9 +61,11 @@ def r_var(x: np.ndarray) -> float:
 
 def variance_parts(fit: Any) -> VarianceParts:
     """Fixed, random (Johnson 2014) and residual variance of ``fit`` (see module docstring)."""
+    from ..engine import _bridge  # noqa: PLC0415
+
     if "r2_parts" in fit._cache:
         return fit._cache["r2_parts"]
-    v = fit._call("me_r2_parts").value
+    v = _bridge.r2_parts(fit)
     X = np.asarray(v["X"], dtype=float)
     beta = np.atleast_1d(np.asarray(v["beta"], dtype=float))
     if X.ndim == 1:

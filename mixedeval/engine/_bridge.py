@@ -1,0 +1,265 @@
+"""The R bridge: one typed Python wrapper per helper of the R library ``r/*.R``.
+
+Everything above the engine calls R through these functions, never by a helper's name
+(:func:`mixedeval.engine.session.call` is the transport they share). Conventions:
+
+* one wrapper per R helper, named after it without the ``me_`` prefix (``me_anova`` ->
+  :func:`anova`); helpers that only other R helpers call (``me_fit_summary``,
+  ``me_emm_grid``, ...) and the conversion helpers ``me_as_df`` / ``me_factor`` (used by
+  :mod:`mixedeval.engine.convert`) have none; ``tests/test_r_helpers.py`` checks the
+  correspondence both ways;
+* a fitted model is passed as the mixedeval fit (:class:`mixedeval.LMMFit`); this module is
+  the one place that reads the fit's R object;
+* R tables come back with mixedeval's column names (:mod:`mixedeval.engine.names`, the one
+  table of R-to-mixedeval names), so no R label leaves the engine;
+* wrappers whose callers report R's warnings return the :class:`RCallResult` (``.value`` plus
+  the captured ``warnings`` / ``messages``; classify them with
+  :func:`mixedeval.engine.conditions.r_warnings`); the others return the value.
+
+Arguments keep R's exact (dotted) names where R has them; nothing is pasted into R code.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import names
+from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call
+
+
+def _m(fit: Any) -> Any:
+    """The R model object of a mixedeval fit."""
+    return fit._model  # noqa: SLF001 - the bridge owns the fit's R handle
+
+
+def _replace(res: RCallResult, value: Any) -> RCallResult:
+    return dataclasses.replace(res, value=value)
+
+
+# --------------------------------------------------------------------------- r/engine.R
+def versions(packages: Sequence[str] = REQUIRED_R_PACKAGES) -> dict[str, Any]:
+    """``me_versions``: R version and installed versions of ``packages`` (None when missing)."""
+    v = call("me_versions", packages=list(packages)).value
+    pk = _as_str_list(v["packages"])
+    vs = v["versions"]
+    vs = [vs] if isinstance(vs, str) or vs is None else list(vs)
+    return {
+        "r_version": v["r_version"],
+        "r_version_string": v["r_version_string"],
+        "packages": {p: (None if x is None or x != x else str(x)) for p, x in zip(pk, vs)},
+    }
+
+
+# ------------------------------------------------------------------------------ r/fit.R
+def _fixed(raw: Any) -> Any:
+    return names.rename(raw, names.COEFFICIENTS)
+
+
+def _random(raw: Any) -> Any:
+    """VarCorr's frame -> group, term, term2, variance, std_dev, corr (``sdcor`` split)."""
+    import pandas as pd  # noqa: PLC0415
+
+    t = names.rename(raw, names.VARCORR)
+
+    def labels(col: str) -> list[Any]:
+        return [None if v is None or (isinstance(v, float) and v != v) else str(v) for v in t[col]]
+
+    term, term2 = labels("term"), labels("term2")
+    is_cov = np.array([v is not None for v in term2], dtype=bool)
+    sdcor = np.asarray(t["sdcor"], dtype=float)
+    return pd.DataFrame({
+        "group": [str(g) for g in t["group"]],
+        "term": pd.Series(term, dtype=object),
+        "term2": pd.Series(term2, dtype=object),
+        "variance": np.asarray(t["variance"], dtype=float),
+        "std_dev": np.where(is_cov, np.nan, sdcor),
+        "corr": np.where(is_cov, sdcor, np.nan),
+    })
+
+
+def _summary(res: RCallResult) -> RCallResult:
+    v = dict(res.value)
+    v["fixed"] = _fixed(v["fixed"])
+    v["random"] = _random(v["random"])
+    return _replace(res, v)
+
+
+def fit_and_summarise(formula: str, data: Any, *, reml: bool, optimizer: str, ddf: str, level: float,
+                      calc_derivs: bool) -> RCallResult:
+    """``me_fit_and_summarise``: ``lmerTest::lmer`` and the fit's summary (``value["model"]`` is
+    the R model; ``fixed``/``random`` tables with mixedeval names)."""
+    return _summary(call("me_fit_and_summarise", formula=formula, data=data, reml=bool(reml), optimizer=optimizer,
+                         ddf=ddf, level=float(level), calc_derivs=bool(calc_derivs)))
+
+
+def refit_and_summarise(fit: Any, *, reml: bool, ddf: str, level: float) -> RCallResult:
+    """``me_refit_and_summarise``: the model refitted by REML or ML (``lme4::refitML``), summarised."""
+    return _summary(call("me_refit_and_summarise", m=_m(fit), reml=bool(reml), ddf=ddf, level=float(level)))
+
+
+def fixed_table(fit: Any, *, ddf: str, level: float):
+    """``me_fixed_table``: term, estimate, std_error, df, t_value (z_value for ``ddf="asymptotic"``),
+    p_value, conf_low, conf_high."""
+    return _fixed(call("me_fixed_table", m=_m(fit), ddf=ddf, level=float(level)).value)
+
+
+def model_values(fit: Any) -> dict[str, np.ndarray]:
+    """``me_model_values``: response, conditional and population fitted values, residuals."""
+    v = call("me_model_values", m=_m(fit)).value
+    return {k: np.array(v[k], dtype=float, copy=True) for k in v}
+
+
+def model_frame(fit: Any):
+    """``me_model_frame``: the model frame R used (complete rows, the formula's variables)."""
+    return call("me_model_frame", m=_m(fit)).value
+
+
+def ranef(fit: Any) -> dict[str, Any]:
+    """``me_ranef``: BLUPs per grouping factor, one DataFrame each (``level`` column first)."""
+    return call("me_ranef", m=_m(fit)).value
+
+
+def simulate(fit: Any, *, n_sim: int, r_seed: int | None, conditional: bool) -> np.ndarray:
+    """``me_simulate``: ``simulate(m, nsim = n_sim, seed = r_seed, re.form = NULL or NA)`` as an
+    (nobs, n_sim) array (``r_seed`` is R's ``set.seed`` value; see :func:`mixedeval._random.r_seed`)."""
+    sims = call("me_simulate", m=_m(fit), nsim=int(n_sim), seed=None if r_seed is None else int(r_seed),
+                conditional=bool(conditional)).value
+    arr = np.array(sims, dtype=float, copy=True)
+    return arr.reshape(int(fit.nobs), int(n_sim)) if arr.ndim == 1 else arr
+
+
+# ---------------------------------------------------------------------------- r/anova.R
+def anova(fit: Any, *, type: str, ddf: str, level: float) -> RCallResult:  # noqa: A002 - R's name
+    """``me_anova``: ``lmerTest::anova`` with ``effectsize::F_to_eta2``; ``value`` is the table
+    (mixedeval names) or None for a model without fixed-effect terms."""
+    res = call("me_anova", m=_m(fit), type=str(type), ddf=ddf, level=float(level))
+    raw = res.value["table"]
+    return _replace(res, None if raw is None else names.rename(raw, {**names.ANOVA, **names.ETA2_PARTIAL}))
+
+
+# -------------------------------------------------------------------------- r/compare.R
+def compare_check(fits: Sequence[Any]) -> dict[str, Any]:
+    """``me_compare_check``: do the models share the fixed-effect design and the response? Which are REML?"""
+    v = call("me_compare_check", models=[_m(f) for f in fits]).value
+    return {"fixed_equal": bool(v["fixed_equal"]), "response_equal": bool(v["response_equal"]),
+            "reml": [bool(r) for r in np.atleast_1d(v["reml"])]}
+
+
+def compare(fits: Sequence[Any], *, model_names: Sequence[str], refit: bool, mixture: bool) -> RCallResult:
+    """``me_compare``: lme4's ``anova(m0, m1, ..., refit)``; ``value["table"]`` with mixedeval
+    names (either lme4 naming generation), ``value["p_mixture"]`` the 50:50 mixture p-values."""
+    res = call("me_compare", models=[_m(f) for f in fits], model_names=list(model_names), refit=bool(refit),
+               mixture=bool(mixture))
+    v = dict(res.value)
+    v["table"] = names.rename(v["table"], names.LRT, legacy=names.LRT_LEGACY)
+    return _replace(res, v)
+
+
+def pb_setup(large: Any, small: Any, *, n_resamples: int, r_seed: int | None) -> Any:
+    """``me_pb_setup``: ``set.seed(r_seed)``, both models refitted by ML, ``n_resamples`` responses
+    simulated from ``small`` (as ``pbkrtest::PBmodcomp``); returns the R state for :func:`pb_chunk`."""
+    return call("me_pb_setup", large=_m(large), small=_m(small), nsim=int(n_resamples),
+                seed=None if r_seed is None else int(r_seed)).value
+
+
+def pb_chunk(state: Any, first: int, last: int) -> RCallResult:
+    """``me_pb_chunk``: the likelihood-ratio statistics of replicates ``first..last`` (1-based)."""
+    res = call("me_pb_chunk", state=state, first=int(first), last=int(last))
+    return _replace(res, np.atleast_1d(np.array(res.value, dtype=float, copy=True)))
+
+
+def pb_finish(large: Any, small: Any, ref: np.ndarray) -> dict[str, Any]:
+    """``me_pb_finish``: ``summary(pbkrtest::PBmodcomp(large, small, ref = ref))$test`` (test,
+    statistic, df, ddf, p_value), the number of replicates and of positive ones."""
+    v = call("me_pb_finish", large=_m(large), small=_m(small), ref=np.asarray(ref, dtype=float)).value
+    return {"test": names.rename(v["test"], names.PBMODCOMP), "nsim": int(v["nsim"]), "npos": int(v["npos"])}
+
+
+# -------------------------------------------------------------------------- r/emmeans.R
+def _emm_summary(v: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``me_emm_summary`` list with the table's standard columns renamed (the estimate column
+    keeps emmeans' ``est_name``)."""
+    out = dict(v)
+    out["table"] = names.rename(v["table"], names.EMMEANS)
+    return out
+
+
+def emmeans(fit: Any, *, specs: Sequence[str], by: Sequence[str] | None, at: Mapping[str, Any] | None,
+            var: str | None, level: float, df_options: Mapping[str, Any]) -> RCallResult:
+    """``me_emmeans``: ``emmeans::emmeans`` (or ``emtrends`` with ``var``) with the dotted df
+    options (``lmer.df``, ``lmerTest.limit``, ``pbkrtest.limit``) passed by their exact names;
+    ``value["grid"]`` is the emmGrid, ``value["table"]`` its summary."""
+    res = call("me_emmeans", m=_m(fit), specs=list(specs), by=list(by) if by else None, at=at, var=var,
+               level=float(level), **dict(df_options))
+    return _replace(res, _emm_summary(res.value))
+
+
+def emm_contrast(fit: Any, grid: Any, *, method: str | Mapping[str, Sequence[float]], adjust: str, level: float,
+                 by: Sequence[str] | None, use_grid_by: bool, ref: Sequence[Any] | None, r_seed: int | None,
+                 eff_size: bool) -> RCallResult:
+    """``me_emm_contrast``: ``emmeans::contrast`` of ``grid`` summarised with ``adjust``
+    (``value["table"]``), the unadjusted p-values (``value["p_raw"]``) and, with ``eff_size``,
+    ``summary(emmeans::eff_size(grid, sigma = sigma(m), edf = df.residual(m), method, by, ref))``
+    (``value["eff_size"]["table"]``: effect_size, effect_size_std_error, effect_size_df,
+    effect_size_conf_low, effect_size_conf_high)."""
+    res = call("me_emm_contrast", m=_m(fit), grid=grid, method=method, adjust=adjust, level=float(level),
+               by=list(by) if by else None, use_grid_by=bool(use_grid_by), ref=ref,
+               seed=None if r_seed is None else int(r_seed), eff_size=bool(eff_size))
+    v = _emm_summary(res.value)
+    v["p_raw"] = np.atleast_1d(np.asarray(v["p_raw"], dtype=float))
+    if v.get("eff_size") is not None:
+        es = dict(v["eff_size"])
+        es["table"] = names.rename(es["table"], names.EFF_SIZE)
+        v["eff_size"] = es
+    return _replace(res, v)
+
+
+# ----------------------------------------------------------------------- r/optimizers.R
+def _optimizer_value(res: RCallResult) -> RCallResult:
+    v = dict(res.value)
+    v["fixed"] = _fixed(v["fixed"])
+    v["random"] = _random(v["random"])
+    return _replace(res, v)
+
+
+def optimizer_summary(fit: Any) -> RCallResult:
+    """``me_optimizer_summary``: log-likelihood, convergence, singularity, evaluations, fixed
+    effects (Satterthwaite df) and variance components of the fit itself."""
+    return _optimizer_value(call("me_optimizer_summary", m=_m(fit)))
+
+
+def check_optimizer(fit: Any, optimizer: str) -> RCallResult:
+    """``me_check_optimizer``: the same summary after refitting with ``optimizer``."""
+    return _optimizer_value(call("me_check_optimizer", m=_m(fit), optimizer=optimizer))
+
+
+# ------------------------------------------------------------------------------- r/r2.R
+def r2_parts(fit: Any) -> dict[str, Any]:
+    """``me_r2_parts``: X, fixed effects, sigma and per random-effect term the raw model matrix
+    and VarCorr matrix (the pieces of the Nakagawa-Schielzeth / Johnson R²)."""
+    return call("me_r2_parts", m=_m(fit)).value
+
+
+# ------------------------------------------------------------------------------ r/vca.R
+def lm_glrt(*, null_formula: str, full_formula: str, data: Any,
+            model_names: Sequence[str] = ("null", "full")) -> RCallResult:
+    """``me_lm_glrt``: likelihood-ratio (and F) test between two nested linear models without
+    random effects, laid out like lme4's ``anova(m0, m1)``."""
+    return call("me_lm_glrt", null_formula=null_formula, full_formula=full_formula, data=data,
+                model_names=list(model_names))
+
+
+# ------------------------------------------------------------------------ r/disparity.R
+def disparity_refit_fixef(fit: Any, ysim: np.ndarray) -> dict[str, Any]:
+    """``me_disparity_refit_fixef``: ``lme4::refit`` of the ML model to each column of ``ysim``;
+    per replicate the fixed effects, both SDs, singular / converged flags and problems."""
+    return call("me_disparity_refit_fixef", m=_m(fit), ysim=np.ascontiguousarray(ysim)).value
+
+
+def disparity_contest(fit: Any, L: Any, *, ddf: str, level: float) -> RCallResult:  # noqa: N803 - the matrix
+    """``me_disparity_contest``: ``lmerTest::contest(m, L, joint = FALSE, confint = TRUE)``:
+    estimate, std_error, df, conf_low, conf_high per row of ``L``."""
+    return call("me_disparity_contest", m=_m(fit), L=L, ddf=ddf, level=float(level))
