@@ -15,7 +15,7 @@ from .validate import require_columns, require_nonempty
 
 @dataclass(frozen=True, repr=False)
 class DesignDescription(ResultMixin):
-    """``factors``: factor, n_levels, min_rows_per_level, max_rows_per_level.
+    """``table`` (= ``factors``): factor, n_levels, min_rows_per_level, max_rows_per_level.
     ``relations``: factor_a, factor_b, relation (crossed / partially crossed / a nested in b /
     b nested in a), cells_observed, cells_possible.
     ``balanced``: every combination of the factors' levels occurs, each with the same number of
@@ -30,6 +30,11 @@ class DesignDescription(ResultMixin):
     _main_table = "factors"
     _print_tables = ("factors", "relations")
     _title = "Design of the score table"
+
+    @property
+    def table(self):
+        """The main table: one row per factor (``factors``)."""
+        return self.factors
 
     def _scalars(self):
         return [("rows", self.n_rows), ("balanced", self.balanced)]
