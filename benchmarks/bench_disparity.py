@@ -30,12 +30,12 @@ Measured (coverage of nominal 0.95; MC SE 0.007-0.027):
 
 Mean width against the bootstrap: z 1.05, ML t 1.07-1.18, REML t 1.11-1.29. Cost per data set:
 bootstrap (100 refits) 1.1 s (grid) / 4.9 s (bundled); REML refit + contest 0.05 / 0.25 s.
-Split long runs with --coverage-seed: the R engine's numeric conversion (rpy2's
+Split long runs with --coverage-random-state: the R engine's numeric conversion (rpy2's
 memoryview_swapstrides) drops a reference to None per vector read, and a process aborts after
 roughly 600 grid data sets.
 
-Run: .venv/bin/python benchmarks/bench_disparity.py [--n-boot 200] [--coverage 0 --coverage-models 8
-     --coverage-design grid --coverage-boot 100]
+Run: .venv/bin/python benchmarks/bench_disparity.py [--n-resamples 200] [--coverage 0 --coverage-models 8
+     --coverage-design grid --coverage-resamples 100]
 """
 from __future__ import annotations
 
@@ -74,26 +74,27 @@ def _grid_data(rng, n_models: int, n_data: int):
         yield base.assign(score=y), truth
 
 
-def _hu_data(n_data: int, seed: int):
+def _hu_data(n_data: int, random_state: int):
     hu = me.datasets.load("hu2025_records")
     res = language_disparity(hu, drop_aggregates=True, lp_convention="all_tasks")
     truth = res.language_potential.set_index("language")["potential"]
     base = res.records[["model", "language", "task"]]
-    ysim = res.fit.simulate(n_data, seed=seed)
+    ysim = res.fit.simulate(n_data, random_state=random_state)
     for i in range(n_data):
         yield base.assign(score=ysim[:, i]), truth
 
 
-def coverage_study(n_data: int, n_boot: int = 100, seed: int = 11, n_models: int = 8, design: str = "grid") -> None:
+def coverage_study(n_data: int, n_resamples: int = 100, random_state: int = 11, n_models: int = 8,
+                   design: str = "grid") -> None:
     if design == "grid":
-        datasets = _grid_data(np.random.default_rng(seed), n_models, n_data)
+        datasets = _grid_data(np.random.default_rng(random_state), n_models, n_data)
         label = f"{n_models} models x 6 languages x 4 tasks, balanced"
         methods = dict(METHODS)
     else:
-        datasets = _hu_data(n_data, seed)
+        datasets = _hu_data(n_data, random_state)
         label = "the bundled records' design (13 models x 53 languages x 15 tasks, 1,364 records)"
         methods = {k: v for k, v in METHODS.items() if "Kenward" not in k}
-    if n_boot < 2:
+    if n_resamples < 2:
         methods.pop("bootstrap percentile (ML)")
     hits = {k: [] for k in methods}
     widths = {k: [] for k in methods}
@@ -105,7 +106,7 @@ def coverage_study(n_data: int, n_boot: int = 100, seed: int = 11, n_models: int
         for name, kw in methods.items():
             t = time.perf_counter()
             if kw is None:
-                tab = res.bootstrap(n_boot=n_boot, seed=1000 + i, progress=False).languages
+                tab = res.bootstrap(n_resamples=n_resamples, random_state=1000 + i, progress=False).languages
             elif kw == "z":
                 tab = res.potential_intervals(reml=False).table
                 tab = tab.assign(conf_low=tab["estimate"] - 1.959964 * tab["std_error"],
@@ -131,17 +132,17 @@ def coverage_study(n_data: int, n_boot: int = 100, seed: int = 11, n_models: int
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--n-resamples", type=int, default=200)
     ap.add_argument("--coverage", type=int, default=0, help="number of synthetic data sets (0 = skip)")
     ap.add_argument("--coverage-models", type=int, default=8, help="models per synthetic data set (grid design)")
     ap.add_argument("--coverage-design", choices=("grid", "hu"), default="grid")
-    ap.add_argument("--coverage-boot", type=int, default=100, help="bootstrap refits per data set (0 = skip)")
-    ap.add_argument("--coverage-seed", type=int, default=11, help="seed of the coverage data sets")
+    ap.add_argument("--coverage-resamples", type=int, default=100, help="bootstrap refits per data set (0 = skip)")
+    ap.add_argument("--coverage-random-state", type=int, default=11, help="random state of the coverage data sets")
     ap.add_argument("--coverage-only", action="store_true", help="skip the timing benchmark")
     args = ap.parse_args()
 
     if args.coverage_only:
-        coverage_study(args.coverage, n_boot=args.coverage_boot, seed=args.coverage_seed,
+        coverage_study(args.coverage, n_resamples=args.coverage_resamples, random_state=args.coverage_random_state,
                        n_models=args.coverage_models, design=args.coverage_design)
         return
     hu = me.datasets.load("hu2025_records")
@@ -155,7 +156,7 @@ def main() -> None:
     t = time.perf_counter()
     res.potential_intervals()  # REML refit + one lmerTest::contest call
     t_intervals = time.perf_counter() - t
-    res.bootstrap(n_boot=10, seed=99, progress=False)  # warm-up of the R loop (byte compilation)
+    res.bootstrap(n_resamples=10, random_state=99, progress=False)  # warm-up of the R loop (byte compilation)
 
     import rpy2.robjects as ro
 
@@ -163,26 +164,26 @@ def main() -> None:
 
     with session.lock:  # the bare loop on the same model and the same simulations (seed 2025)
         ro.globalenv["bench_m"] = res.fit._model
-        ro.globalenv["bench_y"] = convert.to_r(res.fit.simulate(args.n_boot, seed=2025))
+        ro.globalenv["bench_y"] = convert.to_r(res.fit.simulate(args.n_resamples, random_state=2025))
     bare = ro.r("function() system.time(for (i in seq_len(ncol(bench_y))) "
                 "lme4::refit(bench_m, newresp = bench_y[, i]))[['elapsed']]")
     r_before = float(bare()[0])
     t = time.perf_counter()
-    boot = res.bootstrap(n_boot=args.n_boot, seed=2025, progress=True)
+    boot = res.bootstrap(n_resamples=args.n_resamples, random_state=2025, progress=True)
     t_boot = time.perf_counter() - t
     r_after = float(bare()[0])  # before and after: the machine's load drifts (2 shared cores)
     r_loop = (r_before + r_after) / 2
 
     tm = boot.timing
     print(f"Language disparity, Hu et al. (2025) records: {res.fit.nobs} records, "
-          f"{len(res.fit.fixed)} fixed effects, {args.n_boot}-replicate parametric bootstrap")
+          f"{len(res.fit.fixed)} fixed effects, {args.n_resamples}-replicate parametric bootstrap")
     print(f"  analysis (fit, PP/PRR/LP, diagnostics) : {t_analysis:.3f} s")
     print(f"  robustness refit (k = 10)              : {t_robust:.3f} s")
     print(f"  analytic LP intervals (REML + contest) : {t_intervals:.3f} s")
     print(f"  bootstrap total                        : {t_boot:.2f} s")
     print(f"    lme4::simulate                       : {tm['simulate']:.3f} s ({tm['simulate'] / tm['total']:.1%})")
     print(f"    R refits (me_disparity_refit_fixef)  : {tm['r_refit']:.2f} s ({tm['r_refit'] / tm['total']:.1%}),"
-          f" {1000 * tm['r_refit'] / args.n_boot:.1f} ms per refit")
+          f" {1000 * tm['r_refit'] / args.n_resamples:.1f} ms per refit")
     print(f"    numpy recomputation                  : {tm['numpy']:.3f} s ({tm['numpy'] / tm['total']:.1%})")
     print(f"  full analysis + bootstrap              : {t_analysis + t_robust + t_boot:.2f} s; share in R refits "
           f"{tm['r_refit'] / (t_analysis + t_robust + t_boot):.1%}")
@@ -193,7 +194,7 @@ def main() -> None:
     print(f"  refits: {boot.n_used} used, {boot.n_failed} failed, {boot.n_singular} singular, "
           f"{boot.n_nonconverged} with convergence messages")
     if args.coverage:
-        coverage_study(args.coverage, n_boot=args.coverage_boot, seed=args.coverage_seed,
+        coverage_study(args.coverage, n_resamples=args.coverage_resamples, random_state=args.coverage_random_state,
                        n_models=args.coverage_models, design=args.coverage_design)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import _lazy
 from .errors import DataError, FormulaError, MixedEvalError, RError, RNotAvailableError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from ._console import print_json, print_table
 from .errors import MixedEvalError
 
 EXIT_USAGE = 2
@@ -74,33 +75,18 @@ def _check_args(args: argparse.Namespace) -> None:
                          f"simulations (250 recommended) (see 'mixedeval {args.command} --help')")
 
 
-def _print_json(obj: Any) -> None:
-    from .results import jsonable  # noqa: PLC0415
-
-    json.dump(jsonable(obj), sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
-
-
-def _table(title: str, df: Any) -> None:
-    import pandas as pd  # noqa: PLC0415
-
-    with pd.option_context("display.max_columns", 30, "display.width", 160, "display.max_rows", 100):
-        print(f"\n== {title} ==")
-        print(df.to_string(index=False) if isinstance(df, pd.DataFrame) else df)
-
-
 def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
     """Print ``tables`` as JSON (``--json``) or as titled text tables."""
     import pandas as pd  # noqa: PLC0415
 
     if args.json:
-        _print_json(tables)
+        print_json(tables)
         return 0
     if text:
         print(text)
     for key, val in tables.items():
         if isinstance(val, pd.DataFrame):
-            _table(key, val)
+            print_table(key, val)
         elif key not in ("fit", "warnings", "report"):
             print(f"{key}: {val}")
     for w in tables.get("warnings", ()):
@@ -177,10 +163,14 @@ def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
     return out
 
 
-def _write_report(args: argparse.Namespace, **kwargs: Any) -> None:
+def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> None:
+    """Write the HTML report of ``results`` to ``--report`` (``kwargs``: options of
+    :func:`mixedeval.report`)."""
     from .report import report  # noqa: PLC0415
 
-    path = report(path=args.report, quiet=args.quiet, input_file=_input_file(args.data), **kwargs)
+    if getattr(args, "random_state", None) is not None:
+        kwargs.setdefault("random_state", args.random_state)
+    path = report(*results, path=args.report, progress=not args.quiet, input_file=_input_file(args.data), **kwargs)
     _progress(args, f"report written to {path}")
 
 
@@ -190,7 +180,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     res = check_r()
     if args.json:
-        _print_json(res.to_dict())
+        print_json(res.to_dict())
     else:
         print(res)
     return 0 if res.ok else 1
@@ -214,7 +204,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
     if args.report:
-        _write_report(args, fit=fit, data=data, anova=anova, emmeans=emm, contrasts=con, n_sim=args.n_sim)
+        _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
     return _emit(args, out, text=str(fit))
 
@@ -232,16 +222,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for f in args.formula:
         _progress(args, f"fitting {f}")
         fits.append(lmm(f, data, reml=not args.ml, optimizer=args.optimizer, factors=tuple(args.factor or ())))
-    _progress(args, "likelihood-ratio test" + (f" with {args.pb} parametric-bootstrap samples" if args.pb else ""))
+    _progress(args, "likelihood-ratio test" + (f" with {args.n_resamples} parametric-bootstrap samples"
+                                               if args.n_resamples else ""))
     refit = {"auto": None, "ml": True, "keep": False}[args.refit]
-    res = compare(*fits, refit=refit, pb_nsim=args.pb or None, seed=args.seed, progress=not args.quiet,
-                  names=args.name)
+    pb: dict[str, Any] = {"n_resamples": args.n_resamples} if args.n_resamples else {}
+    if args.random_state is not None:
+        pb["random_state"] = args.random_state
+    res = compare(*fits, refit=refit, progress=not args.quiet, names=args.name, **pb)
     out: dict[str, Any] = {"comparison": res.table, "estimator": res.estimator}
     if res.pb is not None:
         out["parametric_bootstrap"] = res.pb
     out["warnings"] = [str(w) for w in getattr(res, "warnings", ()) or ()]
     if args.report:
-        _write_report(args, fit=fits[-1], data=data, comparison=res, n_sim=args.n_sim)
+        _write_report(args, fits[-1], res, data=data, n_sim=args.n_sim)
         out["report"] = args.report
     return _emit(args, out)
 
@@ -253,17 +246,16 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     score = args.score[0] if len(args.score) == 1 else list(args.score)
     resample = [r.strip() for r in args.resample.split(",")] if args.resample else None
     _progress(args, f"bootstrap with {args.n_resamples} resamples")
-    res = bootstrap(data, score=score, system=args.system, item=args.item, seed=args.seed, group=args.group,
-                    resample=resample, statistic=args.statistic, aggregate=args.aggregate,
+    res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
+                    resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
                     n_groups=args.n_groups, higher_is_better=not args.lower_is_better,
                     drop_missing=args.drop_missing, progress=not args.quiet)
     out: dict[str, Any] = {"summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        _write_report(args, data=data, bootstrap=res, design_factors=[c for c in (args.system, args.item, args.seed,
-                                                                                 args.group) if c],
-                      seeds={"random_state": args.random_state})
+        _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
+                                                            if c])
         out["report"] = args.report
     return _emit(args, out)
 
@@ -288,7 +280,7 @@ def cmd_vca(args: argparse.Namespace) -> int:
         out["anova_check"] = res.anova_check
     out["warnings"] = [str(w) for w in res.warnings]
     if args.report:
-        _write_report(args, data=data, vca=res, vca_grid=grid or None,
+        _write_report(args, res, data=data, d_study_grid=grid or None,
                       design_factors=[args.object, *(args.facet or ())])
         out["report"] = args.report
     return _emit(args, out)
@@ -307,9 +299,9 @@ def cmd_disparity(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"by_model": res.by_model, "language_potential": res.language_potential,
                            "diagnostics": res.diagnostics, "reference": res.reference}
     parts: list[Any] = [res]
-    if args.n_boot:
-        _progress(args, f"parametric bootstrap with {args.n_boot} ML refits")
-        boot = res.bootstrap(n_boot=args.n_boot, seed=args.seed, progress=not args.quiet)
+    if args.n_resamples:
+        _progress(args, f"parametric bootstrap with {args.n_resamples} ML refits")
+        boot = res.bootstrap(n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet)
         out["bootstrap_models"] = boot.models
         out["bootstrap_languages"] = boot.languages
         parts.append(boot)
@@ -323,9 +315,7 @@ def cmd_disparity(args: argparse.Namespace) -> int:
     warnings = [str(w) for p in parts for w in (getattr(p, "warnings", ()) or ())]
     out["warnings"] = warnings
     if args.report:
-        _write_report(args, data=data, disparity=parts if len(parts) > 1 else res,
-                      design_factors=[args.model, args.language, *args.task],
-                      seeds={"bootstrap seed": args.seed} if args.n_boot else None)
+        _write_report(args, *parts, data=data, design_factors=[args.model, args.language, *args.task])
         out["report"] = args.report
     return _emit(args, out)
 
@@ -333,8 +323,8 @@ def cmd_disparity(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo  # noqa: PLC0415
 
-    return run_demo(dataset=args.dataset, out=args.out, n_sim=args.n_sim, n_boot=args.n_boot,
-                    quiet=args.quiet, as_json=args.json)
+    return run_demo(dataset=args.dataset, out=args.out, n_sim=args.n_sim, n_resamples=args.n_resamples,
+                    random_state=args.random_state, progress=not args.quiet, as_json=args.json)
 
 
 # ------------------------------------------------------------------------------------ parser
@@ -361,19 +351,12 @@ def _model_options(p: argparse.ArgumentParser, ml_help: str) -> None:
     p.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
     p.add_argument("--factor", action="append", help="numeric column to treat as a factor (repeatable)")
     p.add_argument("--n-sim", type=int, default=250, help="simulations for the report's residual diagnostics")
+    p.add_argument("--random-state", type=int, default=None, metavar="INT",
+                   help="R's set.seed for the draws (the report's simulated residuals; compare's parametric "
+                        "bootstrap); default: the Python API's defaults")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mixedeval", description=__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("--quiet", action="store_true", help="no progress messages or bars")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    common = _common()
-
-    c = sub.add_parser("check", parents=[_common(json_report=False, data=False)],
-                       help="R, rpy2 and R package versions; what is missing and how to install it")
-    c.set_defaults(func=cmd_check)
-
+def _add_demo(sub: Any) -> None:
     d = sub.add_parser("demo", parents=[_common(json_report=False, data=False)],
                        help="full analysis of a bundled data set; writes the HTML report",
                        description="The complete mixed-model analysis of the bundled Kreutzer TER data: design, "
@@ -384,9 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--dataset", default="kreutzer_ter", help="bundled data set (default: kreutzer_ter)")
     d.add_argument("--out", default="mixedeval-report.html", help="report path (default: mixedeval-report.html)")
     d.add_argument("--n-sim", type=int, default=250, help="simulations for the residual diagnostics (default 250)")
-    d.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    d.add_argument("--n-resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    d.add_argument("--random-state", type=int, default=123, metavar="INT",
+                   help="random state of the bootstrap and of the diagnostics' simulations (R's set.seed; "
+                        "default 123)")
     d.set_defaults(func=cmd_demo)
 
+
+def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
     f = sub.add_parser("fit", parents=[common], help="fit a linear mixed model (lme4 via lmerTest)",
                        description="Fit a linear mixed model and print the fixed and random effects; optional F "
                                    "tests, EMMs with pairwise contrasts, and the HTML report.")
@@ -400,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
     f.set_defaults(func=cmd_fit)
 
+
+def _add_compare(sub: Any, common: argparse.ArgumentParser) -> None:
     m = sub.add_parser("compare", parents=[common], help="likelihood-ratio tests of nested mixed models",
                        description="Fit two or more nested models and compare them by likelihood-ratio tests "
                                    "(mixedeval.compare: ML refits when the fixed effects differ).")
@@ -411,33 +401,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--refit", default="auto", choices=["auto", "ml", "keep"],
                    help="auto: ML when the fixed effects differ, REML kept when only random effects differ "
                         "(default); ml: always ML; keep: compare the fits as they are")
-    m.add_argument("--pb", type=int, default=0, metavar="N", help="add a parametric-bootstrap p-value with N samples")
-    m.add_argument("--seed", type=int, default=1, help="seed of the parametric bootstrap (default 1)")
+    m.add_argument("--n-resamples", type=int, default=0, metavar="N",
+                   help="add a parametric-bootstrap p-value (pbkrtest::PBmodcomp) with N samples")
     m.set_defaults(func=cmd_compare)
 
-    b = sub.add_parser("bootstrap", parents=[common], help="hierarchical paired bootstrap of system scores",
-                       description="Paired (shared-draw) bootstrap of per-system scores over items, seeds and "
-                                   "groups; prints the summary, pairwise differences and rank distribution.")
-    _data_arg(b)
-    b.add_argument("--score", action="append", required=True,
-                   help="score column (repeat for sufficient statistics, e.g. tp, fp, fn with --statistic f1)")
-    b.add_argument("--system", required=True, help="system column")
-    b.add_argument("--item", required=True, help="item column")
-    b.add_argument("--seed", help="seed/run column")
-    b.add_argument("--group", help="language/task column")
-    b.add_argument("--resample", help="comma-separated levels to redraw: items, seeds, groups")
-    b.add_argument("--statistic", default="mean", choices=["mean", "f1"])
-    b.add_argument("--aggregate", default="mean", choices=["mean", "median", "geometric_mean"])
-    b.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
-    b.add_argument("--ci", default="percentile", choices=["percentile", "basic", "bca", "se"])
-    b.add_argument("--level", type=float, default=0.95)
-    b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
-    b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
-    b.add_argument("--lower-is-better", action="store_true", help="rank low scores first (error rates such as TER)")
-    b.add_argument("--drop-missing", action="store_true", help="drop incomplete items instead of failing")
-    b.add_argument("--adjust", default="holm", help="p-value adjustment of the pairwise tests (default holm)")
-    b.set_defaults(func=cmd_bootstrap)
 
+def _add_vca(sub: Any, common: argparse.ArgumentParser) -> None:
     v = sub.add_parser("vca", parents=[common], help="variance components and reliability (G theory)",
                        description="Random-effects-only model (REML) with one intercept per facet; components, "
                                    "phi and G coefficients, D study.")
@@ -456,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="D-study grid: sizes per facet (repeatable)")
     v.set_defaults(func=cmd_vca)
 
+
+def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
     g = sub.add_parser("disparity", parents=[common], help="language disparity metrics (Hu, Vulic & Korhonen 2025)",
                        description="Performance potential, realisation ratio (mean, SD, CV per model) and language "
                                    "potential from score ~ language + task + (1|model) by ML.")
@@ -469,11 +440,55 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--drop-aggregates", action="store_true", help="drop records whose language is an aggregate (avg)")
     g.add_argument("--pp-threshold", type=float, default=0.0)
     g.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
-    g.add_argument("--n-boot", type=int, default=0, help="parametric-bootstrap refits for intervals (default none)")
-    g.add_argument("--seed", type=int, default=1, help="seed of the parametric bootstrap (default 1)")
+    g.add_argument("--n-resamples", type=int, default=0, help="parametric-bootstrap refits for intervals (default none)")
+    g.add_argument("--random-state", type=int, default=1, metavar="INT",
+                   help="R's set.seed for the parametric bootstrap (default 1)")
     g.add_argument("--robustness", type=int, default=0, metavar="K", help="refit without the K largest residuals")
     g.add_argument("--records", action="store_true", help="also output the per-record table")
     g.set_defaults(func=cmd_disparity, task=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mixedeval", description=__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--quiet", action="store_true", help="no progress messages or bars")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = _common()
+
+    c = sub.add_parser("check", parents=[_common(json_report=False, data=False)],
+                       help="R, rpy2 and R package versions; what is missing and how to install it")
+    c.set_defaults(func=cmd_check)
+
+    _add_demo(sub)
+    _add_fit(sub, common)
+    _add_compare(sub, common)
+
+    b = sub.add_parser("bootstrap", parents=[common], help="hierarchical paired bootstrap of system scores",
+                       description="Paired (shared-draw) bootstrap of per-system scores over items, runs and "
+                                   "groups; prints the summary, pairwise differences and rank distribution.")
+    _data_arg(b)
+    b.add_argument("--score", action="append", required=True,
+                   help="score column (repeat for sufficient statistics, e.g. tp, fp, fn with --statistic f1)")
+    b.add_argument("--system", required=True, help="system column")
+    b.add_argument("--item", required=True, help="item column")
+    b.add_argument("--run", help="run column (training seeds, sampling runs)")
+    b.add_argument("--group", help="language/task column")
+    b.add_argument("--resample", help="comma-separated levels to redraw: items, runs, groups")
+    b.add_argument("--statistic", default="mean", choices=["mean", "f1"])
+    b.add_argument("--aggregator", default="mean", choices=["mean", "median", "geometric_mean"],
+                   help="how per-group scores combine into a system score (default mean)")
+    b.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
+    b.add_argument("--ci", default="percentile", choices=["percentile", "basic", "bca", "se"])
+    b.add_argument("--level", type=float, default=0.95)
+    b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
+    b.add_argument("--lower-is-better", action="store_true", help="rank low scores first (error rates such as TER)")
+    b.add_argument("--drop-missing", action="store_true", help="drop incomplete items instead of failing")
+    b.add_argument("--adjust", default="holm", help="p-value adjustment of the pairwise tests (default holm)")
+    b.set_defaults(func=cmd_bootstrap)
+
+    _add_vca(sub, common)
+    _add_disparity(sub, common)
     return p
 
 

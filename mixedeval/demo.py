@@ -33,13 +33,14 @@ D_STUDY_GRID = {"rater": [1, 2, 3, 5, 10], "occasion": [1, 2, 3]}
 class _Steps:
     """Runs named steps, timing them and recording failures instead of stopping."""
 
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
+    def __init__(self, progress: bool, random_state: Any = 123):
+        self.progress = progress
+        self.random_state = random_state
         self.timings: dict[str, float] = {}
         self.failures: dict[str, str] = {}
 
     def run(self, name: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if not self.quiet:
+        if self.progress:
             print(f"mixedeval demo: {name}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
@@ -59,8 +60,9 @@ def _table_of(obj: Any, attr: str = "table") -> Any:
     return as_frame(obj, attr)
 
 
-def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the Kreutzer TER analysis; returns (tables for output, keyword arguments of report())."""
+def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """Run the Kreutzer TER analysis; returns (tables for output, the results for report(), its
+    keyword arguments)."""
     # direct imports: ``import mixedeval.lmm`` rebinds ``mixedeval.lmm`` to the module
     from . import datasets  # noqa: PLC0415
     from .data.design import describe_design  # noqa: PLC0415
@@ -82,12 +84,12 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any
     con = steps.run("Holm pairwise contrasts", emm.contrasts, method="pairwise", adjust="holm") if emm else None
     r2 = steps.run("R2 (Nakagawa-Schielzeth)", fit.r2)
     icc = steps.run("ICC", fit.icc)
-    diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim, seed=123,
-                     group="system", check_optimizers=True)
+    diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim,
+                     random_state=steps.random_state, group="system", check_optimizers=True)
     per_sentence = df.groupby(["system", "sentence_id"], as_index=False, observed=True)["ter"].mean()
-    boot = steps.run(f"paired bootstrap over sentences ({n_boot} resamples)", bootstrap, per_sentence,
-                     score="ter", system="system", item="sentence_id", n_resamples=n_boot, random_state=0,
-                     higher_is_better=False, progress=not steps.quiet)
+    boot = steps.run(f"paired bootstrap over sentences ({n_resamples} resamples)", bootstrap, per_sentence,
+                     score="ter", system="system", item="sentence_id", n_resamples=n_resamples,
+                     random_state=steps.random_state, higher_is_better=False, progress=steps.progress)
     ann = datasets.load("kreutzer_annotation")
     ann = ann[ann["mode"] == ANNOTATION_MODE]
     vca = steps.run(f"variance components of the annotation data (mode {ANNOTATION_MODE})", variance_components,
@@ -104,7 +106,7 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any
         "contrasts": _table_of(con),
         "r2_icc": _r2_icc_table(r2, icc),
         "diagnostics": diag.summary() if diag is not None else None,
-        "bootstrap_summary": boot.summary() if boot is not None else None,
+        "bootstrap_summary": boot.table if boot is not None else None,
         "bootstrap_pairwise": boot.pairwise() if boot is not None else None,
         "bootstrap_ranks": boot.ranks() if boot is not None else None,
         "variance_components": _table_of(vca),
@@ -113,11 +115,11 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any
     }
     from .datasets import DATASETS, _path  # noqa: PLC0415
 
-    report_kw = dict(fit=fit, data=df, design_factors=factors, anova=anova, comparison=comparison, emmeans=emm,
-                     contrasts=con, r2=r2, icc=icc, diagnostics=diag, bootstrap=boot, vca=vca, vca_grid=D_STUDY_GRID,
+    results = [fit, anova, comparison, emm, con, r2, icc, diag, boot, vca]
+    report_kw = dict(data=df, design_factors=factors, d_study_grid=D_STUDY_GRID,
                      input_file=[str(_path(DATASETS["kreutzer_ter"])), str(_path(DATASETS["kreutzer_annotation"]))],
                      title="mixedeval demo: Kreutzer et al. (2020) TER, ter ~ system + (1|sentence_id)")
-    return tables, report_kw
+    return tables, results, report_kw
 
 
 def _r2_icc_table(r2: Any, icc: Any) -> Any:
@@ -131,7 +133,9 @@ def _r2_icc_table(r2: Any, icc: Any) -> Any:
     return pd.DataFrame(rows, columns=["statistic", "value"]) if rows else None
 
 
-def _disparity_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _disparity_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str, Any], list[Any],
+                                                                              dict[str, Any]]:
+    """The language-disparity analysis of the Hu et al. records with the robustness refit."""
     from . import datasets  # noqa: PLC0415
     from .datasets import DATASETS, _path  # noqa: PLC0415
     from .workflows.language_disparity import language_disparity  # noqa: PLC0415
@@ -144,47 +148,49 @@ def _disparity_analysis(steps: _Steps, n_sim: int, n_boot: int) -> tuple[dict[st
     rob = steps.run("robustness refit without the 10 largest residuals", res.robustness, k=10)
     tables = {"by_model": res.by_model, "language_potential": res.language_potential,
               "diagnostics": res.diagnostics, "robustness": rob.agreement if rob is not None else None}
-    parts = [p for p in (res, rob) if p is not None]
-    report_kw = dict(data=df, disparity=parts, design_factors=["model", "language", "task"],
+    report_kw = dict(data=df, design_factors=["model", "language", "task"],
                      input_file=str(_path(DATASETS["hu2025_records"])),
                      title="mixedeval demo: language disparity (Hu, Vulić & Korhonen 2025)")
-    return tables, report_kw
+    return tables, [res, rob], report_kw
 
 
-DEMOS: dict[str, Callable[[_Steps, int, int], tuple[dict[str, Any], dict[str, Any]]]] = {
+DEMOS: dict[str, Callable[[_Steps, int, int], tuple[dict[str, Any], list[Any], dict[str, Any]]]] = {
     "kreutzer_ter": _ter_analysis,
     "hu2025_records": _disparity_analysis,
 }
 
 
 def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", n_sim: int = 250,
-             n_boot: int = 2000, quiet: bool = False, as_json: bool = False) -> int:
+             n_resamples: int = 2000, random_state: Any = 123, progress: bool = True, as_json: bool = False) -> int:
     """Run the demo analysis of ``dataset``, print its tables (or JSON with ``as_json``) and
-    write the HTML report to ``out``. Returns 0, or 1 when a step failed (the failures are
+    write the HTML report to ``out``. ``n_sim`` simulations for the residual diagnostics and
+    ``n_resamples`` for the bootstrap, both drawn with ``random_state`` (an int is R's
+    ``set.seed`` for the simulations). Returns 0, or 1 when a step failed (the failures are
     printed and shown in the report)."""
-    from .cli import _print_json, _table  # noqa: PLC0415
+    from ._console import print_json, print_table  # noqa: PLC0415
     from .report import report  # noqa: PLC0415
 
     if dataset not in DEMOS:
         raise DataError(f"no demo for data set {dataset!r}; available: {', '.join(DEMOS)}")
     if int(n_sim) < 10:
         raise DataError(f"--n-sim {n_sim}: the residual diagnostics need at least 10 simulations (250 recommended)")
-    if int(n_boot) < 2:
-        raise DataError(f"--n-boot {n_boot}: the bootstrap needs at least 2 resamples")
-    steps = _Steps(quiet)
+    if int(n_resamples) < 2:
+        raise DataError(f"--n-resamples {n_resamples}: the bootstrap needs at least 2 resamples")
+    steps = _Steps(progress, random_state)
     t0 = time.perf_counter()
-    tables, report_kw = DEMOS[dataset](steps, int(n_sim), int(n_boot))
-    path = steps.run("HTML report", report, path=out, n_sim=int(n_sim), seed=123, quiet=quiet, **report_kw)
+    tables, results, report_kw = DEMOS[dataset](steps, int(n_sim), int(n_resamples))
+    path = steps.run("HTML report", report, *results, path=out, n_sim=int(n_sim), random_state=random_state,
+                     progress=progress, **report_kw)
     total = round(time.perf_counter() - t0, 3)
     if as_json:
-        _print_json({"dataset": dataset, "tables": {k: v for k, v in tables.items() if v is not None},
+        print_json({"dataset": dataset, "tables": {k: v for k, v in tables.items() if v is not None},
                      "report": str(path) if path is not None else None, "timings": steps.timings,
                      "total_seconds": total, "failures": steps.failures})
     else:
         print(f"mixedeval demo: {dataset}")
         for name, tab in tables.items():
             if tab is not None:
-                _table(name.replace("_", " "), tab)
+                print_table(name.replace("_", " "), tab)
         if steps.failures:
             print("\nfailed steps:\n" + json.dumps(steps.failures, indent=2))
         print(f"\nreport: {path}" if path is not None else "\nreport: not written")

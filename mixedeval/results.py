@@ -32,21 +32,6 @@ class ResultWarning:
         return f"[{self.kind}] {self.message}"
 
 
-def r_condition_warnings(res: Any) -> list[ResultWarning]:
-    """TRANSITIONAL, to be deleted: the classifier of R's warnings is
-    :func:`mixedeval.engine.conditions.r_warnings` (this module sits below the engine and must
-    not import it). The one remaining caller (``workflows/language_disparity.py``) switches to
-    it; ``tests/test_r_helpers.py`` lists it as pending."""
-    out: list[ResultWarning] = []
-    for msg in getattr(res, "warnings", ()):
-        kind = "convergence" if "converge" in msg.lower() else "r_warning"
-        out.append(ResultWarning(kind, msg, "R"))
-    for msg in getattr(res, "messages", ()):
-        kind = "singular" if "singular" in msg.lower() else "r_message"
-        out.append(ResultWarning(kind, msg, "R"))
-    return out
-
-
 def jsonable(x: Any) -> Any:
     """Convert numpy/pandas values to JSON-friendly Python values (NaN/inf become None)."""
     import pandas as pd  # noqa: PLC0415

@@ -276,7 +276,7 @@ def test_report_r2_section_with_non_syntactic_grouping_factor(tmp_path):
     d = _toy().rename(columns={"item": "item 'id\" [1]"})
     fit = me.lmm("score ~ system + (1|item 'id\" [1])", d)
     path = tmp_path / "odd.html"
-    fit.report(path)
+    me.report(fit, path=path, progress=False)
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8")))
     assert re.search(r"R² and ICC ok r2_marginal = ", text)
     assert "no random-effect model matrix" not in text
@@ -331,7 +331,7 @@ def test_language_disparity_levels():
     with pytest.raises(me.DataError, match="level must be a number strictly between 0 and 1"):
         res.potential_intervals(level=1.5)
     with pytest.raises(me.DataError, match="level must be a number strictly between 0 and 1"):
-        res.bootstrap(n_boot=5, level=0, progress=False)
+        res.bootstrap(n_resamples=5, level=0, progress=False)
 
 
 # ------------------------------------------------------------------ duplicated rows

@@ -71,9 +71,10 @@ def test_fit_json_equals_r(capsys, R):
     assert_rel(fixed["df"], R("unname(summary(cli_m)$coefficients[, 'df'])"))
     assert_rel(out["anova"][0]["f_value"], R("anova(cli_m, type = 3)[['F value']]")[0])
     con = pd.DataFrame(out["contrasts"])
-    exp = R("summary(pairs(emmeans::emmeans(cli_m, 'system', lmer.df = 'satterthwaite', lmerTest.limit = 1e5, "
-            "pbkrtest.limit = 1e5), adjust = 'holm'))$p.value")
-    assert_rel(con["p_value"], exp, rtol=1e-8)
+    R("cli_emm <- emmeans::emmeans(cli_m, 'system', lmer.df = 'satterthwaite', lmerTest.limit = 1e5, "
+      "pbkrtest.limit = 1e5)")
+    assert_rel(con["p_adj"], R("summary(pairs(cli_emm, adjust = 'holm'))$p.value"), rtol=1e-8)
+    assert_rel(con["p_value"], R("summary(pairs(cli_emm, adjust = 'none'))$p.value"), rtol=1e-8)
     assert out["fit"]["reml"] is True and out["fit"]["provenance"]["estimator"] == "REML"
 
 
@@ -166,6 +167,36 @@ def test_disparity_json(capsys):
     assert {"ranking", "spearman_rho"} <= set(out["robustness_agreement"][0])
 
 
+def test_disparity_parametric_bootstrap_and_report(capsys, tmp_path):
+    path = tmp_path / "disp.html"
+    argv = ["disparity", "hu2025_records", "--drop-aggregates", "--n-resamples", "3", "--random-state", "4",
+            "--report", str(path)]
+    out = run_json(capsys, argv)
+    assert len(out["bootstrap_models"]) == 26 and len(out["bootstrap_languages"]) == 53
+    assert run_json(capsys, argv)["bootstrap_languages"] == out["bootstrap_languages"]  # same random_state
+    ids = {el.get("id") for el in ET.parse(path).getroot().iter("section")}
+    assert {"disparity", "disparity_bootstrap"} <= ids
+    assert "<dt>disparity_bootstrap: random_state</dt><dd>4</dd>" in path.read_text(encoding="utf-8")
+
+
+def test_glossary_options():
+    """Randomness is --random-state, draw counts --n-resamples (no --seed, --pb, --n-boot)."""
+    p = build_parser()
+    args = p.parse_args(["compare", "x.csv", "--formula", "a ~ 1 + (1|g)", "--n-resamples", "50",
+                         "--random-state", "3"])
+    assert (args.n_resamples, args.random_state) == (50, 3)
+    args = p.parse_args(["demo", "--n-resamples", "10", "--random-state", "5"])
+    assert (args.n_resamples, args.random_state) == (10, 5)
+    args = p.parse_args(["fit", "x.csv", "--formula", "a ~ 1 + (1|g)", "--random-state", "9"])
+    assert args.random_state == 9
+    for argv in (["compare", "x.csv", "--formula", "f", "--pb", "5"],
+                 ["compare", "x.csv", "--formula", "f", "--seed", "1"],
+                 ["disparity", "x.csv", "--n-boot", "5"], ["disparity", "x.csv", "--seed", "1"],
+                 ["demo", "--n-boot", "5"]):
+        with pytest.raises(Exception, match="unrecognized arguments"):
+            p.parse_args(argv)
+
+
 def test_disparity_refuses_aggregates_without_the_flag(capsys):
     line = error_line(capsys, ["disparity", "hu2025_records"])
     assert "avg" in line
@@ -174,7 +205,7 @@ def test_disparity_refuses_aggregates_without_the_flag(capsys):
 # --------------------------------------------------------------------------------------- demo
 def test_demo_json_writes_the_report(capsys, tmp_path, R):
     path = tmp_path / "demo.html"
-    out = run_json(capsys, ["demo", "--out", str(path), "--n-sim", "20", "--n-boot", "100"])
+    out = run_json(capsys, ["demo", "--out", str(path), "--n-sim", "20", "--n-resamples", "100"])
     assert out["failures"] == {}
     assert out["report"] == str(path) and path.exists()
     lrt = pd.DataFrame(out["tables"]["likelihood_ratio_test"])

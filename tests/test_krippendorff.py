@@ -130,3 +130,13 @@ def test_mixedeval_name_and_bad_input():
         krippendorff_alpha(pd.DataFrame({"u": [1]}), unit="u")
     with pytest.raises(me.DataError, match="duplicated"):
         krippendorff_alpha(pd.DataFrame({"u": [1, 1], "c": ["a", "a"], "v": [1, 2]}), unit="u", coder="c", value="v")
+
+
+def test_main_table_is_one_row_of_alpha_and_its_ingredients():
+    res = krippendorff_alpha(K2011, "interval")
+    tab = res.table
+    assert list(tab.columns) == ["alpha", "level", "observed_disagreement", "expected_disagreement", "n_pairable",
+                                 "n_units", "n_coders"]
+    assert len(tab) == 1 and tab["alpha"].iloc[0] == res.alpha and tab["level"].iloc[0] == "interval"
+    pd.testing.assert_frame_equal(res.to_frame(), tab)
+    assert "coincidences" in repr(res)

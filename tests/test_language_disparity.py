@@ -304,7 +304,7 @@ def test_disconnected_design_refused():
 # ----------------------------------------------------------------------------- uncertainty (item 3)
 @pytest.fixture(scope="module")
 def boot(res):
-    return res.bootstrap(n_boot=20, seed=7, progress=False)
+    return res.bootstrap(n_resamples=20, random_state=7, progress=False)
 
 
 def test_bootstrap_replicates_equal_r_refits(boot, res, hu_r):
@@ -352,17 +352,22 @@ def test_bootstrap_intervals_match_r_quantiles(boot, hu_r):
 
 
 def test_bootstrap_seeded_and_checked(res, boot):
-    again = res.bootstrap(n_boot=20, seed=7, progress=False, chunk_size=7)
+    again = res.bootstrap(n_resamples=20, random_state=7, progress=False, chunk_size=7)
     pd.testing.assert_frame_equal(again.models, boot.models)
-    other = res.bootstrap(n_boot=5, seed=8, progress=False)
+    other = res.bootstrap(n_resamples=5, random_state=8, progress=False)
     assert not np.allclose(other.replicates.iloc[:, 0], boot.replicates.iloc[:5, 0])
     assert set(boot.timing) == {"simulate", "r_refit", "numpy", "total"}
     with pytest.raises(me.DataError, match="re='conditional'"):
-        res.bootstrap(n_boot=5, scores="simulated", progress=False)
-    with pytest.raises(me.DataError, match="n_boot"):
-        res.bootstrap(n_boot=1, progress=False)
-    cond = res.bootstrap(n_boot=5, seed=3, re="conditional", scores="simulated", progress=False)
+        res.bootstrap(n_resamples=5, scores="simulated", progress=False)
+    with pytest.raises(me.DataError, match="n_resamples"):
+        res.bootstrap(n_resamples=1, progress=False)
+    cond = res.bootstrap(n_resamples=5, random_state=3, re="conditional", scores="simulated", progress=False)
     assert cond.re == "conditional" and cond.n_used == 5
+    # the int given to R's set.seed is recorded; a SeedSequence gives one reproducible int
+    assert boot.random_state == 7 and boot.provenance["random_state"] == 7 and boot.n_resamples == 20
+    ss = res.bootstrap(n_resamples=3, random_state=np.random.SeedSequence(5), progress=False)
+    again = res.bootstrap(n_resamples=3, random_state=ss.random_state, progress=False)
+    pd.testing.assert_frame_equal(ss.replicates, again.replicates)
 
 
 def test_robustness_refit_matches_r(res, hu_r):
@@ -380,6 +385,7 @@ def test_robustness_refit_matches_r(res, hu_r):
     moved = lang[lang["rank_potential"] != lang["rank_potential_robust"]]
     ch = rob.changes[rob.changes["ranking"] == "potential"]
     assert sorted(ch["unit"]) == sorted(moved["language"]) and agree.loc["potential", "n_changed"] == len(moved)
+    assert rob.table is rob.changes
     with pytest.raises(me.DataError, match="k must be"):
         res.robustness(k=0)
 
@@ -390,15 +396,15 @@ def test_result_printing_and_conversion(res, boot):
     assert "<table" in res._repr_html_()
     d = res.to_dict()
     assert d["reference"]["language"] == "af" and len(d["by_model"]) == 13
-    assert res.to_frame().equals(res.by_model)
+    assert res.to_frame().equals(res.by_model) and res.table is res.by_model
     assert "parametric bootstrap" in repr(boot).lower()
-    assert len(boot.to_frame()) == 26
+    assert len(boot.to_frame()) == 26 and boot.table is boot.models
 
 
 def test_refit_loop_reports_failed_and_singular_replicates(res):
     from mixedeval.workflows.language_disparity import _bootstrap_warnings, _refit_replicates
 
-    ys = res.fit.simulate(3, seed=1)
+    ys = res.fit.simulate(3, random_state=1)
     ys[:, 1] = np.nan  # lme4 refuses a response with NaN: that replicate fails, the loop goes on
     ys[:, 2] = 5.0  # a constant response: zero model variance, a singular refit
     beta, extra, _, problems = _refit_replicates(res.fit, ys, chunk_size=2, progress=False)

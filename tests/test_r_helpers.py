@@ -29,14 +29,7 @@ BRIDGE = PKG / "engine" / "_bridge.py"
 ENGINE_INTERNAL = {"me_call": "engine/session.py", "me_as_df": "engine/convert.py", "me_factor": "engine/convert.py"}
 #: call sites outside the engine still naming an R helper or reaching a fit's R object:
 #: (file relative to mixedeval/, what) -> the _bridge wrapper that replaces it
-PENDING: dict[tuple[str, str], str] = {
-    ("workflows/language_disparity.py", "me_disparity_contest"): "disparity_contest",
-    ("workflows/language_disparity.py", "me_disparity_refit_fixef"): "disparity_refit_fixef",
-    ("workflows/compare_systems.py", "me_lm_glrt"): "lm_glrt",
-    ("workflows/language_disparity.py", "._model"): "disparity_refit_fixef",
-    ("workflows/language_disparity.py", "._call"): "disparity_contest",
-    ("workflows/language_disparity.py", "r_condition_warnings"): "conditions.r_warnings",
-}
+PENDING: dict[tuple[str, str], str] = {}
 _TEST_ONLY = re.compile(r"^me_(test|call_test)_")
 _DEF = re.compile(r"^(me_\w+)\s*<-\s*function\b", re.M)
 _HELPER_LITERAL = re.compile(r"^me_\w+$")
@@ -208,3 +201,5 @@ def test_one_classifier_of_r_warnings():
         "\n".join(users)
     stale = sorted(k for k in PENDING if k[1] == "r_condition_warnings" and k not in seen)
     assert not stale, f"no caller left: delete results.r_condition_warnings and remove {stale} from PENDING"
+    if not any(k[1] == "r_condition_warnings" for k in PENDING):
+        assert "def r_condition_warnings" not in (PKG / "results.py").read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """The HTML report: well-formed, self-contained, every section of a full analysis present with the
-numbers of the results it shows, failures recorded in their section, and rendered by headless
-Chromium."""
+numbers of the results it shows, every result type dispatched to its section, failures recorded
+in their section, and rendered by headless Chromium."""
 from __future__ import annotations
 
 import base64
@@ -20,8 +20,12 @@ from mixedeval.lmm import lmm  # not me.lmm: once mixedeval.lmm is imported that
 from mixedeval.report import SECTION_TITLES
 from mixedeval.report.blocks import fmt_cell, fmt_number, fmt_p
 from mixedeval.report.compute import first_factor, null_formula, split_formula
+from mixedeval.report.dispatch import model_parts, result_kinds
 
 N_SIM = 50
+#: the sections of the full analysis, in report order
+FULL = ["design", "model", "fixed", "random", "anova", "lrt", "emmeans", "contrasts", "r2_icc", "diagnostics",
+        "bootstrap", "vca", "disparity", "disparity_bootstrap", "disparity_robustness", "extra", "provenance"]
 VOID = {"meta", "img", "br", "hr", "input", "link", "source", "wbr", "col", "area", "base", "embed", "param", "track"}
 
 
@@ -37,25 +41,30 @@ def analysis(ter, annotation):
     return {
         "fit": fit, "data": ter, "anova": fit.anova(), "comparison": me.compare(null, fit), "emmeans": emm,
         "contrasts": emm.contrasts(method="pairwise", adjust="holm"), "r2": fit.r2(), "icc": fit.icc(),
-        "diagnostics": fit.diagnose(n_sim=N_SIM, seed=7, group="system"),
+        "diagnostics": fit.diagnose(n_sim=N_SIM, random_state=7, group="system"),
         "bootstrap": me.bootstrap(per_sentence, score="ter", system="system", item="sentence_id", n_resamples=200,
                                   random_state=1, higher_is_better=False, progress=False),
         "vca": me.variance_components(marking, score="score", object="sentence", facets=["rater", "occasion"],
                                       interactions="all"),
-        "disparity": [disp, disp.bootstrap(n_boot=5, seed=1, progress=False), disp.robustness(k=5)],
+        "disparity": [disp, disp.bootstrap(n_resamples=5, random_state=1, progress=False), disp.robustness(k=5)],
     }
+
+
+def _results(analysis, drop=()):
+    """The analysis' result objects, in an arbitrary order (the report sorts them by type)."""
+    return [v for k, v in reversed(analysis.items()) if k != "data" and k not in drop]
 
 
 @pytest.fixture(scope="module")
 def full_report(analysis, tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "full.html"
-    a = dict(analysis)
-    data_before = a["data"].copy()
-    out = me.report(path=path, design_factors=["system", "sentence_id", "replication"],
-                    vca_grid={"rater": [1, 2, 4], "occasion": [1, 2]}, seeds={"study seed": 42},
+    data_before = analysis["data"].copy()
+    out = me.report(*_results(analysis), path=path, data=analysis["data"],
+                    design_factors=["system", "sentence_id", "replication"],
+                    d_study_grid={"rater": [1, 2, 4], "occasion": [1, 2]},
                     input_file=Path(me.__file__).parent / "datasets_files" / "kreutzer_ter.csv",
-                    extra_tables={"A user table": pd.DataFrame({"x": [1, 2], "y": [0.5, 1e-12]})}, quiet=True, **a)
-    pd.testing.assert_frame_equal(a["data"], data_before)  # the caller's data is never modified
+                    extra_tables={"A user table": pd.DataFrame({"x": [1, 2], "y": [0.5, 1e-12]})}, progress=False)
+    pd.testing.assert_frame_equal(analysis["data"], data_before)  # the caller's data is never modified
     return out
 
 
@@ -116,9 +125,11 @@ def test_html_is_well_formed(full_report):
 def test_every_section_of_a_full_analysis_is_present(full_report):
     text = full_report.read_text(encoding="utf-8")
     secs = _sections(text)
-    assert list(secs) == ["overview", *SECTION_TITLES]
-    for sid, title in SECTION_TITLES.items():
-        assert f"<h2>{title} <span" in secs[sid].replace("&#39;", "'"), sid
+    assert list(secs) == ["overview", *FULL]
+    assert [s for s in SECTION_TITLES if s in FULL] == FULL  # SECTION_TITLES is the report order
+    for sid in FULL:
+        title = SECTION_TITLES[sid]
+        assert f"<h2>{title} <span" in secs[sid].replace("&#39;", "'").replace("&amp;", "&"), sid
         # a full analysis has no failed or missing section (warnings are verdicts, not failures)
         assert _status(text, sid) in ("ok", "warning"), (sid, _status(text, sid))
     assert 'class="error-block"' not in text
@@ -135,7 +146,8 @@ def test_tables_show_the_results(full_report, analysis):
     con = _tables(secs["contrasts"])[0]
     assert con["contrast"].tolist() == list(analysis["contrasts"].table["contrast"])
     assert con["p_value"].tolist() == [fmt_p(v) for v in analysis["contrasts"].table["p_value"]]
-    assert "adjusted by holm" in secs["contrasts"]
+    assert con["p_adj"].tolist() == [fmt_p(v) for v in analysis["contrasts"].table["p_adj"]]
+    assert "p_adj adjusted by holm" in secs["contrasts"]
     assert "effect_size" in con.columns
     lrt = _tables(secs["lrt"])[0]
     assert lrt["chisq"].iloc[-1] == fmt_number(analysis["comparison"].table["chisq"].iloc[-1])
@@ -153,6 +165,10 @@ def test_tables_show_the_results(full_report, analysis):
     assert len(ds) == 6  # the 3 x 2 grid
     lp = [t for t in _tables(secs["disparity"]) if "rank_potential" in t.columns][0]
     assert lp["language"].iloc[0] == analysis["disparity"][0].language_potential["language"].iloc[0]
+    boot_lp = [t for t in _tables(secs["disparity_bootstrap"]) if "rank_conf_low" in t.columns][-1]
+    assert boot_lp["conf_low"].tolist() == [fmt_number(v) for v in analysis["disparity"][1].languages["conf_low"]]
+    agree = _tables(secs["disparity_robustness"])[0]
+    assert agree["ranking"].tolist() == analysis["disparity"][2].table["ranking"].tolist()
 
 
 def test_design_section_describes_crossing_and_balance(full_report):
@@ -170,7 +186,8 @@ def test_figures_are_embedded_and_nothing_is_fetched(full_report):
     root = ET.parse(full_report).getroot()
     imgs = [el.get("src") for el in root.iter("img")]
     # EMMs, contrasts, 5 diagnostics plots, bootstrap intervals, rank heatmap, D-study, language potential
-    assert len(imgs) >= 11
+    # (with and without bootstrap intervals)
+    assert len(imgs) >= 12
     for src in imgs:
         head, _, payload = src.partition(",")
         assert head in ("data:image/png;base64", "data:image/svg+xml;base64"), head
@@ -196,30 +213,33 @@ def test_provenance_records_versions_seeds_and_hashes(full_report, analysis):
         assert f"<dt>{key}</dt><dd>{prov[key]}</dd>" in sec
     assert f"<dt>R</dt><dd>{prov['r']}</dd>" in sec
     assert f"<dt>mixedeval</dt><dd>{me.__version__}</dd>" in sec
-    assert "<dt>study seed</dt><dd>42</dd>" in sec
-    assert "<dt>diagnostics: seed</dt><dd>7</dd>" in sec and f"<dt>diagnostics: n_sim</dt><dd>{N_SIM}</dd>" in sec
+    assert "<dt>diagnostics: random_state</dt><dd>7</dd>" in sec
+    assert f"<dt>diagnostics: n_sim</dt><dd>{N_SIM}</dd>" in sec
+    assert "<dt>disparity_bootstrap: random_state</dt><dd>1</dd>" in sec
+    assert "<dt>disparity_bootstrap: n_resamples</dt><dd>5</dd>" in sec
+    assert "<dt>bootstrap: n_resamples</dt><dd>200</dd>" in sec
     assert "SHA-256 of the table" in sec
 
 
 def test_user_text_is_escaped(tmp_path, analysis):
     nasty = "<script>alert('x')</script> & <b>"
     path = me.report(path=tmp_path / "esc.html", data=pd.DataFrame({"sys": [nasty, "b", nasty, "b"], "s": [1.0, 2, 3, 4]}),
-                     extra_tables={nasty: pd.DataFrame({nasty: [nasty]})}, title=nasty, quiet=True)
+                     extra_tables={nasty: pd.DataFrame({nasty: [nasty]})}, title=nasty, progress=False)
     text = path.read_text(encoding="utf-8")
     assert "<script>" not in text and "<b>" not in text
     assert "&lt;script&gt;" in text
     ET.parse(path)
 
 
-def test_a_failing_section_is_recorded_and_the_rest_is_written(tmp_path, analysis):
-    class Broken:
-        @property
-        def table(self):
-            raise RuntimeError("boom in the anova object")
+def test_a_failing_section_is_recorded_and_the_rest_is_written(tmp_path, analysis, monkeypatch):
+    anova = analysis["anova"]
 
-    a = {k: v for k, v in analysis.items() if k not in ("bootstrap", "vca", "disparity")}
-    a["anova"] = Broken()
-    path = me.report(path=tmp_path / "broken.html", quiet=True, **a)
+    def boom(self):
+        raise RuntimeError("boom in the anova object")
+
+    monkeypatch.setattr(type(anova), "table", property(boom), raising=False)
+    path = me.report(*_results(analysis, drop=("bootstrap", "vca", "disparity")), path=tmp_path / "broken.html",
+                     progress=False)
     text = path.read_text(encoding="utf-8")
     secs = _sections(text)
     assert _status(text, "anova") == "error"
@@ -240,8 +260,8 @@ def test_missing_module_and_failed_computation_are_reported(tmp_path, analysis, 
     monkeypatch.setattr(type(fit), "anova", no_module)
     monkeypatch.setattr(type(fit), "r2", fails)
     monkeypatch.setattr(type(fit), "icc", fails)
-    path = fit.report(tmp_path / "partial.html", comparison=analysis["comparison"], emmeans=analysis["emmeans"],
-                      contrasts=analysis["contrasts"], diagnostics=analysis["diagnostics"], quiet=True)
+    path = me.report(fit, analysis["comparison"], analysis["emmeans"], analysis["contrasts"], analysis["diagnostics"],
+                     path=tmp_path / "partial.html", progress=False)
     text = path.read_text(encoding="utf-8")
     secs = _sections(text)
     assert _status(text, "anova") == "not_available"
@@ -252,7 +272,7 @@ def test_missing_module_and_failed_computation_are_reported(tmp_path, analysis, 
 
 def test_fit_report_computes_the_missing_parts(tmp_path, analysis, capsys):
     fit = analysis["fit"]
-    path = fit.report(tmp_path / "auto.html", n_sim=20, seed=3)
+    path = me.report(fit, path=tmp_path / "auto.html", n_sim=20, random_state=3)
     assert path == tmp_path / "auto.html"
     err = capsys.readouterr().err
     assert "likelihood-ratio test against ter ~ 1 + (1 | sentence_id)" in err  # progress on stderr
@@ -266,13 +286,90 @@ def test_fit_report_computes_the_missing_parts(tmp_path, analysis, capsys):
     assert lrt["chisq"].iloc[-1] == fmt_number(analysis["comparison"].table["chisq"].iloc[-1])
     assert "bootstrap" not in secs and "vca" not in secs  # optional sections only when given
     assert "<dt>diagnostics: n_sim</dt><dd>20</dd>" in secs["provenance"]
+    assert "<dt>diagnostics: random_state</dt><dd>3</dd>" in secs["provenance"]
 
 
 def test_report_without_a_model(tmp_path, analysis):
-    path = me.report(bootstrap=analysis["bootstrap"], path=tmp_path / "boot.html", quiet=True)
+    path = me.report(analysis["bootstrap"], path=tmp_path / "boot.html", progress=False)
     secs = _sections(path.read_text(encoding="utf-8"))
     assert list(secs) == ["overview", "design", "bootstrap", "provenance"]
     assert "Not available: no data" in secs["design"]
+
+
+def test_given_parts_without_a_fit_and_compute_missing_off(tmp_path, analysis):
+    path = me.report(analysis["contrasts"], analysis["comparison"], analysis["comparison"], path=tmp_path / "c.html",
+                     progress=False)
+    text = path.read_text(encoding="utf-8")
+    secs = _sections(text)
+    assert list(secs) == ["overview", "design", "lrt", "contrasts", "provenance"]
+    assert len(_tables(secs["lrt"])) == 2 and "Comparison 2" in secs["lrt"]
+    off = me.report(analysis["fit"], path=tmp_path / "off.html", compute_missing=False, progress=False)
+    text = off.read_text(encoding="utf-8")
+    assert _status(text, "anova") == "not_available" and "compute_missing=False" in _sections(text)["anova"]
+
+
+def test_one_fit_per_report_and_only_results(tmp_path, analysis, ter):
+    other = lmm("ter ~ 1 + (1|sentence_id)", ter)
+    with pytest.raises(me.DataError, match="one fitted model"):
+        me.report(analysis["fit"], other, path=tmp_path / "two.html", progress=False)
+    with pytest.raises(me.DataError, match="takes mixedeval result objects"):
+        me.report({"not": "a result"}, path=tmp_path / "bad.html", progress=False)
+    assert not (tmp_path / "two.html").exists() and not (tmp_path / "bad.html").exists()
+
+
+def test_every_registered_type_is_a_result_class():
+    from mixedeval.results import ResultMixin
+
+    parts, kinds = model_parts(), result_kinds()
+    assert set(parts.values()) == {"fit", "anova", "comparison", "emmeans", "contrasts", "r2", "icc", "diagnostics"}
+    for cls in [*parts, *kinds]:
+        assert issubclass(cls, ResultMixin), cls
+    ids = [k.id for k in kinds.values()]
+    assert len(set(ids)) == len(ids) and set(ids) <= set(SECTION_TITLES)
+    names = {c.__name__ for c in kinds}
+    assert {"BootstrapResult", "PairedTestResult", "VarianceDecomposition", "LeaderboardResult", "RunIntervalsResult",
+            "PooledRunBootstrapResult", "CompareSystemsResult", "ConditionalCompareResult", "VCAResult",
+            "MetaParameterImportance", "MetaParameterAssessment", "ReproducibilityResult", "KrippendorffResult",
+            "LanguageDisparityResult", "PotentialIntervals", "DisparityBootstrap", "DisparityRobustness"} <= names
+
+
+def _resampling_results():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(0.5, 0.1, 60), rng.normal(0.45, 0.1, 60)
+    rows = [(m, lang, s, b, mu + shift + rng.normal(0, 1.0) + (0.0 if b == 0 else rng.normal(0, 1.5)))
+            for m, mu in [("model_a", 70.0), ("model_b", 68.0)] for lang, shift in [("de", 5.0), ("sw", -8.0)]
+            for s in range(3) for b in range(4)]
+    vd = me.decompose_variance(pd.DataFrame(rows, columns=["model", "language", "run", "replicate", "score"]))
+    y_true = rng.integers(0, 2, 80)
+    y_pred = np.where(rng.random((4, 80)) < 0.8, y_true, 1 - y_true)
+    return [me.paired_bootstrap_test(x, y, n_resamples=200, random_state=1, progress=False),
+            me.approximate_randomization(x, y, n_resamples=200, random_state=1, progress=False), vd,
+            me.simulate_leaderboard(vd, n_resamples=100, random_state=0, progress=False),
+            me.run_intervals(y_true=y_true, y_pred=y_pred, n_resamples=200, random_state=0, progress=False),
+            me.pooled_run_bootstrap(y_true=y_true, y_pred=y_pred, n_resamples=200, random_state=0, progress=False)]
+
+
+def test_every_resampling_and_workflow_result_gets_its_section(tmp_path, ter, annotation):
+    sub = ter[ter["sentence_id"].isin(sorted(ter["sentence_id"].unique())[:80])]
+    cs = me.compare_systems(sub, "ter", "system", "sentence_id")
+    disp = me.language_disparity(me.datasets.load("hu2025_records"), drop_aggregates=True)
+    k = me.krippendorff_alpha([[1, 2, 3, 3], [1, 2, 3, 4]], level="ordinal")
+    results = [*_resampling_results(), cs, k, disp.potential_intervals()]
+    path = me.report(*results, path=tmp_path / "all.html", progress=False)
+    text = path.read_text(encoding="utf-8")
+    secs = _sections(text)
+    expected = ["paired_test", "paired_test_2", "variance_decomposition", "leaderboard", "run_intervals",
+                "pooled_run_bootstrap", "compare_systems", "krippendorff", "potential_intervals"]
+    assert list(secs) == ["overview", "design", *expected, "provenance"]
+    for sid in expected:
+        assert _status(text, sid) in ("ok", "warning"), (sid, secs[sid][:500])
+        assert _tables(secs[sid]), sid  # every result shows its main table
+    assert "Paired two-system test (2)" in secs["paired_test_2"]
+    main = _tables(secs["compare_systems"])[0]
+    assert main["analysis"].tolist() == cs.table["analysis"].tolist()
+    assert _tables(secs["krippendorff"])[0]["alpha"].tolist() == [fmt_number(k.alpha)]
+    assert "<img" in secs["potential_intervals"]
+    ET.parse(path)
 
 
 def test_helpers():
@@ -311,9 +408,9 @@ def test_renders_in_headless_chromium(full_report, tmp_path):
     dom = subprocess.run([*_chromium_args(exe, tmp_path / "p1"), "--dump-dom", url], capture_output=True,
                          text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    for title in SECTION_TITLES.values():
-        assert f"{title} <span" in dom.stdout.replace("&amp;", "&"), title
-    assert dom.stdout.count("<img") >= 11
+    for sid in FULL:
+        assert f"{SECTION_TITLES[sid]} <span" in dom.stdout.replace("&amp;", "&"), sid
+    assert dom.stdout.count("<img") >= 12
     shot = tmp_path / "report.png"
     # the whole page (about 14,000 CSS pixels high) at half resolution
     res = subprocess.run([*_chromium_args(exe, tmp_path / "p2"), f"--screenshot={shot}", "--window-size=1280,16000",

@@ -26,11 +26,14 @@ def _r_lrt(R, m0: str, m1: str) -> tuple[float, float, float]:
 
 
 def _r_pairs(R, emm: str, by: str | None = None, adjust: str = "holm") -> pd.DataFrame:
+    """emmeans' pairwise contrasts: p_value unadjusted (adjust = 'none'), p_adj by ``adjust``."""
     by_arg = f", by = '{by}'" if by else ""
     R(f"pairs_tmp <- as.data.frame(summary(pairs({emm}, adjust = '{adjust}'{by_arg}), infer = c(TRUE, TRUE)))")
+    R(f"pairs_raw <- as.data.frame(summary(pairs({emm}, adjust = 'none'{by_arg}), infer = c(TRUE, TRUE)))")
     out = pd.DataFrame({
         "contrast": list(R("as.character(pairs_tmp$contrast)")),
-        "estimate": R("pairs_tmp$estimate"), "std_error": R("pairs_tmp$SE"), "p_value": R("pairs_tmp$p.value"),
+        "estimate": R("pairs_tmp$estimate"), "std_error": R("pairs_tmp$SE"), "p_value": R("pairs_raw$p.value"),
+        "p_adj": R("pairs_tmp$p.value"),
     })
     if by:
         out[by] = list(R(f"as.character(pairs_tmp${by})"))
@@ -69,8 +72,12 @@ def test_compare_systems_emmeans_and_contrasts_parity(R, cs):
     assert_rel(cs.contrasts["estimate"], exp["estimate"], rtol=1e-8)
     assert_rel(cs.contrasts["std_error"], exp["std_error"], rtol=1e-8)
     assert_rel(cs.contrasts["p_value"], exp["p_value"], rtol=1e-8)
-    assert_rel(cs.contrasts["effect_size"], exp["estimate"] / R("sigma(cs_reml)")[0], rtol=1e-8)
+    assert_rel(cs.contrasts["p_adj"], exp["p_adj"], rtol=1e-8)
+    # effect size: the difference over the total SD (random intercept and residual variance)
+    total_sd = R("sqrt(sum(as.data.frame(lme4::VarCorr(cs_reml))$vcov))")[0]
+    assert_rel(cs.contrasts["effect_size"], exp["estimate"] / total_sd, rtol=1e-8)
     assert cs.p_adjust == "holm"
+    assert cs.to_frame().equals(cs.table) and cs.to_frame() is not cs.table
 
 
 def test_compare_systems_averaged_parity(R, cs):
@@ -87,7 +94,7 @@ def test_compare_systems_averaged_parity(R, cs):
     chisq, _, p = _r_lrt(R, "am0", "am1")
     assert_rel(g["chisq"].iloc[1], chisq, rtol=1e-8)
     assert_rel(g["p_value"].iloc[1], p, rtol=1e-8)
-    assert cs.averaged.nobs == 3123
+    assert cs.averaged.nobs == 3123 and cs.averaged.table is cs.averaged.glrt
     assert any(w.kind == "averaging" for w in cs.warnings)
     d = cs.to_dict()
     assert "fit" not in d and "fit" not in d["averaged"] and len(d["contrasts"]) == 3
@@ -97,13 +104,13 @@ def test_compare_systems_averaged_parity(R, cs):
 
 def test_compare_systems_published_values(cs):
     """Hagmann (2023) Table 2.2: seed-averaged p = 0.517 (residual SD 0.2576), item-level mixed
-    model p < 0.0001 (residual SD 0.0591); Table 2.3: marking - post-edit p = 0.0685."""
-    s = cs.summary.set_index("analysis")
+    model p < 0.0001 (residual SD 0.0591); Table 2.3: marking - post-edit p = 0.0685 (Holm)."""
+    s = cs.table.set_index("analysis")
     assert round(float(s.loc["averaged, linear model (no item effect)", "p_value"]), 3) == 0.517
     assert cs.p_value < 1e-7
     assert round(float(s.loc["averaged, linear model (no item effect)", "residual_sd"]), 4) == 0.2576
     assert round(float(s.loc["all instances, mixed model (item intercept)", "residual_sd"]), 4) == 0.0591
-    c = cs.contrasts.set_index("contrast")["p_value"]
+    c = cs.contrasts.set_index("contrast")["p_adj"]
     assert round(float(c["Marking - PostEdit"]), 4) == 0.0685
     assert (c[["Baseline - Marking", "Baseline - PostEdit"]] < 1e-4).all()
 
@@ -129,7 +136,16 @@ def test_compare_systems_extra_random_and_reference(R, ter):
     exp = _r_pairs(R, "cr_emm")
     assert list(res.contrasts["contrast"]) == list(exp["contrast"])
     assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
+    assert_rel(res.contrasts["p_adj"], exp["p_adj"], rtol=1e-8)
     assert np.isfinite(res.contrasts["df"]).all()
+
+
+def test_compare_systems_residual_effect_size(R, ter):
+    """effect_size="residual": Hagmann's estimate / sigma (emmeans' eff_size standardizer)."""
+    res = compare_systems(ter, "ter", "system", "sentence_id", average=False, effect_size="residual")
+    R("cs_reml <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df)")
+    assert_rel(res.contrasts["effect_size"], res.contrasts["estimate"] / R("sigma(cs_reml)")[0], rtol=1e-8)
+    assert res.contrast_result.effect_size == "residual" and res.provenance["effect_size"] == "residual"
 
 
 def test_compare_systems_bad_input(ter):
@@ -171,8 +187,10 @@ def test_conditional_binned_parity(R, cc):
     assert list(cc.contrasts["contrast"]) == list(exp["contrast"])
     assert list(cc.contrasts["src_length"].astype(str)) == list(exp["len"])
     assert_rel(cc.contrasts["estimate"], exp["estimate"], rtol=1e-8)
-    assert_rel(cc.contrasts["p_value"], exp["p_value"], rtol=1e-8)  # Holm within each length class
+    assert_rel(cc.contrasts["p_value"], exp["p_value"], rtol=1e-8)
+    assert_rel(cc.contrasts["p_adj"], exp["p_adj"], rtol=1e-8)  # Holm within each length class
     assert cc.kind == "binned" and cc.levels == ("short", "typical", "very long")
+    assert cc.table is cc.contrasts
 
 
 def test_conditional_categorical_equals_binned(ter, cc):
@@ -181,7 +199,7 @@ def test_conditional_categorical_equals_binned(ter, cc):
     res = conditional_compare(df, "ter", "system", "sentence_id", "length_class")
     assert res.kind == "categorical"
     assert_rel(res.glrt["chisq"].iloc[1], cc.glrt["chisq"].iloc[1], rtol=1e-10)
-    assert_rel(res.contrasts["p_value"], cc.contrasts["p_value"], rtol=1e-10)
+    assert_rel(res.contrasts["p_adj"], cc.contrasts["p_adj"], rtol=1e-10)
 
 
 def test_conditional_continuous_scaled_parity(R, ter):
@@ -199,7 +217,7 @@ def test_conditional_continuous_scaled_parity(R, ter):
     assert_rel(res.slopes["trend"], R("summary(cz_tr)$src_length.trend"), rtol=1e-8)
     exp = _r_pairs(R, "cz_tr")
     assert_rel(res.contrasts["estimate"], exp["estimate"], rtol=1e-8)
-    assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
+    assert_rel(res.contrasts["p_adj"], exp["p_adj"], rtol=1e-8)
     assert res.cell_means is None and len(res.plot_data) == 3 * 25
     # interaction-only null: df = systems - 1 = 2
     res2 = conditional_compare(ter, "ter", "system", "sentence_id", "src_length")
@@ -271,6 +289,7 @@ def test_meta_parameter_importance_parity(R, hyp_small):
         assert_rel(imp.loc[c, "percent"], 100 * vc[c] / total)
         assert_rel(imp.loc[c, "percent_of_meta"], 100 * vc[c] / meta_total)
     assert imp["rank"].min() == 1 and res.band == koo_li_band(res.phi)
+    pd.testing.assert_frame_equal(res.to_frame(), res.table)  # the main table: all components
 
 
 def test_meta_parameter_importance_nested_parity(R, hyp_small):
@@ -297,6 +316,8 @@ def test_assess_meta_parameter_parity(R, hyp_small):
     exp = _r_pairs(R, "am_emm", by="src_length_class")
     assert list(res.contrasts["contrast"]) == list(exp["contrast"])
     assert_rel(res.contrasts["p_value"], exp["p_value"], rtol=1e-8)
+    assert_rel(res.contrasts["p_adj"], exp["p_adj"], rtol=1e-8)
+    assert res.table is res.contrasts
     main = assess_meta_parameter(hyp_small, "ter", "sentence_id", "learning_rate")
     R("amm1 <- lme4::lmer(ter ~ learning_rate + (1|sentence_id), data = hyp_df, REML = FALSE)")
     R("amm0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = hyp_df, REML = FALSE)")
@@ -339,12 +360,17 @@ def test_reproducibility_on_kreutzer(R, ter):
     R("bt1 <- lme4::lmer(ter ~ system + (1|sentence_id), data = bsub, REML = FALSE)")
     R("bt0 <- lme4::lmer(ter ~ 1 + (1|sentence_id), data = bsub, REML = FALSE)")
     _, _, p = _r_lrt(R, "bt0", "bt1")
-    tr = res.summary[res.summary["scope"] == "training (best vs best)"]
+    tr = res.table[res.table["scope"] == "training (best vs best)"]
     assert_rel(tr["glrt_p_value"].iloc[0], p, rtol=1e-8)
     assert tr["nobs"].iloc[0] == 3 * 1041
-    inf = res.summary[res.summary["scope"] == "inferential (all instances)"]
+    inf = res.table[res.table["scope"] == "inferential (all instances)"]
     assert inf["glrt_p_value"].iloc[0] < 1e-7 and inf["nobs"].iloc[0] == 7287
-    assert {"mean_Baseline", "mean_Marking", "mean_PostEdit"} <= set(res.summary.columns)
+    assert {"mean_Baseline", "mean_Marking", "mean_PostEdit"} <= set(res.table.columns)
+    # p_value unadjusted, p_adj the inferential comparison's Holm-adjusted contrasts
+    con = res.details["inferential"].contrasts
+    assert_rel(inf["p_value"], con["p_value"], rtol=1e-12)
+    assert_rel(inf["p_adj"], con["p_adj"], rtol=1e-12)
+    assert (inf["p_adj"] >= inf["p_value"]).all()
     assert res.conditional["p_value"].iloc[0] < 1e-4
     assert any("interaction" in f for f in res.findings)
     # reliability of the systems with several seeds, against R
@@ -365,21 +391,21 @@ def _reversal_data(seed=7):
     rows = []
     for s in range(4):
         for k, it in enumerate(items):
-            rows.append(("base", f"seed{s}", None, it, 0.50 + difficulty[k] + rng.normal(0, 0.05)))
+            rows.append(("base", f"run{s}", None, it, 0.50 + difficulty[k] + rng.normal(0, 0.05)))
     lam_effect = {"0.001": 0.06, "0.01": -0.08, "0.1": -0.12}
     for lam, eff in lam_effect.items():
         for s in range(3):
             for k, it in enumerate(items):
-                rows.append(("new", f"seed{s}", lam, it, 0.50 + eff + difficulty[k] + rng.normal(0, 0.05)))
-    return pd.DataFrame(rows, columns=["system", "seed", "lam", "item", "rouge"])
+                rows.append(("new", f"run{s}", lam, it, 0.50 + eff + difficulty[k] + rng.normal(0, 0.05)))
+    return pd.DataFrame(rows, columns=["system", "run", "lam", "item", "rouge"])
 
 
 def test_reproducibility_detects_sign_reversal():
     df = _reversal_data()
-    res = inferential_reproducibility(df, "rouge", "system", "item", best="max", meta_params=["seed", "lam"],
+    res = inferential_reproducibility(df, "rouge", "system", "item", best="max", meta_params=["run", "lam"],
                                       reference="base")
     assert res.best.set_index("system").loc["new", "lam"] == "0.001"
-    s = res.summary.set_index("scope")
+    s = res.table.set_index("scope")
     assert s.loc["training (best vs best)", "estimate"] < 0 < s.loc["inferential (all instances)", "estimate"]
     assert any(f.startswith("sign reversal for base - new") for f in res.findings)
     rel = res.reliability.set_index("system")
@@ -391,19 +417,19 @@ def test_reproducibility_detects_sign_reversal():
 
 def test_reproducibility_explicit_best_and_bad_input():
     df = _reversal_data()
-    res = inferential_reproducibility(df, "rouge", "system", "item", best={"base": {"seed": "seed0"},
-                                                                           "new": {"seed": "seed1", "lam": "0.1"}},
-                                      meta_params=["seed", "lam"], reliability=False)
+    res = inferential_reproducibility(df, "rouge", "system", "item", best={"base": {"run": "run0"},
+                                                                           "new": {"run": "run1", "lam": "0.1"}},
+                                      meta_params=["run", "lam"], reliability=False)
     assert res.reliability.empty
     b = res.best.set_index("system")
-    assert (b.loc["new", "seed"], b.loc["new", "lam"]) == ("seed1", "0.1")
+    assert (b.loc["new", "run"], b.loc["new", "lam"]) == ("run1", "0.1")
     with pytest.raises(me.DataError, match="best must be"):
-        inferential_reproducibility(df, "rouge", "system", "item", best="median", meta_params=["seed"])
+        inferential_reproducibility(df, "rouge", "system", "item", best="median", meta_params=["run"])
     with pytest.raises(me.DataError, match="matches 3 instances"):
         inferential_reproducibility(df, "rouge", "system", "item",
-                                    best={"base": {"seed": "seed0"}, "new": {"seed": "seed0"}}, meta_params=["seed", "lam"])
+                                    best={"base": {"run": "run0"}, "new": {"run": "run0"}}, meta_params=["run", "lam"])
     with pytest.raises(me.DataError, match="no entry for system 'base'"):
-        inferential_reproducibility(df, "rouge", "system", "item", best={"new": {"seed": "seed0", "lam": "0.1"}},
-                                    meta_params=["seed", "lam"])
+        inferential_reproducibility(df, "rouge", "system", "item", best={"new": {"run": "run0", "lam": "0.1"}},
+                                    meta_params=["run", "lam"])
     with pytest.raises(me.DataError, match="meta_params must name"):
         inferential_reproducibility(df, "rouge", "system", "item")

@@ -1,28 +1,38 @@
-"""Self-contained HTML report of a mixed-model evaluation analysis.
+"""Self-contained HTML report of an evaluation analysis.
 
-:func:`report` writes one HTML file (figures embedded as ``data:`` URIs, styles inline, no
-scripts, nothing fetched from the network) with the data design, the model, fixed and random
-effects, F tests with partial eta², likelihood-ratio tests, EMMs and contrasts, R² and ICC, the
-simulated-residual diagnostics, and -- where given -- bootstrap, variance-component and
-language-disparity results, closed by a provenance block (versions, seeds, SHA-256 of the inputs).
-Rendering uses a Jinja2 template (``templates/report.html.j2``, autoescaped) and matplotlib.
+:func:`report` takes result objects and writes one HTML file (figures embedded as ``data:``
+URIs, styles inline, no scripts, nothing fetched from the network). Each result is shown in the
+section of its type (:mod:`mixedeval.report.dispatch`): one fitted model with its F tests,
+likelihood-ratio tests, EMMs, contrasts, R², ICC and simulated-residual diagnostics (the parts
+not given are computed), then one section per resampling or workflow result, closed by a
+provenance block (versions, random states, SHA-256 of the inputs). Rendering uses a Jinja2
+template (``templates/report.html.j2``, autoescaped) and matplotlib.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .sections import MODEL_SECTIONS, OPTIONAL, TITLES, Context, build
-
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
-#: section id -> heading, in report order
-SECTION_TITLES = dict(TITLES)
-
 _STATUS_TEXT = {"ok": "ok", "warning": "warning", "not_available": "not available", "error": "error"}
+
+
+def _section_titles() -> dict[str, str]:
+    from .dispatch import section_titles  # noqa: PLC0415
+    from .sections import FIRST, LAST, MODEL_TITLES  # noqa: PLC0415
+
+    return {**FIRST, **MODEL_TITLES, **section_titles(), **LAST}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SECTION_TITLES":  # section id -> heading, in report order (imports the result types)
+        return _section_titles()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _template():
@@ -42,110 +52,102 @@ def render_html(sections: list[Any], title: str) -> str:
                               status_text=_STATUS_TEXT)
 
 
-def _shown(section_id: str, fit: Any, present: dict[str, Any], results: dict[str, Any]) -> bool:
-    """Optional sections need their input; model sections need a fit or their result."""
-    if section_id in OPTIONAL:
-        return present[section_id] is not None
-    if section_id in MODEL_SECTIONS and fit is None:
-        keys = MODEL_SECTIONS[section_id]
-        keys = (keys,) if isinstance(keys, str) else (keys or ())
-        return any(results.get(k) is not None for k in keys)
-    return True
-
-
 def report(
-    fit: Any = None,
+    *results: Any,
     path: str | os.PathLike = "mixedeval-report.html",
-    *,
     title: str | None = None,
     data: Any = None,
     design_factors: Any = None,
-    anova: Any = None,
-    comparison: Any = None,
-    emmeans: Any = None,
-    contrasts: Any = None,
-    r2: Any = None,
-    icc: Any = None,
-    diagnostics: Any = None,
-    bootstrap: Any = None,
-    vca: Any = None,
-    vca_grid: Any = None,
-    disparity: Any = None,
-    extra_tables: Any = None,
-    seeds: dict[str, Any] | None = None,
+    d_study_grid: Mapping[str, Any] | None = None,
+    extra_tables: Mapping[str, Any] | None = None,
     input_file: str | os.PathLike | list | None = None,
     compute_missing: bool = True,
     n_sim: int = 250,
-    seed: int = 123,
-    quiet: bool = False,
+    random_state: Any = 123,
+    progress: bool = True,
 ) -> Path:
-    """Write a self-contained HTML report and return its path.
+    """Write a self-contained HTML report of ``results`` and return its path.
 
     Parameters
     ----------
-    fit : a :class:`mixedeval.LMMFit` (optional: a report of bootstrap / variance-component /
-        disparity results alone is possible).
+    *results : result objects (or lists of them), each shown in the section of its type:
+        one :class:`~mixedeval.LMMFit` and its ``AnovaResult``, ``CompareResult`` (several
+        allowed), ``EMMResult``, ``ContrastResult``, ``R2Result``, ``ICCResult`` and
+        ``Diagnostics`` go to the model sections; every resampling result (``BootstrapResult``,
+        ``PairedTestResult``, ``VarianceDecomposition``, ``LeaderboardResult``,
+        ``RunIntervalsResult``, ``PooledRunBootstrapResult``) and workflow result
+        (``CompareSystemsResult``, ``ConditionalCompareResult``, ``VCAResult``,
+        ``MetaParameterImportance``, ``MetaParameterAssessment``, ``ReproducibilityResult``,
+        ``KrippendorffResult``, ``LanguageDisparityResult``, ``PotentialIntervals``,
+        ``DisparityBootstrap``, ``DisparityRobustness``) gets a section of its own; another
+        mixedeval result gets a generic section (its ``.table``), a DataFrame an extra table.
     path : output file.
-    data, design_factors : the score table and the factors whose design (levels, crossed or nested,
-        balance) is described; by default the model's data and its categorical columns.
-    anova, comparison, emmeans, contrasts, r2, icc, diagnostics : results of ``fit.anova()``,
-        ``mixedeval.compare(...)`` (one or a list), ``fit.emmeans(...)``,
-        ``emm.contrasts(...)``, ``fit.r2()``, ``fit.icc()``, ``fit.diagnose(...)``.
-    bootstrap, vca, disparity : results of ``mixedeval.bootstrap``,
-        ``mixedeval.variance_components`` (``vca_grid``: the D-study grid) and
-        ``mixedeval.language_disparity``; their sections appear only when given.
+    title : page title (default: the model's formula).
+    data, design_factors : the score table (or a file path, whose SHA-256 is recorded) and the
+        factors whose design (levels, crossed or nested, balance) is described; by default the
+        model's data and its categorical columns.
+    d_study_grid : ``{facet: sizes}`` of the D study in the variance-component sections.
     extra_tables : ``{caption: DataFrame}`` shown in an extra section.
-    seeds : seeds to record in the provenance block (those held by the results are added).
-    input_file : file(s) whose SHA-256 is recorded (a path given as ``data`` is added).
-    compute_missing : with a ``fit``, compute the results of the model sections that were not
-        passed: F tests, the likelihood-ratio test against the model without fixed effects (ML
-        refits), EMMs and Holm pairwise contrasts of the first categorical fixed-effect factor,
-        R², ICC and the diagnostics (``n_sim`` simulations, ``seed``). A part that fails or whose
-        module is missing is reported in its section; the report is still written.
-    quiet : no progress messages on stderr (also when ``MIXEDEVAL_QUIET`` is set).
+    input_file : file(s) whose SHA-256 is recorded.
+    compute_missing : with a fit, compute the model parts not given: F tests, the
+        likelihood-ratio test against the model without fixed effects (ML refits), EMMs and Holm
+        pairwise contrasts of the first categorical fixed-effect factor, R², ICC and the
+        diagnostics (``n_sim`` simulations, ``random_state``: an int is R's ``set.seed``). A
+        part that fails or whose module is missing says why in its section.
+    progress : progress messages on stderr (also off when ``MIXEDEVAL_QUIET`` is set).
 
-    Sections: the data design and the provenance always; the model sections (model, fixed and
-    random effects, ANOVA, likelihood-ratio tests, EMMs, contrasts, R² and ICC, diagnostics)
-    when a ``fit`` or their result is given -- a part that could not be computed says why;
-    bootstrap, variance components, language disparity (one result or a list with its
-    ``.bootstrap()`` / ``.robustness()`` results) and extra tables only when given. A section
-    whose rendering fails shows the error and the others are still written.
+    A section whose rendering fails shows the error and the others are still written.
     """
-    from .compute import RESULT_KEYS, Outcome, compute_missing as _compute  # noqa: PLC0415
+    from .compute import compute_missing as _compute, given_only  # noqa: PLC0415
+    from .dispatch import dispatch  # noqa: PLC0415
+    from .sections import Context  # noqa: PLC0415
 
-    progress = not quiet and not os.environ.get("MIXEDEVAL_QUIET")
-    given = {"anova": anova, "comparison": comparison, "emmeans": emmeans, "contrasts": contrasts,
-             "r2": r2, "icc": icc, "diagnostics": diagnostics}
-    if compute_missing and fit is not None:
-        outcome = _compute(fit, given, n_sim=n_sim, seed=seed, progress=progress)
+    progress = bool(progress) and not os.environ.get("MIXEDEVAL_QUIET")
+    found = dispatch(results)
+    if compute_missing and found.fit is not None:
+        outcome = _compute(found.fit, found.parts, n_sim=n_sim, random_state=random_state, progress=progress)
     else:
-        outcome = Outcome(values={k: v for k, v in given.items() if v is not None},
-                          origin={k: "given" for k, v in given.items() if v is not None})
-        why = "not computed (compute_missing=False)" if fit is not None else "not available: no fitted model was given"
-        for key in RESULT_KEYS:
-            if key not in outcome.values:
-                outcome.absent[key] = ("not_available", why)
+        outcome = given_only(found.parts, "not computed (compute_missing=False)" if found.fit is not None
+                             else "not available: no fitted model was given")
     input_files = [str(p) for p in (input_file if isinstance(input_file, (list, tuple)) else [input_file]) if p]
     if isinstance(data, (str, os.PathLike)):
-        input_files.append(str(data))
         from ..data.table import as_pandas  # noqa: PLC0415
 
+        input_files.append(str(data))
         data = as_pandas(data)
-    ctx = Context(fit=fit, data=data, design_factors=design_factors, results=outcome.values,
-                  absent=outcome.absent, origin=outcome.origin, bootstrap=bootstrap, vca=vca, vca_grid=vca_grid,
-                  disparity=disparity, extra_tables=extra_tables, seeds=dict(seeds or {}),
-                  input_files=list(dict.fromkeys(input_files)))
-    present = {"bootstrap": bootstrap, "vca": vca, "disparity": disparity, "extra": extra_tables}
+    tables = [*(extra_tables or {}).items(), *((f"Table {i}", t) for i, t in enumerate(found.tables, 1))]
+    ctx = Context(fit=found.fit, data=data, design_factors=design_factors, results=outcome.values,
+                  absent=outcome.absent, origin=outcome.origin, items=found.items, d_study_grid=d_study_grid,
+                  extra_tables=tables, input_files=list(dict.fromkeys(input_files)))
     if progress:
         print("mixedeval report: rendering sections and figures", file=sys.stderr, flush=True)
-    sections = [build(sid, ctx) for sid in TITLES if _shown(sid, fit, present, outcome.values)]
     if title is None:
-        title = f"mixedeval report: {fit.formula}" if fit is not None else "mixedeval report"
-    html = render_html(sections, title)
+        title = f"mixedeval report: {found.fit.formula}" if found.fit is not None else "mixedeval report"
+    html = render_html(_build_sections(ctx), title)
     out = Path(path)
-    if out.parent and not out.parent.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     if progress:
         print(f"mixedeval report: wrote {out} ({len(html) / 1e6:.1f} MB)", file=sys.stderr, flush=True)
     return out
+
+
+def _build_sections(ctx: Any) -> list[Any]:
+    """The design section, the model sections that have something to show, one section per
+    result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
+    provenance."""
+    from .sections import MODEL_SECTIONS, build, guarded_build  # noqa: PLC0415
+
+    sections = [build("design", ctx)]
+    for sid, keys in MODEL_SECTIONS.items():
+        if ctx.fit is not None or any(ctx.results.get(k) for k in keys):
+            sections.append(build(sid, ctx))
+    count: dict[str, int] = {}
+    for kind, obj in ctx.items:
+        count[kind.id] = n = count.get(kind.id, 0) + 1
+        sid, title = (kind.id, kind.title) if n == 1 else (f"{kind.id}_{n}", f"{kind.title} ({n})")
+        sections.append(guarded_build(sid, title, kind.builder, obj, ctx))
+    if ctx.extra_tables:
+        sections.append(build("extra", ctx))
+    sections.append(build("provenance", ctx))
+    return sections

@@ -1,4 +1,4 @@
-"""Compute the parts of an analysis the caller did not pass to :func:`mixedeval.report`.
+"""Compute the parts of a model's analysis the caller did not pass to :func:`mixedeval.report`.
 
 For a fitted model: the F tests (``fit.anova()``), the omnibus likelihood-ratio test against the
 model without fixed effects (``mixedeval.compare(null, fit)``, ML refits), the EMMs and Holm
@@ -21,15 +21,18 @@ RESULT_KEYS = ("anova", "comparison", "emmeans", "contrasts", "r2", "icc", "diag
 
 @dataclass
 class Outcome:
-    """Results by key, with ``(status, reason)`` for each one that is absent and ``origin``
-    ("given" or "computed") for each one that is present."""
+    """Results by key (a list each: several comparisons or EMMs may be given), with
+    ``(status, reason)`` for each key that is absent and ``origin`` ("given" or "computed") for
+    each one that is present."""
 
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, list[Any]] = field(default_factory=dict)
     absent: dict[str, tuple[str, str]] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)
 
     def get(self, key: str) -> Any:
-        return self.values.get(key)
+        """The first result of ``key`` or None."""
+        vals = self.values.get(key)
+        return vals[0] if vals else None
 
 
 def split_formula(formula: str, columns: Any = None) -> tuple[str, list[str], list[str]]:
@@ -88,18 +91,32 @@ def _attempt(out: Outcome, key: str, func: Any, *args: Any, **kwargs: Any) -> An
     except Exception as exc:  # noqa: BLE001 - recorded and shown in the report
         out.absent[key] = ("error", f"could not be computed: {type(exc).__name__}: {one_line(exc)}")
         return None
-    out.values[key] = value
+    out.values[key] = [value]
     out.origin[key] = "computed"
     return value
 
 
-def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: int = 123,
-                    progress: bool = True) -> Outcome:
-    """Fill in the results of :data:`RESULT_KEYS` that are not in ``given`` from ``fit``."""
+def given_only(given: dict[str, list[Any]], why: str) -> Outcome:
+    """The results that were given, every other key absent with ``why``."""
     out = Outcome()
     for key in RESULT_KEYS:
-        if given.get(key) is not None:
-            out.values[key] = given[key]
+        if given.get(key):
+            out.values[key] = list(given[key])
+            out.origin[key] = "given"
+        else:
+            out.absent[key] = ("not_available", why)
+    return out
+
+
+def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, random_state: Any = 123,
+                    progress: bool = True) -> Outcome:
+    """Fill in the results of :data:`RESULT_KEYS` that are not in ``given`` (key -> list of
+    results) from ``fit``; the diagnostics use ``n_sim`` simulations and ``random_state`` (an int
+    is R's ``set.seed``)."""
+    out = Outcome()
+    for key in RESULT_KEYS:
+        if given.get(key):
+            out.values[key] = list(given[key])
             out.origin[key] = "given"
     if fit is None:
         for key in RESULT_KEYS:
@@ -131,7 +148,7 @@ def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: 
             _note(progress, f"estimated marginal means of {factor}")
             _attempt(out, "emmeans", fit.emmeans, factor)
     if "contrasts" not in out.values:
-        emm = out.values.get("emmeans")
+        emm = out.get("emmeans")
         if emm is not None and hasattr(emm, "contrasts"):
             _attempt(out, "contrasts", emm.contrasts, method="pairwise", adjust="holm")
         else:
@@ -140,8 +157,9 @@ def compute_missing(fit: Any, given: dict[str, Any], *, n_sim: int = 250, seed: 
         if key not in out.values:
             _attempt(out, key, getattr(fit, method))
     if "diagnostics" not in out.values:
-        _note(progress, f"simulated-residual diagnostics ({n_sim} simulations, seed {seed})")
-        _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, seed=seed, group=factor, check_optimizers=True)
+        _note(progress, f"simulated-residual diagnostics ({n_sim} simulations, random_state {random_state})")
+        _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, random_state=random_state, group=factor,
+                 check_optimizers=True)
     return out
 
 

@@ -1,6 +1,6 @@
 """The provenance block of the report: software versions, the settings each result recorded,
-seeds, and SHA-256 hashes of the input files and of the table as analysed, so the numbers can be
-reproduced."""
+random states and simulation sizes, and SHA-256 hashes of the input files and of the table as
+analysed, so the numbers can be reproduced."""
 from __future__ import annotations
 
 import hashlib
@@ -11,6 +11,8 @@ from typing import Any
 
 _VERSION = re.compile(r"^\d+(\.\d+)+([.-]\w+)*$")
 _PY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "jinja2", "rpy2")
+#: provenance keys recorded as "random states and simulation sizes" (``seed`` also catches the
+#: keys R-side results record, e.g. ``set.seed``)
 _SEED_WORDS = ("seed", "random_state", "n_sim", "n_resamples", "nsim")
 
 
@@ -50,39 +52,39 @@ def _python_versions() -> list[tuple[str, str]]:
 
 
 def _sources(ctx: Any) -> list[tuple[str, Any]]:
-    r = ctx.results
-    return [(name, obj) for name, obj in (
-        ("model", ctx.fit), ("anova", r.get("anova")), ("comparison", r.get("comparison")),
-        ("emmeans", r.get("emmeans")), ("contrasts", r.get("contrasts")), ("r2", r.get("r2")), ("icc", r.get("icc")),
-        ("diagnostics", r.get("diagnostics")), ("bootstrap", ctx.bootstrap), ("variance components", ctx.vca),
-        ("language disparity", ctx.disparity)) if obj is not None]
+    """``(label, result)`` of every result in the report: the fit, its parts, the result sections."""
+    out: list[tuple[str, Any]] = [("model", ctx.fit)] if ctx.fit is not None else []
+    for key in ("anova", "comparison", "emmeans", "contrasts", "r2", "icc", "diagnostics"):
+        out += [(key, obj) for obj in ctx.results.get(key) or ()]
+    seen: dict[str, int] = {}
+    for kind, obj in ctx.items:
+        seen[kind.id] = seen.get(kind.id, 0) + 1
+        out.append((kind.id if seen[kind.id] == 1 else f"{kind.id} ({seen[kind.id]})", obj))
+    return out
 
 
 def collect(ctx: Any) -> dict[str, Any]:
-    """``software`` (pairs), ``settings`` (DataFrame source/setting/value), ``seeds`` (pairs),
+    """``software`` (pairs), ``settings`` (DataFrame source/setting/value), ``random_states`` (pairs),
     ``inputs`` (DataFrame file/bytes/sha256) and ``data`` (pairs)."""
     import pandas as pd  # noqa: PLC0415
 
     software = _python_versions()
     r_versions: dict[str, str] = {}
-    settings, seeds = [], list((str(k), v) for k, v in (ctx.seeds or {}).items())
+    settings: list[dict[str, str]] = []
+    seeds: list[tuple[str, Any]] = []  # random states and simulation sizes
     for name, obj in _sources(ctx):
-        items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
-        for it in items:
-            prov = getattr(it, "provenance", None)
-            if not isinstance(prov, dict):
+        prov = getattr(obj, "provenance", None)
+        for k, v in (prov.items() if isinstance(prov, dict) else ()):
+            if k == "mixedeval":
                 continue
-            for k, v in prov.items():
-                if k == "mixedeval":
-                    continue
-                if isinstance(v, str) and _VERSION.match(v) and k not in ("estimator",):
-                    r_versions.setdefault("R" if k.lower() in ("r", "r_version") else k, v)
-                elif any(w in k.lower() for w in _SEED_WORDS):
-                    if (f"{name}: {k}", v) not in seeds:
-                        seeds.append((f"{name}: {k}", v))
-                else:
-                    settings.append({"source": name, "setting": str(k), "value": str(v)})
-        for attr in ("seed", "random_state", "n_sim", "n_resamples"):
+            if isinstance(v, str) and _VERSION.match(v) and k not in ("estimator",):
+                r_versions.setdefault("R" if k.lower() in ("r", "r_version") else k, v)
+            elif any(w in k.lower() for w in _SEED_WORDS):
+                if (f"{name}: {k}", v) not in seeds:
+                    seeds.append((f"{name}: {k}", v))
+            else:
+                settings.append({"source": name, "setting": str(k), "value": str(v)})
+        for attr in ("random_state", "n_sim", "n_resamples"):
             v = getattr(obj, attr, None)
             if isinstance(v, (int, str)) and not any(s[0] == f"{name}: {attr}" for s in seeds):
                 seeds.append((f"{name}: {attr}", v))
@@ -104,11 +106,11 @@ def collect(ctx: Any) -> dict[str, Any]:
         data_pairs = [("rows", len(data)), ("columns", ", ".join(map(str, data.columns))),
                       ("SHA-256 of the table", sha256_frame(data))]
     if not seeds:
-        seeds = [("seeds", "none used")]
+        seeds = [("random states", "none used")]
     return {
         "software": software,
         "settings": _merge_sources(pd.DataFrame(settings, columns=["source", "setting", "value"])),
-        "seeds": seeds,
+        "random_states": seeds,
         "inputs": pd.DataFrame(inputs, columns=["file", "bytes", "sha256"]),
         "data": data_pairs,
     }

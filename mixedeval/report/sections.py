@@ -1,8 +1,9 @@
-"""The sections of the HTML report, one builder per analysis.
+"""The model sections of the HTML report, the data design, extra tables and provenance.
 
-Every builder takes the :class:`Context` and returns a :class:`~mixedeval.report.blocks.Section`.
-Result objects are used duck-typed through their documented fields (``.table``,
-``.summary()``, ``.r2_marginal`` ...), so the report renders whatever parts of an analysis exist.
+Every builder takes the section and the :class:`Context`. Model sections show the results of
+one fitted model (given, or computed by :mod:`mixedeval.report.compute`), each of which may be
+a list (several comparisons, several EMMs); the sections of other results are built by
+:mod:`mixedeval.report.result_sections`, chosen by type in :mod:`mixedeval.report.dispatch`.
 Builders raise freely: :func:`build` turns an exception into a visible error in that section.
 """
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .blocks import Section, as_frame, fmt_cell, fmt_number, fmt_p, one_line
+from .blocks import Section, as_frame, fmt_number, fmt_p, one_line
 
-#: section id -> heading; the order of the report
-TITLES: dict[str, str] = {
-    "design": "Data design",
+#: model section id -> heading, in report order
+MODEL_TITLES: dict[str, str] = {
     "model": "Model",
     "fixed": "Fixed effects",
     "random": "Random effects",
@@ -24,54 +24,59 @@ TITLES: dict[str, str] = {
     "contrasts": "Contrasts",
     "r2_icc": "R² and ICC",
     "diagnostics": "Residual diagnostics",
-    "bootstrap": "Bootstrap",
-    "vca": "Variance components and reliability",
-    "disparity": "Language disparity",
-    "extra": "Additional tables",
-    "provenance": "Provenance",
 }
-
-#: sections shown only when their input is present
-OPTIONAL = ("bootstrap", "vca", "disparity", "extra")
-#: model sections -> the result they show (None: the fit itself); shown when a fit or that result is given
-MODEL_SECTIONS = {"model": None, "fixed": None, "random": None, "anova": "anova", "lrt": "comparison",
-                  "emmeans": "emmeans", "contrasts": "contrasts", "r2_icc": ("r2", "icc"), "diagnostics": "diagnostics"}
+#: model sections -> the results they show (empty: the fit itself); shown with a fit, or when one of them is given
+MODEL_SECTIONS: dict[str, tuple[str, ...]] = {
+    "model": (), "fixed": (), "random": (), "anova": ("anova",), "lrt": ("comparison",), "emmeans": ("emmeans",),
+    "contrasts": ("contrasts",), "r2_icc": ("r2", "icc"), "diagnostics": ("diagnostics",)}
+#: the sections around the model and result sections
+FIRST = {"design": "Data design"}
+LAST = {"extra": "Additional tables", "provenance": "Provenance"}
 
 
 @dataclass
 class Context:
-    """Everything the builders may use."""
+    """Everything the builders may use: the fit and its results by key (lists), the result
+    sections' ``(kind, result)`` pairs, the data and the report's options."""
 
     fit: Any = None
     data: Any = None
     design_factors: Any = None
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, list[Any]] = field(default_factory=dict)
     absent: dict[str, tuple[str, str]] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)
-    bootstrap: Any = None
-    vca: Any = None
-    vca_grid: Any = None
-    disparity: Any = None
-    extra_tables: Any = None
-    seeds: dict[str, Any] = field(default_factory=dict)
+    items: list[tuple[Any, Any]] = field(default_factory=list)
+    d_study_grid: Any = None
+    extra_tables: list[tuple[str, Any]] = field(default_factory=list)
     input_files: list[str] = field(default_factory=list)
 
+    def first(self, key: str) -> Any:
+        vals = self.results.get(key)
+        return vals[0] if vals else None
 
-def build(section_id: str, ctx: Context) -> Section:
-    """Run the builder of ``section_id``; an exception becomes an error note in the section."""
-    sec = Section(section_id, TITLES[section_id])
+
+def guarded_build(section_id: str, title: str, builder: Callable[..., None], *args: Any) -> Section:
+    """Run ``builder(section, *args)``; an exception becomes an error note in the section."""
+    sec = Section(section_id, title)
     try:
-        BUILDERS[section_id](sec, ctx)
+        builder(sec, *args)
     except Exception as exc:  # noqa: BLE001 - never sink the report for one section
         sec.set_status("error")
         sec.blocks.append({"kind": "error", "text": f"this section failed: {type(exc).__name__}: {one_line(exc)}"})
     return sec
 
 
-def _needs(sec: Section, ctx: Context, key: str) -> Any:
-    """The result ``key`` or None, marking the section not available with the recorded reason."""
-    value = ctx.results.get(key)
-    if value is None:
+def build(section_id: str, ctx: Context) -> Section:
+    """Build one of the fixed sections (design, model sections, extra, provenance)."""
+    title = {**FIRST, **MODEL_TITLES, **LAST}[section_id]
+    return guarded_build(section_id, title, BUILDERS[section_id], ctx)
+
+
+def _needs(sec: Section, ctx: Context, key: str) -> list[Any]:
+    """The results ``key`` (a list, empty when absent: the section is then marked with the
+    recorded reason)."""
+    value = ctx.results.get(key) or []
+    if not value:
         status, reason = ctx.absent.get(key, ("not_available", "not available: not computed for this report"))
         sec.set_status(status, reason[0].upper() + reason[1:])
     return value
@@ -204,26 +209,22 @@ def random(sec: Section, ctx: Context) -> None:
 
 # -------------------------------------------------------------------------------- inference
 def anova(sec: Section, ctx: Context) -> None:
-    res = _needs(sec, ctx, "anova")
-    if res is None:
-        return
-    tab = as_frame(res)
-    typ, ddf = getattr(res, "type", None), getattr(res, "ddf", None)
-    what = "F tests" + (f" (type {typ}" if typ else " (") + (f", {ddf} denominator df)" if ddf else ")")
-    sec.table(tab, f"{what}; partial eta² with its one-sided interval as effectsize::eta_squared.{_origin(ctx, 'anova')}")
-    _warnings(sec, res)
-    if tab is not None and len(tab) and "p_value" in tab.columns:
-        r = tab.sort_values("p_value").iloc[0]
-        eta = f", partial eta² = {fmt_number(float(r['eta2_partial']))}" if "eta2_partial" in tab.columns else ""
-        sec.headline = (f"{r['term']}: F({fmt_number(float(r['num_df']))}, {fmt_number(float(r['den_df']))}) = "
-                        f"{fmt_number(float(r['f_value']))}, p = {fmt_p(float(r['p_value']))}{eta}")
+    for res in _needs(sec, ctx, "anova"):
+        tab = as_frame(res)
+        typ, ddf = getattr(res, "type", None), getattr(res, "ddf", None)
+        what = "F tests" + (f" (type {typ}" if typ else " (") + (f", {ddf} denominator df)" if ddf else ")")
+        sec.table(tab, f"{what}; partial eta² with its one-sided interval as effectsize::eta_squared."
+                       f"{_origin(ctx, 'anova')}")
+        _warnings(sec, res)
+        if tab is not None and len(tab) and "p_value" in tab.columns:
+            r = tab.sort_values("p_value").iloc[0]
+            eta = f", partial eta² = {fmt_number(float(r['eta2_partial']))}" if "eta2_partial" in tab.columns else ""
+            sec.headline = (f"{r['term']}: F({fmt_number(float(r['num_df']))}, {fmt_number(float(r['den_df']))}) = "
+                            f"{fmt_number(float(r['f_value']))}, p = {fmt_p(float(r['p_value']))}{eta}")
 
 
 def lrt(sec: Section, ctx: Context) -> None:
-    res = _needs(sec, ctx, "comparison")
-    if res is None:
-        return
-    items = list(res) if isinstance(res, (list, tuple)) else [res]
+    items = _needs(sec, ctx, "comparison")
     heads = []
     for i, comp in enumerate(items, 1):
         tab = as_frame(comp)
@@ -254,17 +255,17 @@ def _labels(tab: Any, cols: list[str]) -> list[str]:
 
 
 def emmeans(sec: Section, ctx: Context) -> None:
-    res = _needs(sec, ctx, "emmeans")
-    if res is None:
-        return
-    tab = as_frame(res)
-    level = int(round(100 * float(getattr(res, "level", 0.95))))
-    dfm = getattr(res, "df_method", None)
-    sec.table(tab, f"EMMs with {level}% intervals" + (f" ({dfm} df)" if dfm else "") + "." + _origin(ctx, "emmeans"))
-    _warnings(sec, res)
-    if {"emmean", "conf_low", "conf_high"} <= set(tab.columns):
-        from .figures import interval_plot  # noqa: PLC0415
+    from .figures import interval_plot  # noqa: PLC0415
 
+    for res in _needs(sec, ctx, "emmeans"):
+        tab = as_frame(res)
+        level = int(round(100 * float(getattr(res, "level", 0.95))))
+        dfm = getattr(res, "df_method", None)
+        sec.table(tab, f"EMMs with {level}% intervals" + (f" ({dfm} df)" if dfm else "") + "." +
+                  _origin(ctx, "emmeans"))
+        _warnings(sec, res)
+        if not {"emmean", "conf_low", "conf_high"} <= set(tab.columns):
+            continue
         fig = sec.guarded("EMM plot", interval_plot, _labels(tab, _label_columns(tab, "emmean")), tab["emmean"],
                           tab["conf_low"], tab["conf_high"], xlabel="estimated marginal mean",
                           title=f"EMMs with {level}% confidence intervals")
@@ -275,35 +276,39 @@ def emmeans(sec: Section, ctx: Context) -> None:
         sec.headline = f"{len(tab)} means; highest {lab} = {fmt_number(float(best['emmean']))}"
 
 
-def contrasts(sec: Section, ctx: Context) -> None:
-    res = _needs(sec, ctx, "contrasts")
-    if res is None:
-        return
-    tab = as_frame(res)
-    adjust = getattr(res, "adjust", None)
-    if adjust is None and "adjust" in tab.columns:
-        adjust = ", ".join(map(str, tab["adjust"].unique()))
-    method = getattr(res, "method", None)
-    cap = (f"{method} contrasts" if isinstance(method, str) else "Contrasts") + \
-        (f"; p-values adjusted by {adjust}" if adjust else "; p-value adjustment not reported") + \
-        "; effect_size = estimate / residual SD." + _origin(ctx, "contrasts")
-    sec.table(tab, cap)
-    _warnings(sec, res)
-    if {"estimate", "conf_low", "conf_high"} <= set(tab.columns):
-        from .figures import interval_plot  # noqa: PLC0415
+def _effect_size_note(res: Any) -> str:
+    kind = getattr(res, "effect_size", None)
+    if not isinstance(kind, str):
+        kind = (getattr(res, "provenance", None) or {}).get("effect_size")
+    return f"; effect_size standardized by the {kind} SD" if isinstance(kind, str) else ""
 
-        fig = sec.guarded("contrast plot", interval_plot, _labels(tab, _label_columns(tab, "estimate")),
-                          tab["estimate"], tab["conf_low"], tab["conf_high"], xlabel="difference", zero_line=True,
-                          title="Contrasts with confidence intervals")
-        if fig is not None:
-            sec.figure(fig, "Contrasts with their confidence intervals (dashed line: no difference)")
-    if "p_value" in tab.columns:
-        n_sig = int((tab["p_value"] < 0.05).sum())
-        sec.headline = f"{n_sig} of {len(tab)} contrasts with adjusted p < 0.05" + (f" ({adjust})" if adjust else "")
+
+def contrasts(sec: Section, ctx: Context) -> None:
+    from .figures import interval_plot  # noqa: PLC0415
+
+    for res in _needs(sec, ctx, "contrasts"):
+        tab = as_frame(res)
+        adjust = getattr(res, "p_adjust", None) or getattr(res, "adjust", None)
+        method = getattr(res, "method", None)
+        cap = (f"{method} contrasts" if isinstance(method, str) else "Contrasts") + \
+            ("; p_value unadjusted, p_adj adjusted by " + str(adjust) if adjust else "") + \
+            _effect_size_note(res) + "." + _origin(ctx, "contrasts")
+        sec.table(tab, cap)
+        _warnings(sec, res)
+        if {"estimate", "conf_low", "conf_high"} <= set(tab.columns):
+            fig = sec.guarded("contrast plot", interval_plot, _labels(tab, _label_columns(tab, "estimate")),
+                              tab["estimate"], tab["conf_low"], tab["conf_high"], xlabel="difference",
+                              zero_line=True, title="Contrasts with confidence intervals")
+            if fig is not None:
+                sec.figure(fig, "Contrasts with their confidence intervals (dashed line: no difference)")
+        p_col = "p_adj" if "p_adj" in tab.columns else "p_value"
+        if p_col in tab.columns:
+            n_sig = int((tab[p_col] < 0.05).sum())
+            sec.headline = f"{n_sig} of {len(tab)} contrasts with {p_col} < 0.05" + (f" ({adjust})" if adjust else "")
 
 
 def r2_icc(sec: Section, ctx: Context) -> None:
-    r2, icc = ctx.results.get("r2"), ctx.results.get("icc")
+    r2, icc = ctx.first("r2"), ctx.first("icc")
     if r2 is None and icc is None:
         _needs(sec, ctx, "r2")
         return
@@ -316,8 +321,6 @@ def r2_icc(sec: Section, ctx: Context) -> None:
             continue
         for f in fields:
             v = getattr(obj, f, None)
-            if v is None and isinstance(obj, dict):
-                v = obj.get(f)
             if v is not None:
                 pairs.append((f, float(v)))
         _warnings(sec, obj)
@@ -334,218 +337,46 @@ def r2_icc(sec: Section, ctx: Context) -> None:
 
 # ------------------------------------------------------------------------------ diagnostics
 def diagnostics(sec: Section, ctx: Context) -> None:
-    diag = _needs(sec, ctx, "diagnostics")
-    if diag is None:
-        return
+    for diag in _needs(sec, ctx, "diagnostics"):
+        _one_diagnostics(sec, diag, _origin(ctx, "diagnostics"))
+
+
+def _one_diagnostics(sec: Section, diag: Any, origin: str) -> None:
     from ..diagnostics import plots  # noqa: PLC0415
 
-    n_sim, seed = getattr(diag, "n_sim", None), getattr(diag, "seed", None)
-    sec.text(f"Scaled residuals by DHARMa's algorithm from {n_sim} simulations "
-             f"({getattr(diag, 'simulation', '')}, seed {seed}); uniform on (0, 1) under a correct model."
-             + _origin(ctx, "diagnostics"))
-    summary = diag.summary() if hasattr(diag, "summary") else None
-    if summary is not None:
-        sec.table(summary, "Verdicts")
-        warn = summary[summary["verdict"] == "warning"]
-        if len(warn):
-            sec.set_status("warning", f"{len(warn)} check(s) flagged: {', '.join(map(str, warn['name']))}.")
-        sec.headline = "all checks ok" if not len(warn) else f"{len(warn)} flagged: {', '.join(map(str, warn['name'][:4]))}"
-    drop = ["reason"] if summary is not None else []
-    sec.table(diag.tests.drop(columns=drop, errors="ignore"), "Tests of the simulated residuals")
-    if getattr(diag, "group_tests", None) is not None:
+    sec.text(f"Scaled residuals by DHARMa's algorithm from {diag.n_sim} simulations "
+             f"({diag.simulation}, random_state {diag.random_state}); uniform on (0, 1) under a correct model."
+             + origin)
+    summary = diag.summary()
+    sec.table(summary, "Verdicts")
+    warn = summary[summary["verdict"] == "warning"]
+    if len(warn):
+        sec.set_status("warning", f"{len(warn)} check(s) flagged: {', '.join(map(str, warn['name']))}.")
+    sec.headline = "all checks ok" if not len(warn) else f"{len(warn)} flagged: {', '.join(map(str, warn['name'][:4]))}"
+    sec.table(diag.tests.drop(columns=["reason"], errors="ignore"), "Tests of the simulated residuals")
+    if diag.group_tests is not None:
         sec.table(diag.group_tests, "Uniformity within each level of the grouping factor (KS, Holm)")
-    if getattr(diag, "checks", None) is not None:
-        sec.table(diag.checks.drop(columns=drop, errors="ignore"), "Classical checks")
-    figs: list[tuple[str, Callable[..., Any], str]] = [
-        ("Scaled residuals: uniform QQ plot and residuals against predictions", plots.plot_dharma, "png"),
-    ]
-    if getattr(diag, "group", None) is not None:
-        figs.append(("Scaled residuals by level of the grouping factor", plots.plot_residuals_by_group, "png"))
-    if getattr(diag, "conditional_residuals", None) is not None:
-        figs.append(("Conditional residuals against fitted values", plots.plot_residuals_vs_fitted, "png"))
-        figs.append(("Normal QQ plot of the conditional residuals", plots.plot_qq_normal, "png"))
-    if getattr(diag, "ranef", None):
-        figs.append(("Normal QQ plots of the random effects (BLUPs)", plots.plot_ranef_qq, "png"))
-    for caption, func, fmt in figs:
+    if diag.checks is not None:
+        sec.table(diag.checks.drop(columns=["reason"], errors="ignore"), "Classical checks")
+    figs: list[tuple[str, Callable[..., Any]]] = [
+        ("Scaled residuals: uniform QQ plot and residuals against predictions", plots.plot_dharma)]
+    if diag.group is not None:
+        figs.append(("Scaled residuals by level of the grouping factor", plots.plot_residuals_by_group))
+    if diag.conditional_residuals is not None:
+        figs.append(("Conditional residuals against fitted values", plots.plot_residuals_vs_fitted))
+        figs.append(("Normal QQ plot of the conditional residuals", plots.plot_qq_normal))
+    if diag.ranef:
+        figs.append(("Normal QQ plots of the random effects (BLUPs)", plots.plot_ranef_qq))
+    for caption, func in figs:
         fig = sec.guarded(caption, func, diag)
         if fig is not None:
-            sec.figure(fig, caption, fmt=fmt)
+            sec.figure(fig, caption, fmt="png")
     _warnings(sec, diag)
 
 
-# ----------------------------------------------------------------------------- resampling
-def _call_or_attr(obj: Any, name: str) -> Any:
-    val = getattr(obj, name, None)
-    return val() if callable(val) else val
-
-
-def bootstrap(sec: Section, ctx: Context) -> None:
-    boot = ctx.bootstrap
-    settings = [(k, getattr(boot, k)) for k in ("n_resamples", "resample", "statistic", "aggregate", "ci", "level",
-                                                 "random_state") if getattr(boot, k, None) is not None]
-    sec.kv(settings, caption="Settings")
-    summ = sec.guarded("summary()", _call_or_attr, boot, "summary")
-    if summ is not None:
-        sec.table(summ, "Per system: observed statistic, bootstrap standard error and interval")
-        if {"estimate", "conf_low", "conf_high"} <= set(summ.columns):
-            from .figures import interval_plot  # noqa: PLC0415
-
-            fig = sec.guarded("summary plot", interval_plot, _labels(summ, _label_columns(summ, "estimate")),
-                              summ["estimate"], summ["conf_low"], summ["conf_high"], xlabel="estimate",
-                              title="Bootstrap intervals")
-            if fig is not None:
-                sec.figure(fig, "Per-system estimates with bootstrap intervals")
-    pw = sec.guarded("pairwise()", _call_or_attr, boot, "pairwise")
-    if pw is not None:
-        adj = pw.attrs.get("p_adjust") or pw.attrs.get("adjust") or "holm"
-        sec.table(pw, f"Paired differences (shared draws); p_adj by {adj}; effect_size = delta / SD of the delta "
-                      "distribution")
-        if "p_adj" in pw.columns:
-            sec.headline = f"{int((pw['p_adj'] < 0.05).sum())} of {len(pw)} pairs with adjusted p < 0.05"
-    ranks = sec.guarded("ranks()", _call_or_attr, boot, "ranks")
-    if ranks is not None:
-        sec.table(ranks, "Rank distribution (rank 1 = best)")
-        from .figures import rank_heatmap  # noqa: PLC0415
-
-        fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
-        if fig is not None:
-            sec.figure(fig, "Rank probabilities P(rank = k) over the bootstrap draws")
-    _warnings(sec, boot)
-
-
-# ---------------------------------------------------------------------- variance components
-def _coefficient(value: Any) -> Any:
-    """A reliability coefficient as a float, or the result object's main number."""
-    if isinstance(value, (int, float)):
-        return float(value)
-    for name in ("value", "coefficient", "estimate", "phi", "g_coefficient"):
-        v = getattr(value, name, None)
-        if isinstance(v, (int, float)):
-            return float(v)
-    return value
-
-
-def vca(sec: Section, ctx: Context) -> None:
-    from .figures import d_study_plot  # noqa: PLC0415
-
-    v = ctx.vca
-    tab = as_frame(v)
-    sec.table(tab, "Variance components (REML), percent of the summed estimated components")
-    if getattr(v, "formula", None):
-        sec.text(f"Model: {v.formula} (" + ("REML" if getattr(v, "reml", True) else "ML") + ").")
-    if getattr(v, "singular", False):
-        sec.set_status("warning", "Singular fit: components estimated at zero are reported as zero.")
-    if getattr(v, "anova_check", None) is not None:
-        sec.table(as_frame(v.anova_check), "Cross-check: ANOVA expected-mean-squares estimates (balanced design)")
-    rel = sec.guarded("reliability()", v.reliability) if hasattr(v, "reliability") else None
-    if rel is not None:
-        sec.table(rel, "Reliability with one level of each facet (phi: absolute, g_coefficient: relative; "
-                       "bands by Koo & Li 2016)")
-        vals = dict(zip(rel["coefficient"], rel["value"]))
-        sec.headline = ", ".join(f"{k} = {fmt_number(float(x))}" for k, x in list(vals.items())[:2])
-    pairs = []
-    for name in ("phi", "g_coefficient") if rel is None else ():
-        val = sec.guarded(f"{name}()", _call_or_attr, v, name)
-        if val is not None:
-            val = _coefficient(val)
-            pairs.append((name, val if isinstance(val, float) else str(val)))
-            band = getattr(v, "interpret", None)
-            if isinstance(val, float) and callable(band):
-                b = sec.guarded("interpretation", band, val)
-                if b is not None:
-                    pairs.append((f"{name} band (Koo & Li)", str(b)))
-    sec.kv(pairs, caption="Reliability with one level of each facet (phi: absolute, G: relative)")
-    zero = getattr(v, "zero_components", ())
-    if zero:
-        sec.text(f"Components estimated at zero (singular fit): {', '.join(map(str, zero))}.")
-    if pairs:
-        sec.headline = ", ".join(f"{k} = {fmt_cell(val, k)}" for k, val in pairs if isinstance(val, float))
-    grid = ctx.vca_grid if ctx.vca_grid is not None else _default_grid(v, tab)
-    if grid:
-        ds = sec.guarded("d_study()", v.d_study, grid)
-        if ds is not None:
-            ds = as_frame(ds)
-            sec.table(ds, "D-study: reliability over numbers of facet levels averaged over")
-            fig = sec.guarded("D-study plot", d_study_plot, ds, title="D-study")
-            if fig is not None:
-                sec.figure(fig, "D-study: coefficients by number of facet levels (dotted: Koo & Li bands)")
-    _warnings(sec, v)
-
-
-def _default_grid(v: Any, tab: Any) -> dict[str, list[int]] | None:
-    facets = list(getattr(v, "facets", None) or ())
-    if not facets:
-        return None
-    return {f: [1, 2, 3, 5, 10] if i == 0 else [1, 3] for i, f in enumerate(facets[:2])}
-
-
-# ------------------------------------------------------------------------------- disparity
-def _disparity_parts(d: Any) -> tuple[Any, Any, Any]:
-    """(main result, parametric bootstrap, robustness refit) from one result or a list of them."""
-    items = list(d) if isinstance(d, (list, tuple)) else [d]
-    main = next((x for x in items if hasattr(x, "by_model")), None)
-    boot = next((x for x in items if hasattr(x, "languages") and hasattr(x, "n_boot")), None)
-    rob = next((x for x in items if hasattr(x, "agreement")), None)
-    return main, boot, rob
-
-
-def disparity(sec: Section, ctx: Context) -> None:
-    d, boot, rob = _disparity_parts(ctx.disparity)
-    if d is None:
-        sec.set_status("not_available", "No language-disparity result (with by_model) was given.")
-    else:
-        ref = getattr(d, "reference", None)
-        sec.kv([("reference levels", ", ".join(f"{k} = {v}" for k, v in ref.items()) if ref else None),
-                ("language-potential convention", getattr(d, "lp_convention", None)),
-                ("aggregate records dropped", getattr(d, "n_aggregates_dropped", None))])
-        sec.table(as_frame(d, "by_model"), "Per model: performance realisation ratio (PRR = score / performance "
-                                             "potential), its mean, SD and coefficient of variation")
-        _disparity_lp(sec, as_frame(d, "language_potential"), boot)
-        diag = as_frame(d, "diagnostics") if not callable(getattr(d, "diagnostics", None)) else None
-        if diag is not None:
-            sec.table(diag, "Diagnostics the authors reported (Shapiro-Wilk on residuals, Levene across languages)")
-    if boot is not None:
-        sec.table(as_frame(boot, "models"), f"Parametric bootstrap ({getattr(boot, 'n_used', '?')} of "
-                                            f"{getattr(boot, 'n_boot', '?')} refits, seed {getattr(boot, 'seed', '?')}):"
-                                            " intervals for mean PRR and CV-PRR with rank intervals")
-        sec.table(as_frame(boot, "languages"), "Parametric bootstrap: language potential with intervals and ranks")
-        _warnings(sec, boot)
-    if rob is not None:
-        sec.table(as_frame(rob, "agreement"), f"Robustness: rankings without the {getattr(rob, 'k', '?')} records "
-                                              "with the largest |residual|")
-        sec.table(as_frame(rob, "changes"), "Robustness: units whose rank moved")
-        _warnings(sec, rob)
-    if d is not None:
-        sec.table(as_frame(d, "records"), "Records with performance potential (pp) and realisation ratio (prr)",
-                  max_rows=50)
-        _warnings(sec, d)
-
-
-def _disparity_lp(sec: Section, lp: Any, boot: Any) -> None:
-    if lp is None:
-        return
-    sec.table(lp, "Language potential (intercept + language effect + mean task effect), ranked")
-    if not {"language", "potential"} <= set(lp.columns):
-        return
-    from .figures import bar_plot  # noqa: PLC0415
-
-    lps = lp.sort_values("potential", ascending=False)
-    lo = hi = None
-    blang = as_frame(boot, "languages") if boot is not None else None
-    if blang is not None and {"language", "conf_low", "conf_high"} <= set(blang.columns):
-        ci = blang.set_index("language").reindex(lps["language"])
-        lo, hi = ci["conf_low"].to_numpy(), ci["conf_high"].to_numpy()
-    fig = sec.guarded("language-potential plot", bar_plot, lps["language"], lps["potential"],
-                      xlabel="language potential", title="Language potential", conf_low=lo, conf_high=hi)
-    if fig is not None:
-        sec.figure(fig, "Language potential by language (highest first)" +
-                   ("; whiskers: parametric-bootstrap intervals" if lo is not None else ""))
-    sec.headline = f"{len(lp)} languages; highest potential {lps.iloc[0]['language']}, lowest {lps.iloc[-1]['language']}"
-
-
+# ------------------------------------------------------------------------------- extra tables
 def extra(sec: Section, ctx: Context) -> None:
-    items = ctx.extra_tables.items() if isinstance(ctx.extra_tables, dict) else enumerate(ctx.extra_tables, 1)
-    for name, obj in items:
+    for name, obj in ctx.extra_tables:
         tab = as_frame(obj)
         if tab is None:
             sec.text(f"{name}: {obj}")
@@ -561,7 +392,7 @@ def provenance(sec: Section, ctx: Context) -> None:
     sec.kv(info["software"], caption="Software")
     if info["settings"] is not None and len(info["settings"]):
         sec.table(info["settings"], "Settings recorded by each result")
-    sec.kv(info["seeds"], caption="Seeds and simulation sizes")
+    sec.kv(info["random_states"], caption="Random states and simulation sizes")
     if info["inputs"] is not None and len(info["inputs"]):
         sec.table(info["inputs"], "Input files (SHA-256)")
     sec.kv(info["data"], caption="Data as analysed")
@@ -570,5 +401,5 @@ def provenance(sec: Section, ctx: Context) -> None:
 BUILDERS: dict[str, Callable[[Section, Context], None]] = {
     "design": design, "model": model, "fixed": fixed, "random": random, "anova": anova, "lrt": lrt,
     "emmeans": emmeans, "contrasts": contrasts, "r2_icc": r2_icc, "diagnostics": diagnostics,
-    "bootstrap": bootstrap, "vca": vca, "disparity": disparity, "extra": extra, "provenance": provenance,
+    "extra": extra, "provenance": provenance,
 }

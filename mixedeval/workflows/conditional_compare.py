@@ -15,7 +15,7 @@ ML refit) against a documented null model:
   or 2 (systems - 1) for a continuous property.
 
 Categorical or binned properties: ``cell_means`` (EMMs of the systems per level) and
-``contrasts`` (all pairwise system contrasts within each level, p-values adjusted within each
+``contrasts`` (all pairwise system contrasts within each level; ``p_adj`` adjusted within each
 level: emmeans' ``by`` families, Holm by default) with a column named after the property.
 Continuous properties: ``slopes`` (``emmeans::emtrends``: the slope of the score in the property
 per system), ``contrasts`` of the slopes, and ``plot_data`` (EMMs over a grid of property values)
@@ -31,8 +31,14 @@ import numpy as np
 
 from ..errors import DataError
 from ..results import ResultWarning
-from .compare_systems import check_posthoc_df, dedupe_warnings, model_formula, prepare_frame, system_levels
-from .variance_components import WorkflowResult
+from ._common import (
+    _WorkflowResult,
+    check_posthoc_df,
+    dedupe_warnings,
+    model_formula,
+    prepare_frame,
+    system_levels,
+)
 
 NULLS = ("interaction", "system+interaction")
 
@@ -87,14 +93,14 @@ def _property_kind(frame, prop: str, bins, scale: bool) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class ConditionalCompareResult(WorkflowResult):
+class ConditionalCompareResult(_WorkflowResult):
     """Result of :func:`conditional_compare`.
 
     ``glrt``: :func:`mixedeval.compare`'s table (null, full; ML). ``cell_means``: system, <prop>,
     emmean, ... (categorical/binned; None for continuous). ``slopes``: system, trend, ...
-    (continuous; None otherwise). ``contrasts``: contrast, <prop>, estimate, ..., p_value,
-    effect_size (pairwise system contrasts within each level; contrasts of slopes for a
-    continuous property). ``plot_data``: the EMMs to draw an interaction plot (cell means, or a
+    (continuous; None otherwise). ``contrasts`` (the main table, also ``table``): contrast,
+    <prop>, estimate, ..., p_value (unadjusted), p_adj, effect_size (pairwise system contrasts
+    within each level; contrasts of slopes for a continuous property). ``plot_data``: the EMMs to draw an interaction plot (cell means, or a
     grid of property values per system). ``kind``: categorical / binned / continuous;
     ``scaling``: centre and scale of a z-scored property.
     """
@@ -121,6 +127,11 @@ class ConditionalCompareResult(WorkflowResult):
     _skip_in_dict = ("fit", "null_fit")
 
     @property
+    def table(self):
+        """The main table: ``contrasts``."""
+        return self.contrasts
+
+    @property
     def _title(self) -> str:  # type: ignore[override]
         return f"System comparison conditional on {self.prop!r} ({self.kind}; interaction GLRT, null = {self.null})"
 
@@ -135,7 +146,7 @@ class ConditionalCompareResult(WorkflowResult):
 
 def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *, kind: str, null: str,
                          levels: dict, posthoc_df: str, adjust: str, level: float, optimizer: str,
-                         extra: Sequence[str] = (), grid_points: int = 25):
+                         extra: Sequence[str] = (), grid_points: int = 25, effect_size: str = "total"):
     """Fits, interaction GLRT, EMMs/trends and contrasts; returns a dict of parts."""
     from ..inference.compare import compare  # noqa: PLC0415
     from ..lmm import lmm  # noqa: PLC0415
@@ -153,7 +164,7 @@ def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *
                            "plot_data": None}
     if kind == "continuous":
         tr = full.emtrends(system, var=prop, df_method=posthoc_df, level=level)
-        con = tr.contrasts(method="pairwise", adjust=adjust)
+        con = tr.contrasts(method="pairwise", adjust=adjust, effect_size=effect_size)
         x = frame[prop].to_numpy(dtype=float)
         grid = np.linspace(np.min(x), np.max(x), grid_points)
         pd_emm = full.emmeans(system, by=prop, df_method=posthoc_df, level=level, at={prop: grid.tolist()})
@@ -161,11 +172,45 @@ def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *
         ws += [*tr.warnings, *con.warnings, *pd_emm.warnings]
     else:
         emm = full.emmeans(system, by=prop, df_method=posthoc_df, level=level)
-        con = emm.contrasts(method="pairwise", adjust=adjust)
+        con = emm.contrasts(method="pairwise", adjust=adjust, effect_size=effect_size)
         out.update(cell_means=emm.table, plot_data=emm.table)
         ws += [*emm.warnings, *con.warnings]
     out.update(contrasts=con.table, p_adjust=con.p_adjust, warnings=ws)
     return out
+
+
+def _transform_property(frame, prop: str, kind: str, bins, labels, scale: bool) -> dict[str, float] | None:
+    """Bin (``binned``) or z-score (``continuous`` with ``scale``) the property column of
+    ``frame`` in place; returns the centre and scale of a z-scored property."""
+    if kind == "binned":
+        frame[prop] = bin_property(frame[prop].to_numpy(dtype=float), bins, labels, prop)
+    if kind != "continuous":
+        return None
+    x = frame[prop].to_numpy(dtype=float)
+    if np.std(x) == 0:
+        raise DataError(f"property {prop!r} is constant; nothing to condition on")
+    if not scale:
+        frame[prop] = x
+        return None
+    centre, sd = float(np.mean(x)), float(np.std(x, ddof=1))
+    frame[prop] = (x - centre) / sd
+    return {"center": centre, "scale": sd}
+
+
+def _property_levels(frame, system: str, prop: str, warnings: list[ResultWarning]) -> list[str]:
+    """The levels of a categorical property (a Categorical's order, else code-point order); an
+    ``empty_cells`` warning (appended to ``warnings``) names system x property cells without data."""
+    import pandas as pd  # noqa: PLC0415
+
+    s = frame[prop]
+    lv = [str(c) for c in s.cat.categories] if isinstance(s.dtype, pd.CategoricalDtype) else \
+        [str(u) for u in pd.factorize(s, sort=True)[1]]
+    empty = frame.groupby([system, prop], observed=False).size()
+    if (empty == 0).any():
+        cells = [f"{a}/{b}" for (a, b), n in empty.items() if n == 0][:5]
+        warnings.append(ResultWarning("empty_cells", f"system x {prop} cells without data: {', '.join(cells)}; "
+                                      "their means are not estimable"))
+    return lv
 
 
 def conditional_compare(
@@ -183,6 +228,7 @@ def conditional_compare(
     adjust: str = "holm",
     posthoc_df: str = "asymptotic",
     level: float = 0.95,
+    effect_size: str = "total",
     optimizer: str = "nloptwrap",
 ) -> ConditionalCompareResult:
     """Compare systems conditional on a data property with an interaction GLRT.
@@ -202,9 +248,9 @@ def conditional_compare(
     reference : reference level of ``system``.
     adjust : adjustment of the pairwise contrasts, applied within each level of ``prop``.
     posthoc_df : ``"asymptotic"`` (default), ``"satterthwaite"`` or ``"kenward-roger"``.
+    effect_size : standardizer of the contrasts' ``effect_size`` (``"total"`` or
+        ``"residual"``), as in :func:`mixedeval.compare_systems`.
     """
-    import pandas as pd  # noqa: PLC0415
-
     from ..data.table import as_pandas  # noqa: PLC0415
     from ..data.validate import require_columns, require_level  # noqa: PLC0415
 
@@ -223,37 +269,19 @@ def conditional_compare(
     cat_prop = [prop] if kind == "categorical" else []
     frame, warnings = prepare_frame(df, score, [system, item, *cat_prop],
                                     numeric=[prop] if kind in ("continuous", "binned") else [])
-    scaling = None
-    if kind == "binned":
-        frame[prop] = bin_property(frame[prop].to_numpy(dtype=float), bins, labels, prop)
-    elif kind == "continuous":
-        x = frame[prop].to_numpy(dtype=float)
-        if np.std(x) == 0:
-            raise DataError(f"property {prop!r} is constant; nothing to condition on")
-        if scale:
-            centre, sd = float(np.mean(x)), float(np.std(x, ddof=1))
-            frame[prop] = (x - centre) / sd
-            scaling = {"center": centre, "scale": sd}
-        else:
-            frame[prop] = x
+    scaling = _transform_property(frame, prop, kind, bins, labels, scale)
     levels = system_levels(frame, system, reference)
+    prop_levels: list[str] = []
     if kind != "continuous":
-        s = frame[prop]
-        prop_levels = [str(c) for c in s.cat.categories] if isinstance(s.dtype, pd.CategoricalDtype) else \
-            [str(u) for u in pd.factorize(s, sort=True)[1]]
+        prop_levels = _property_levels(frame, system, prop, warnings)
         levels = {**levels, prop: prop_levels}
-        empty = frame.groupby([system, prop], observed=False).size()
-        if (empty == 0).any():
-            cells = [f"{a}/{b}" for (a, b), n in empty.items() if n == 0][:5]
-            warnings.append(ResultWarning("empty_cells", f"system x {prop} cells without data: {', '.join(cells)}; "
-                                          "their means are not estimable"))
-    else:
-        prop_levels = []
     parts = conditional_analysis(frame, score, system, item, prop, kind=kind, null=null, levels=levels,
-                                 posthoc_df=posthoc_df, adjust=adjust, level=level, optimizer=optimizer)
+                                 posthoc_df=posthoc_df, adjust=adjust, level=level, optimizer=optimizer,
+                                 effect_size=effect_size)
     warnings += parts["warnings"]
     prov = dict(parts["full"].provenance)
     prov.update({"workflow": "conditional_compare", "null": null, "kind": kind, "posthoc_df": posthoc_df,
+                 "effect_size": effect_size,
                  "adjust": adjust, "bins": None if bins is None else [float(b) for b in bins], "scaling": scaling})
     return ConditionalCompareResult(
         glrt=parts["glrt"], cell_means=parts["cell_means"], slopes=parts["slopes"], contrasts=parts["contrasts"],

@@ -35,9 +35,10 @@ LEVELS = ("nominal", "ordinal", "interval", "ratio")
 class KrippendorffResult(ResultMixin):
     """Krippendorff's alpha with its ingredients.
 
-    ``coincidences``: the coincidence matrix ``o_ck`` (values x values) as a DataFrame;
-    ``n_pairable``: the number of pairable values ``n``; ``n_units``: units with at least two
-    values.
+    ``table`` (the main table): one row with alpha, level, observed_disagreement,
+    expected_disagreement, n_pairable, n_units, n_coders. ``coincidences``: the coincidence
+    matrix ``o_ck`` (values x values) as a DataFrame; ``n_pairable``: the number of pairable
+    values ``n``; ``n_units``: units with at least two values.
     """
 
     alpha: float
@@ -50,7 +51,7 @@ class KrippendorffResult(ResultMixin):
     coincidences: Any
     warnings: tuple[ResultWarning, ...] = ()
 
-    _main_table = "coincidences"
+    _main_table = "table"
     _print_tables = ("coincidences",)
 
     @property
@@ -61,7 +62,9 @@ class KrippendorffResult(ResultMixin):
         return [("D_o", f"{self.observed_disagreement:.6g}"), ("D_e", f"{self.expected_disagreement:.6g}"),
                 ("pairable values", self.n_pairable), ("units", self.n_units), ("coders", self.n_coders)]
 
-    def to_frame(self):
+    @property
+    def table(self):
+        """The main table: alpha and its ingredients in one row."""
         import pandas as pd  # noqa: PLC0415
 
         return pd.DataFrame([{"alpha": self.alpha, "level": self.level, "observed_disagreement": self.observed_disagreement,
@@ -103,6 +106,60 @@ def _is_missing(v: Any) -> bool:
         return True
 
 
+def _value_codes(arr, level: str):
+    """``(values, codes)``: the sorted distinct values and an integer array like ``arr`` with
+    each value's index (-1 where missing); numeric values for all levels but nominal."""
+    import pandas as pd  # noqa: PLC0415
+
+    mask = np.vectorize(_is_missing, otypes=[bool])(arr) if arr.size else np.zeros(arr.shape, bool)
+    present = arr[~mask]
+    if present.size == 0:
+        raise DataError("ratings contain no values")
+    if level != "nominal":
+        try:
+            num = np.array([float(v) for v in present])
+        except (TypeError, ValueError):
+            raise DataError(f"{level} alpha needs numeric values; use level='nominal' for categories") from None
+        if level == "ratio" and (num < 0).any():
+            raise DataError("ratio alpha needs non-negative values")
+        values = np.unique(num)
+        lookup = {v: i for i, v in enumerate(values)}
+        keys = [float(v) for v in present]
+    else:
+        labels = pd.unique(pd.Series(present, dtype=object))
+        try:
+            values = np.array(sorted(labels))
+        except TypeError:
+            values = np.array(sorted(labels, key=str), dtype=object)
+        lookup = {v: i for i, v in enumerate(values.tolist())}
+        keys = list(present)
+    codes = np.full(arr.shape, -1)
+    codes[~mask] = [lookup[k] for k in keys]
+    return values, codes
+
+
+def _delta2(level: str, values, n_c):
+    """The squared difference function ``delta2_ck`` of the level (``n_c``: value totals, for
+    ordinal)."""
+    n_val = len(values)
+    if level == "nominal":
+        return 1.0 - np.eye(n_val)
+    if level == "interval":
+        v = values.astype(float)
+        return (v[:, None] - v[None, :]) ** 2
+    if level == "ratio":
+        v = values.astype(float)
+        s = v[:, None] + v[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(s == 0, 0.0, ((v[:, None] - v[None, :]) / np.where(s == 0, 1, s)) ** 2)
+    # ordinal: (sum_{g between c and k} n_g - (n_c + n_k)/2)^2
+    cum = np.concatenate([[0.0], np.cumsum(n_c)])
+    i = np.arange(n_val)
+    lo = np.minimum(i[:, None], i[None, :])
+    hi = np.maximum(i[:, None], i[None, :])
+    return (cum[hi + 1] - cum[lo] - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
+
+
 def krippendorff_alpha(
     ratings: Any,
     level: str = "nominal",
@@ -130,31 +187,7 @@ def krippendorff_alpha(
         raise DataError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
     arr = _reliability_matrix(ratings, unit, coder, value)
     n_coders = arr.shape[0]
-    mask = np.vectorize(_is_missing, otypes=[bool])(arr) if arr.size else np.zeros(arr.shape, bool)
-    present = arr[~mask]
-    if present.size == 0:
-        raise DataError("ratings contain no values")
-    if level != "nominal":
-        try:
-            num = np.array([float(v) for v in present])
-        except (TypeError, ValueError):
-            raise DataError(f"{level} alpha needs numeric values; use level='nominal' for categories") from None
-        if level == "ratio" and (num < 0).any():
-            raise DataError("ratio alpha needs non-negative values")
-        values = np.unique(num)
-        lookup = {v: i for i, v in enumerate(values)}
-        codes_all = np.full(arr.shape, -1)
-        codes_all[~mask] = [lookup[float(v)] for v in present]
-    else:
-        labels = pd.unique(pd.Series(present, dtype=object))
-        try:
-            labels = np.array(sorted(labels))
-        except TypeError:
-            labels = np.array(sorted(labels, key=str), dtype=object)
-        lookup = {v: i for i, v in enumerate(labels.tolist())}
-        values = labels
-        codes_all = np.full(arr.shape, -1)
-        codes_all[~mask] = [lookup[v] for v in present]
+    values, codes_all = _value_codes(arr, level)
     n_val = len(values)
     # counts per unit and value: (units x values)
     counts = np.zeros((arr.shape[1], n_val))
@@ -174,22 +207,7 @@ def krippendorff_alpha(
     warnings: list[ResultWarning] = []
     if n == 0:
         raise DataError("no unit has values from two or more coders, so nothing is pairable")
-    if level == "nominal":
-        d2 = 1.0 - np.eye(n_val)
-    elif level == "interval":
-        v = values.astype(float)
-        d2 = (v[:, None] - v[None, :]) ** 2
-    elif level == "ratio":
-        v = values.astype(float)
-        s = v[:, None] + v[None, :]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            d2 = np.where(s == 0, 0.0, ((v[:, None] - v[None, :]) / np.where(s == 0, 1, s)) ** 2)
-    else:  # ordinal: (sum_{g between c and k} n_g - (n_c + n_k)/2)^2
-        cum = np.concatenate([[0.0], np.cumsum(n_c)])
-        i = np.arange(n_val)
-        lo = np.minimum(i[:, None], i[None, :])
-        hi = np.maximum(i[:, None], i[None, :])
-        d2 = (cum[hi + 1] - cum[lo] - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
+    d2 = _delta2(level, values, n_c)
     d_o = float((o * d2).sum() / n)
     d_e = float((np.outer(n_c, n_c) * d2).sum() / (n * (n - 1))) if n > 1 else 0.0
     if d_e == 0:

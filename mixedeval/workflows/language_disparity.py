@@ -31,7 +31,8 @@ their data: language ``af``, task ``indicqa/exact_match``). ``reference={"langua
 chooses another; the levels used are reported in ``result.reference``.
 
 **Uncertainty** (not in the paper). :meth:`LanguageDisparityResult.bootstrap` is a parametric
-bootstrap of the fitted model: responses simulated by ``lme4::simulate`` (new model effects,
+bootstrap of the fitted model (``n_resamples`` replicates; an int ``random_state`` is R's
+``set.seed``): responses simulated by ``lme4::simulate`` (new model effects,
 ``re.form = NA``), each replicate refitted by ML with ``lme4::refit`` in one R loop, and PP, PRR,
 CV and LP recomputed in numpy from each replicate's fixed effects. By default a replicate's PRR
 divides the *observed* scores by the replicate's PP, so intervals for mean PRR and CV-PRR show how
@@ -61,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning, r_condition_warnings
+from ..results import ResultMixin, ResultWarning
 
 FORMULA = "score ~ language + task + (1 | model)"
 ROLES = ("language", "task")
@@ -124,24 +125,7 @@ def _prepare_frame(data: Any, score: str, model: str, language: str, task: str |
         "language": df[language].astype(str),
         "task": task_values,
     }, index=df.index)
-    labels = {str(a).strip().lower() for a in aggregate_labels}
-    is_agg = frame["language"].str.strip().str.lower().isin(labels)
-    n_agg = int(is_agg.sum())
-    if n_agg:
-        found = sorted(frame.loc[is_agg, "language"].unique())
-        if not drop_aggregates:
-            raise DataError(
-                f"language column {language!r} has {n_agg} records whose language is an aggregate label "
-                f"({', '.join(map(repr, found))}): published averages over languages are not observations of a "
-                "language and would be modelled as one. Pass drop_aggregates=True to drop them, or "
-                "aggregate_labels=() if such a label is a real language"
-            )
-        frame = frame.loc[~is_agg]
-        warnings.append(ResultWarning(
-            "dropped_aggregates",
-            f"{n_agg} records with aggregate language labels ({', '.join(map(repr, found))}) were dropped "
-            f"(drop_aggregates=True); {len(frame)} records remain",
-        ))
+    frame, n_agg = _drop_aggregates(frame, language, drop_aggregates, aggregate_labels, warnings)
     require_nonempty(frame, "data after dropping aggregate records")
     for col in ("model", "language", "task"):
         if frame[col].nunique() < 2:
@@ -158,6 +142,32 @@ def _prepare_frame(data: Any, score: str, model: str, language: str, task: str |
         ))
     frame.attrs[ROWS_CHECKED] = True  # the caller's whole table was checked above; lmm does not repeat it
     return frame, n_agg, warnings
+
+
+def _drop_aggregates(frame, language: str, drop_aggregates: bool, aggregate_labels: Sequence[str],
+                     warnings: list[ResultWarning]):
+    """``(frame, n_dropped)``: records whose language is an aggregate label are refused, or
+    dropped with a ``dropped_aggregates`` warning (appended to ``warnings``)."""
+    labels = {str(a).strip().lower() for a in aggregate_labels}
+    is_agg = frame["language"].str.strip().str.lower().isin(labels)
+    n_agg = int(is_agg.sum())
+    if not n_agg:
+        return frame, 0
+    found = sorted(frame.loc[is_agg, "language"].unique())
+    if not drop_aggregates:
+        raise DataError(
+            f"language column {language!r} has {n_agg} records whose language is an aggregate label "
+            f"({', '.join(map(repr, found))}): published averages over languages are not observations of a "
+            "language and would be modelled as one. Pass drop_aggregates=True to drop them, or "
+            "aggregate_labels=() if such a label is a real language"
+        )
+    frame = frame.loc[~is_agg]
+    warnings.append(ResultWarning(
+        "dropped_aggregates",
+        f"{n_agg} records with aggregate language labels ({', '.join(map(repr, found))}) were dropped "
+        f"(drop_aggregates=True); {len(frame)} records remain",
+    ))
+    return frame, n_agg
 
 
 def _resolve_reference(frame, reference: Mapping[str, Any] | None, language: str,
@@ -318,24 +328,27 @@ class DisparityBootstrap(ResultMixin):
     """Parametric-bootstrap intervals for the disparity metrics (see
     :meth:`LanguageDisparityResult.bootstrap`).
 
-    ``models``: model, statistic (``mean_prr`` / ``cv_prr``), estimate, boot_mean, std_error,
-    conf_low, conf_high, observed_rank, expected_rank, rank_conf_low, rank_conf_high (rank 1 =
-    highest mean PRR, resp. lowest CV-PRR). ``languages``: language, potential, boot_mean,
+    ``models`` (the main table, also ``table``): model, statistic (``mean_prr`` / ``cv_prr``),
+    estimate, boot_mean, std_error, conf_low, conf_high, observed_rank, expected_rank,
+    rank_conf_low, rank_conf_high (rank 1 = highest mean PRR, resp. lowest CV-PRR).
+    ``languages``: language, potential, boot_mean,
     std_error, conf_low, conf_high, observed_rank, expected_rank, rank_conf_low, rank_conf_high
     (rank 1 = highest LP). Percentile intervals; rank intervals are ``inverted_cdf`` quantiles.
     ``replicates``: the refitted fixed effects and standard deviations per replicate.
+    ``random_state``: the int given to R's ``set.seed`` (drawn from a SeedSequence or Generator
+    when one was passed), so ``random_state=result.random_state`` repeats the draws.
     """
 
     models: Any
     languages: Any
     replicates: Any
-    n_boot: int
+    n_resamples: int
     n_used: int
     n_failed: int
     n_singular: int
     n_nonconverged: int
     level: float
-    seed: int | None
+    random_state: int
     re: str
     scores: str
     lp_convention: str
@@ -347,12 +360,17 @@ class DisparityBootstrap(ResultMixin):
     _print_tables = ("models", "languages")
 
     @property
+    def table(self):
+        """The main table: ``models``."""
+        return self.models
+
+    @property
     def _title(self) -> str:  # type: ignore[override]
-        return (f"Parametric bootstrap of the language disparity metrics ({self.n_used}/{self.n_boot} ML refits, "
+        return (f"Parametric bootstrap of the language disparity metrics ({self.n_used}/{self.n_resamples} ML refits, "
                 f"re={self.re}, PRR from {self.scores} scores, {self.level:.0%} percentile intervals)")
 
     def _scalars(self):
-        return [("seed", self.seed), ("failed refits", self.n_failed), ("singular refits", self.n_singular),
+        return [("random_state", self.random_state), ("failed refits", self.n_failed), ("singular refits", self.n_singular),
                 ("non-converged refits", self.n_nonconverged),
                 ("time (s)", f"{self.timing.get('total', float('nan')):.2f}, of which R refits "
                              f"{self.timing.get('r_refit', float('nan')):.2f}")]
@@ -367,7 +385,8 @@ class DisparityRobustness(ResultMixin):
     ``models``: model, mean_prr, mean_prr_robust, rank_mean_prr, rank_mean_prr_robust, cv_prr,
     cv_prr_robust, rank_cv_prr, rank_cv_prr_robust. ``languages``: language, potential,
     potential_robust, rank_potential, rank_potential_robust. ``changes``: one row per unit whose
-    rank moved: ranking (``mean_prr``, ``cv_prr``, ``potential``), unit, rank, rank_robust, shift.
+    rank moved (the main table, also ``table``): ranking (``mean_prr``, ``cv_prr``,
+    ``potential``), unit, rank, rank_robust, shift.
     ``agreement``: ranking, spearman_rho, kendall_tau, n_changed. ``refit``: the full result of
     the reduced analysis.
     """
@@ -383,6 +402,11 @@ class DisparityRobustness(ResultMixin):
 
     _main_table = "changes"
     _print_tables = ("agreement", "changes", "dropped")
+
+    @property
+    def table(self):
+        """The main table: ``changes``."""
+        return self.changes
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -434,7 +458,8 @@ class LanguageDisparityResult(ResultMixin):
     """Result of :func:`language_disparity`.
 
     ``records``: row (the input's index label), model, language, task, score, pp, prr, residual.
-    ``by_model``: model, n, mean_prr, std_prr, cv_prr (n counts records with a defined PRR).
+    ``by_model`` (the main table, also ``table``): model, n, mean_prr, std_prr, cv_prr (n
+    counts records with a defined PRR).
     ``language_potential``: language, potential, rank_potential, mean_score, rank_mean_score,
     sorted by potential. ``diagnostics``: test, target, statistic, df_num, df_den, p_value, method.
     ``fit``: the ML :class:`~mixedeval.LMMFit` (columns renamed to score, model, language, task).
@@ -459,6 +484,11 @@ class LanguageDisparityResult(ResultMixin):
 
     _main_table = "by_model"
     _print_tables = ("by_model", "language_potential", "diagnostics")
+
+    @property
+    def table(self):
+        """The main table: ``by_model``."""
+        return self.by_model
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -528,7 +558,10 @@ class LanguageDisparityResult(ResultMixin):
         d: _Design = self._design
         L = d.lp_contrasts(self.lp_convention)
         ddf = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}[key]
-        res = fit._call("me_disparity_contest", L=L, ddf=ddf, level=level)
+        from ..engine import _bridge  # noqa: PLC0415
+        from ..engine.conditions import r_warnings  # noqa: PLC0415
+
+        res = _bridge.disparity_contest(fit, L, ddf=ddf, level=level)
         v = {k: np.atleast_1d(np.asarray(res.value[k], dtype=float)) for k in
              ("estimate", "std_error", "df", "conf_low", "conf_high")}
         lp = self.language_potential.set_index("language").loc[list(d.languages)]
@@ -536,7 +569,7 @@ class LanguageDisparityResult(ResultMixin):
                               "rank_potential": lp["rank_potential"].to_numpy()})
         table = table.sort_values(["rank_potential", "language"], kind="stable").reset_index(drop=True)
         est = "REML" if reml else "ML"
-        warnings = [w for w in fit.warnings if w.kind == "convergence"] + r_condition_warnings(res)
+        warnings = [w for w in fit.warnings if w.kind == "convergence"] + r_warnings(res)
         if fit.singular:
             warnings.append(ResultWarning("singular", f"the {est} fit is singular (model variance estimated as zero): "
                                           "the intervals ignore the model-to-model variation", "lme4"))
@@ -548,12 +581,13 @@ class LanguageDisparityResult(ResultMixin):
                                   lp_convention=self.lp_convention, n_models=len(d.models),
                                   warnings=tuple(warnings), provenance=prov)
 
-    def bootstrap(self, n_boot: int = 200, seed: int | None = 1, progress: bool = True, level: float = 0.95,
+    def bootstrap(self, n_resamples: int = 200, random_state: Any = 1, progress: bool = True, level: float = 0.95,
                   re: str = "unconditional", scores: str = "observed", chunk_size: int = 25) -> DisparityBootstrap:
-        """Parametric bootstrap: simulate ``n_boot`` responses from the fit
-        (``fit.simulate(n_boot, seed, re)``, i.e. ``lme4::simulate``; ``seed`` is R's
-        ``set.seed``), refit each by ML in one R loop (``lme4::refit``, ``r/disparity.R``), and
-        recompute PP, PRR, mean/CV-PRR and LP in numpy from each replicate's fixed effects.
+        """Parametric bootstrap: simulate ``n_resamples`` responses from the fit
+        (``fit.simulate(n_resamples, random_state, re)``, i.e. ``lme4::simulate``; an int
+        ``random_state`` is R's ``set.seed``, a SeedSequence or Generator gives one such int),
+        refit each by ML in one R loop (``lme4::refit``, ``r/disparity.R``), and recompute PP,
+        PRR, mean/CV-PRR and LP in numpy from each replicate's fixed effects.
 
         ``scores="observed"`` (default): a replicate's PRR is observed score / replicate PP -- the
         uncertainty of the estimated potential. ``scores="simulated"`` uses the simulated scores
@@ -570,12 +604,11 @@ class LanguageDisparityResult(ResultMixin):
         13 models (100 data sets). Read them as a lower bound on the uncertainty; for LP use
         :meth:`potential_intervals` (analytic REML + Satterthwaite t intervals).
         """
-        import pandas as pd  # noqa: PLC0415
-
-        if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-            raise DataError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+        from .._random import r_seed  # noqa: PLC0415
         from ..data.validate import require_level  # noqa: PLC0415
 
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
+            raise DataError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
         level = require_level(level)
         if re not in ("unconditional", "conditional"):
             raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
@@ -584,21 +617,44 @@ class LanguageDisparityResult(ResultMixin):
         if scores == "simulated" and re == "unconditional":
             raise DataError("scores='simulated' needs re='conditional': with new model effects (re='unconditional') "
                             "a model's simulated scores are not that model's, so its PRR would be meaningless")
+        seed = r_seed(random_state)
         t0 = time.perf_counter()
-        ysim = self.fit.simulate(int(n_boot), seed=seed, re=re)
+        ysim = self.fit.simulate(int(n_resamples), random_state=seed, re=re)
         t_sim = time.perf_counter() - t0
         beta, extra, t_refit, problems = _refit_replicates(self.fit, ysim, int(chunk_size), progress)
         t1 = time.perf_counter()
-        d: _Design = self._design
         ok = np.all(np.isfinite(beta), axis=1)
-        beta_ok = beta[ok]
-        y_obs = self._frame["score"].to_numpy(dtype=float)
-        pp = d.potential(beta_ok)
-        num = ysim[:, ok].T if scores == "simulated" else y_obs[None, :]
-        prr = _safe_prr(num, pp, self.pp_threshold)
+        num = ysim[:, ok].T if scores == "simulated" else self._frame["score"].to_numpy(dtype=float)[None, :]
+        models, languages, n_undef = self._bootstrap_tables(beta[ok], num, 1.0 - float(level))
+        reps = _replicates_frame(beta, list(self._design.terms), extra)
+        n_fail = int((~ok).sum())
+        n_sing = int(np.nansum(extra["singular"][ok].astype(float)))
+        n_nonconv = int(np.sum(extra["converged"][ok] == False))  # noqa: E712
+        warnings = _bootstrap_warnings(n_fail, n_sing, n_nonconv, int(ok.sum()), problems)
+        if n_undef:
+            warnings.append(ResultWarning(
+                "undefined_prr", f"{n_undef} replicate PRR values (over {int(ok.sum())} replicates) have PP <= "
+                f"{self.pp_threshold:g}; they are left out of that replicate's per-model statistics"))
+        timing = {"simulate": t_sim, "r_refit": t_refit, "numpy": time.perf_counter() - t1,
+                  "total": time.perf_counter() - t0}
+        prov = dict(self.provenance)
+        prov.update({"method": "parametric bootstrap (lme4::simulate + lme4::refit, ML)", "random_state": seed,
+                     "n_resamples": int(n_resamples), "re": re, "scores": scores, "interval": "percentile"})
+        return DisparityBootstrap(models=models, languages=languages, replicates=reps, n_resamples=int(n_resamples),
+                                  n_used=int(ok.sum()), n_failed=n_fail, n_singular=n_sing,
+                                  n_nonconverged=n_nonconv, level=float(level), random_state=seed, re=re,
+                                  scores=scores, lp_convention=self.lp_convention, timing=timing,
+                                  warnings=tuple(warnings), provenance=prov)
+
+    def _bootstrap_tables(self, beta_ok: np.ndarray, num: np.ndarray, alpha: float):
+        """``(models, languages, n_undefined)``: percentile and rank intervals of mean PRR,
+        CV-PRR and LP from the usable replicates' fixed effects (``num``: the PRR numerators)."""
+        import pandas as pd  # noqa: PLC0415
+
+        d: _Design = self._design
+        prr = _safe_prr(num, d.potential(beta_ok), self.pp_threshold)
         _, mean_b, _, cv_b = _prr_by_model(prr, d.model_codes, len(d.models))
         lp_b = d.language_potential(beta_ok, self.lp_convention)
-        alpha = 1.0 - float(level)
         bm = self.by_model.set_index("model").loc[list(d.models)]
         lp_obs = self.language_potential.set_index("language").loc[list(d.languages), "potential"].to_numpy()
         tables = []
@@ -612,28 +668,7 @@ class LanguageDisparityResult(ResultMixin):
         languages = _interval_table(lp_b, lp_obs, 1.0, alpha).rename(columns={"estimate": "potential"})
         languages.insert(0, "language", list(d.languages))
         languages = languages.sort_values(["observed_rank", "language"], kind="stable").reset_index(drop=True)
-        reps = pd.DataFrame(beta, columns=list(d.terms))
-        for k, v in extra.items():
-            reps[k] = v
-        n_fail = int((~ok).sum())
-        n_sing = int(np.nansum(extra["singular"][ok].astype(float)))
-        n_nonconv = int(np.sum(extra["converged"][ok] == False))  # noqa: E712
-        warnings = _bootstrap_warnings(n_fail, n_sing, n_nonconv, int(ok.sum()), problems)
-        n_undef = int(np.sum(~np.isfinite(prr)))
-        if n_undef:
-            warnings.append(ResultWarning(
-                "undefined_prr", f"{n_undef} replicate PRR values (over {int(ok.sum())} replicates) have PP <= "
-                f"{self.pp_threshold:g}; they are left out of that replicate's per-model statistics"))
-        t_np = time.perf_counter() - t1
-        timing = {"simulate": t_sim, "r_refit": t_refit, "numpy": t_np, "total": time.perf_counter() - t0}
-        prov = dict(self.provenance)
-        prov.update({"method": "parametric bootstrap (lme4::simulate + lme4::refit, ML)", "seed": seed,
-                     "n_boot": int(n_boot), "re": re, "scores": scores, "interval": "percentile"})
-        return DisparityBootstrap(models=models, languages=languages, replicates=reps, n_boot=int(n_boot),
-                                  n_used=int(ok.sum()), n_failed=n_fail, n_singular=n_sing,
-                                  n_nonconverged=n_nonconv, level=float(level), seed=seed, re=re, scores=scores,
-                                  lp_convention=self.lp_convention, timing=timing, warnings=tuple(warnings),
-                                  provenance=prov)
+        return models, languages, int(np.sum(~np.isfinite(prr)))
 
     def robustness(self, k: int = 10) -> DisparityRobustness:
         """Refit without the ``k`` records with the largest absolute conditional residuals
@@ -681,6 +716,16 @@ class LanguageDisparityResult(ResultMixin):
                                    agreement=pd.DataFrame(agreement), refit=refit, warnings=tuple(warnings))
 
 
+def _replicates_frame(beta: np.ndarray, terms: list[str], extra: Mapping[str, np.ndarray]):
+    """The replicates table: one column per fixed-effect term, then the ``extra`` columns."""
+    import pandas as pd  # noqa: PLC0415
+
+    reps = pd.DataFrame(beta, columns=terms)
+    for k, v in extra.items():
+        reps[k] = v
+    return reps
+
+
 def _model_ranks(by_model):
     t = by_model[["model", "mean_prr", "cv_prr"]].copy()
     t["rank_mean_prr"] = _rank_desc(t["mean_prr"].to_numpy())
@@ -724,23 +769,22 @@ def _interval_table(boot: np.ndarray, estimate: np.ndarray, sign: float, alpha: 
 
 def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool):
     """Run the R refit loop over ``ysim`` columns in chunks (one R call per chunk)."""
-    from ..engine import session  # noqa: PLC0415
+    from ..engine import _bridge  # noqa: PLC0415
 
-    n_boot = ysim.shape[1]
-    chunk_size = max(1, min(int(chunk_size), n_boot))
+    n_rep = ysim.shape[1]
+    chunk_size = max(1, min(int(chunk_size), n_rep))
     bar = None
     if progress:
         from tqdm.auto import tqdm  # noqa: PLC0415
 
-        bar = tqdm(total=n_boot, desc="parametric bootstrap refits", unit="refit", leave=False)
+        bar = tqdm(total=n_rep, desc="parametric bootstrap refits", unit="refit", leave=False)
     parts: list[dict[str, Any]] = []
     t_refit = 0.0
     try:
-        for start in range(0, n_boot, chunk_size):
-            stop = min(n_boot, start + chunk_size)
+        for start in range(0, n_rep, chunk_size):
+            stop = min(n_rep, start + chunk_size)
             t = time.perf_counter()
-            v = session.call("me_disparity_refit_fixef", m=fit._model,
-                             ysim=np.ascontiguousarray(ysim[:, start:stop])).value
+            v = _bridge.disparity_refit_fixef(fit, ysim[:, start:stop])
             t_refit += time.perf_counter() - t
             parts.append(v)
             if bar is not None:

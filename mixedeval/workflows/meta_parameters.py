@@ -23,15 +23,16 @@ import numpy as np
 
 from ..errors import DataError
 from ..results import ResultWarning
-from .variance_components import VCAResult, WorkflowResult, koo_li_band, variance_components
+from ._common import _WorkflowResult, koo_li_band
+from .variance_components import VCAResult, variance_components
 
 
 @dataclass(frozen=True, repr=False)
-class MetaParameterImportance(WorkflowResult):
+class MetaParameterImportance(_WorkflowResult):
     """Variance shares of the items and of each meta-parameter.
 
-    ``table``: component, role, variance, std_dev, percent (all components, as
-    :class:`VCAResult`). ``importance``: meta_parameter, variance, percent (of the total
+    ``table`` (the main table): component, role, variance, std_dev, percent (all components,
+    as :class:`VCAResult`). ``importance``: meta_parameter, variance, percent (of the total
     variance), percent_of_meta (share of the variance the meta-parameters cause together),
     rank. ``phi`` is the item share (performance reliability) and ``band`` its Koo & Li label.
     """
@@ -46,7 +47,7 @@ class MetaParameterImportance(WorkflowResult):
     provenance: dict[str, Any]
     vca: VCAResult = field(default=None, repr=False, compare=False)
 
-    _main_table = "importance"
+    _main_table = "table"
     _print_tables = ("table", "importance")
     _skip_in_dict = ("vca",)
 
@@ -102,12 +103,13 @@ def meta_parameter_importance(
 
 
 @dataclass(frozen=True, repr=False)
-class MetaParameterAssessment(WorkflowResult):
+class MetaParameterAssessment(_WorkflowResult):
     """Result of :func:`assess_meta_parameter`.
 
     ``glrt``: :func:`mixedeval.compare`'s table (main effect of the meta-parameter, or its
-    interaction with ``prop``). ``emmeans``: EMMs per level (per property level). ``contrasts``:
-    pairwise contrasts of the levels (within each property level), Holm by default.
+    interaction with ``prop``). ``emmeans``: EMMs per level (per property level). ``contrasts``
+    (the main table, also ``table``): pairwise contrasts of the levels (within each property
+    level), ``p_value`` unadjusted and ``p_adj`` (Holm by default).
     """
 
     glrt: Any
@@ -123,6 +125,11 @@ class MetaParameterAssessment(WorkflowResult):
     _main_table = "contrasts"
     _print_tables = ("glrt", "emmeans", "contrasts")
     _skip_in_dict = ("fit",)
+
+    @property
+    def table(self):
+        """The main table: ``contrasts``."""
+        return self.contrasts
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -149,13 +156,15 @@ def assess_meta_parameter(
     adjust: str = "holm",
     posthoc_df: str = "asymptotic",
     level: float = 0.95,
+    effect_size: str = "total",
     optimizer: str = "nloptwrap",
 ) -> MetaParameterAssessment:
     """GLRT, EMMs and Holm contrasts for one meta-parameter as a fixed effect (Hagmann Eq. 3.16).
 
-    ``param`` is always treated as categorical (learning rates, seeds). With ``prop`` (a
+    ``param`` is always treated as categorical (learning rates, training seeds). With ``prop`` (a
     categorical data property, or a numeric one with ``bins``), the interaction
     ``param x prop`` is tested and the levels are compared within each property level.
+    ``adjust``, ``posthoc_df``, ``level`` and ``effect_size`` as in :func:`mixedeval.compare_systems`.
     """
     from ..data.validate import require_level  # noqa: PLC0415
     from .compare_systems import compare_systems  # noqa: PLC0415
@@ -167,12 +176,12 @@ def assess_meta_parameter(
         if bins is not None or labels is not None:
             raise DataError("bins/labels need a property: pass prop=")
         r = compare_systems(data, score, param, item, posthoc_df=posthoc_df, adjust=adjust, average=False,
-                            level=level, optimizer=optimizer)
+                            level=level, effect_size=effect_size, optimizer=optimizer)
         emm, con, glrt, fit = r.emmeans, r.contrasts, r.glrt, r.fit
         ws, p_adj, prov = r.warnings, r.p_adjust, dict(r.provenance)
     else:
         r = conditional_compare(data, score, param, item, prop, bins=bins, labels=labels, adjust=adjust,
-                                posthoc_df=posthoc_df, level=level, optimizer=optimizer)
+                                posthoc_df=posthoc_df, level=level, effect_size=effect_size, optimizer=optimizer)
         if r.kind == "continuous":
             raise DataError(f"property {prop!r} is numeric: give bins= (cut points) to compare the levels of {param!r} "
                             "within property classes, or use conditional_compare for slopes")

@@ -32,7 +32,6 @@ cross-check: on balanced data they equal REML whenever none of them is negative.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import re
@@ -43,44 +42,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, MixedEvalError
-from ..results import ResultMixin, ResultWarning, jsonable
-
-#: Koo & Li (2016) interpretation bands of reliability coefficients: (upper bound, label)
-KOO_LI_BANDS: tuple[tuple[float, str], ...] = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
+from ..results import ResultWarning
+from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band
 
 #: a component is reported as zero when its standard deviation relative to the residual one
 #: (lme4's theta) is below this value, the tolerance of ``lme4::isSingular``
 ZERO_TOL = 1e-4
-
-
-def koo_li_band(value: float) -> str:
-    """Koo & Li (2016) label of a reliability coefficient: ``"poor"`` (< .5), ``"moderate"``
-    (.5 to < .75), ``"good"`` (.75 to .9), ``"excellent"`` (> .9); ``"undefined"`` for NaN."""
-    v = float(value)
-    if not math.isfinite(v):
-        return "undefined"
-    if v == 0.9:
-        return "good"
-    for upper, label in KOO_LI_BANDS:
-        if v < upper:
-            return label
-    return "excellent"
-
-
-class WorkflowResult(ResultMixin):
-    """ResultMixin whose ``to_dict()`` leaves out the fitted models and nested results named in
-    ``_skip_in_dict`` (they hold the whole data; reach them through the attributes)."""
-
-    _skip_in_dict: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if f.name.startswith("_") or f.name in self._skip_in_dict:
-                continue
-            v = getattr(self, f.name)
-            out[f.name] = v.to_dict() if isinstance(v, WorkflowResult) else jsonable(v)
-        return out
 
 
 # --------------------------------------------------------------------------- terms
@@ -207,6 +174,14 @@ def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score
     for v in variables:
         role = "object column" if v == obj else "facet"
         require_levels(df, v, 2, role)
+    warnings += _check_crossing(df, obj, facets, terms)
+    return df, warnings
+
+
+def _check_crossing(df, obj: str, facets: Sequence[str], terms: list[_Term]) -> list[ResultWarning]:
+    """Refuse an object nested in a facet (or the reverse) and terms with one row per level;
+    warn about partially crossed facets."""
+    warnings: list[ResultWarning] = []
     n_obj = df[obj].nunique()
     for f in facets:
         pairs = df[[obj, f]].drop_duplicates()
@@ -240,12 +215,12 @@ def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score
                     f"{t.role} term {t.name!r} has one observation per level ({n_lev} levels, {n} rows): its variance is "
                     "confounded with the residual; drop it (the residual contains it)"
                 )
-    return df, warnings
+    return warnings
 
 
 # ----------------------------------------------------------------------- result
 @dataclass(frozen=True, repr=False)
-class VCAResult(WorkflowResult):
+class VCAResult(_WorkflowResult):
     """Variance components of a random-effects-only model and reliability coefficients.
 
     ``table``: component, role (object / facet / interaction / nested / residual), variance,
@@ -566,70 +541,21 @@ def variance_components(
     named ``zero_components``, ``phi()``, ``g_coefficient()``, ``d_study()``, ``intra_rater()``,
     ``inter_rater()``, ``reliability()``, and ``anova_check`` for balanced two-way designs.
     """
-    import pandas as pd  # noqa: PLC0415
-
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
     from ..lmm import lmm  # noqa: PLC0415
 
     if not isinstance(object, str) or not object:
         raise DataError("object must name the column of the objects of measurement, e.g. object='sentence_id'")
-    if isinstance(facets, str):
-        facets = [facets]
-    facets = [str(f) for f in facets]
+    facets = [str(f) for f in ([facets] if isinstance(facets, str) else facets)]
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     terms = _build_terms(object, facets, interactions, nested)
-    df, pre_warnings = _check_design(df, object, facets, terms, score)
-
-    variables = list(dict.fromkeys(v for t in terms for v in t.variables))
-    taken: set[str] = set()
-    alias = {v: _alias(v, taken) for v in [*variables, score]}
-    frame = pd.DataFrame({alias[score]: df[score].to_numpy(dtype=float, na_value=np.nan),
-                          **{alias[v]: df[v].to_numpy() for v in variables}})
-    for v in variables:  # grouping factors as strings: explicit, code-point-sorted levels
-        frame[alias[v]] = frame[alias[v]].astype(str)
-    frame.attrs[ROWS_CHECKED] = True  # the caller's whole table was checked in _check_design
-    grp_of = {":".join(alias[v] for v in t.variables): t for t in terms}
-    rhs = " + ".join(f"(1|{g})" for g in grp_of)
-    formula = f"{alias[score]} ~ 1 + {rhs}"
+    df, warnings = _check_design(df, object, facets, terms, score)
+    frame, formula, grp_of, alias = _model_frame(df, score, terms)
     fit = lmm(formula, frame, reml=reml, optimizer=optimizer, df_method="asymptotic", calc_derivs=calc_derivs)
-
-    rand = fit.random
-    comp_rows = []
-    found = set()
-    for _, r in rand.iterrows():
-        g = str(r["group"])
-        if g == "Residual":
-            comp_rows.append(("Residual", "residual", float(r["variance"])))
-            continue
-        if g not in grp_of:
-            raise MixedEvalError(f"internal: lme4 returned the unexpected grouping factor {g!r} (expected {sorted(grp_of)})")
-        t = grp_of[g]
-        found.add(g)
-        comp_rows.append((t.name, t.role, float(r["variance"])))
-    if found != set(grp_of):
-        raise MixedEvalError(f"internal: components {sorted(set(grp_of) - found)} missing from VarCorr")
-    tab = pd.DataFrame(comp_rows, columns=["component", "role", "variance"])
-    tab["variance"] = tab["variance"].clip(lower=0.0)
-    tab["std_dev"] = np.sqrt(tab["variance"])
-    total = tab["variance"].sum()
-    tab["percent"] = 100.0 * tab["variance"] / total if total > 0 else np.nan
-    order = {t.name: i for i, t in enumerate(terms)}
-    order["Residual"] = len(terms)
-    tab["_o"] = tab["component"].map(order)
-    tab = tab.sort_values(["variance", "_o"], ascending=[False, True], kind="mergesort").drop(columns="_o")
-    tab = tab.reset_index(drop=True)[["component", "role", "variance", "std_dev", "percent"]]
-
-    sigma = float(np.sqrt(tab.loc[tab["component"] == "Residual", "variance"].iloc[0]))
-    zero = tuple(
-        c for c, role, sd in zip(tab["component"], tab["role"], tab["std_dev"])
-        if role != "residual" and (sigma == 0 or sd / sigma < ZERO_TOL)
-    )
-    warnings = list(pre_warnings)
-    for w in fit.warnings:
-        if w.kind != "singular":
-            warnings.append(w)
+    tab = _component_table(fit.random, grp_of, terms)
+    zero = _zero_components(tab)
+    warnings += [w for w in fit.warnings if w.kind != "singular"]
     if fit.singular or zero:
         warnings.append(ResultWarning(
             "singular",
@@ -650,21 +576,66 @@ def variance_components(
                  "calc_derivs": bool(calc_derivs)})
     inv = {a: v for v, a in alias.items()}
     display_formula = re.sub(r"[A-Za-z._][A-Za-z0-9._]*", lambda mo: inv.get(mo.group(0), mo.group(0)), formula)
-    return VCAResult(
-        table=tab,
-        object=object,
-        facets=tuple(facets),
-        formula=display_formula,
-        reml=bool(reml),
-        singular=bool(fit.singular),
-        zero_components=zero,
-        nobs=fit.nobs,
-        anova_check=check,
-        warnings=tuple(warnings),
-        provenance=prov,
-        model=fit,
-        _terms=tuple([*terms, _Term("Residual", "residual", ())]),
-    )
+    return VCAResult(table=tab, object=object, facets=tuple(facets), formula=display_formula, reml=bool(reml),
+                     singular=bool(fit.singular), zero_components=zero, nobs=fit.nobs, anova_check=check,
+                     warnings=tuple(warnings), provenance=prov, model=fit,
+                     _terms=tuple([*terms, _Term("Residual", "residual", ())]))
 
 
-__all__ = ["KOO_LI_BANDS", "VCAResult", "WorkflowResult", "anova_components", "koo_li_band", "variance_components"]
+def _model_frame(df, score: str, terms: list[_Term]):
+    """``(frame, formula, {grouping factor: term}, {column: alias})``: the columns renamed to
+    syntactic aliases, grouping factors as strings (explicit, code-point-sorted levels), and
+    ``score ~ 1 + (1|g1) + ...``."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
+
+    variables = list(dict.fromkeys(v for t in terms for v in t.variables))
+    taken: set[str] = set()
+    alias = {v: _alias(v, taken) for v in [*variables, score]}
+    frame = pd.DataFrame({alias[score]: df[score].to_numpy(dtype=float, na_value=np.nan),
+                          **{alias[v]: df[v].to_numpy() for v in variables}})
+    for v in variables:
+        frame[alias[v]] = frame[alias[v]].astype(str)
+    frame.attrs[ROWS_CHECKED] = True  # the caller's whole table was checked in _check_design
+    grp_of = {":".join(alias[v] for v in t.variables): t for t in terms}
+    formula = f"{alias[score]} ~ 1 + " + " + ".join(f"(1|{g})" for g in grp_of)
+    return frame, formula, grp_of, alias
+
+
+def _component_table(rand, grp_of: dict[str, _Term], terms: list[_Term]):
+    """component, role, variance, std_dev, percent from ``fit.random``, mapped to the terms by
+    grouping-factor name and sorted by variance (largest first; model order among ties)."""
+    import pandas as pd  # noqa: PLC0415
+
+    comp_rows, found = [], set()
+    for g, var in zip(rand["group"].astype(str), rand["variance"].astype(float)):
+        if g == "Residual":
+            comp_rows.append(("Residual", "residual", var))
+            continue
+        if g not in grp_of:
+            raise MixedEvalError(f"internal: lme4 returned the unexpected grouping factor {g!r} (expected {sorted(grp_of)})")
+        found.add(g)
+        comp_rows.append((grp_of[g].name, grp_of[g].role, var))
+    if found != set(grp_of):
+        raise MixedEvalError(f"internal: components {sorted(set(grp_of) - found)} missing from VarCorr")
+    tab = pd.DataFrame(comp_rows, columns=["component", "role", "variance"])
+    tab["variance"] = tab["variance"].clip(lower=0.0)
+    tab["std_dev"] = np.sqrt(tab["variance"])
+    total = tab["variance"].sum()
+    tab["percent"] = 100.0 * tab["variance"] / total if total > 0 else np.nan
+    order = {t.name: i for i, t in enumerate(terms)}
+    order["Residual"] = len(terms)
+    tab["_o"] = tab["component"].map(order)
+    tab = tab.sort_values(["variance", "_o"], ascending=[False, True], kind="mergesort").drop(columns="_o")
+    return tab.reset_index(drop=True)[["component", "role", "variance", "std_dev", "percent"]]
+
+
+def _zero_components(tab) -> tuple[str, ...]:
+    """Components whose SD relative to the residual SD is below :data:`ZERO_TOL`."""
+    sigma = float(np.sqrt(tab.loc[tab["component"] == "Residual", "variance"].iloc[0]))
+    return tuple(c for c, role, sd in zip(tab["component"], tab["role"], tab["std_dev"])
+                 if role != "residual" and (sigma == 0 or sd / sigma < ZERO_TOL))
+
+
+__all__ = ["KOO_LI_BANDS", "VCAResult", "anova_components", "koo_li_band", "variance_components"]

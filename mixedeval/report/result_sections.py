@@ -1,0 +1,185 @@
+"""Section builders of the results that are not parts of one model: resampling results,
+workflow results, and anything else with a main table.
+
+Every builder is ``builder(section, result, context)``; :mod:`mixedeval.report.dispatch` chooses
+it by the result's type. :func:`generic` renders any result from the protocol all mixedeval
+results share (the title, the scalars they print, ``.table`` and the tables they print); the
+other builders add the figures and reliability tables of their result type.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .blocks import Section, as_frame, fmt_cell, fmt_number
+
+
+def _warnings(sec: Section, obj: Any) -> None:
+    sec.warnings(list(getattr(obj, "warnings", ()) or ()))
+
+
+def _scalars(obj: Any) -> list[tuple[str, Any]]:
+    pairs = obj._scalars() if hasattr(obj, "_scalars") else []  # noqa: SLF001 - the ResultMixin protocol
+    return [(str(k), v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in pairs]
+
+
+def _other_tables(obj: Any, main: Any) -> list[tuple[str, Any]]:
+    """The tables the result prints, without its main table (by name or by content)."""
+    names = {"table", getattr(obj, "_main_table", "table")}
+    tables = obj._tables() if hasattr(obj, "_tables") else []  # noqa: SLF001 - the ResultMixin protocol
+    return [(name, df) for name, df in tables
+            if name not in names and not (main is not None and df.shape == main.shape and df.equals(main))]
+
+
+def generic(sec: Section, obj: Any, ctx: Any = None) -> None:
+    """Title, settings, the main table (``.table``) and the other tables the result prints."""
+    title = str(getattr(obj, "_title", "") or "")
+    if title and not sec.title.startswith(title):
+        sec.text(title)
+    pairs = _scalars(obj)
+    sec.kv(pairs, caption="Settings and summary")
+    main = as_frame(obj)
+    sec.table(main, f"Main table (.table of {type(obj).__name__})")
+    for name, df in _other_tables(obj, main):
+        sec.table(df, name)
+    _warnings(sec, obj)
+    if pairs:
+        sec.headline = ", ".join(f"{k}: {fmt_cell(v, k)}" for k, v in pairs[:2])
+
+
+# ------------------------------------------------------------------------------------ resampling
+def _call_or_attr(obj: Any, name: str) -> Any:
+    val = getattr(obj, name, None)
+    return val() if callable(val) else val
+
+
+def _interval_figure(sec: Section, tab: Any, value_col: str, caption: str, **kw: Any) -> None:
+    from .figures import interval_plot  # noqa: PLC0415
+
+    if tab is None or not {value_col, "conf_low", "conf_high"} <= set(tab.columns):
+        return
+    cols = list(tab.columns)
+    label_cols = cols[: cols.index(value_col)] or cols[:1]
+    labels = [" | ".join(str(v) for v in row) for row in tab[label_cols].itertuples(index=False, name=None)]
+    fig = sec.guarded(caption, interval_plot, labels, tab[value_col], tab["conf_low"], tab["conf_high"], **kw)
+    if fig is not None:
+        sec.figure(fig, caption)
+
+
+def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
+    """The hierarchical paired bootstrap: per-system intervals, paired differences, ranks."""
+    sec.kv(_scalars(boot), caption="Settings")
+    summ = sec.guarded(".table", as_frame, boot)
+    if summ is not None:
+        sec.table(summ, "Per system: observed statistic, bootstrap standard error and interval")
+        _interval_figure(sec, summ, "estimate", "Per-system estimates with bootstrap intervals",
+                         xlabel="estimate", title="Bootstrap intervals")
+    pw = sec.guarded("pairwise()", _call_or_attr, boot, "pairwise")
+    if pw is not None:
+        adj = pw.attrs.get("p_adjust") or pw.attrs.get("adjust") or "holm"
+        sec.table(pw, f"Paired differences (shared draws); p_value unadjusted, p_adj by {adj}")
+        if "p_adj" in pw.columns:
+            sec.headline = f"{int((pw['p_adj'] < 0.05).sum())} of {len(pw)} pairs with adjusted p < 0.05"
+    ranks = sec.guarded("ranks()", _call_or_attr, boot, "ranks")
+    if ranks is not None:
+        sec.table(ranks, "Rank distribution (rank 1 = best)")
+        from .figures import rank_heatmap  # noqa: PLC0415
+
+        fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
+        if fig is not None:
+            sec.figure(fig, "Rank probabilities P(rank = k) over the bootstrap draws")
+    _warnings(sec, boot)
+
+
+# --------------------------------------------------------------------------- variance components
+def vca(sec: Section, v: Any, ctx: Any = None) -> None:
+    """Components, the ANOVA cross-check, reliability coefficients and the D study."""
+    from .figures import d_study_plot  # noqa: PLC0415
+
+    sec.table(as_frame(v), "Variance components (REML), percent of the summed estimated components")
+    sec.text(f"Model: {v.formula} (" + ("REML" if v.reml else "ML") + ").")
+    if v.singular:
+        sec.set_status("warning", "Singular fit: components estimated at zero are reported as zero.")
+    if v.anova_check is not None:
+        sec.table(v.anova_check, "Cross-check: ANOVA expected-mean-squares estimates (balanced design)")
+    rel = sec.guarded("reliability()", v.reliability)
+    if rel is not None:
+        sec.table(rel, "Reliability with one level of each facet (phi: absolute, g_coefficient: relative; "
+                       "bands by Koo & Li 2016)")
+        vals = dict(zip(rel["coefficient"], rel["value"]))
+        sec.headline = ", ".join(f"{k} = {fmt_number(float(x))}" for k, x in list(vals.items())[:2])
+    if v.zero_components:
+        sec.text(f"Components estimated at zero (singular fit): {', '.join(map(str, v.zero_components))}.")
+    grid = getattr(ctx, "d_study_grid", None) or _default_grid(v)
+    if grid:
+        ds = sec.guarded("d_study()", v.d_study, grid)
+        if ds is not None:
+            sec.table(ds, "D-study: reliability over numbers of facet levels averaged over")
+            fig = sec.guarded("D-study plot", d_study_plot, ds, title="D-study")
+            if fig is not None:
+                sec.figure(fig, "D-study: coefficients by number of facet levels (dotted: Koo & Li bands)")
+    _warnings(sec, v)
+
+
+def _default_grid(v: Any) -> dict[str, list[int]] | None:
+    facets = list(v.facets or ())
+    if not facets:
+        return None
+    return {f: [1, 2, 3, 5, 10] if i == 0 else [1, 3] for i, f in enumerate(facets[:2])}
+
+
+def reproducibility(sec: Section, rep: Any, ctx: Any = None) -> None:
+    """The generic section with the findings in words first."""
+    for line in rep.findings:
+        sec.text(line)
+    generic(sec, rep, ctx)
+
+
+# ------------------------------------------------------------------------------------ disparity
+def disparity(sec: Section, d: Any, ctx: Any = None) -> None:
+    """PRR per model, language potential (plot), the authors' diagnostics and the records."""
+    ref = d.reference
+    sec.kv([("reference levels", ", ".join(f"{k} = {v}" for k, v in ref.items()) if ref else None),
+            ("language-potential convention", d.lp_convention),
+            ("aggregate records dropped", d.n_aggregates_dropped)])
+    sec.table(d.by_model, "Per model: performance realisation ratio (PRR = score / performance potential), its "
+                          "mean, SD and coefficient of variation")
+    lp = d.language_potential
+    sec.table(lp, "Language potential (intercept + language effect + mean task effect), ranked")
+    _lp_figure(sec, lp["language"], lp["potential"], None, None, "Language potential by language (highest first)")
+    sec.headline = f"{len(lp)} languages; highest potential {lp.iloc[0]['language']}, lowest {lp.iloc[-1]['language']}"
+    sec.table(d.diagnostics, "Diagnostics the authors reported (Shapiro-Wilk on residuals, Levene across languages)")
+    sec.table(d.records, "Records with performance potential (pp) and realisation ratio (prr)", max_rows=50)
+    _warnings(sec, d)
+
+
+def _lp_figure(sec: Section, languages: Any, values: Any, lo: Any, hi: Any, caption: str) -> None:
+    from .figures import bar_plot  # noqa: PLC0415
+
+    fig = sec.guarded("language-potential plot", bar_plot, languages, values, xlabel="language potential",
+                      title="Language potential", conf_low=lo, conf_high=hi)
+    if fig is not None:
+        sec.figure(fig, caption)
+
+
+def disparity_bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
+    """Intervals for mean PRR, CV-PRR and LP with rank intervals, and the LP plot with them."""
+    sec.kv(_scalars(boot), caption="Settings")
+    sec.table(boot.models, f"Parametric bootstrap ({boot.n_used} of {boot.n_resamples} refits, random_state "
+                           f"{boot.random_state}): intervals for mean PRR and CV-PRR with rank intervals")
+    lang = boot.languages
+    sec.table(lang, "Parametric bootstrap: language potential with intervals and ranks")
+    _lp_figure(sec, lang["language"], lang["potential"], lang["conf_low"], lang["conf_high"],
+               "Language potential by language; whiskers: parametric-bootstrap percentile intervals")
+    sec.headline = f"{boot.n_used} of {boot.n_resamples} refits used, level {boot.level:g}"
+    _warnings(sec, boot)
+
+
+def potential_intervals(sec: Section, pi: Any, ctx: Any = None) -> None:
+    """Analytic t intervals for the language potential, with their plot."""
+    tab = pi.table
+    sec.kv(_scalars(pi), caption="Settings")
+    sec.table(tab, f"Language potential with {pi.level:.0%} t intervals ({pi.df_method} df, {pi.estimator} fit)")
+    _lp_figure(sec, tab["language"], tab["estimate"], tab["conf_low"], tab["conf_high"],
+               "Language potential by language; whiskers: t intervals")
+    sec.headline = f"{len(tab)} languages, {pi.df_method} df"
+    _warnings(sec, pi)
