@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _format
+
 #: statuses of a section, in increasing severity
 STATUSES = ("ok", "warning", "not_available", "error")
 
@@ -24,15 +26,9 @@ def is_p_column(name: str) -> bool:
 
 
 def fmt_p(p: float) -> str:
-    """A p-value as text: 4 decimals down to 1e-4, then 3 significant digits in e-notation;
-    an exact 0 (underflow of the survival function) prints as ``<1e-300``."""
-    if p != p:
-        return ""
-    if p == 0:
-        return "<1e-300"
-    if p >= 1e-4:
-        return f"{p:.4f}"
-    return f"{p:.2e}"
+    """A p-value in a table cell: :func:`mixedeval._format.fmt_p` (the one p-value format), with
+    a missing value as an empty cell."""
+    return "" if p != p else _format.fmt_p(p)
 
 
 def fmt_number(v: float) -> str:

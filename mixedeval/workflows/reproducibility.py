@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._format import fmt_p
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings, koo_li_band
@@ -145,7 +146,9 @@ def _prop_spec(props: Any) -> list[tuple[str, Any, Any]]:
 
 
 def _fmt_p(p: float) -> str:
-    return "< 0.0001" if p < 1e-4 else f"= {p:.4f}"
+    """``= 0.0123`` / ``= 3.20e-12`` / ``<1e-300`` (the one p-value format, in a sentence)."""
+    text = fmt_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def inferential_reproducibility(
