@@ -1,17 +1,15 @@
 """Lazy public names for mixedeval's packages.
 
 ``install(__name__, table)`` gives a package a module-level ``__getattr__`` that imports a
-submodule on first access of one of its public names (so ``import mixedeval`` stays cheap), and
-stops a submodule from shadowing a public function of the same name (Python binds a submodule as
-an attribute of its package when it is first imported: after ``from mixedeval.lmm import
-LMMFit``, ``mixedeval.lmm`` would otherwise be the module, not the function).
+submodule on first access of one of its public names (so ``import mixedeval`` stays cheap). No
+public name shares its name with a submodule (modules holding internals are private, e.g.
+``mixedeval.inference._lmm`` behind ``me.lmm``), so importing a submodule never shadows one.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import sys
-import types
 from typing import Any
 
 
@@ -36,19 +34,6 @@ def install(package: str, table: dict[str, tuple[str, str | None]]) -> None:
     def __dir__() -> list[str]:
         return sorted(set(module.__dict__) | set(resolved))
 
-    class _Package(types.ModuleType):
-        def __setattr__(self, name: str, value: Any) -> None:
-            target = resolved.get(name)
-            if (
-                target is not None
-                and target[1] is not None
-                and isinstance(value, types.ModuleType)
-                and value.__name__ == f"{package}.{name}"
-            ):
-                return  # keep the public function; the submodule stays in sys.modules
-            super().__setattr__(name, value)
-
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
     module.__dir__ = __dir__  # type: ignore[attr-defined]
     module.__all__ = [*getattr(module, "__all__", ()), *(n for n in resolved if n not in getattr(module, "__all__", ()))]
-    module.__class__ = _Package

@@ -166,7 +166,7 @@ def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
 def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> None:
     """Write the HTML report of ``results`` to ``--report`` (``kwargs``: options of
     :func:`mixedeval.report`)."""
-    from .report import report  # noqa: PLC0415
+    from ._report import report  # noqa: PLC0415
 
     if getattr(args, "random_state", None) is not None:
         kwargs.setdefault("random_state", args.random_state)
@@ -187,7 +187,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from .lmm import lmm  # noqa: PLC0415
+    from .inference._lmm import lmm  # noqa: PLC0415
 
     data = _load_data(args.data, args.where)
     _progress(args, f"fitting {args.formula}")
@@ -211,7 +211,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .inference.compare import compare  # noqa: PLC0415
-    from .lmm import lmm  # noqa: PLC0415
+    from .inference._lmm import lmm  # noqa: PLC0415
 
     data = _load_data(args.data, args.where)
     if len(args.formula) < 2:

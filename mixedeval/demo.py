@@ -55,7 +55,7 @@ class _Steps:
 
 
 def _table_of(obj: Any, attr: str = "table") -> Any:
-    from .report.blocks import as_frame  # noqa: PLC0415
+    from ._report.blocks import as_frame  # noqa: PLC0415
 
     return as_frame(obj, attr)
 
@@ -67,8 +67,8 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     from . import datasets  # noqa: PLC0415
     from .data.design import describe_design  # noqa: PLC0415
     from .inference.compare import compare  # noqa: PLC0415
-    from .lmm import lmm  # noqa: PLC0415
-    from .resampling import bootstrap  # noqa: PLC0415 (the package attribute, never the submodule)
+    from .inference._lmm import lmm  # noqa: PLC0415
+    from .resampling import bootstrap  # noqa: PLC0415
     from .workflows.variance_components import variance_components  # noqa: PLC0415
 
     df = datasets.load("kreutzer_ter")
@@ -168,7 +168,7 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
     ``set.seed`` for the simulations). Returns 0, or 1 when a step failed (the failures are
     printed and shown in the report)."""
     from ._console import print_json, print_table  # noqa: PLC0415
-    from .report import report  # noqa: PLC0415
+    from ._report import report  # noqa: PLC0415
 
     if dataset not in DEMOS:
         raise DataError(f"no demo for data set {dataset!r}; available: {', '.join(DEMOS)}")

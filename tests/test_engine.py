@@ -130,10 +130,20 @@ def test_zero_length_vectors_and_empty_frames(R):
 
 
 def test_public_functions_not_shadowed_by_submodules():
+    """No public function shares its name with a submodule (internals live in private modules),
+    so importing any submodule leaves ``me.lmm`` / ``me.report`` the functions, and importing a
+    submodule path keeps working as an attribute chain."""
+    import importlib.util
+
+    clash = [n for n, (_, attr) in me._LAZY.items()  # noqa: SLF001
+             if attr is not None and importlib.util.find_spec(f"mixedeval.{n}") is not None]
+    assert not clash, clash
     code = (
-        "from mixedeval.lmm import LMMFit\nimport mixedeval.report\nimport mixedeval as me\n"
-        "import types\nassert callable(me.lmm) and not isinstance(me.lmm, types.ModuleType), me.lmm\n"
-        "assert not isinstance(me.report, types.ModuleType) or callable(me.report)\nprint('ok')"
+        "import types\nfrom mixedeval.inference._lmm import LMMFit\nimport mixedeval._report.blocks\n"
+        "import mixedeval as me\nimport mixedeval.inference.anova\n"
+        "assert callable(me.lmm) and not isinstance(me.lmm, types.ModuleType), me.lmm\n"
+        "assert callable(me.report) and not isinstance(me.report, types.ModuleType), me.report\n"
+        "assert callable(mixedeval._report.blocks.fmt_p)\nprint('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr

@@ -455,4 +455,4 @@ def test_wheel_carries_the_r_library_and_data(tmp_path):
     for r_file in sorted((repo / "r").glob("*.R")):
         assert f"mixedeval/_r/{r_file.name}" in names
     assert "mixedeval/datasets_files/kreutzer_ter.csv" in names
-    assert "mixedeval/report/templates/report.html.j2" in names
+    assert "mixedeval/_report/templates/report.html.j2" in names

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
-from mixedeval.lmm import lmm  # not me.lmm: once mixedeval.lmm is imported that name is the module
-from mixedeval.report import SECTION_TITLES
-from mixedeval.report.blocks import fmt_cell, fmt_number, fmt_p
-from mixedeval.report.compute import first_factor, null_formula, split_formula
-from mixedeval.report.dispatch import model_parts, result_kinds
+from mixedeval.inference._lmm import lmm
+from mixedeval._report import SECTION_TITLES
+from mixedeval._report.blocks import fmt_cell, fmt_number, fmt_p
+from mixedeval._report.compute import first_factor, null_formula, split_formula
+from mixedeval._report.dispatch import model_parts, result_kinds
 
 N_SIM = 50
 #: the sections of the full analysis, in report order

@@ -81,7 +81,7 @@ def test_bca_is_guarded_too(ter):
 
 
 def test_memory_error_becomes_data_error(ter, monkeypatch):
-    bmod = sys.modules["mixedeval.resampling.bootstrap"]  # the module (the package attribute is the function)
+    bmod = sys.modules["mixedeval.resampling._bootstrap"]
 
     def boom(*args, **kwargs):
         raise MemoryError("Unable to allocate 7.45 GiB for an array with shape (1000000000,) and data type float64")

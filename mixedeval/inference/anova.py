@@ -63,7 +63,7 @@ def _normalize_type(type_: int | str) -> str:
 
 
 def _normalize_ddf(ddf: str) -> str:
-    from ..lmm import normalize_df_method  # noqa: PLC0415
+    from ._lmm import normalize_df_method  # noqa: PLC0415
 
     key = normalize_df_method(ddf)
     if key not in _DDF:

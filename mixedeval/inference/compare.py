@@ -81,7 +81,7 @@ def _default_names(k: int) -> list[str]:
 
 
 def _check_fits(fits: Sequence[Any], names_: Sequence[str] | None) -> list[str]:
-    from ..lmm import LMMFit  # noqa: PLC0415
+    from ._lmm import LMMFit  # noqa: PLC0415
 
     if len(fits) < 2:
         raise DataError("compare() needs at least two fitted models, e.g. me.compare(null_fit, full_fit)")

@@ -126,7 +126,7 @@ def _at_arg(fit: Any, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _df_args(fit: Any, df_method: str) -> tuple[str, dict[str, Any]]:
-    from ..lmm import normalize_df_method  # noqa: PLC0415
+    from ._lmm import normalize_df_method  # noqa: PLC0415
 
     key = normalize_df_method(df_method)
     if key == "kenward-roger" and not fit.reml:

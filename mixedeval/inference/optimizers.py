@@ -118,7 +118,7 @@ def check_optimizers(
     """
     import pandas as pd  # noqa: PLC0415
 
-    from ..lmm import normalize_optimizer  # noqa: PLC0415
+    from ._lmm import normalize_optimizer  # noqa: PLC0415
 
     if not (float(rtol) >= 0 and float(loglik_tol) >= 0):
         raise DataError("rtol and loglik_tol must be non-negative numbers")

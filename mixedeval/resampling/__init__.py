@@ -7,9 +7,9 @@ Names are resolved lazily so that importing this package stays cheap.
 from __future__ import annotations
 
 _LAZY: dict[str, str] = {
-    # hierarchical paired bootstrap (mixedeval/resampling/bootstrap.py)
-    "bootstrap": "bootstrap",
-    "BootstrapResult": "bootstrap",
+    # hierarchical paired bootstrap (mixedeval/resampling/_bootstrap.py)
+    "bootstrap": "_bootstrap",
+    "BootstrapResult": "_bootstrap",
     # paired two-system tests (mixedeval/resampling/paired_tests.py)
     "paired_bootstrap_test": "paired_tests",
     "approximate_randomization": "paired_tests",

@@ -100,7 +100,7 @@ def model_formula(lhs: str, fixed: str, item: str, extra: Sequence[str]) -> str:
 
 def check_posthoc_df(posthoc_df: str) -> str:
     """The canonical df method name (``asymptotic``, ``satterthwaite``, ``kenward-roger``)."""
-    from ..lmm import normalize_df_method  # noqa: PLC0415
+    from ..inference._lmm import normalize_df_method  # noqa: PLC0415
 
     return normalize_df_method(posthoc_df)
 

@@ -57,7 +57,7 @@ def _system_analysis(frame, score: str, system: str, item: str, extra: Sequence[
     """GLRT of ``system`` (ML refit by :func:`mixedeval.compare`), EMMs and pairwise contrasts
     (``contrast_kw``: ``adjust`` and ``effect_size`` of :meth:`EMMResult.contrasts`)."""
     from ..inference.compare import compare  # noqa: PLC0415
-    from ..lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415
 
     kw = dict(reml=True, optimizer=optimizer, factors=factors, levels=levels)
     full = lmm(model_formula(score, system, item, extra), frame, **kw)

@@ -149,7 +149,7 @@ def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *
                          extra: Sequence[str] = (), grid_points: int = 25, effect_size: str = "total"):
     """Fits, interaction GLRT, EMMs/trends and contrasts; returns a dict of parts."""
     from ..inference.compare import compare  # noqa: PLC0415
-    from ..lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415
 
     if null not in NULLS:
         raise DataError(f"null must be one of {', '.join(NULLS)}, not {null!r}")

@@ -539,7 +539,7 @@ class LanguageDisparityResult(ResultMixin):
         import pandas as pd  # noqa: PLC0415
 
         from ..data.validate import require_level  # noqa: PLC0415
-        from ..lmm import normalize_df_method  # noqa: PLC0415
+        from ..inference._lmm import normalize_df_method  # noqa: PLC0415
 
         level = require_level(level)
         key = normalize_df_method(df_method)
@@ -826,7 +826,7 @@ def _analyse(frame, ref: Mapping[str, str], *, n_aggregates: int, pre_warnings: 
              lp_convention: str, pp_threshold: float, optimizer: str) -> LanguageDisparityResult:
     import pandas as pd  # noqa: PLC0415
 
-    from ..lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415
 
     ref = _resolve_reference(frame, ref, "language", "task")
     fit = lmm(FORMULA, frame.reset_index(drop=True), reml=False, optimizer=optimizer, reference=dict(ref))

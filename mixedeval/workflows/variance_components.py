@@ -542,7 +542,7 @@ def variance_components(
     ``inter_rater()``, ``reliability()``, and ``anova_check`` for balanced two-way designs.
     """
     from ..data.table import as_pandas  # noqa: PLC0415
-    from ..lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415
 
     if not isinstance(object, str) or not object:
         raise DataError("object must name the column of the objects of measurement, e.g. object='sentence_id'")

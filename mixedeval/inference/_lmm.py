@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from .data._formula import parse_formula
-from .errors import DataError
-from .engine.conditions import normalize as _normalize_condition
-from .engine.conditions import r_warnings
-from .results import ResultMixin, ResultWarning
+from ..data._formula import parse_formula
+from ..errors import DataError
+from ..engine.conditions import normalize as _normalize_condition
+from ..engine.conditions import r_warnings
+from ..results import ResultMixin, ResultWarning
 
 DF_METHODS = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger", "asymptotic": "asymptotic"}
 OPTIMIZERS = ("nloptwrap", "bobyqa", "Nelder_Mead")
@@ -60,8 +60,8 @@ _VERSION_CACHE: dict[str, Any] = {}
 def r_provenance() -> dict[str, Any]:
     """Versions of mixedeval, R and the R packages in use (cached per session)."""
     if not _VERSION_CACHE:
-        from . import __version__  # noqa: PLC0415
-        from .engine import _bridge  # noqa: PLC0415
+        from .. import __version__  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         v = _bridge.versions()
         _VERSION_CACHE.update(
@@ -92,8 +92,8 @@ def prepare_model_data(
     """
     import pandas as pd  # noqa: PLC0415
 
-    from .data.table import as_pandas  # noqa: PLC0415
-    from .data.validate import (  # noqa: PLC0415
+    from ..data.table import as_pandas  # noqa: PLC0415
+    from ..data.validate import (  # noqa: PLC0415
         ROWS_CHECKED,
         duplicated_rows_warning,
         require_finite,
@@ -149,7 +149,7 @@ def prepare_model_data(
             "missing_rows",
             f"{n_missing} row(s) with missing values in {', '.join(which)} were dropped by the model (na.omit)",
         ))
-    from ._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
+    from .._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
 
     check_fixed_effects_memory(frame, parsed)
     if not df.attrs.get(ROWS_CHECKED):  # workflows check the caller's whole table themselves
@@ -239,8 +239,8 @@ class LMMFit(ResultMixin):
     def coef_table(self, df_method: str = "satterthwaite", level: float = 0.95):
         """The fixed-effects table with another df method or confidence level (``z_value``
         instead of ``t_value`` for ``df_method="asymptotic"``)."""
-        from .data.validate import require_level  # noqa: PLC0415
-        from .engine import _bridge  # noqa: PLC0415
+        from ..data.validate import require_level  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         level = require_level(level)
         key = normalize_df_method(df_method)
@@ -248,7 +248,7 @@ class LMMFit(ResultMixin):
 
     def refit(self, reml: bool) -> "LMMFit":
         """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""
-        from .engine import _bridge  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         if bool(reml) == self.reml:
             return self
@@ -257,7 +257,7 @@ class LMMFit(ResultMixin):
         return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level, [], self.factors)
 
     def _values(self) -> dict[str, np.ndarray]:
-        from .engine import _bridge  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         if "values" not in self._cache:
             self._cache["values"] = _bridge.model_values(self)
@@ -281,7 +281,7 @@ class LMMFit(ResultMixin):
 
     def ranef(self) -> dict[str, Any]:
         """BLUPs per grouping factor: ``{group: DataFrame}`` indexed by level, one column per term."""
-        from .engine import _bridge  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         if "ranef" not in self._cache:
             v = _bridge.ranef(self)
@@ -295,7 +295,7 @@ class LMMFit(ResultMixin):
 
     def model_frame(self):
         """The model frame R used (only complete rows, the variables of the formula)."""
-        from .engine import _bridge  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         if "mf" not in self._cache:
             self._cache["mf"] = _bridge.model_frame(self)
@@ -313,8 +313,8 @@ class LMMFit(ResultMixin):
         seed) makes repeated calls return the same draws -- pass another value, or None, for new
         ones.
         """
-        from ._random import r_seed  # noqa: PLC0415
-        from .engine import _bridge  # noqa: PLC0415
+        from .._random import r_seed  # noqa: PLC0415
+        from ..engine import _bridge  # noqa: PLC0415
 
         if re not in ("unconditional", "conditional"):
             raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
@@ -326,37 +326,37 @@ class LMMFit(ResultMixin):
     # ------------------------------------------------------------ inference layer
     def anova(self, type: int | str = 3, ddf: str = "satterthwaite", level: float = 0.95):  # noqa: A002
         """F tests (lmerTest ``anova``) with partial eta-squared and its interval (effectsize)."""
-        from .inference.anova import anova  # noqa: PLC0415
+        from .anova import anova  # noqa: PLC0415
 
         return anova(self, type=type, ddf=ddf, level=level)
 
     def emmeans(self, specs, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
         """Estimated marginal means (emmeans), with explicit ``lmer.df`` and limits."""
-        from .inference.emmeans import emmeans  # noqa: PLC0415
+        from .emmeans import emmeans  # noqa: PLC0415
 
         return emmeans(self, specs, by=by, df_method=df_method, level=level, at=at)
 
     def emtrends(self, specs, var: str, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
         """Slopes of a continuous covariate per level of ``specs`` (emmeans::emtrends)."""
-        from .inference.emmeans import emtrends  # noqa: PLC0415
+        from .emmeans import emtrends  # noqa: PLC0415
 
         return emtrends(self, specs, var=var, by=by, df_method=df_method, level=level, at=at)
 
     def r2(self):
         """Marginal and conditional R² (Nakagawa & Schielzeth 2013; Johnson 2014)."""
-        from .inference.r2 import r2  # noqa: PLC0415
+        from .r2 import r2  # noqa: PLC0415
 
         return r2(self)
 
     def icc(self):
         """Adjusted and unadjusted ICC (as performance::icc)."""
-        from .inference.r2 import icc  # noqa: PLC0415
+        from .r2 import icc  # noqa: PLC0415
 
         return icc(self)
 
     def check_optimizers(self, optimizers: Sequence[str] = OPTIMIZERS, **kwargs: Any):
         """Refit with several optimizers and compare log-likelihoods, fixed effects and variances."""
-        from .inference.optimizers import check_optimizers  # noqa: PLC0415
+        from .optimizers import check_optimizers  # noqa: PLC0415
 
         return check_optimizers(self, optimizers=optimizers, **kwargs)
 
@@ -365,12 +365,12 @@ class LMMFit(ResultMixin):
         (:func:`mixedeval.diagnostics.diagnose_fit`; ``kwargs``: ``group``, ``alpha``,
         ``check_optimizers``). An int ``random_state`` is R's ``set.seed`` for the simulations and
         seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
-        from .diagnostics import diagnose_fit  # noqa: PLC0415
+        from ..diagnostics import diagnose_fit  # noqa: PLC0415
 
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
-        from .results import jsonable  # noqa: PLC0415
+        from ..results import jsonable  # noqa: PLC0415
 
         keys = ["formula", "response", "fixed", "random", "sigma", "loglik", "aic", "bic", "deviance", "nobs",
                 "ngroups", "reml", "singular", "converged", "optimizer", "df_method", "warnings", "provenance"]
@@ -464,8 +464,8 @@ def lmm(
 
     Singular fits are reported (``singular=True`` and a warning), never raised.
     """
-    from .data.validate import require_level  # noqa: PLC0415
-    from .engine import _bridge  # noqa: PLC0415
+    from ..data.validate import require_level  # noqa: PLC0415
+    from ..engine import _bridge  # noqa: PLC0415
 
     df_key = normalize_df_method(df_method)
     opt = normalize_optimizer(optimizer)

@@ -34,7 +34,7 @@ def model_parts() -> dict[type, str]:
     from ..inference.compare import CompareResult  # noqa: PLC0415
     from ..inference.emmeans import ContrastResult, EMMResult  # noqa: PLC0415
     from ..inference.r2 import ICCResult, R2Result  # noqa: PLC0415
-    from ..lmm import LMMFit  # noqa: PLC0415
+    from ..inference._lmm import LMMFit  # noqa: PLC0415
 
     return {LMMFit: "fit", AnovaResult: "anova", CompareResult: "comparison", EMMResult: "emmeans",
             ContrastResult: "contrasts", R2Result: "r2", ICCResult: "icc", Diagnostics: "diagnostics"}

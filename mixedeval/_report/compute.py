@@ -165,7 +165,7 @@ def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, 
 
 def _omnibus_lrt(fit: Any, null: str) -> Any:
     from ..inference.compare import compare  # noqa: PLC0415
-    from ..lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415
 
     null_fit = lmm(null, fit.data, reml=fit.reml, optimizer=fit.optimizer, df_method=fit.df_method,
                    factors=getattr(fit, "factors", ()))
