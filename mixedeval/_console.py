@@ -6,19 +6,19 @@ import json
 import sys
 from typing import Any
 
+import pandas as pd
+
+from .results import jsonable
+
 
 def print_json(obj: Any) -> None:
     """``obj`` as indented JSON on stdout (numpy/pandas values converted; NaN becomes null)."""
-    from .results import jsonable  # noqa: PLC0415
-
     json.dump(jsonable(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
 def print_table(title: str, df: Any) -> None:
     """A titled table (``== title ==``) on stdout; a non-DataFrame value is printed as it is."""
-    import pandas as pd  # noqa: PLC0415
-
     with pd.option_context("display.max_columns", 30, "display.width", 160, "display.max_rows", 100):
         print(f"\n== {title} ==")
         print(df.to_string(index=False) if isinstance(df, pd.DataFrame) else df)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .errors import DataError
 
 _R_SEED_MAX = 2**31 - 1  # set.seed takes a 32-bit signed integer
@@ -22,8 +24,6 @@ def _bad(random_state: Any) -> DataError:
 
 def seed_sequence(random_state: Any):
     """One ``numpy.random.SeedSequence`` from ``random_state`` (a Generator is advanced)."""
-    import numpy as np  # noqa: PLC0415
-
     if isinstance(random_state, np.random.SeedSequence):
         return random_state
     if isinstance(random_state, np.random.Generator):
@@ -37,8 +37,6 @@ def seed_sequence(random_state: Any):
 
 def as_generator(random_state: Any):
     """``numpy.random.Generator`` for ``random_state`` (a Generator is returned as it is)."""
-    import numpy as np  # noqa: PLC0415
-
     if isinstance(random_state, np.random.Generator):
         return random_state
     return np.random.default_rng(seed_sequence(random_state))
@@ -47,8 +45,6 @@ def as_generator(random_state: Any):
 def r_seed(random_state: Any) -> int:
     """The integer R's ``set.seed`` receives: an int as it is (so ``random_state=1`` equals
     ``set.seed(1)`` in R); otherwise one int drawn from the SeedSequence/Generator (None: fresh)."""
-    import numpy as np  # noqa: PLC0415
-
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         if not 0 <= int(random_state) <= _R_SEED_MAX:
             raise DataError(f"random_state {random_state!r} is outside R's set.seed range 0..{_R_SEED_MAX}")

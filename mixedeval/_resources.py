@@ -21,12 +21,13 @@ This module imports only the standard library (``import mixedeval`` stays cheap 
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import numbers
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from .errors import DataError
@@ -143,8 +144,6 @@ def _sysconf_memory() -> int | None:
             return int(n) * int(size)
     if os.name == "nt":  # pragma: no cover - Windows only
         try:
-            import ctypes  # noqa: PLC0415
-
             class _Status(ctypes.Structure):
                 _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
                             ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
@@ -330,7 +329,7 @@ def model_matrix_bytes(n_rows: int, n_columns: int, copies: float = MODEL_MATRIX
 
 
 def _is_factor(series: Any) -> bool:
-    import pandas as pd  # noqa: PLC0415 - only called with a pandas frame
+    import pandas as pd  # noqa: PLC0415 - light: me.set_memory_limit must not import pandas
 
     dt = series.dtype
     return (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dt)
@@ -340,7 +339,7 @@ def _is_factor(series: Any) -> bool:
 def _n_levels(series: Any) -> int:
     """Levels R would see after ``model.frame(drop.unused.levels = TRUE)``: the distinct
     non-missing values (2 for a logical)."""
-    import pandas as pd  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415 - light: me.set_memory_limit must not import pandas
 
     if pd.api.types.is_bool_dtype(series.dtype):
         return 2
@@ -432,7 +431,7 @@ def fixed_effect_columns(frame: Any, terms: Sequence[Sequence[str]], intercept: 
 
 def _parsed(formula: Any, frame: Any):
     """A :class:`mixedeval.data._formula.ParsedFormula` of ``formula`` (a string or parsed)."""
-    from .data._formula import parse_formula  # noqa: PLC0415 - stdlib-only module
+    from .data._formula import parse_formula  # noqa: PLC0415 - light: mixedeval.data loads pandas; me.set_memory_limit must not
 
     if isinstance(formula, str):
         return parse_formula(formula, [str(c) for c in frame.columns])

@@ -19,8 +19,21 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+import pandas as pd
+
+from . import datasets
 from ._console import print_json, print_table
-from .errors import MixedEvalError
+from ._report import report
+from .data.table import as_pandas
+from .demo import run_demo
+from .diagnostics.core import MIN_SIMULATIONS
+from .engine.check import check_r
+from .errors import DataError, MixedEvalError
+from .inference._lmm import lmm
+from .inference.compare import compare
+from .resampling import bootstrap
+from .workflows.language_disparity import language_disparity
+from .workflows.variance_components import variance_components
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
@@ -68,7 +81,6 @@ def _check_args(args: argparse.Namespace) -> None:
     n_sim = getattr(args, "n_sim", None)
     if n_sim is None or not (getattr(args, "report", None) or args.command == "demo"):
         return
-    from .diagnostics.core import MIN_SIMULATIONS  # noqa: PLC0415
 
     if n_sim < MIN_SIMULATIONS:
         raise UsageError(f"--n-sim {n_sim}: the report's residual diagnostics need at least {MIN_SIMULATIONS} "
@@ -77,8 +89,6 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
     """Print ``tables`` as JSON (``--json``) or as titled text tables."""
-    import pandas as pd  # noqa: PLC0415
-
     if args.json:
         print_json(tables)
         return 0
@@ -101,8 +111,6 @@ def _progress(args: argparse.Namespace, msg: str) -> None:
 
 # ------------------------------------------------------------------------------ data options
 def _where(df: Any, conditions: Sequence[str] | None) -> Any:
-    from .errors import DataError  # noqa: PLC0415
-
     for cond in conditions or ():
         col, sep, value = cond.partition("=")
         if not sep or not col:
@@ -118,16 +126,11 @@ def _where(df: Any, conditions: Sequence[str] | None) -> Any:
 
 
 def _load_data(path: str, where: Sequence[str] | None = None):
-    from . import datasets  # noqa: PLC0415
-    from .data.table import as_pandas  # noqa: PLC0415
-
     df = datasets.load(path) if path in datasets.DATASETS else as_pandas(path)
     return _where(df, where)
 
 
 def _input_file(path: str) -> str | None:
-    from . import datasets  # noqa: PLC0415
-
     if path in datasets.DATASETS:
         return str(datasets._path(datasets.DATASETS[path]))
     return path
@@ -135,8 +138,6 @@ def _input_file(path: str) -> str | None:
 
 def _sizes(specs: Sequence[str] | None, multi: bool) -> dict[str, Any]:
     """``facet=n`` (or ``facet=1,2,3`` with ``multi``) options as a dict."""
-    from .errors import DataError  # noqa: PLC0415
-
     out: dict[str, Any] = {}
     for spec in specs or ():
         name, sep, val = spec.partition("=")
@@ -152,8 +153,6 @@ def _sizes(specs: Sequence[str] | None, multi: bool) -> dict[str, Any]:
 
 
 def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
-    from .errors import DataError  # noqa: PLC0415
-
     out = {}
     for spec in specs or ():
         k, sep, v = spec.partition("=")
@@ -166,8 +165,6 @@ def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
 def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> None:
     """Write the HTML report of ``results`` to ``--report`` (``kwargs``: options of
     :func:`mixedeval.report`)."""
-    from ._report import report  # noqa: PLC0415
-
     if getattr(args, "random_state", None) is not None:
         kwargs.setdefault("random_state", args.random_state)
     path = report(*results, path=args.report, progress=not args.quiet, input_file=_input_file(args.data), **kwargs)
@@ -176,8 +173,6 @@ def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> Non
 
 # ---------------------------------------------------------------------------------- commands
 def cmd_check(args: argparse.Namespace) -> int:
-    from .engine.check import check_r  # noqa: PLC0415
-
     res = check_r()
     if args.json:
         print_json(res.to_dict())
@@ -187,8 +182,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from .inference._lmm import lmm  # noqa: PLC0415
-
     data = _load_data(args.data, args.where)
     _progress(args, f"fitting {args.formula}")
     fit = lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer, df_method=args.df_method,
@@ -210,13 +203,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .inference.compare import compare  # noqa: PLC0415
-    from .inference._lmm import lmm  # noqa: PLC0415
-
     data = _load_data(args.data, args.where)
     if len(args.formula) < 2:
-        from .errors import DataError  # noqa: PLC0415
-
         raise DataError("compare needs at least two --formula options (nested models, smallest first)")
     fits = []
     for f in args.formula:
@@ -240,8 +228,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
-    from .resampling import bootstrap  # noqa: PLC0415
-
     data = _load_data(args.data, args.where)
     score = args.score[0] if len(args.score) == 1 else list(args.score)
     resample = [r.strip() for r in args.resample.split(",")] if args.resample else None
@@ -261,8 +247,6 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_vca(args: argparse.Namespace) -> int:
-    from .workflows.variance_components import variance_components  # noqa: PLC0415
-
     data = _load_data(args.data, args.where)
     interactions: Any = "all" if args.all_interactions else list(args.interaction or ())
     sizes = _sizes(args.size, multi=False)
@@ -287,8 +271,6 @@ def cmd_vca(args: argparse.Namespace) -> int:
 
 
 def cmd_disparity(args: argparse.Namespace) -> int:
-    from .workflows.language_disparity import language_disparity  # noqa: PLC0415
-
     data = _load_data(args.data, args.where)
     task: Any = args.task[0] if len(args.task) == 1 else list(args.task)
     _progress(args, "fitting score ~ language + task + (1|model) by ML")
@@ -321,8 +303,6 @@ def cmd_disparity(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo  # noqa: PLC0415
-
     return run_demo(dataset=args.dataset, out=args.out, n_sim=args.n_sim, n_resamples=args.n_resamples,
                     random_state=args.random_state, progress=not args.quiet, as_json=args.json)
 

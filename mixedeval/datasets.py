@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import pandas as pd
+
 from .errors import DataError
 
 
@@ -73,8 +75,6 @@ def _path(info: DatasetInfo) -> Path:
 
 def list():  # noqa: A001 - the documented name
     """A table describing the bundled data sets (name, rows, description, source, licence, file)."""
-    import pandas as pd  # noqa: PLC0415
-
     return pd.DataFrame(
         [
             {"name": i.name, "rows": i.rows, "description": i.description, "source": i.source,
@@ -107,8 +107,6 @@ def load(name: str):
     Identifier-like columns (sentence ids, systems, seeds, raters, languages, ...) are strings, so
     they become factors in models; scores and lengths are floats/ints.
     """
-    import pandas as pd  # noqa: PLC0415
-
     info = _info(name)
     p = _path(info)
     if p.suffix == ".csv":

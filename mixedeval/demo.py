@@ -22,7 +22,20 @@ import sys
 import time
 from typing import Any, Callable
 
+import pandas as pd
+
+from . import datasets
+from ._console import print_json, print_table
+from ._report import report
+from ._report.blocks import as_frame
+from .data.design import describe_design
+from .datasets import DATASETS, _path
 from .errors import DataError
+from .inference._lmm import lmm
+from .inference.compare import compare
+from .resampling import bootstrap
+from .workflows.language_disparity import language_disparity
+from .workflows.variance_components import variance_components
 
 TER_FORMULA = "ter ~ system + (1|sentence_id)"
 TER_NULL = "ter ~ 1 + (1|sentence_id)"
@@ -55,8 +68,6 @@ class _Steps:
 
 
 def _table_of(obj: Any, attr: str = "table") -> Any:
-    from ._report.blocks import as_frame  # noqa: PLC0415
-
     return as_frame(obj, attr)
 
 
@@ -64,12 +75,6 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     """Run the Kreutzer TER analysis; returns (tables for output, the results for report(), its
     keyword arguments)."""
     # direct imports: ``import mixedeval.lmm`` rebinds ``mixedeval.lmm`` to the module
-    from . import datasets  # noqa: PLC0415
-    from .data.design import describe_design  # noqa: PLC0415
-    from .inference.compare import compare  # noqa: PLC0415
-    from .inference._lmm import lmm  # noqa: PLC0415
-    from .resampling import bootstrap  # noqa: PLC0415
-    from .workflows.variance_components import variance_components  # noqa: PLC0415
 
     df = datasets.load("kreutzer_ter")
     factors = ["system", "sentence_id", "replication"]
@@ -113,7 +118,6 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
         "reliability": vca.reliability() if vca is not None else None,
         "d_study": vca.d_study(D_STUDY_GRID) if vca is not None else None,
     }
-    from .datasets import DATASETS, _path  # noqa: PLC0415
 
     results = [fit, anova, comparison, emm, con, r2, icc, diag, boot, vca]
     report_kw = dict(data=df, design_factors=factors, d_study_grid=D_STUDY_GRID,
@@ -123,8 +127,6 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
 
 
 def _r2_icc_table(r2: Any, icc: Any) -> Any:
-    import pandas as pd  # noqa: PLC0415
-
     rows = []
     for obj, names in ((r2, ("r2_marginal", "r2_conditional")), (icc, ("icc_adjusted", "icc_unadjusted"))):
         for n in names:
@@ -136,10 +138,6 @@ def _r2_icc_table(r2: Any, icc: Any) -> Any:
 def _disparity_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str, Any], list[Any],
                                                                               dict[str, Any]]:
     """The language-disparity analysis of the Hu et al. records with the robustness refit."""
-    from . import datasets  # noqa: PLC0415
-    from .datasets import DATASETS, _path  # noqa: PLC0415
-    from .workflows.language_disparity import language_disparity  # noqa: PLC0415
-
     df = datasets.load("hu2025_records")
     res = steps.run("language disparity (ML fit)", language_disparity, df, score="score", model="model",
                     language="language", task="task", drop_aggregates=True)
@@ -167,9 +165,6 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
     ``n_resamples`` for the bootstrap, both drawn with ``random_state`` (an int is R's
     ``set.seed`` for the simulations). Returns 0, or 1 when a step failed (the failures are
     printed and shown in the report)."""
-    from ._console import print_json, print_table  # noqa: PLC0415
-    from ._report import report  # noqa: PLC0415
-
     if dataset not in DEMOS:
         raise DataError(f"no demo for data set {dataset!r}; available: {', '.join(DEMOS)}")
     if int(n_sim) < 10:

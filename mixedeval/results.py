@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,6 @@ class ResultWarning:
 
 def jsonable(x: Any) -> Any:
     """Convert numpy/pandas values to JSON-friendly Python values (NaN/inf become None)."""
-    import pandas as pd  # noqa: PLC0415
-
     if isinstance(x, pd.DataFrame):
         return [{str(k): jsonable(v) for k, v in row.items()} for row in x.to_dict(orient="records")]
     if isinstance(x, pd.Series):
@@ -80,8 +79,6 @@ class ResultMixin:
         return jsonable(self)
 
     def _tables(self) -> list[tuple[str, Any]]:
-        import pandas as pd  # noqa: PLC0415
-
         names = self._print_tables or (self._main_table,)
         out = []
         for n in names:
@@ -96,8 +93,6 @@ class ResultMixin:
         return []
 
     def __repr__(self) -> str:
-        import pandas as pd  # noqa: PLC0415
-
         title = self._title or type(self).__name__
         lines = [title]
         for k, v in self._scalars():

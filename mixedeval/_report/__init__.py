@@ -17,15 +17,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from .. import __version__
+from ..data.table import as_pandas
+from .compute import compute_missing as _compute, given_only
+from .dispatch import dispatch, section_titles
+from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build
+
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
 _STATUS_TEXT = {"ok": "ok", "warning": "warning", "not_available": "not available", "error": "error"}
 
 
 def _section_titles() -> dict[str, str]:
-    from .dispatch import section_titles  # noqa: PLC0415
-    from .sections import FIRST, LAST, MODEL_TITLES  # noqa: PLC0415
-
     return {**FIRST, **MODEL_TITLES, **section_titles(), **LAST}
 
 
@@ -36,8 +41,6 @@ def __getattr__(name: str) -> Any:
 
 
 def _template():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined  # noqa: PLC0415
-
     env = Environment(loader=FileSystemLoader(str(Path(__file__).resolve().parent / "templates")),
                       autoescape=True, undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False)
     return env.get_template("report.html.j2")
@@ -45,8 +48,6 @@ def _template():
 
 def render_html(sections: list[Any], title: str) -> str:
     """The report page for already built sections."""
-    from .. import __version__  # noqa: PLC0415
-
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return _template().render(title=title, sections=sections, version=__version__, generated=now,
                               status_text=_STATUS_TEXT)
@@ -98,10 +99,6 @@ def report(
 
     A section whose rendering fails shows the error and the others are still written.
     """
-    from .compute import compute_missing as _compute, given_only  # noqa: PLC0415
-    from .dispatch import dispatch  # noqa: PLC0415
-    from .sections import Context  # noqa: PLC0415
-
     progress = bool(progress) and not os.environ.get("MIXEDEVAL_QUIET")
     found = dispatch(results)
     if compute_missing and found.fit is not None:
@@ -111,8 +108,6 @@ def report(
                              else "not available: no fitted model was given")
     input_files = [str(p) for p in (input_file if isinstance(input_file, (list, tuple)) else [input_file]) if p]
     if isinstance(data, (str, os.PathLike)):
-        from ..data.table import as_pandas  # noqa: PLC0415
-
         input_files.append(str(data))
         data = as_pandas(data)
     tables = [*(extra_tables or {}).items(), *((f"Table {i}", t) for i, t in enumerate(found.tables, 1))]
@@ -136,8 +131,6 @@ def _build_sections(ctx: Any) -> list[Any]:
     """The design section, the model sections that have something to show, one section per
     result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
     provenance."""
-    from .sections import MODEL_SECTIONS, build, guarded_build  # noqa: PLC0415
-
     sections = [build("design", ctx)]
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):

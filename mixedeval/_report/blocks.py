@@ -11,7 +11,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from .. import _format
+from .figures import to_data_uri
 
 #: statuses of a section, in increasing severity
 STATUSES = ("ok", "warning", "not_available", "error")
@@ -46,13 +50,9 @@ def fmt_number(v: float) -> str:
 def fmt_cell(value: Any, column: str = "") -> str:
     """Text of one table cell: ``""`` for missing values, yes/no for booleans, p-values by
     :func:`fmt_p`, other floats by :func:`fmt_number`."""
-    import numpy as np  # noqa: PLC0415
-
     if value is None:
         return ""
     try:
-        import pandas as pd  # noqa: PLC0415
-
         if value is pd.NA or value is pd.NaT:
             return ""
     except ImportError:  # pragma: no cover
@@ -74,8 +74,6 @@ def fmt_cell(value: Any, column: str = "") -> str:
 def as_frame(obj: Any, attr: str = "table"):
     """The DataFrame behind a result: the object itself, its ``attr`` (attribute or method), or
     ``to_frame()``; None when there is none."""
-    import pandas as pd  # noqa: PLC0415
-
     if obj is None:
         return None
     if isinstance(obj, pd.DataFrame):
@@ -142,8 +140,6 @@ class Section:
 
     def figure(self, fig: Any, caption: str, fmt: str = "svg", alt: str | None = None) -> None:
         """Embed a matplotlib figure as a data URI (``fmt`` svg or png)."""
-        from .figures import to_data_uri  # noqa: PLC0415
-
         wide = float(fig.get_figwidth()) >= 8.0  # multi-panel figures get a row of their own
         fig_block = {"caption": caption, "src": to_data_uri(fig, fmt), "alt": alt or caption, "wide": wide}
         if self.blocks and self.blocks[-1]["kind"] == "figures":  # consecutive figures share one row
@@ -167,6 +163,4 @@ class Section:
 
 
 def _is_numeric(series: Any) -> bool:
-    import pandas as pd  # noqa: PLC0415
-
     return bool(pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype))

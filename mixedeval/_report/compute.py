@@ -12,7 +12,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
+from ..data._formula import parse_formula
 from ..errors import FormulaError
+from ..inference._lmm import lmm
+from ..inference.compare import compare
 from .blocks import one_line
 
 #: results the report can hold, in the order they are computed
@@ -39,8 +44,6 @@ def split_formula(formula: str, columns: Any = None) -> tuple[str, list[str], li
     """``(lhs, fixed_terms, random_terms)`` of an lme4 formula as R text: the right-hand side's
     top-level terms (a removed term such as ``-1`` keeps its sign), random-effect terms with their
     brackets. ``columns`` (the data's) lets names with spaces be written unquoted."""
-    from ..data._formula import parse_formula  # noqa: PLC0415
-
     p = parse_formula(formula, None if columns is None else [str(c) for c in columns])
     return p.lhs or "", list(p.fixed_terms), list(p.random_terms)
 
@@ -61,10 +64,6 @@ def null_formula(formula: str, columns: Any = None) -> str | None:
 
 def first_factor(fit: Any) -> str | None:
     """The first categorical column among the fixed-effect terms of ``fit`` (formula order)."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data._formula import parse_formula  # noqa: PLC0415
-
     data = getattr(fit, "data", None)
     if data is None:
         return None
@@ -164,9 +163,6 @@ def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, 
 
 
 def _omnibus_lrt(fit: Any, null: str) -> Any:
-    from ..inference.compare import compare  # noqa: PLC0415
-    from ..inference._lmm import lmm  # noqa: PLC0415
-
     null_fit = lmm(null, fit.data, reml=fit.reml, optimizer=fit.optimizer, df_method=fit.df_method,
                    factors=getattr(fit, "factors", ()))
     return compare(null_fit, fit)

@@ -14,7 +14,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pandas as pd
+
+from ..diagnostics import Diagnostics
 from ..errors import DataError
+from ..inference._lmm import LMMFit
+from ..inference.anova import AnovaResult
+from ..inference.compare import CompareResult
+from ..inference.emmeans import ContrastResult, EMMResult
+from ..inference.r2 import ICCResult, R2Result
+from ..resampling import (
+    BootstrapResult,
+    LeaderboardResult,
+    PairedTestResult,
+    PooledRunBootstrapResult,
+    RunIntervalsResult,
+    VarianceDecomposition,
+)
+from ..results import ResultMixin
+from ..workflows.compare_systems import CompareSystemsResult
+from ..workflows.conditional_compare import ConditionalCompareResult
+from ..workflows.krippendorff import KrippendorffResult
+from ..workflows.language_disparity import (
+    DisparityBootstrap,
+    DisparityRobustness,
+    LanguageDisparityResult,
+    PotentialIntervals,
+)
+from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance
+from ..workflows.reproducibility import ReproducibilityResult
+from ..workflows.variance_components import VCAResult
+from . import result_sections as rs
 
 
 @dataclass(frozen=True)
@@ -29,41 +59,12 @@ class Kind:
 
 def model_parts() -> dict[type, str]:
     """Result type -> the key of the model section that shows it."""
-    from ..diagnostics import Diagnostics  # noqa: PLC0415
-    from ..inference.anova import AnovaResult  # noqa: PLC0415
-    from ..inference.compare import CompareResult  # noqa: PLC0415
-    from ..inference.emmeans import ContrastResult, EMMResult  # noqa: PLC0415
-    from ..inference.r2 import ICCResult, R2Result  # noqa: PLC0415
-    from ..inference._lmm import LMMFit  # noqa: PLC0415
-
     return {LMMFit: "fit", AnovaResult: "anova", CompareResult: "comparison", EMMResult: "emmeans",
             ContrastResult: "contrasts", R2Result: "r2", ICCResult: "icc", Diagnostics: "diagnostics"}
 
 
 def result_kinds() -> dict[type, Kind]:
     """Result type -> its section kind, in report order."""
-    from ..resampling import (  # noqa: PLC0415 - the package's names, whatever module holds them
-        BootstrapResult,
-        LeaderboardResult,
-        PairedTestResult,
-        PooledRunBootstrapResult,
-        RunIntervalsResult,
-        VarianceDecomposition,
-    )
-    from ..workflows.compare_systems import CompareSystemsResult  # noqa: PLC0415
-    from ..workflows.conditional_compare import ConditionalCompareResult  # noqa: PLC0415
-    from ..workflows.krippendorff import KrippendorffResult  # noqa: PLC0415
-    from ..workflows.language_disparity import (  # noqa: PLC0415
-        DisparityBootstrap,
-        DisparityRobustness,
-        LanguageDisparityResult,
-        PotentialIntervals,
-    )
-    from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance  # noqa: PLC0415
-    from ..workflows.reproducibility import ReproducibilityResult  # noqa: PLC0415
-    from ..workflows.variance_components import VCAResult  # noqa: PLC0415
-    from . import result_sections as rs  # noqa: PLC0415
-
     return {
         BootstrapResult: Kind("bootstrap", "Bootstrap", rs.bootstrap),
         PairedTestResult: Kind("paired_test", "Paired two-system test", rs.generic),
@@ -88,8 +89,6 @@ def result_kinds() -> dict[type, Kind]:
 
 
 def _generic_kind() -> Kind:
-    from . import result_sections as rs  # noqa: PLC0415
-
     return Kind("result", "Other results", rs.generic)
 
 
@@ -123,10 +122,6 @@ def _flatten(results: tuple[Any, ...]) -> list[Any]:
 
 def dispatch(results: tuple[Any, ...]) -> Dispatched:
     """Sort ``results`` (result objects, lists of them, DataFrames) into the report's sections."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..results import ResultMixin  # noqa: PLC0415
-
     parts_of, kinds = model_parts(), result_kinds()
     order = {k.id: i for i, k in enumerate(kinds.values())}
     out = Dispatched()

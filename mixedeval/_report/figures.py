@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 _BLUE = "#1f5f99"
 _GREY = "#888888"
 
 
 def _figure(figsize: tuple[float, float]):
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.blocks imports this module
 
     return Figure(figsize=figsize, layout="constrained")
 
@@ -30,7 +31,7 @@ def to_data_uri(fig: Any, fmt: str = "svg", dpi: int = 100) -> str:
     SVG keeps line plots and heatmaps sharp; PNG keeps scatter plots with thousands of points
     small. Text in the SVG is stored as paths, so the figure looks the same without the fonts.
     """
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.blocks imports this module
 
     buf = io.BytesIO()
     if fmt == "svg":
@@ -131,8 +132,6 @@ def d_study_plot(table: Any, coefficients: Sequence[str] | None = None, title: s
     the other varying facets is one line; one panel per coefficient; Koo & Li's bands are marked
     at 0.5, 0.75 and 0.9.
     """
-    import pandas as pd  # noqa: PLC0415
-
     if coefficients is None:
         coefficients = [c for c in table.columns if any(t in str(c).lower() for t in ("phi", "g_coef", "rho", "reliab"))
                         and pd.api.types.is_numeric_dtype(table[c])]

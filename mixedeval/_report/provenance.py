@@ -6,8 +6,13 @@ from __future__ import annotations
 import hashlib
 import platform
 import re
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from .. import __version__
 
 _VERSION = re.compile(r"^\d+(\.\d+)+([.-]\w+)*$")
 _PY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "jinja2", "rpy2")
@@ -28,8 +33,6 @@ def sha256_file(path: str | Path) -> str:
 def sha256_frame(df: Any) -> str:
     """SHA-256 of a DataFrame's column names, dtypes and values (pandas' row hashes, index
     ignored): equal tables give equal hashes whatever file they came from."""
-    import pandas as pd  # noqa: PLC0415
-
     h = hashlib.sha256()
     h.update(repr([(str(c), str(t)) for c, t in df.dtypes.items()]).encode())
     h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
@@ -37,10 +40,6 @@ def sha256_frame(df: Any) -> str:
 
 
 def _python_versions() -> list[tuple[str, str]]:
-    from importlib import metadata  # noqa: PLC0415
-
-    from .. import __version__  # noqa: PLC0415
-
     out = [("mixedeval", __version__), ("Python", platform.python_version()),
            ("platform", f"{platform.system()} {platform.release()} {platform.machine()}")]
     for pkg in _PY_PACKAGES:
@@ -66,8 +65,6 @@ def _sources(ctx: Any) -> list[tuple[str, Any]]:
 def collect(ctx: Any) -> dict[str, Any]:
     """``software`` (pairs), ``settings`` (DataFrame source/setting/value), ``random_states`` (pairs),
     ``inputs`` (DataFrame file/bytes/sha256) and ``data`` (pairs)."""
-    import pandas as pd  # noqa: PLC0415
-
     software = _python_versions()
     r_versions: dict[str, str] = {}
     settings: list[dict[str, str]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import Section, as_frame, fmt_cell, fmt_number
+from .figures import bar_plot, d_study_plot, interval_plot, rank_heatmap
 
 
 def _warnings(sec: Section, obj: Any) -> None:
@@ -53,8 +54,6 @@ def _call_or_attr(obj: Any, name: str) -> Any:
 
 
 def _interval_figure(sec: Section, tab: Any, value_col: str, caption: str, **kw: Any) -> None:
-    from .figures import interval_plot  # noqa: PLC0415
-
     if tab is None or not {value_col, "conf_low", "conf_high"} <= set(tab.columns):
         return
     cols = list(tab.columns)
@@ -82,7 +81,6 @@ def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
     ranks = sec.guarded("ranks()", _call_or_attr, boot, "ranks")
     if ranks is not None:
         sec.table(ranks, "Rank distribution (rank 1 = best)")
-        from .figures import rank_heatmap  # noqa: PLC0415
 
         fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
         if fig is not None:
@@ -93,8 +91,6 @@ def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
 # --------------------------------------------------------------------------- variance components
 def vca(sec: Section, v: Any, ctx: Any = None) -> None:
     """Components, the ANOVA cross-check, reliability coefficients and the D study."""
-    from .figures import d_study_plot  # noqa: PLC0415
-
     sec.table(as_frame(v), "Variance components (REML), percent of the summed estimated components")
     sec.text(f"Model: {v.formula} (" + ("REML" if v.reml else "ML") + ").")
     if v.singular:
@@ -153,8 +149,6 @@ def disparity(sec: Section, d: Any, ctx: Any = None) -> None:
 
 
 def _lp_figure(sec: Section, languages: Any, values: Any, lo: Any, hi: Any, caption: str) -> None:
-    from .figures import bar_plot  # noqa: PLC0415
-
     fig = sec.guarded("language-potential plot", bar_plot, languages, values, xlabel="language potential",
                       title="Language potential", conf_low=lo, conf_high=hi)
     if fig is not None:

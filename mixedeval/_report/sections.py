@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pandas as pd
+
+from ..data.design import describe_design
+from ..diagnostics import plots
 from .blocks import Section, as_frame, fmt_number, fmt_p, one_line
+from .figures import interval_plot
+from .provenance import collect
 
 #: model section id -> heading, in report order
 MODEL_TITLES: dict[str, str] = {
@@ -93,8 +99,6 @@ def _origin(ctx: Context, key: str) -> str:
 
 # --------------------------------------------------------------------------------- design
 def _design_factors(ctx: Context, data: Any) -> list[str]:
-    import pandas as pd  # noqa: PLC0415
-
     if ctx.design_factors:
         return list(ctx.design_factors)
     cols = []
@@ -110,10 +114,6 @@ def _design_factors(ctx: Context, data: Any) -> list[str]:
 
 
 def design(sec: Section, ctx: Context) -> None:
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.design import describe_design  # noqa: PLC0415
-
     data = ctx.data if ctx.data is not None else getattr(ctx.fit, "data", None)
     if data is None:
         sec.set_status("not_available", "Not available: no data and no fitted model were given.")
@@ -255,8 +255,6 @@ def _labels(tab: Any, cols: list[str]) -> list[str]:
 
 
 def emmeans(sec: Section, ctx: Context) -> None:
-    from .figures import interval_plot  # noqa: PLC0415
-
     for res in _needs(sec, ctx, "emmeans"):
         tab = as_frame(res)
         level = int(round(100 * float(getattr(res, "level", 0.95))))
@@ -284,8 +282,6 @@ def _effect_size_note(res: Any) -> str:
 
 
 def contrasts(sec: Section, ctx: Context) -> None:
-    from .figures import interval_plot  # noqa: PLC0415
-
     for res in _needs(sec, ctx, "contrasts"):
         tab = as_frame(res)
         adjust = getattr(res, "p_adjust", None) or getattr(res, "adjust", None)
@@ -342,8 +338,6 @@ def diagnostics(sec: Section, ctx: Context) -> None:
 
 
 def _one_diagnostics(sec: Section, diag: Any, origin: str) -> None:
-    from ..diagnostics import plots  # noqa: PLC0415
-
     sec.text(f"Scaled residuals by DHARMa's algorithm from {diag.n_sim} simulations "
              f"({diag.simulation}, random_state {diag.random_state}); uniform on (0, 1) under a correct model."
              + origin)
@@ -386,8 +380,6 @@ def extra(sec: Section, ctx: Context) -> None:
 
 # ------------------------------------------------------------------------------ provenance
 def provenance(sec: Section, ctx: Context) -> None:
-    from .provenance import collect  # noqa: PLC0415
-
     info = collect(ctx)
     sec.kv(info["software"], caption="Software")
     if info["settings"] is not None and len(info["settings"]):

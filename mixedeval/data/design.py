@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from ..errors import DataError
 from ..results import ResultMixin
 from .table import as_pandas
-from .validate import require_columns, require_nonempty
+from .validate import require_columns, require_nonempty, require_supported_dtypes
 
 
 @dataclass(frozen=True, repr=False)
@@ -56,8 +58,6 @@ def _relation(df, a: str, b: str) -> tuple[str, int, int]:
 
 
 def _require_hashable(df, column: str) -> None:
-    from .validate import require_supported_dtypes  # noqa: PLC0415
-
     s = df[column]
     if s.dtype != object:
         return
@@ -75,8 +75,6 @@ def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
     A pair is *crossed* when every combination of levels occurs, *nested* when each level of
     one factor occurs with exactly one level of the other (e.g. seeds within systems).
     """
-    import pandas as pd  # noqa: PLC0415
-
     df = as_pandas(data)
     require_nonempty(df)
     if isinstance(factors, str):

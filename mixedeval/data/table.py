@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ..errors import DataError
+from .validate import require_unique_columns
 
 
 def read_table(path: str | Path):
     """Read a CSV, TSV, Parquet or JSON (records or lines) file into pandas."""
-    import pandas as pd  # noqa: PLC0415
-
     p = Path(path)
     if not p.exists():
         raise DataError(f"data file {str(p)!r} does not exist")
@@ -43,10 +44,6 @@ def as_pandas(data: Any, *, what: str = "data"):
     Accepts a pandas DataFrame, a pyarrow Table, a polars DataFrame/LazyFrame, a dict of
     columns, a list of records, or a path to a CSV/Parquet/JSON file.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from .validate import require_unique_columns  # noqa: PLC0415
-
     if data is None:
         raise DataError(f"{what} is None; pass a DataFrame or a path to a CSV/Parquet/JSON file")
     if isinstance(data, pd.DataFrame):

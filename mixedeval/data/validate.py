@@ -27,10 +27,15 @@ meta-parameter and reproducibility workflows, :func:`mixedeval.language_disparit
 """
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api import types as pt
 
 from ..errors import DataError
 from ..results import ResultWarning
@@ -110,8 +115,6 @@ def require_level(level: Any, name: str = "level") -> float:
 
 def _value_kinds(s) -> set[type]:
     """Types of the values of an object column, without the missing-value markers."""
-    import pandas as pd  # noqa: PLC0415
-
     kinds = set(map(type, s.to_numpy(dtype=object)))
     return kinds - {type(None), type(pd.NA), type(pd.NaT)}
 
@@ -127,12 +130,6 @@ def require_supported_dtypes(df, columns: Iterable[str | None], *, score: str | 
     numbers, dates/times/durations/periods/intervals (ambiguous: a number or a category?), and
     cells holding lists, dicts, sets or arrays. ``score`` names the response (its message says
     so)."""
-    import datetime as _dt  # noqa: PLC0415
-
-    import numpy as np  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
-    from pandas.api import types as pt  # noqa: PLC0415
-
     for c in dict.fromkeys(c for c in columns if c is not None):
         if c not in df.columns:
             continue  # require_columns reports missing columns
@@ -183,9 +180,6 @@ def duplicated_rows_warning(df, score: str, keys: Sequence[str] | None = None) -
     often have equal scores (Kreutzer TER: 3529 of 7287 rows repeat (system, item, score)) and
     differ only in a run column the model does not use. A frame whose ``attrs`` carry
     :data:`ROWS_CHECKED` is not checked (None)."""
-    import numpy as np  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
-
     if getattr(df, "attrs", {}).get(ROWS_CHECKED):
         return None
     if keys is None:
@@ -224,10 +218,6 @@ def require_finite(df, column: str, *, allow_nan: bool = False, role: str = "sco
 
     This is the missing-score rule (module docstring): the error names the column, the count,
     the first rows and the fix ``df.dropna(subset=[column])``."""
-    import numpy as np  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
-    from pandas.api import types as pt  # noqa: PLC0415
-
     s = _series(df, column)
     if pt.is_complex_dtype(s.dtype):
         raise DataError(f"{role} {column!r} has complex values; take .real or abs() first: "
@@ -284,8 +274,6 @@ def require_levels(df, column: str, min_levels: int = 2, role: str = "grouping f
 
 def require_unique(df, keys: Sequence[str], what: str = "data") -> None:
     """One row per combination of ``keys``."""
-    import pandas as pd  # noqa: PLC0415
-
     keys = list(dict.fromkeys(keys))
     sub = pd.DataFrame({i: _hashable(_series(df, k, what)) for i, k in enumerate(keys)}, index=df.index)
     dup = sub.duplicated(keep=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import levene
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,6 @@ def levene_median(y, codes) -> LeveneResult:
     (0 .. k-1, every code present). NaN statistic and p-value when k < 2 or n - k < 1; when every
     value equals its group median the statistic is inf (p = 0) if the group spreads still differ,
     else NaN."""
-    from scipy.stats import levene  # noqa: PLC0415
-
     y = np.asarray(y, dtype=float)
     codes = np.asarray(codes)
     k = int(codes.max()) + 1 if codes.size else 0

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import norm, normaltest
 
 _C1 = (0.0, 0.221157, -0.147981, -2.07119, 4.434685, -2.706056)
 _C2 = (0.0, 0.042981, -0.293762, -1.752461, 5.682633, -3.582633)
@@ -50,8 +52,6 @@ def _poly(cc: tuple[float, ...], x: float) -> float:
 
 def _swilk_coefficients(n: int) -> np.ndarray:
     """The coefficients a[1..n/2] (index 0 unused) of AS R94."""
-    from scipy.special import ndtri  # noqa: PLC0415
-
     nn2 = n // 2
     a = np.zeros(nn2 + 1)
     if n == 3:
@@ -79,8 +79,6 @@ def _swilk_coefficients(n: int) -> np.ndarray:
 
 def shapiro_wilk(x) -> NormalityResult:
     """Shapiro-Wilk W and p-value, as R's ``shapiro.test`` (3 <= n <= 5000, not all equal)."""
-    from scipy.stats import norm  # noqa: PLC0415
-
     x = np.sort(np.asarray(x, dtype=float)[~np.isnan(np.asarray(x, dtype=float))])
     n = x.size
     if n < 3 or n > 5000:
@@ -128,8 +126,6 @@ def shapiro_wilk(x) -> NormalityResult:
 
 def normality_test(x) -> NormalityResult:
     """Shapiro-Wilk for 3 <= n <= 5000, D'Agostino-Pearson K^2 above (see module docstring)."""
-    from scipy.stats import normaltest  # noqa: PLC0415
-
     x = np.asarray(x, dtype=float)
     x = x[~np.isnan(x)]
     if x.size <= 5000:

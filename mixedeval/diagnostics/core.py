@@ -6,12 +6,14 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultWarning
 from .residuals import pit_residuals
 from .result import TEST_COLUMNS, Diagnostics
+from .simtests import test_categorical, test_dispersion, test_outliers, test_uniformity, test_zero_inflation
 
 MIN_SIMULATIONS = 10
 
@@ -78,8 +80,6 @@ def _validate_predicted(predicted: Any, n: int) -> np.ndarray:
 def as_group(group: Any, n: int, label: str = "group"):
     """A grouping variable as a pandas Categorical without unused levels (levels of a Categorical
     keep their order, other values are sorted); missing values or a wrong length raise DataError."""
-    import pandas as pd  # noqa: PLC0415
-
     if group is None:
         return None
     values = group.array if isinstance(group, (pd.Series, pd.Index)) else group
@@ -101,8 +101,6 @@ def _freeze(a: np.ndarray | None) -> np.ndarray | None:
 
 
 def tests_table(tests: list) -> Any:
-    import pandas as pd  # noqa: PLC0415
-
     return pd.DataFrame([t.row() for t in tests], columns=TEST_COLUMNS)
 
 
@@ -164,8 +162,6 @@ def from_simulations(
         ``residuals``, the ``tests`` table (test, statistic, p_value, alternative, verdict,
         reason, method) and ``table`` (the same rows with ``source`` and ``name``).
     """
-    from .simtests import test_categorical, test_dispersion, test_outliers, test_uniformity, test_zero_inflation  # noqa: PLC0415
-
     sims, obs = _validate_simulated(simulated, observed)
     n, n_sim = sims.shape
     warnings: list[ResultWarning] = []

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._format import fmt_p
 from .._random import r_seed
@@ -30,8 +31,6 @@ def _row(check: str, verdict: str, reason: str, statistic: float = _NAN, p_value
 
 
 def _is_factor(s) -> bool:
-    import pandas as pd  # noqa: PLC0415
-
     return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_bool_dtype(s) or pd.api.types.is_string_dtype(s)
 
 
@@ -88,8 +87,6 @@ def classical_checks(
       residuals across the levels of each categorical column of the model frame;
     * ``model_warnings``: other warnings R gave when fitting.
     """
-    import pandas as pd  # noqa: PLC0415
-
     residuals = np.asarray(residuals, dtype=float)
     rows = [
         _row("convergence", "ok", "optimizer converged") if converged
@@ -183,8 +180,6 @@ def diagnose_fit(
     fit_warnings = tuple(getattr(fit, "warnings", ()) or ())
     checks = classical_checks(resid, mf, ranef, bool(fit.singular), bool(fit.converged), fit_warnings, alpha)
     if check_optimizers:
-        import pandas as pd  # noqa: PLC0415
-
         checks = pd.concat([checks, pd.DataFrame([_optimizer_row(fit)])], ignore_index=True)
     provenance = dict(diag.provenance)
     provenance.update({"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state})

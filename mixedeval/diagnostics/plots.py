@@ -17,9 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.stats import norm, rankdata
 
 from .._format import fmt_p
+from .core import as_group
 from .result import Diagnostics
+from .simtests import test_categorical
 
 _QUANTILES = (0.25, 0.5, 0.75)
 _RED = "#d62728"
@@ -28,7 +31,7 @@ _RED = "#d62728"
 def _figure(ax=None, figsize=(5.5, 4.5)):
     if ax is not None:
         return ax.figure, ax
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.sections imports this module
 
     fig = Figure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
@@ -40,8 +43,6 @@ def _point_style(n: int) -> dict[str, Any]:
 
 def rank_transform(x: np.ndarray) -> np.ndarray:
     """DHARMa's ``rankTransform``: average ranks divided by their maximum."""
-    from scipy.stats import rankdata  # noqa: PLC0415
-
     r = rankdata(np.asarray(x, dtype=float), method="average")
     return r / r.max()
 
@@ -113,9 +114,6 @@ def plot_residuals_by_group(diag: Diagnostics, group: Any = None, ax=None):
     """Boxplots of the scaled residuals per level of a categorical predictor (DHARMa's
     ``testCategorical`` plot); levels whose Holm-adjusted KS p < alpha are red, the Levene result
     is in the title."""
-    from .core import as_group  # noqa: PLC0415
-    from .simtests import test_categorical  # noqa: PLC0415
-
     cat = diag.group if group is None else as_group(group, diag.n_obs)
     if cat is None:
         raise ValueError("no grouping variable: pass group= (or build the diagnostics with one)")
@@ -141,7 +139,7 @@ def plot_residuals_by_group(diag: Diagnostics, group: Any = None, ax=None):
 
 def plot_dharma(diag: Diagnostics):
     """DHARMa's default two-panel plot: uniform QQ plot and residuals vs predicted."""
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.sections imports this module
 
     fig = Figure(figsize=(11, 4.5), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
@@ -177,8 +175,6 @@ def plot_residuals_vs_fitted(fitted: Any, residuals: Any = None, ax=None):
 
 
 def _qq_normal_into(ax, values: np.ndarray, title: str) -> None:
-    from scipy.stats import norm  # noqa: PLC0415
-
     values = np.sort(np.asarray(values, dtype=float))
     n = values.size
     theo = norm.ppf(ppoints(n))
@@ -205,7 +201,7 @@ def plot_qq_normal(residuals: Any, ax=None, title: str = "Normal QQ plot of cond
 def plot_ranef_qq(ranef: Any):
     """Normal QQ plots of the BLUPs: one panel per (grouping factor, term). ``ranef`` is the dict
     ``group -> DataFrame`` of ``fit.ranef()`` (or a :class:`Diagnostics` from :func:`diagnose_fit`)."""
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.sections imports this module
 
     if isinstance(ranef, Diagnostics):
         ranef = ranef.ranef

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+import pandas as pd
 
 from ..results import ResultMixin, ResultWarning
 
@@ -51,8 +52,6 @@ class SimulationTest(ResultMixin):
     @property
     def table(self) -> "pd.DataFrame":
         """The test as a one-row table: ``test, statistic, p_value, alternative, verdict, reason, method``."""
-        import pandas as pd  # noqa: PLC0415
-
         return pd.DataFrame([self.row()], columns=TEST_COLUMNS)
 
     def row(self) -> dict[str, Any]:
@@ -153,8 +152,6 @@ class Diagnostics(ResultMixin):
     def table(self) -> "pd.DataFrame":
         """Every test and check in one table: ``source, name, statistic, p_value, alternative,
         verdict, reason, method`` (checks have no ``alternative``: None)."""
-        import pandas as pd  # noqa: PLC0415
-
         parts = [self.tests.assign(source="simulated_residuals").rename(columns={"test": "name"})]
         if self.checks is not None and len(self.checks):
             parts.append(self.checks.assign(source="classical", alternative=None).rename(columns={"check": "name"}))
@@ -172,6 +169,6 @@ class Diagnostics(ResultMixin):
 
     def test_generic(self, fun: Callable[[np.ndarray], float], alternative: str = "two-sided", name: str = "generic") -> SimulationTest:
         """Shortcut for :func:`mixedeval.diagnostics.test_generic` on this object."""
-        from .simtests import test_generic  # noqa: PLC0415
+        from .simtests import test_generic  # noqa: PLC0415 - cycle: diagnostics.result <-> diagnostics.simtests
 
         return test_generic(self, fun, alternative=alternative, name=name)

@@ -31,6 +31,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
 
 from .._format import fmt_p
 from .._random import as_generator
@@ -167,7 +169,6 @@ def test_outliers(
         hi = int(np.sum(res > 1 - 1 / (n_sim + 1)))
         count = {"both": lo + hi, "upper": hi, "lower": lo}[margin]
         p_h0 = 1 / (n_sim + 1) * (2 if margin == "both" else 1)
-        from scipy.stats import binomtest  # noqa: PLC0415
 
         p = float(binomtest(count, n, p_h0, alternative=alternative).pvalue)
         expected = n * p_h0
@@ -248,9 +249,7 @@ def test_categorical(diag: Diagnostics, group: Any = None, alpha: float | None =
     (``level, n, statistic, p_value, p_adj, exact, verdict``). ``group`` defaults to the grouping
     variable stored on ``diag``.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from .core import as_group  # noqa: PLC0415
+    from .core import as_group  # noqa: PLC0415 - cycle: diagnostics.core <-> diagnostics.simtests
 
     alpha = diag.alpha if alpha is None else alpha
     cat = diag.group if group is None else as_group(group, diag.n_obs, label)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import names
 from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call
@@ -60,8 +61,6 @@ def _fixed(raw: Any) -> Any:
 
 def _random(raw: Any) -> Any:
     """VarCorr's frame -> group, term, term2, variance, std_dev, corr (``sdcor`` split)."""
-    import pandas as pd  # noqa: PLC0415
-
     t = names.rename(raw, names.VARCORR)
 
     def labels(col: str) -> list[Any]:

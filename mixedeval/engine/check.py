@@ -5,7 +5,10 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from ..results import ResultMixin
+from . import _bridge, session
 
 DEBIAN_NAMES = {
     "lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest", "emmeans": "r-cran-emmeans",
@@ -47,13 +50,9 @@ def check_r() -> CheckResult:
     Never raises for a missing component: ``ok`` is False and ``message`` names what is missing
     and the exact command that installs it.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from . import _bridge, session  # noqa: PLC0415
-
     rpy2_version = None
     try:
-        import rpy2  # noqa: PLC0415
+        import rpy2  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
 
         rpy2_version = rpy2.__version__
     except ImportError:

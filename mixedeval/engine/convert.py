@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from pandas.api import types as pt
 
 from ..errors import DataError
 
@@ -29,14 +31,14 @@ _NA_INT = np.iinfo(np.int32).min
 
 
 def _ri():
-    import rpy2.rinterface as ri  # noqa: PLC0415
+    import rpy2.rinterface as ri  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
 
     return ri
 
 
 def _helper(name: str):
     """A conversion helper of ``r/engine.R`` (from the helpers' own environment, not the global one)."""
-    from . import session  # noqa: PLC0415
+    from . import session  # noqa: PLC0415 - cycle: engine.session <-> engine.convert
 
     with session.lock:
         return session.helper(name)
@@ -83,8 +85,6 @@ def _is_missing(v: Any) -> bool:
     if v is None:
         return True
     try:
-        import pandas as pd  # noqa: PLC0415
-
         if v is pd.NA or v is pd.NaT:
             return True
     except ImportError:  # pragma: no cover
@@ -103,9 +103,6 @@ def column_to_r(series, name: str | None = None):
 
 def _column_parts(series, name: str | None = None):
     """(R vector, factor levels or None): factor codes are 1-based integers, levels separate."""
-    import pandas as pd  # noqa: PLC0415
-    from pandas.api import types as pt  # noqa: PLC0415
-
     label = name if name is not None else series.name
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
@@ -169,7 +166,6 @@ def _packable(levels: list[str]) -> bool:
 def to_r(x: Any):
     """Convert a Python value to an R object (see module docstring)."""
     ri = _ri()
-    import pandas as pd  # noqa: PLC0415
 
     if x is None:
         return ri.NULL
@@ -260,7 +256,7 @@ def _buffer(x, dtype) -> np.ndarray:
     """Copy of an R vector's data. Reads R's memory through cffi directly: rpy2 3.5.17's
     ``memoryview()`` drops a reference to ``None`` on every call, which eventually crashes
     long-running processes ("none_dealloc")."""
-    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415
+    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
 
     dt = np.dtype(dtype)
     ptr = x._R_GET_PTR(x.__sexp__._cdata)
@@ -298,8 +294,6 @@ def _atomic_to_numpy(x) -> np.ndarray:
 
 
 def _factor_to_categorical(x):
-    import pandas as pd  # noqa: PLC0415
-
     codes = _buffer(x, np.int32) if len(x) else np.array([], dtype=np.int32)
     levels = [str(s) for s in _attr(x, "levels") or []]
     codes = np.where(codes == _NA_INT, -1, codes - 1)
@@ -307,8 +301,6 @@ def _factor_to_categorical(x):
 
 
 def _dataframe_from_r(x):
-    import pandas as pd  # noqa: PLC0415
-
     names = _names(x) or []
     data = {}
     for name, col in zip(names, x):

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RError, RNotAvailableError
+from . import convert
 
 #: one re-entrant lock serialises all R access (R is single-threaded)
 lock = threading.RLock()
@@ -119,8 +120,8 @@ def _start():
         return _state["ri"]
     _ensure_r_home()
     try:
-        import rpy2.rinterface as ri  # noqa: PLC0415
-        import rpy2.rinterface_lib.callbacks as cb  # noqa: PLC0415
+        import rpy2.rinterface as ri  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
+        import rpy2.rinterface_lib.callbacks as cb  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
     except Exception as exc:  # ImportError, or rpy2 failing to find/load libR
         raise RNotAvailableError(f"rpy2 could not be imported ({exc}). " + INSTALL_HINT) from exc
     # R's console output must never reach the user's terminal uncontrolled: everything a helper
@@ -160,7 +161,7 @@ def helper(name: str):
 
 # ------------------------------------------------------------------------------ C stack limit
 def _rlib() -> Any:
-    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415
+    from rpy2.rinterface_lib import openrlib  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
 
     return openrlib.rlib
 
@@ -318,8 +319,6 @@ def call(fname: str, /, **kwargs: Any) -> RCallResult:
     stack check is on for the calling thread). Ctrl-C in the main thread interrupts R and raises
     :class:`KeyboardInterrupt`; the session stays usable.
     """
-    from . import convert  # noqa: PLC0415
-
     with lock:
         ri = _start()
         with _stack_limit(), _sigint_to_r() as interrupted:

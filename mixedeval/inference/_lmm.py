@@ -26,33 +26,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from .. import __version__
+from .._random import r_seed
+from .._resources import check_fixed_effects_memory
 from ..data._formula import parse_formula
+from ..data.table import as_pandas
+from ..data.validate import (
+    ROWS_CHECKED,
+    duplicated_rows_warning,
+    require_finite,
+    require_level,
+    require_levels,
+    require_nonempty,
+    require_supported_dtypes,
+    require_unique_columns,
+)
+from ..diagnostics import diagnose_fit
+from ..engine import _bridge
+from ..engine.conditions import normalize as _normalize_condition, r_warnings
 from ..errors import DataError
-from ..engine.conditions import normalize as _normalize_condition
-from ..engine.conditions import r_warnings
-from ..results import ResultMixin, ResultWarning
-
-DF_METHODS = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger", "asymptotic": "asymptotic"}
-OPTIMIZERS = ("nloptwrap", "bobyqa", "Nelder_Mead")
-_OPTIMIZER_ALIASES = {"nelder-mead": "Nelder_Mead", "nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}
-
-
-def normalize_df_method(df_method: str) -> str:
-    key = str(df_method).lower().replace("_", "-").replace(" ", "-")
-    key = {"kr": "kenward-roger", "kenwardroger": "kenward-roger", "satt": "satterthwaite", "z": "asymptotic",
-           "inf": "asymptotic", "none": "asymptotic"}.get(key, key)
-    if key not in DF_METHODS:
-        raise DataError(f"df_method {df_method!r} is not one of {', '.join(DF_METHODS)}")
-    return key
-
-
-def normalize_optimizer(optimizer: str) -> str:
-    opt = _OPTIMIZER_ALIASES.get(str(optimizer).lower(), optimizer)
-    if opt not in OPTIMIZERS:
-        raise DataError(f"optimizer {optimizer!r} is not one of {', '.join(OPTIMIZERS)} (lme4's lmerControl names)")
-    return opt
-
+from ..results import ResultMixin, ResultWarning, jsonable
+from ._options import DF_METHODS, OPTIMIZERS, normalize_df_method, normalize_optimizer
+from .anova import anova
+from .emmeans import emmeans, emtrends
+from .optimizers import check_optimizers
+from .r2 import icc, r2
 
 _VERSION_CACHE: dict[str, Any] = {}
 
@@ -60,9 +60,6 @@ _VERSION_CACHE: dict[str, Any] = {}
 def r_provenance() -> dict[str, Any]:
     """Versions of mixedeval, R and the R packages in use (cached per session)."""
     if not _VERSION_CACHE:
-        from .. import __version__  # noqa: PLC0415
-        from ..engine import _bridge  # noqa: PLC0415
-
         v = _bridge.versions()
         _VERSION_CACHE.update(
             {"mixedeval": __version__, "r": v["r_version"], **{k: val for k, val in v["packages"].items()}}
@@ -90,19 +87,6 @@ def prepare_model_data(
     names in the formula that are not columns, a non-numeric or non-finite response, a factor
     (fixed or grouping) with fewer than two levels.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import (  # noqa: PLC0415
-        ROWS_CHECKED,
-        duplicated_rows_warning,
-        require_finite,
-        require_levels,
-        require_nonempty,
-        require_supported_dtypes,
-        require_unique_columns,
-    )
-
     if not isinstance(formula, str) or "~" not in formula:
         raise DataError(f"formula {formula!r} must be a string like 'score ~ system + (1|item)'")
     if isinstance(data, pd.DataFrame):
@@ -149,7 +133,6 @@ def prepare_model_data(
             "missing_rows",
             f"{n_missing} row(s) with missing values in {', '.join(which)} were dropped by the model (na.omit)",
         ))
-    from .._resources import check_fixed_effects_memory  # noqa: PLC0415 (stdlib-only module)
 
     check_fixed_effects_memory(frame, parsed)
     if not df.attrs.get(ROWS_CHECKED):  # workflows check the caller's whole table themselves
@@ -160,8 +143,6 @@ def prepare_model_data(
 
 
 def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
-    import pandas as pd  # noqa: PLC0415
-
     if levels is not None:
         lv = [str(v) for v in levels]
         vals = s.astype(object).map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
@@ -239,17 +220,12 @@ class LMMFit(ResultMixin):
     def coef_table(self, df_method: str = "satterthwaite", level: float = 0.95):
         """The fixed-effects table with another df method or confidence level (``z_value``
         instead of ``t_value`` for ``df_method="asymptotic"``)."""
-        from ..data.validate import require_level  # noqa: PLC0415
-        from ..engine import _bridge  # noqa: PLC0415
-
         level = require_level(level)
         key = normalize_df_method(df_method)
         return _bridge.fixed_table(self, ddf=DF_METHODS[key], level=level)
 
     def refit(self, reml: bool) -> "LMMFit":
         """The same model refitted by REML (``reml=True``) or ML (``lme4::refitML``)."""
-        from ..engine import _bridge  # noqa: PLC0415
-
         if bool(reml) == self.reml:
             return self
         res = _bridge.refit_and_summarise(self, reml=bool(reml), ddf=DF_METHODS[self.df_method],
@@ -257,8 +233,6 @@ class LMMFit(ResultMixin):
         return _build_fit(res, self.formula, self.data, self.optimizer, self.df_method, self.level, [], self.factors)
 
     def _values(self) -> dict[str, np.ndarray]:
-        from ..engine import _bridge  # noqa: PLC0415
-
         if "values" not in self._cache:
             self._cache["values"] = _bridge.model_values(self)
         return self._cache["values"]
@@ -281,8 +255,6 @@ class LMMFit(ResultMixin):
 
     def ranef(self) -> dict[str, Any]:
         """BLUPs per grouping factor: ``{group: DataFrame}`` indexed by level, one column per term."""
-        from ..engine import _bridge  # noqa: PLC0415
-
         if "ranef" not in self._cache:
             v = _bridge.ranef(self)
             out = {}
@@ -295,8 +267,6 @@ class LMMFit(ResultMixin):
 
     def model_frame(self):
         """The model frame R used (only complete rows, the variables of the formula)."""
-        from ..engine import _bridge  # noqa: PLC0415
-
         if "mf" not in self._cache:
             self._cache["mf"] = _bridge.model_frame(self)
         return self._cache["mf"].copy()
@@ -313,9 +283,6 @@ class LMMFit(ResultMixin):
         seed) makes repeated calls return the same draws -- pass another value, or None, for new
         ones.
         """
-        from .._random import r_seed  # noqa: PLC0415
-        from ..engine import _bridge  # noqa: PLC0415
-
         if re not in ("unconditional", "conditional"):
             raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
         n_sim = int(n_sim)
@@ -326,38 +293,26 @@ class LMMFit(ResultMixin):
     # ------------------------------------------------------------ inference layer
     def anova(self, type: int | str = 3, ddf: str = "satterthwaite", level: float = 0.95):  # noqa: A002
         """F tests (lmerTest ``anova``) with partial eta-squared and its interval (effectsize)."""
-        from .anova import anova  # noqa: PLC0415
-
         return anova(self, type=type, ddf=ddf, level=level)
 
     def emmeans(self, specs, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
         """Estimated marginal means (emmeans), with explicit ``lmer.df`` and limits."""
-        from .emmeans import emmeans  # noqa: PLC0415
-
         return emmeans(self, specs, by=by, df_method=df_method, level=level, at=at)
 
     def emtrends(self, specs, var: str, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
         """Slopes of a continuous covariate per level of ``specs`` (emmeans::emtrends)."""
-        from .emmeans import emtrends  # noqa: PLC0415
-
         return emtrends(self, specs, var=var, by=by, df_method=df_method, level=level, at=at)
 
     def r2(self):
         """Marginal and conditional R² (Nakagawa & Schielzeth 2013; Johnson 2014)."""
-        from .r2 import r2  # noqa: PLC0415
-
         return r2(self)
 
     def icc(self):
         """Adjusted and unadjusted ICC (as performance::icc)."""
-        from .r2 import icc  # noqa: PLC0415
-
         return icc(self)
 
     def check_optimizers(self, optimizers: Sequence[str] = OPTIMIZERS, **kwargs: Any):
         """Refit with several optimizers and compare log-likelihoods, fixed effects and variances."""
-        from .optimizers import check_optimizers  # noqa: PLC0415
-
         return check_optimizers(self, optimizers=optimizers, **kwargs)
 
     def diagnose(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional", **kwargs: Any):
@@ -365,13 +320,9 @@ class LMMFit(ResultMixin):
         (:func:`mixedeval.diagnostics.diagnose_fit`; ``kwargs``: ``group``, ``alpha``,
         ``check_optimizers``). An int ``random_state`` is R's ``set.seed`` for the simulations and
         seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
-        from ..diagnostics import diagnose_fit  # noqa: PLC0415
-
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..results import jsonable  # noqa: PLC0415
-
         keys = ["formula", "response", "fixed", "random", "sigma", "loglik", "aic", "bic", "deviance", "nobs",
                 "ngroups", "reml", "singular", "converged", "optimizer", "df_method", "warnings", "provenance"]
         return {k: jsonable(getattr(self, k)) for k in keys}
@@ -464,9 +415,6 @@ def lmm(
 
     Singular fits are reported (``singular=True`` and a warning), never raised.
     """
-    from ..data.validate import require_level  # noqa: PLC0415
-    from ..engine import _bridge  # noqa: PLC0415
-
     df_key = normalize_df_method(df_method)
     opt = normalize_optimizer(optimizer)
     if df_key == "kenward-roger" and not reml:

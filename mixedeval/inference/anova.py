@@ -21,10 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
+from ..data.validate import require_level
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
+from ._options import normalize_df_method
 
 COLUMNS = ("term", "sum_sq", "mean_sq", "num_df", "den_df", "f_value", "p_value",
            "eta2_partial", "eta2_partial_ci_low", "eta2_partial_ci_high")
@@ -63,8 +67,6 @@ def _normalize_type(type_: int | str) -> str:
 
 
 def _normalize_ddf(ddf: str) -> str:
-    from ._lmm import normalize_df_method  # noqa: PLC0415
-
     key = normalize_df_method(ddf)
     if key not in _DDF:
         raise DataError(f"ddf {ddf!r} is not available for F tests; use 'satterthwaite' or 'kenward-roger'")
@@ -87,11 +89,8 @@ def anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: floa
     AnovaResult with ``table`` (see :data:`COLUMNS`). A model without fixed-effect terms
     besides the intercept gives an empty table.
     """
-    import pandas as pd  # noqa: PLC0415
-
     type_key = _normalize_type(type)
     ddf_key = _normalize_ddf(ddf)
-    from ..data.validate import require_level  # noqa: PLC0415
 
     level = require_level(level)
     if ddf_key == "kenward-roger" and not fit.reml:

@@ -37,11 +37,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from .._random import r_seed
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
+from ..resampling._draws import chunks
 from ..results import ResultMixin, ResultWarning
+from ._lmm import LMMFit
 
 COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
 
@@ -81,8 +85,6 @@ def _default_names(k: int) -> list[str]:
 
 
 def _check_fits(fits: Sequence[Any], names_: Sequence[str] | None) -> list[str]:
-    from ._lmm import LMMFit  # noqa: PLC0415
-
     if len(fits) < 2:
         raise DataError("compare() needs at least two fitted models, e.g. me.compare(null_fit, full_fit)")
     for i, f in enumerate(fits):
@@ -153,10 +155,6 @@ def compare(
     progress : show a tqdm bar during the bootstrap.
     names : row labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from .._random import r_seed  # noqa: PLC0415
-
     labels = _check_fits(fits, names)
     seed = None
     if n_resamples is not None:
@@ -201,10 +199,6 @@ def compare(
 
 def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: bool):
     """p_value_pb per row (NaN for the first) and pbkrtest's summary tables."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..resampling._draws import chunks  # noqa: PLC0415
-
     pvals = [np.nan]
     tables = []
     ws: list[ResultWarning] = []

@@ -64,11 +64,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from .._random import r_seed
+from ..data.validate import require_level
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError, MixedEvalError
 from ..results import ResultMixin, ResultWarning
+from ._options import normalize_df_method
+from .r2 import variance_parts
 
 #: contrast methods passed to emmeans by name (custom weights are given as a dict)
 METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl", "consec", "poly", "eff", "del.eff")
@@ -126,8 +131,6 @@ def _at_arg(fit: Any, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _df_args(fit: Any, df_method: str) -> tuple[str, dict[str, Any]]:
-    from ._lmm import normalize_df_method  # noqa: PLC0415
-
     key = normalize_df_method(df_method)
     if key == "kenward-roger" and not fit.reml:
         raise DataError("Kenward-Roger df need a REML fit; use fit.refit(reml=True) or df_method='satterthwaite'")
@@ -303,12 +306,10 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
         raise DataError("specs must name at least one variable, e.g. 'system'")
     by_t = _names(by, "by")
     _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
-    from ..data.validate import require_level  # noqa: PLC0415
 
     level = require_level(level)
     if var is not None:
         _check_vars(fit, [var], "var")
-        import pandas as pd  # noqa: PLC0415
 
         if not pd.api.types.is_numeric_dtype(fit.data[var].dtype) or isinstance(fit.data[var].dtype, pd.CategoricalDtype):
             raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
@@ -411,8 +412,6 @@ def total_sd(fit: Any) -> float:
     """``sqrt(var_random + sigma^2)``: the SD of one observation around the fixed-effect
     prediction (all variance components; random slopes averaged over the data as Johnson 2014),
     the standardizer of ``effect_size="total"``."""
-    from .r2 import variance_parts  # noqa: PLC0415
-
     p = variance_parts(fit)
     return float(np.sqrt(p.var_random + p.var_residual))
 
@@ -421,9 +420,6 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
               by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
               random_state: Any = 1, effect_size: str = "total") -> ContrastResult:
     """Contrasts of an :class:`EMMResult` (see :meth:`EMMResult.contrasts`)."""
-    from .._random import r_seed  # noqa: PLC0415
-    from ..data.validate import require_level  # noqa: PLC0415
-
     level = emm.level if level is None else require_level(level)
     adj = _adjust_name(adjust)
     es_key = _effect_size_name(effect_size)

@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError, RError
 from ..results import ResultMixin, ResultWarning
+from ._options import normalize_optimizer
 
 COLUMNS = ("optimizer", "reference", "loglik", "loglik_diff", "converged", "singular", "feval",
            "max_abs_diff_fixed", "max_abs_diff_varcomp", "max_abs_diff_df", "within_tolerance", "messages")
@@ -116,10 +118,6 @@ def check_optimizers(
     rtol : relative tolerance for fixed effects, variance components and Satterthwaite df.
     loglik_tol : absolute tolerance for the log-likelihood.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from ._lmm import normalize_optimizer  # noqa: PLC0415
-
     if not (float(rtol) >= 0 and float(loglik_tol) >= 0):
         raise DataError("rtol and loglik_tol must be non-negative numbers")
     opts = [normalize_optimizer(o) for o in ([optimizers] if isinstance(optimizers, str) else optimizers)]

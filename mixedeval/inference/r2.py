@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
+from ..engine import _bridge
 from ..results import ResultMixin, ResultWarning
 
 
@@ -61,8 +63,6 @@ def r_var(x: np.ndarray) -> float:
 
 def variance_parts(fit: Any) -> VarianceParts:
     """Fixed, random (Johnson 2014) and residual variance of ``fit`` (see module docstring)."""
-    from ..engine import _bridge  # noqa: PLC0415
-
     if "r2_parts" in fit._cache:
         return fit._cache["r2_parts"]
     v = _bridge.r2_parts(fit)
@@ -98,8 +98,6 @@ def _warnings(fit: Any, parts: VarianceParts) -> tuple[ResultWarning, ...]:
 
 
 def _components_table(parts: VarianceParts):
-    import pandas as pd  # noqa: PLC0415
-
     rows = [{"component": "fixed", "group": None, "term": None, "variance": parts.var_fixed}]
     rows += [{"component": "random", "group": g, "term": t, "variance": c} for g, t, c in parts.terms]
     rows.append({"component": "residual", "group": None, "term": None, "variance": parts.var_residual})
@@ -127,8 +125,6 @@ class _VarianceRatios(ResultMixin):
 
     @property
     def table(self):
-        import pandas as pd  # noqa: PLC0415
-
         return pd.DataFrame([{n: getattr(self, n) for n in self._ratios}])
 
     def _scalars(self):

@@ -44,14 +44,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from .. import _resources as res
 from .._random import seed_sequence
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_finite, require_nonempty
 from ..errors import DataError
+from ..padjust import adjust_pvalues
 from ..results import ResultMixin, ResultWarning, jsonable
-from . import _checks as ck
-from . import _draws as dr
-from . import _stats as st
+from . import _checks as ck, _draws as dr, _stats as st
 
 LEVELS = ("groups", "items", "runs")
 _LEVEL_ALIASES = {"group": "groups", "groups": "groups", "item": "items", "items": "items",
@@ -138,8 +140,6 @@ class BootstrapResult(ResultMixin):
         """One row per system: system, estimate (observed statistic), boot_mean (mean of the
         replicates), std_error (SD of the replicates, ddof=1), conf_low, conf_high (interval
         method ``ci``, default the one given to :func:`bootstrap`)."""
-        import pandas as pd  # noqa: PLC0415
-
         lo, hi = self._interval(self.estimate, self.distribution, self._jackknife, ci, level)
         return pd.DataFrame({
             "system": list(self.systems),
@@ -169,10 +169,6 @@ class BootstrapResult(ResultMixin):
         them with ``adjust`` (a method of R's p.adjust, see :func:`mixedeval.adjust_pvalues`);
         the method is stored in ``DataFrame.attrs['adjust']``.
         """
-        import pandas as pd  # noqa: PLC0415
-
-        from ..padjust import adjust_pvalues  # noqa: PLC0415
-
         a_idx, b_idx = self._pairs(reference)
         est = self.estimate[a_idx] - self.estimate[b_idx]
         n_pairs = len(a_idx)
@@ -225,8 +221,6 @@ class BootstrapResult(ResultMixin):
         system has rank k; rank 1 = best, ties share the better rank: 1, 2, 2, 4), expected_rank,
         rank_conf_low, rank_conf_high (the alpha/2 and 1 - alpha/2 quantiles of the rank,
         inverted-CDF rule, so they are ranks)."""
-        import pandas as pd  # noqa: PLC0415
-
         level = self.level if level is None else ck.check_level(level)
         cols = st.rank_columns(self._rank_matrix(higher_is_better), level)
         return pd.DataFrame({"system": list(self.systems), **cols})
@@ -235,8 +229,6 @@ class BootstrapResult(ResultMixin):
     def p_beats(self, higher_is_better: bool | None = None):
         """Square DataFrame: entry (a, b) = P(system a scores better than system b) over the
         replicates, ties counting one half; the diagonal is NaN."""
-        import pandas as pd  # noqa: PLC0415
-
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
         return pd.DataFrame(st.p_beats(self.distribution, hib), index=pd.Index(list(self.systems), name="system_a"),
                             columns=pd.Index(list(self.systems), name="system_b"))
@@ -316,8 +308,6 @@ class _Keys:
 def _levels(s, column: str) -> tuple[np.ndarray, list[Any]]:
     """Integer codes and labels of a key column: a categorical's own order (unused levels
     dropped), otherwise sorted values (order of appearance if they cannot be sorted)."""
-    import pandas as pd  # noqa: PLC0415
-
     if isinstance(s.dtype, pd.CategoricalDtype):
         s = s.cat.remove_unused_categories()
         return s.cat.codes.to_numpy(dtype=np.int64), list(s.cat.categories)
@@ -330,11 +320,6 @@ def _levels(s, column: str) -> tuple[np.ndarray, list[Any]]:
 
 def _checked_frame(data: Any, cols: list[str], columns: dict[str, str | None]):
     """The table as a pandas DataFrame (only read, never modified), its columns checked."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_finite, require_nonempty  # noqa: PLC0415
-
     df = data if isinstance(data, pd.DataFrame) else as_pandas(data)
     require_nonempty(df)
     for k in columns.values():

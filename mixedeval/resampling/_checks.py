@@ -9,7 +9,10 @@ from typing import Any
 
 import numpy as np
 
+import mixedeval
+
 from .. import _resources as res
+from ..data.validate import require_level
 from ..errors import DataError
 from ._stats import P_CONVENTIONS
 
@@ -22,8 +25,6 @@ ALTERNATIVES = ("two-sided", "greater", "less")
 
 def check_level(level: Any) -> float:
     """A confidence level strictly between 0 and 1 (the package's one check, in the data layer)."""
-    from ..data.validate import require_level  # noqa: PLC0415
-
     return require_level(level)
 
 
@@ -117,7 +118,5 @@ def seed_record(ss: np.random.SeedSequence | None) -> Any:
 def provenance(method: str, ss: np.random.SeedSequence | None, **extra: Any) -> dict[str, Any]:
     """Versions, the method, the seed that reproduces the draws (``random_state``: the
     SeedSequence entropy, equal to the int given) and the settings in ``extra``."""
-    import mixedeval  # noqa: PLC0415
-
     return {"mixedeval": mixedeval.__version__, "numpy": np.__version__, "method": method,
             "random_state": seed_record(ss), **extra}

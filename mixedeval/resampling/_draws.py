@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..errors import DataError
 
@@ -69,8 +70,6 @@ def chunks(n_resamples: int, length: int, progress: bool, desc: str) -> Iterator
     """Consecutive (start, stop) chunks of ``length`` resamples, with an optional tqdm bar."""
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415
-
         bar = tqdm(total=n_resamples, desc=desc, unit="resample", leave=False)
     try:
         for start in range(0, n_resamples, length):

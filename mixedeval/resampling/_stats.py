@@ -8,6 +8,7 @@ One definition of each: ``bootstrap``, the paired tests, ``simulate_leaderboard`
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -182,8 +183,6 @@ def quantiles(dist: np.ndarray, probs: Sequence[float]) -> np.ndarray:
         srt = np.sort(dist, axis=1)
         return np.stack([linear_quantile(srt, np.full(dist.shape[0], p)) for p in probs])
     with np.errstate(invalid="ignore"):
-        import warnings  # noqa: PLC0415
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
             return np.nanquantile(dist, probs, axis=1)

@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from .. import _resources as res
 from .._random import seed_sequence
+from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
-from . import _checks as ck
-from . import _draws as dr
-from . import _stats as st
+from . import _checks as ck, _draws as dr, _stats as st
 
 AGGREGATORS: tuple[str, ...] = ("mean", "geometric_mean", "median")
 _FIX = "Use fewer n_resamples, fewer aggregators or fewer models."
@@ -112,8 +112,6 @@ class VarianceDecomposition(ResultMixin):
         """One row per (model, component) like the paper's Tables 1, 8 and 9: ``component``
         (nu, eta, sigma, tau) with ``average``, ``sd``, ``minimum``, ``maximum`` over languages
         (nu is one number per model: its sd/minimum/maximum are NaN)."""
-        import pandas as pd  # noqa: PLC0415
-
         rows = []
         for _, mrow in self.models.iterrows():
             rows.append({"model": mrow["model"], "component": "nu", "average": mrow["nu"],
@@ -137,8 +135,6 @@ class VarianceDecomposition(ResultMixin):
 
 def _model_table(cells, models: list, ddof: int):
     """Per-model between-language SD and closed-form SEs of the arithmetic-mean aggregate."""
-    import pandas as pd  # noqa: PLC0415
-
     rows = []
     for m in models:
         c = cells[cells["model"] == m]
@@ -163,10 +159,6 @@ def _model_table(cells, models: list, ddof: int):
 def _replicate_frame(data: Any, model: str, language: str, run: str, replicate: str, score: str):
     """The replicate table checked (columns, finite scores, labels, integer replicates, one row
     per key), with the replicate column as int64."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
-
     df = as_pandas(data)
     require_nonempty(df)
     require_columns(df, [model, language, run, replicate, score])
@@ -224,8 +216,6 @@ def _check_cells(df, keys: list[str], run: str, replicate: str):
 
 def _cell_components(df, keys: list[str], run: str, replicate: str, score: str, nb):
     """One row per (model, language) with the estimate, its SE, sigma, tau and their SEs."""
-    import pandas as pd  # noqa: PLC0415
-
     orig, boot = df[df[replicate] == 0], df[df[replicate] >= 1]
     g0 = orig.groupby(keys, sort=False)[score]
     mean = g0.mean()
@@ -256,8 +246,6 @@ def _cell_components(df, keys: list[str], run: str, replicate: str, score: str, 
 def _replicate_store(df, models: list, languages: list, model: str, language: str, run: str, replicate: str,
                      score: str) -> _Replicates:
     """The replicate scores for nonparametric simulation, cell by cell, ordered by (run rank, b)."""
-    import pandas as pd  # noqa: PLC0415
-
     boot = df[df[replicate] >= 1]
     mcode = pd.Categorical(boot[model], categories=models).codes.astype(np.int64)
     lcode = pd.Categorical(boot[language], categories=languages).codes.astype(np.int64)
@@ -320,8 +308,6 @@ def decompose_variance(
     runs or two bootstrap replicates in a cell, a run without replicate 0, or replicates not
     shared by all runs of a cell.
     """
-    import pandas as pd  # noqa: PLC0415
-
     ddof = ck.check_ddof(ddof)
     df = _replicate_frame(data, model, language, run, replicate, score)
     keys = [model, language]
@@ -338,8 +324,6 @@ def decompose_variance(
 
 def _finish_cells(cells, models: list, languages: list):
     """Add eta and its delta-method SE; order rows by model then language (first appearance)."""
-    import pandas as pd  # noqa: PLC0415
-
     sig, tau = cells["sigma"].to_numpy(float), cells["tau"].to_numpy(float)
     eta = cells["eta"].to_numpy(float) if "eta" in cells else np.sqrt(sig**2 + tau**2)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -376,10 +360,6 @@ def decompose_variance_summary(
     SEs per model are computed as in :func:`decompose_variance`. The result supports
     parametric simulation only (no replicate scores).
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
-
     ddof = ck.check_ddof(ddof)
     df = as_pandas(data)
     require_nonempty(df)
@@ -490,8 +470,6 @@ class LeaderboardResult(ResultMixin):
     def p_beats(self, aggregator: str = "mean"):
         """M x M DataFrame: P(row model beats column model) under ``aggregator`` (ties count 1/2;
         replicates where the aggregator is undefined are left out)."""
-        import pandas as pd  # noqa: PLC0415
-
         a = self.aggregators.index(ck.check_choice(aggregator, "aggregator", self.aggregators))
         B, M = self._draws.shape[:2]
         res.check_memory(
@@ -513,8 +491,6 @@ def _as_decomposition(components: Any) -> VarianceDecomposition:
     if isinstance(components, VarianceDecomposition):
         return components
     try:
-        import pandas as pd  # noqa: PLC0415
-
         is_frame = isinstance(components, pd.DataFrame)
     except ImportError:  # pragma: no cover
         is_frame = False
@@ -621,8 +597,6 @@ def _n_drawn(lang_mode: str, n_languages: Any, L: int) -> int:
 def _cells(vd: VarianceDecomposition, noise: str, pair_noise: bool, aggregators: tuple[str, ...]) -> _Cells:
     """The complete (M, L) grid of cells, checked, with the replicate scores for nonparametric
     noise."""
-    import pandas as pd  # noqa: PLC0415
-
     cells = vd.cells
     models, langs = list(pd.unique(cells["model"])), list(pd.unique(cells["language"]))
     M, L = len(models), len(langs)
@@ -743,8 +717,6 @@ def _noise_moments(c: _Cells, cfg: _Sim) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 def _aggregate_table(draws: np.ndarray, obs: np.ndarray, c: _Cells, cfg: _Sim) -> tuple[Any, list[ResultWarning]]:
-    import pandas as pd  # noqa: PLC0415
-
     alpha = 1.0 - cfg.level
     pieces, warnings = [], []
     for ai, a in enumerate(cfg.aggregators):
@@ -775,8 +747,6 @@ def _pair_index(M: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _pairwise_table(draws: np.ndarray, obs: np.ndarray, c: _Cells, cfg: _Sim):
     """Differences of aggregates on explicit pair indices (never np.triu on the draws)."""
-    import pandas as pd  # noqa: PLC0415
-
     alpha = 1.0 - cfg.level
     M = len(c.models)
     ia, ib = _pair_index(M)
@@ -806,8 +776,6 @@ def _pairwise_table(draws: np.ndarray, obs: np.ndarray, c: _Cells, cfg: _Sim):
 def _language_table(c: _Cells, cfg: _Sim):
     """Per-language differences with the exact moments of the noise model (the limit of the
     simulation as B -> infinity; no Monte-Carlo error)."""
-    import pandas as pd  # noqa: PLC0415
-
     cov, shift = _noise_moments(c, cfg)  # (L, M, M), (M, L)
     ia, ib = _pair_index(len(c.models))
     var = cov[:, ia, ia] + cov[:, ib, ib] - 2 * cov[:, ia, ib]  # (L, P)
@@ -829,8 +797,6 @@ def _language_table(c: _Cells, cfg: _Sim):
 
 def _rank_table(draws: np.ndarray, obs: np.ndarray, c: _Cells, cfg: _Sim):
     """Rank distributions of the models in every replicate where the aggregator is defined."""
-    import pandas as pd  # noqa: PLC0415
-
     pieces = []
     for ai, a in enumerate(cfg.aggregators):
         d = draws[:, :, ai]

@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from .. import _resources as res
 from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
-from . import _checks as ck
-from . import _draws as dr
-from . import _stats as st
+from . import _checks as ck, _draws as dr, _stats as st
 
 _MAX_EXACT_N = 24  # 2^24 = 16.8M assignments
 _FIX = ("Use fewer n_resamples (the replicates are kept: n_resamples x 8 bytes; chunk_size does not change "
@@ -95,8 +94,6 @@ class PairedTestResult(ResultMixin):
     def table(self):
         """The main table, one row: method, statistic_name, estimate_x, estimate_y, statistic,
         p_value, p_value_convention, alternative, n_resamples, exact, conf_low, conf_high."""
-        import pandas as pd  # noqa: PLC0415
-
         lo, hi = self.confidence_interval if self.confidence_interval is not None else (np.nan, np.nan)
         return pd.DataFrame([{
             "method": self.method, "statistic_name": self.statistic_name, "estimate_x": self.estimate_x,

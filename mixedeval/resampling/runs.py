@@ -34,14 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 
 from .. import _resources as res
 from .._random import seed_sequence
+from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
-from . import _checks as ck
-from . import _draws as dr
-from . import _stats as st
+from . import _checks as ck, _draws as dr, _stats as st
 
 METRICS: tuple[str, ...] = ("accuracy", "f1", "micro_f1", "macro_f1", "mean")
 _FIX = "Use fewer n_resamples."
@@ -148,10 +149,6 @@ def _check_zero_division(zero_division: Any) -> float:
 
 def _from_table(data: Any, item: str, run: str, prediction: str, target: str, metric: str):
     """Predictions P (n, l), gold labels T (l,) or None, item and run labels, from a table."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique  # noqa: PLC0415
-
     df = as_pandas(data)
     require_nonempty(df)
     labels = [item, run] + ([] if metric == "mean" else [target])
@@ -192,8 +189,6 @@ def _from_table(data: Any, item: str, run: str, prediction: str, target: str, me
 
 def _from_arrays(y_true: Any, y_pred: Any, metric: str):
     """Predictions P (n, l), gold labels T (l,) or None, item and run labels, from arrays."""
-    import pandas as pd  # noqa: PLC0415
-
     if y_pred is None:
         raise DataError("pass data= (a table with item, run, prediction, target columns) or y_pred= (n_runs x n_items)")
     P = np.asarray(y_pred, dtype=float if metric == "mean" else None)
@@ -220,8 +215,6 @@ def _from_arrays(y_true: Any, y_pred: Any, metric: str):
 
 
 def _classes(P: np.ndarray, T: np.ndarray, labels: Sequence[Any] | None) -> list[Any]:
-    import pandas as pd  # noqa: PLC0415
-
     if labels is not None:
         if not list(labels):
             raise DataError("labels is empty; pass the classes to score or None for all labels seen")
@@ -237,8 +230,6 @@ def _sufficient_statistics(P: np.ndarray, T: np.ndarray | None, metric: str, pos
                            labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
     """(l, n, K) per-instance statistics of every run, and the number of classes: the score
     (mean), correctness (accuracy), tp / fp / fn (binary and micro F1), per class (macro F1)."""
-    import pandas as pd  # noqa: PLC0415
-
     if metric == "mean":
         return P.T[:, :, None].astype(float), 0
     Tb = T[None, :]
@@ -377,8 +368,6 @@ def _run_level_rows(scores: np.ndarray, B: int, ss: np.random.SeedSequence, leve
                     ) -> tuple[list[dict[str, Any]], list[ResultWarning]]:
     """The run-level baselines (intervals for the mean of the n per-run scores), their bootstrap
     resamples of the runs drawn from stream ``ss``."""
-    from scipy import stats  # noqa: PLC0415
-
     n = len(scores)
     alpha = 1.0 - level
     target = "expected_score_this_test_set"
@@ -468,8 +457,6 @@ class PooledRunBootstrapResult(ResultMixin):
     def table(self):
         """One row: method, target, metric, estimate, observed, std_error, conf_low, conf_high,
         level, n_resamples, n_items, n_runs."""
-        import pandas as pd  # noqa: PLC0415
-
         return pd.DataFrame([{
             "method": "pooled_instance_bootstrap", "target": "new_run_new_test_set", "metric": self.metric,
             "estimate": self.estimate, "observed": self.observed, "std_error": self.std_error,
@@ -605,9 +592,6 @@ class RunIntervalsResult(ResultMixin):
 def _variance_split(rd: _RunData, scores: np.ndarray, resample_runs: bool):
     """The variance table (test set, run to run, total), the two-way ANOVA mean squares, the
     two components and warnings (run effect; one run)."""
-    import pandas as pd  # noqa: PLC0415
-    from scipy import stats  # noqa: PLC0415
-
     l, n, _ = rd.stats.shape
     an = _two_way_anova(rd.influence())
     v_run = float(scores.var(ddof=1)) if n > 1 else np.nan
@@ -639,8 +623,6 @@ def _variance_split(rd: _RunData, scores: np.ndarray, resample_runs: bool):
 def _t_rows(est: float, v_test: float, v_run: float, l: int, n: int, level: float) -> list[dict[str, Any]]:
     """The variance-components interval and the two prediction intervals (t quantiles,
     Satterthwaite df)."""
-    from scipy import stats  # noqa: PLC0415
-
     alpha = 1.0 - level
 
     def t_row(method: str, tgt: str, parts: list[tuple[float, float]]) -> dict[str, Any]:
@@ -685,8 +667,6 @@ def _instance_interval(rd: _RunData, est: float, B: int, ss: np.random.SeedSeque
 
 
 def _runs_table(rd: _RunData, scores: np.ndarray, per_run: np.ndarray, level: float):
-    import pandas as pd  # noqa: PLC0415
-
     alpha = 1.0 - level
     d = np.ascontiguousarray(per_run.T)  # (n, B)
     q = st.quantiles(d, [alpha / 2, 1 - alpha / 2])
@@ -768,7 +748,6 @@ def run_intervals(
     pooled_row = _row("pooled_instance_bootstrap", "new_run_new_test_set", float(pooled.mean()),
                       float(pooled.std(ddof=1)), lo, hi, B)
     base_rows, base_warns = _run_level_rows(scores, B, dr.stream(ss, _BASELINES), level)
-    import pandas as pd  # noqa: PLC0415
 
     intervals = pd.DataFrame([inst_row, *_t_rows(est, v_test, v_run, l, n, level), pooled_row, *base_rows])
     return RunIntervalsResult(

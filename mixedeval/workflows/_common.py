@@ -13,7 +13,21 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
+
+from ..data._formula import quote_name
+from ..data.table import as_pandas
+from ..data.validate import (
+    ROWS_CHECKED,
+    duplicated_rows_warning,
+    require_columns,
+    require_finite,
+    require_levels,
+    require_nonempty,
+    require_supported_dtypes,
+)
 from ..errors import DataError
+from ..inference._lmm import normalize_df_method
 from ..results import ResultMixin, ResultWarning, jsonable
 
 #: Koo & Li (2016) interpretation bands of reliability coefficients: (upper bound, label)
@@ -90,8 +104,6 @@ def term_columns(terms: Sequence[str]) -> list[str]:
 def model_formula(lhs: str, fixed: str, item: str, extra: Sequence[str]) -> str:
     """``lhs ~ fixed + (1|item) + (1|extra)...`` from column names (back-quoted where needed);
     ``fixed`` is ``"1"`` or column names joined by ``" * "`` / ``" + "``; ``extra`` terms join columns by ``:``."""
-    from ..data._formula import quote_name  # noqa: PLC0415
-
     parts = re.split(r" ([*+]) ", fixed)  # column, op, column, ...
     fix = "1" if fixed == "1" else " ".join(p if i % 2 else quote_name(p) for i, p in enumerate(parts))
     rand = " + ".join("(1|" + ":".join(quote_name(p.strip()) for p in t.split(":")) + ")" for t in [item, *extra])
@@ -100,8 +112,6 @@ def model_formula(lhs: str, fixed: str, item: str, extra: Sequence[str]) -> str:
 
 def check_posthoc_df(posthoc_df: str) -> str:
     """The canonical df method name (``asymptotic``, ``satterthwaite``, ``kenward-roger``)."""
-    from ..inference._lmm import normalize_df_method  # noqa: PLC0415
-
     return normalize_df_method(posthoc_df)
 
 
@@ -113,17 +123,6 @@ def prepare_frame(data: Any, score: str, factors: Sequence[str], numeric: Sequen
     :class:`DataError`; rows with a missing factor or numeric predictor are dropped (with a
     ``missing_rows`` warning; all models use the same rows); rows repeating another row exactly
     get a ``duplicated_rows`` warning."""
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import (  # noqa: PLC0415
-        ROWS_CHECKED,
-        duplicated_rows_warning,
-        require_columns,
-        require_finite,
-        require_levels,
-        require_nonempty,
-        require_supported_dtypes,
-    )
-
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     require_nonempty(df)
@@ -154,8 +153,6 @@ def prepare_frame(data: Any, score: str, factors: Sequence[str], numeric: Sequen
 def system_levels(frame, system: str, reference: Any) -> dict[str, list[str]]:
     """Explicit level order of the system factor with ``reference`` first (code-point order
     otherwise; a pandas Categorical keeps its order)."""
-    import pandas as pd  # noqa: PLC0415
-
     s = frame[system]
     if isinstance(s.dtype, pd.CategoricalDtype):
         lv = [str(c) for c in s.cat.remove_unused_categories().cat.categories]

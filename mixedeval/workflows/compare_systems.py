@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ..data._formula import parse_formula
+from ..data.table import as_pandas
+from ..data.validate import ROWS_CHECKED, require_level
+from ..engine import _bridge
+from ..inference._lmm import lmm
+from ..inference.compare import compare
 from ..results import ResultWarning
 from ._common import (
     _WorkflowResult,
@@ -37,6 +44,7 @@ from ._common import (
     system_levels,
     term_columns,
 )
+
 
 @dataclass(frozen=True)
 class _Analysis:
@@ -56,9 +64,6 @@ def _system_analysis(frame, score: str, system: str, item: str, extra: Sequence[
                      factors: Sequence[str]) -> _Analysis:
     """GLRT of ``system`` (ML refit by :func:`mixedeval.compare`), EMMs and pairwise contrasts
     (``contrast_kw``: ``adjust`` and ``effect_size`` of :meth:`EMMResult.contrasts`)."""
-    from ..inference.compare import compare  # noqa: PLC0415
-    from ..inference._lmm import lmm  # noqa: PLC0415
-
     kw = dict(reml=True, optimizer=optimizer, factors=factors, levels=levels)
     full = lmm(model_formula(score, system, item, extra), frame, **kw)
     null = lmm(model_formula(score, "1", item, extra), frame, **kw)
@@ -143,12 +148,6 @@ class CompareSystemsResult(_WorkflowResult):
 
 
 def _averaged(frame, score: str, system: str, item: str, levels, posthoc_df, contrast_kw, level, optimizer):
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data._formula import parse_formula  # noqa: PLC0415
-    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
-    from ..engine import _bridge  # noqa: PLC0415
-
     avg = frame.groupby([item, system], observed=True, sort=False)[score].mean().reset_index()
     avg.attrs[ROWS_CHECKED] = True  # one row per (item, system): equal means are not copies
     an = _system_analysis(avg, score, system, item, (), levels=levels, posthoc_df=posthoc_df,
@@ -212,11 +211,6 @@ def compare_systems(
     Returns a :class:`CompareSystemsResult` (``table``, ``glrt``, ``emmeans``, ``contrasts``,
     ``averaged``, ``warnings``, ``fit``).
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_level  # noqa: PLC0415
-
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
     df = as_pandas(data)

@@ -28,8 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_level
 from ..errors import DataError
+from ..inference._lmm import lmm
+from ..inference.compare import compare
 from ..results import ResultWarning
 from ._common import (
     _WorkflowResult,
@@ -52,8 +57,6 @@ def bin_property(values, bins: Sequence[float], labels: Sequence[str] | None, na
 
     Returns a pandas Categorical with the labels in bin order.
     """
-    import pandas as pd  # noqa: PLC0415
-
     edges = [float(b) for b in np.atleast_1d(np.asarray(bins, dtype=float))]
     if not edges or any(not np.isfinite(e) for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
         raise DataError(f"bins must be increasing finite cut points, e.g. [15, 55] for <=15 / 16-55 / >55; got {bins!r}")
@@ -74,8 +77,6 @@ def bin_property(values, bins: Sequence[float], labels: Sequence[str] | None, na
 
 
 def _property_kind(frame, prop: str, bins, scale: bool) -> str:
-    import pandas as pd  # noqa: PLC0415
-
     s = frame[prop]
     numeric = pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype) \
         and not isinstance(s.dtype, pd.CategoricalDtype)
@@ -148,9 +149,6 @@ def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *
                          levels: dict, posthoc_df: str, adjust: str, level: float, optimizer: str,
                          extra: Sequence[str] = (), grid_points: int = 25, effect_size: str = "total"):
     """Fits, interaction GLRT, EMMs/trends and contrasts; returns a dict of parts."""
-    from ..inference.compare import compare  # noqa: PLC0415
-    from ..inference._lmm import lmm  # noqa: PLC0415
-
     if null not in NULLS:
         raise DataError(f"null must be one of {', '.join(NULLS)}, not {null!r}")
     factors = [system, item] + ([prop] if kind != "continuous" else [])
@@ -200,8 +198,6 @@ def _transform_property(frame, prop: str, kind: str, bins, labels, scale: bool) 
 def _property_levels(frame, system: str, prop: str, warnings: list[ResultWarning]) -> list[str]:
     """The levels of a categorical property (a Categorical's order, else code-point order); an
     ``empty_cells`` warning (appended to ``warnings``) names system x property cells without data."""
-    import pandas as pd  # noqa: PLC0415
-
     s = frame[prop]
     lv = [str(c) for c in s.cat.categories] if isinstance(s.dtype, pd.CategoricalDtype) else \
         [str(u) for u in pd.factorize(s, sort=True)[1]]
@@ -251,9 +247,6 @@ def conditional_compare(
     effect_size : standardizer of the contrasts' ``effect_size`` (``"total"`` or
         ``"residual"``), as in :func:`mixedeval.compare_systems`.
     """
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_level  # noqa: PLC0415
-
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
     if null not in NULLS:

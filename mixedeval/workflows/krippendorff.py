@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_unique
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
@@ -65,8 +68,6 @@ class KrippendorffResult(ResultMixin):
     @property
     def table(self):
         """The main table: alpha and its ingredients in one row."""
-        import pandas as pd  # noqa: PLC0415
-
         return pd.DataFrame([{"alpha": self.alpha, "level": self.level, "observed_disagreement": self.observed_disagreement,
                               "expected_disagreement": self.expected_disagreement, "n_pairable": self.n_pairable,
                               "n_units": self.n_units, "n_coders": self.n_coders}])
@@ -74,13 +75,9 @@ class KrippendorffResult(ResultMixin):
 
 def _reliability_matrix(ratings: Any, unit: str | None, coder: str | None, value: str | None):
     """(coders x units) object array with None for missing values."""
-    import pandas as pd  # noqa: PLC0415
-
     if unit is not None or coder is not None or value is not None:
         if unit is None or coder is None or value is None:
             raise DataError("for long-format ratings give all of unit=, coder= and value= (column names)")
-        from ..data.table import as_pandas  # noqa: PLC0415
-        from ..data.validate import require_columns, require_unique  # noqa: PLC0415
 
         df = as_pandas(ratings)
         require_columns(df, [unit, coder, value])
@@ -109,8 +106,6 @@ def _is_missing(v: Any) -> bool:
 def _value_codes(arr, level: str):
     """``(values, codes)``: the sorted distinct values and an integer array like ``arr`` with
     each value's index (-1 where missing); numeric values for all levels but nominal."""
-    import pandas as pd  # noqa: PLC0415
-
     mask = np.vectorize(_is_missing, otypes=[bool])(arr) if arr.size else np.zeros(arr.shape, bool)
     present = arr[~mask]
     if present.size == 0:
@@ -181,8 +176,6 @@ def krippendorff_alpha(
     Returns a :class:`KrippendorffResult` (``alpha``, ``observed_disagreement``,
     ``expected_disagreement``, ``coincidences``, ...).
     """
-    import pandas as pd  # noqa: PLC0415
-
     if level not in LEVELS:
         raise DataError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
     arr = _reliability_matrix(ratings, unit, coder, value)

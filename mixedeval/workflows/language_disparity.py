@@ -60,9 +60,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau, rankdata, spearmanr
+from tqdm.auto import tqdm
 
+from .._random import r_seed
+from ..data.table import as_pandas
+from ..data.validate import (
+    ROWS_CHECKED,
+    _rows_preview,
+    duplicated_rows_warning,
+    require_columns,
+    require_finite,
+    require_level,
+    require_nonempty,
+    require_supported_dtypes,
+)
+from ..diagnostics._levene import levene_median
+from ..diagnostics._normality import normality_test
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning
+from ..inference._lmm import lmm, normalize_df_method
+from ..results import ResultMixin, ResultWarning, jsonable
 
 FORMULA = "score ~ language + task + (1 | model)"
 ROLES = ("language", "task")
@@ -79,19 +99,6 @@ def _missing_rows(s) -> Any:
 def _prepare_frame(data: Any, score: str, model: str, language: str, task: str | Sequence[str],
                    drop_aggregates: bool, aggregate_labels: Sequence[str]):
     """Canonical frame (score, model, language, task as strings) indexed like the user's rows."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import (  # noqa: PLC0415
-        ROWS_CHECKED,
-        _rows_preview,
-        duplicated_rows_warning,
-        require_columns,
-        require_finite,
-        require_nonempty,
-        require_supported_dtypes,
-    )
-
     df = as_pandas(data)
     require_nonempty(df)
     task_cols = list(task) if isinstance(task, (list, tuple)) else [task]
@@ -239,8 +246,6 @@ class _Design:
 
 
 def _build_design(frame, fixed_terms: Sequence[str], ref: Mapping[str, str]) -> _Design:
-    import pandas as pd  # noqa: PLC0415
-
     terms = tuple(str(t) for t in fixed_terms)
     index = {t: i for i, t in enumerate(terms)}
     if not terms or terms[0] != "(Intercept)":
@@ -290,8 +295,6 @@ def _prr_by_model(prr: np.ndarray, model_codes: np.ndarray, n_models: int):
 
 def _rank_desc(values: np.ndarray) -> np.ndarray:
     """Rank 1 = largest (ties share the smallest rank); NaN stays NaN. Works along the last axis."""
-    from scipy.stats import rankdata  # noqa: PLC0415
-
     v = np.asarray(values, dtype=float)
     r = rankdata(np.where(np.isnan(v), np.inf, -v), method="min", axis=-1).astype(float)
     r[np.isnan(v)] = np.nan
@@ -301,11 +304,6 @@ def _rank_desc(values: np.ndarray) -> np.ndarray:
 def _diagnostics_table(residuals: np.ndarray, blups: np.ndarray, language_codes: np.ndarray):
     """Shapiro-Wilk (R's ``shapiro.test``; D'Agostino-Pearson above 5,000 values) on the
     conditional residuals and the model BLUPs, and median-centred Levene across languages."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..diagnostics._levene import levene_median  # noqa: PLC0415
-    from ..diagnostics._normality import normality_test  # noqa: PLC0415
-
     rows = []
     for target, values in (("conditional residuals", residuals), ("model random effects (BLUPs)", blups)):
         try:
@@ -502,8 +500,6 @@ class LanguageDisparityResult(ResultMixin):
                 ("reference", self.reference), ("logLik (ML)", f"{f.loglik:.6g}"), ("singular", f.singular)]
 
     def to_dict(self) -> dict[str, Any]:
-        from ..results import jsonable  # noqa: PLC0415
-
         keys = ("records", "by_model", "language_potential", "diagnostics", "reference", "lp_convention",
                 "pp_threshold", "n_aggregates_dropped", "warnings", "provenance")
         return {**{k: jsonable(getattr(self, k)) for k in keys}, "fit": self.fit.to_dict()}
@@ -536,11 +532,6 @@ class LanguageDisparityResult(ResultMixin):
 
         Rank intervals are not analytic: use :meth:`bootstrap` for those.
         """
-        import pandas as pd  # noqa: PLC0415
-
-        from ..data.validate import require_level  # noqa: PLC0415
-        from ..inference._lmm import normalize_df_method  # noqa: PLC0415
-
         level = require_level(level)
         key = normalize_df_method(df_method)
         if key == "asymptotic":
@@ -558,8 +549,6 @@ class LanguageDisparityResult(ResultMixin):
         d: _Design = self._design
         L = d.lp_contrasts(self.lp_convention)
         ddf = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}[key]
-        from ..engine import _bridge  # noqa: PLC0415
-        from ..engine.conditions import r_warnings  # noqa: PLC0415
 
         res = _bridge.disparity_contest(fit, L, ddf=ddf, level=level)
         v = {k: np.atleast_1d(np.asarray(res.value[k], dtype=float)) for k in
@@ -604,9 +593,6 @@ class LanguageDisparityResult(ResultMixin):
         13 models (100 data sets). Read them as a lower bound on the uncertainty; for LP use
         :meth:`potential_intervals` (analytic REML + Satterthwaite t intervals).
         """
-        from .._random import r_seed  # noqa: PLC0415
-        from ..data.validate import require_level  # noqa: PLC0415
-
         if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
             raise DataError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
         level = require_level(level)
@@ -649,8 +635,6 @@ class LanguageDisparityResult(ResultMixin):
     def _bootstrap_tables(self, beta_ok: np.ndarray, num: np.ndarray, alpha: float):
         """``(models, languages, n_undefined)``: percentile and rank intervals of mean PRR,
         CV-PRR and LP from the usable replicates' fixed effects (``num``: the PRR numerators)."""
-        import pandas as pd  # noqa: PLC0415
-
         d: _Design = self._design
         prr = _safe_prr(num, d.potential(beta_ok), self.pp_threshold)
         _, mean_b, _, cv_b = _prr_by_model(prr, d.model_codes, len(d.models))
@@ -674,9 +658,6 @@ class LanguageDisparityResult(ResultMixin):
         """Refit without the ``k`` records with the largest absolute conditional residuals
         (``residuals(m)``; the paper's Appendix C uses k = 10) and compare the rankings by mean
         PRR, by CV-PRR and by language potential."""
-        import pandas as pd  # noqa: PLC0415
-        from scipy.stats import kendalltau, spearmanr  # noqa: PLC0415
-
         n = len(self._frame)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
             raise DataError(f"k must be an integer between 1 and {n - 1} (the number of records to drop), got {k!r}")
@@ -718,8 +699,6 @@ class LanguageDisparityResult(ResultMixin):
 
 def _replicates_frame(beta: np.ndarray, terms: list[str], extra: Mapping[str, np.ndarray]):
     """The replicates table: one column per fixed-effect term, then the ``extra`` columns."""
-    import pandas as pd  # noqa: PLC0415
-
     reps = pd.DataFrame(beta, columns=terms)
     for k, v in extra.items():
         reps[k] = v
@@ -741,8 +720,6 @@ def _safe_prr(scores: np.ndarray, pp: np.ndarray, threshold: float) -> np.ndarra
 def _interval_table(boot: np.ndarray, estimate: np.ndarray, sign: float, alpha: float):
     """Percentile intervals of the columns of ``boot`` and rank summaries (rank 1 = largest of
     ``sign * value``)."""
-    import pandas as pd  # noqa: PLC0415
-
     ranks = _rank_desc(sign * boot)
     with pywarnings.catch_warnings():  # all-NaN columns (no usable replicate) give NaN intervals
         pywarnings.simplefilter("ignore", RuntimeWarning)
@@ -769,14 +746,10 @@ def _interval_table(boot: np.ndarray, estimate: np.ndarray, sign: float, alpha: 
 
 def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool):
     """Run the R refit loop over ``ysim`` columns in chunks (one R call per chunk)."""
-    from ..engine import _bridge  # noqa: PLC0415
-
     n_rep = ysim.shape[1]
     chunk_size = max(1, min(int(chunk_size), n_rep))
     bar = None
     if progress:
-        from tqdm.auto import tqdm  # noqa: PLC0415
-
         bar = tqdm(total=n_rep, desc="parametric bootstrap refits", unit="refit", leave=False)
     parts: list[dict[str, Any]] = []
     t_refit = 0.0
@@ -824,10 +797,6 @@ def _bootstrap_warnings(n_fail: int, n_sing: int, n_nonconv: int, n_used: int, p
 # ----------------------------------------------------------------------------- the workflow
 def _analyse(frame, ref: Mapping[str, str], *, n_aggregates: int, pre_warnings: list[ResultWarning],
              lp_convention: str, pp_threshold: float, optimizer: str) -> LanguageDisparityResult:
-    import pandas as pd  # noqa: PLC0415
-
-    from ..inference._lmm import lmm  # noqa: PLC0415
-
     ref = _resolve_reference(frame, ref, "language", "task")
     fit = lmm(FORMULA, frame.reset_index(drop=True), reml=False, optimizer=optimizer, reference=dict(ref))
     design = _build_design(frame, fit.fixed["term"].tolist(), ref)

@@ -20,10 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_level, require_supported_dtypes
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, koo_li_band
+from .compare_systems import compare_systems
+from .conditional_compare import conditional_compare
 from .variance_components import VCAResult, variance_components
 
 
@@ -75,8 +80,6 @@ def meta_parameter_importance(
     ``calc_derivs=False`` saves lme4's post-fit derivative check (see
     ``benchmarks/bench_vca_grid.py``).
     """
-    import pandas as pd  # noqa: PLC0415
-
     if isinstance(meta_params, str):
         meta_params = [meta_params]
     meta_params = list(meta_params)
@@ -166,10 +169,6 @@ def assess_meta_parameter(
     ``param x prop`` is tested and the levels are compared within each property level.
     ``adjust``, ``posthoc_df``, ``level`` and ``effect_size`` as in :func:`mixedeval.compare_systems`.
     """
-    from ..data.validate import require_level  # noqa: PLC0415
-    from .compare_systems import compare_systems  # noqa: PLC0415
-    from .conditional_compare import conditional_compare  # noqa: PLC0415
-
     level = require_level(level)
     data = _param_as_text(data, param, score)
     if prop is None:
@@ -194,11 +193,6 @@ def assess_meta_parameter(
 
 def _param_as_text(data: Any, param: str, score: str | None = None):
     """A copy whose ``param`` column is categorical in numeric order (0.0001 < 0.0003 < 0.001)."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_supported_dtypes  # noqa: PLC0415
-
     df = as_pandas(data)
     df.columns = [str(c) for c in df.columns]
     require_columns(df, [param])

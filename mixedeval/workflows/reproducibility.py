@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._format import fmt_p
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_finite, require_level, require_supported_dtypes
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings, koo_li_band
@@ -69,8 +72,6 @@ class ReproducibilityResult(_WorkflowResult):
 
 def _choose_best(frame, score: str, system: str, meta_params: list[str], best: Any):
     """One row per system: its best instance's meta-parameter values and mean score."""
-    import pandas as pd  # noqa: PLC0415
-
     keys = [system, *meta_params]
     means = frame.groupby(keys, observed=True, dropna=False)[score].mean().reset_index()
     rows = []
@@ -103,8 +104,6 @@ def _choose_best(frame, score: str, system: str, meta_params: list[str], best: A
 
 
 def _subset_best(frame, best_tab, system: str, meta_params: list[str]):
-    import pandas as pd  # noqa: PLC0415
-
     keys = [system, *meta_params]
     key_frame = frame[keys].astype(str)
     sel = best_tab[keys].astype(str)
@@ -185,10 +184,6 @@ def inferential_reproducibility(
     adjust, posthoc_df, effect_size : as in :func:`mixedeval.compare_systems`.
     reliability : run the variance-component reliability of every system whose instances vary.
     """
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.validate import require_level  # noqa: PLC0415
-
     alpha = require_level(alpha, "alpha")
     meta_params = [meta_params] if isinstance(meta_params, str) else list(meta_params)
     prop_specs = _prop_spec(props)
@@ -234,9 +229,6 @@ def inferential_reproducibility(
 def _instances_frame(data: Any, score: str, system: str, item: str, meta_params: list[str], props: list[str]):
     """A checked copy of the table whose meta-parameter columns are strings (``"(none)"`` where
     a system lacks the meta-parameter, so that it is one instance)."""
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..data.validate import require_columns, require_finite, require_supported_dtypes  # noqa: PLC0415
-
     if not meta_params:
         raise DataError("meta_params must name the columns that identify an instance (e.g. ['run', 'learning_rate'])")
     df = as_pandas(data)

@@ -40,8 +40,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ..data._formula import is_syntactic
+from ..data.table import as_pandas
+from ..data.validate import (
+    ROWS_CHECKED,
+    _rows_preview,
+    duplicated_rows_warning,
+    require_columns,
+    require_finite,
+    require_levels,
+    require_nonempty,
+    require_supported_dtypes,
+)
 from ..errors import DataError, MixedEvalError
+from ..inference._lmm import lmm
 from ..results import ResultWarning
 from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band
 
@@ -114,8 +128,6 @@ def _build_terms(obj: str, facets: Sequence[str], interactions: Any, nested: Any
 
 
 def _alias(name: str, taken: set[str]) -> str:
-    from ..data._formula import is_syntactic  # noqa: PLC0415
-
     if is_syntactic(name) and ":" not in name:
         taken.add(name)
         return name
@@ -134,16 +146,6 @@ def _alias(name: str, taken: set[str]) -> str:
 def _check_design(df, obj: str, facets: Sequence[str], terms: list[_Term], score: str):
     """``(rows used, warnings)``: a missing score is an error, rows with a missing object/facet
     value are dropped with a ``missing_rows`` warning (the rules of mixedeval.data.validate)."""
-    from ..data.validate import (  # noqa: PLC0415
-        _rows_preview,
-        duplicated_rows_warning,
-        require_columns,
-        require_finite,
-        require_levels,
-        require_nonempty,
-        require_supported_dtypes,
-    )
-
     require_nonempty(df)
     require_columns(df, [score, obj, *facets])
     for t in terms:
@@ -344,8 +346,6 @@ class VCAResult(_WorkflowResult):
         ``grid`` is ``{facet: sizes}`` (all combinations are evaluated) or a DataFrame with one
         column per facet. Returns columns ``n_<facet>``, phi, phi_band, g_coefficient, g_band.
         """
-        import pandas as pd  # noqa: PLC0415
-
         if isinstance(grid, pd.DataFrame):
             rows = grid.to_dict(orient="records")
         elif isinstance(grid, Mapping):
@@ -415,8 +415,6 @@ class VCAResult(_WorkflowResult):
     def reliability(self, **facet_sizes: float):
         """A table (coefficient, value, band) of phi and E rho² at the given facet sizes, plus
         intra- and inter-rater reliability when the design has rater and occasion facets."""
-        import pandas as pd  # noqa: PLC0415
-
         rows = [("phi", self.phi(**facet_sizes)), ("g_coefficient", self.g_coefficient(**facet_sizes))]
         fv = self._facet_variables
         if "rater" in fv and "occasion" in fv:
@@ -439,8 +437,6 @@ def anova_components(df, score: str, obj: str, facet: str, interaction: bool):
     residual). Returns a table: component, df, sum_sq, mean_sq, anova_variance. Estimates may be
     negative (they are not truncated).
     """
-    import pandas as pd  # noqa: PLC0415
-
     y = df[score].to_numpy(dtype=float)
     a_codes, a_lev = pd.factorize(df[obj], sort=True)
     b_codes, b_lev = pd.factorize(df[facet], sort=True)
@@ -541,9 +537,6 @@ def variance_components(
     named ``zero_components``, ``phi()``, ``g_coefficient()``, ``d_study()``, ``intra_rater()``,
     ``inter_rater()``, ``reliability()``, and ``anova_check`` for balanced two-way designs.
     """
-    from ..data.table import as_pandas  # noqa: PLC0415
-    from ..inference._lmm import lmm  # noqa: PLC0415
-
     if not isinstance(object, str) or not object:
         raise DataError("object must name the column of the objects of measurement, e.g. object='sentence_id'")
     facets = [str(f) for f in ([facets] if isinstance(facets, str) else facets)]
@@ -586,10 +579,6 @@ def _model_frame(df, score: str, terms: list[_Term]):
     """``(frame, formula, {grouping factor: term}, {column: alias})``: the columns renamed to
     syntactic aliases, grouping factors as strings (explicit, code-point-sorted levels), and
     ``score ~ 1 + (1|g1) + ...``."""
-    import pandas as pd  # noqa: PLC0415
-
-    from ..data.validate import ROWS_CHECKED  # noqa: PLC0415
-
     variables = list(dict.fromkeys(v for t in terms for v in t.variables))
     taken: set[str] = set()
     alias = {v: _alias(v, taken) for v in [*variables, score]}
@@ -606,8 +595,6 @@ def _model_frame(df, score: str, terms: list[_Term]):
 def _component_table(rand, grp_of: dict[str, _Term], terms: list[_Term]):
     """component, role, variance, std_dev, percent from ``fit.random``, mapped to the terms by
     grouping-factor name and sorted by variance (largest first; model order among ties)."""
-    import pandas as pd  # noqa: PLC0415
-
     comp_rows, found = [], set()
     for g, var in zip(rand["group"].astype(str), rand["variance"].astype(float)):
         if g == "Residual":
