@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import make_resampling_v01 as v01_inputs  # tests/ is on sys.path (rootdir conftest)
+
 import mixedeval as me
 from mixedeval.resampling import _stats
 
@@ -51,54 +53,17 @@ def same(new: pd.DataFrame, old: dict, rename: dict | None = None, columns=None)
                                   rtol=RTOL, atol=0)
 
 
-# ------------------------------------------------------------------------------ inputs (as in the script)
-def crossed_table() -> pd.DataFrame:
-    rng = np.random.default_rng(101)
-    S, K, G, n = 3, 3, 3, 15
-    s, k, g, i = np.indices((S, K, G, n))
-    return pd.DataFrame({"system": [f"s{v}" for v in s.ravel()], "run": k.ravel(),
-                         "lang": np.array(["de", "fr", "ja"])[g.ravel()], "item": i.ravel(),
-                         "tp": rng.poisson(3, s.size) + 1, "fp": rng.poisson(1, s.size),
-                         "fn": rng.poisson(2, s.size), "score": rng.normal(60, 5, s.size) + s.ravel()})
-
-
-def paired_inputs():
-    rng = np.random.default_rng(102)
-    x, y = rng.normal(0.3, 1, 40), rng.normal(0, 1, 40)
-    cx = np.column_stack([rng.poisson(3, 60), rng.poisson(1, 60), rng.poisson(1, 60)])
-    cy = np.column_stack([rng.poisson(3, 60), rng.poisson(2, 60), rng.poisson(1, 60)])
-    small_x, small_y = rng.normal(0.5, 1, 10), rng.normal(0, 1, 10)
-    return x, y, cx, cy, small_x, small_y
-
-
+# ------------------------------------------------------------------------------ inputs
+# the script's own builders (one definition of the inputs), with the 0.1 column names renamed
 def replicate_table() -> pd.DataFrame:
-    rng = np.random.default_rng(7)
-    rows = [(m, lang, s, b, mu + shift + run_noise + (0.0 if b == 0 else rng.normal(0, 1.5)))
-            for m, mu in [("model_a", 70.0), ("model_b", 68.0), ("model_c", 60.0)]
-            for lang, shift in [("de", 5.0), ("fi", 0.0), ("sw", -8.0), ("yo", -15.0)]
-            for s, run_noise in enumerate(rng.normal(0, 1.0, 3))
-            for b in range(21)]
-    return pd.DataFrame(rows, columns=["model", "language", "run", "replicate", "score"])
+    return v01_inputs.replicate_table().rename(columns={"seed": "run"})
 
 
 def summary_input() -> pd.DataFrame:
-    rng = np.random.default_rng(103)
-    M, L = 4, 6
-    means = rng.normal(60, 6, (M, L)) + np.arange(M)[:, None]
-    return pd.DataFrame({"model": np.repeat([f"m{m}" for m in range(M)], L),
-                         "language": np.tile([f"l{j}" for j in range(L)], M),
-                         "mean": means.ravel(), "sd_run": rng.uniform(0.3, 1.0, M * L),
-                         "sd_boot": rng.uniform(0.5, 1.5, M * L), "n_runs": 5})
+    return v01_inputs.summary_input().rename(columns={"sd_seed": "sd_run", "n_seeds": "n_runs"})
 
 
-def runs_inputs():
-    rng = np.random.default_rng(104)
-    l, n = 300, 5
-    p = rng.beta(4, 2, l)
-    y = rng.integers(0, 3, l)
-    correct = rng.random((n, l)) < p
-    wrong = (y + rng.integers(1, 3, (n, l))) % 3
-    return y, np.where(correct, y, wrong)
+crossed_table, paired_inputs, runs_inputs = v01_inputs.crossed_table, v01_inputs.paired_inputs, v01_inputs.runs_inputs
 
 
 # ------------------------------------------------------------------------------ Monte-Carlo agreement

@@ -519,17 +519,14 @@ def parse_formula(text: str, columns: Iterable[str] | None, *, allow_r_code: boo
         raise FormulaError(f"formula must be a string like 'score ~ system + (1|item)', not {type(text).__name__}")
     if not allow_r_code and len(text) > MAX_LENGTH:
         raise FormulaError(f"formula is {len(text):,} characters long, more than {MAX_LENGTH:,}; fit fewer terms")
-    if columns is None:
-        toks = _tokenize(text, ())
-        cols = list(dict.fromkeys(t.text for i, t in enumerate(toks) if t.kind == "qname" or (
-            t.kind == "name" and t.text != "." and toks[i + 1].kind != "(" and t.text not in _RESERVED
-            and t.text not in CONSTANTS)))
-    else:
-        cols = [str(c) for c in columns]
-    colset = set(cols)
-    if not allow_r_code and len(text) > MAX_LENGTH:
-        raise FormulaError(f"formula is {len(text):,} characters long, more than {MAX_LENGTH:,}; fit fewer terms")
+    cols = [] if columns is None else [str(c) for c in columns]
     try:
+        if columns is None:  # syntax only: every name that is not a function is a column
+            toks = _tokenize(text, ())
+            cols = list(dict.fromkeys(t.text for i, t in enumerate(toks) if t.kind == "qname" or (
+                t.kind == "name" and t.text != "." and toks[i + 1].kind != "(" and t.text not in _RESERVED
+                and t.text not in CONSTANTS)))
+        colset = set(cols)
         toks = _tokenize(text, cols)
         lhs, rhs = _Parser(text, toks).formula()
         return _check(text, lhs, rhs, cols, colset)
@@ -553,7 +550,7 @@ def _check(text: str, lhs: _Node | None, rhs: _Node, cols: list[str], colset: se
     has_dot = False
     for sign, node in terms:
         r = ch.emit(node, "term")
-        pieces.append(r if not pieces and sign == "+" else (f"-{r}" if not pieces else f"{sign} {r}"))
+        pieces.append(f"{sign} {r}" if pieces else r)  # the first top-level term carries no sign
         if node.kind == "paren" and _is_bar(node.kids[0]):
             if sign == "-":
                 raise _error(text, node.pos, "a random-effect term cannot be removed with '-'")
