@@ -49,10 +49,20 @@ me_emm_levels <- function(grid, by) {
   unique(as.character(s$contrast))
 }
 
+# Unadjusted two-sided p-values of a contrast summary, as summary(adjust = "none") computes
+# them from the same statistic: 2 * pt(-|t|, df) (t.ratio), or 2 * pnorm(-|z|) (z.ratio, df = Inf).
+me_p_two_sided <- function(table) {
+  if ("t.ratio" %in% names(table)) {
+    as.numeric(2 * stats::pt(-abs(table[["t.ratio"]]), table[["df"]]))
+  } else {
+    as.numeric(2 * stats::pnorm(-abs(table[["z.ratio"]])))
+  }
+}
+
 # Contrasts of a grid: `method` is a method name or a named list of weight vectors; `ref` a
 # 1-based index or a level label (trt.vs.ctrl); `use_grid_by` keeps the grid's own `by`.
 # Returns the adjusted summary (p-values adjusted by `adjust`, intervals by what emmeans can
-# apply), the unadjusted p-values `p_raw` (the same contrasts summarised with adjust = "none"),
+# apply), the unadjusted p-values `p_raw` (from the same statistics, as adjust = "none" gives them),
 # and with `eff_size = TRUE` the summary of
 # emmeans::eff_size(grid, sigma = sigma(m), edf = df.residual(m), method, by, ref) (effect sizes
 # standardised by the residual SD, with emmeans' unadjusted intervals at `level`).
@@ -77,10 +87,9 @@ me_emm_contrast <- function(m, grid, method, adjust, level = 0.95, by = NULL, us
     args$ref <- as.integer(ref)
   }
   ct <- do.call(emmeans::contrast, c(list(grid), args, list(adjust = adjust)))
-  raw <- me_emm_summary(ct, infer = c(TRUE, TRUE), level = level, adjust = "none")
   if (!is.null(seed)) set.seed(seed)
-  out <- c(list(grid = ct, p_raw = as.numeric(raw$table[["p.value"]])),
-           me_emm_summary(ct, infer = c(TRUE, TRUE), level = level))
+  s <- me_emm_summary(ct, infer = c(TRUE, TRUE), level = level)
+  out <- c(list(grid = ct, p_raw = me_p_two_sided(s$table)), s)
   if (isTRUE(eff_size)) {
     es <- do.call(emmeans::eff_size, c(list(grid, sigma = stats::sigma(m), edf = stats::df.residual(m)), args))
     out$eff_size <- me_emm_summary(es, infer = c(TRUE, FALSE), level = level)

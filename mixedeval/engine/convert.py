@@ -106,13 +106,15 @@ def _column_parts(series, name: str | None = None):
     label = name if name is not None else series.name
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        cat = series.cat.remove_unused_categories()
-        levels = [str(c) for c in cat.cat.categories]
-        codes = cat.cat.codes.to_numpy()
-        return int_vector(codes + 1, mask=codes < 0), levels
+        return _categorical_parts(series)
     if pt.is_bool_dtype(dtype):
         mask = series.isna().to_numpy()
         return logical_vector(series.fillna(False).to_numpy(dtype=bool), mask=mask), None
+    if pt.is_integer_dtype(dtype) and isinstance(dtype, np.dtype):  # numpy integers: no NA
+        arr = series.to_numpy()
+        if arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() <= _NA_INT):
+            return float_vector(arr.astype(np.float64)), None
+        return int_vector(arr), None
     if pt.is_integer_dtype(dtype):
         mask = series.isna().to_numpy()
         vals = series.to_numpy(dtype="float64", na_value=np.nan)
@@ -123,23 +125,40 @@ def _column_parts(series, name: str | None = None):
     if pt.is_float_dtype(dtype):
         return float_vector(series.to_numpy(dtype="float64", na_value=np.nan)), None
     if pt.is_string_dtype(dtype) or dtype == object:
-        values = series.to_numpy(dtype=object)
-        missing = series.isna().to_numpy()
-        present = values[~missing]
-        if present.size and not all(isinstance(v, str) for v in present):
-            kinds = sorted({type(v).__name__ for v in present})
-            raise DataError(
-                f"column {label!r} mixes value types ({', '.join(kinds)}); convert it to one type "
-                f"(e.g. df[{label!r}].astype(str) for a factor, or pd.to_numeric for a number)"
-            )
+        if dtype == object:  # a pandas string dtype holds only strings (and NA): nothing to check
+            values = series.to_numpy(dtype=object)
+            present = values[~series.isna().to_numpy()]
+            if present.size and pd.api.types.infer_dtype(present, skipna=False) != "string":
+                kinds = sorted({type(v).__name__ for v in present})
+                raise DataError(
+                    f"column {label!r} mixes value types ({', '.join(kinds)}); convert it to one type "
+                    f"(e.g. df[{label!r}].astype(str) for a factor, or pd.to_numeric for a number)"
+                )
         codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
-        return int_vector(codes + 1, mask=codes < 0), [str(u) for u in uniques]
+        levels = uniques.to_numpy(dtype=object).tolist() if dtype != object else [str(u) for u in uniques]
+        return int_vector(codes + 1, mask=codes < 0), levels
     if pt.is_datetime64_any_dtype(dtype):
         raise DataError(
             f"column {label!r} holds dates/times, which mixedeval does not send to R; convert it to a "
             "number (e.g. days since start) or to strings (a factor)"
         )
     raise DataError(f"column {label!r} has unsupported dtype {dtype}; convert it to numbers or strings")
+
+
+def _categorical_parts(series):
+    """Codes (1-based, NA as NA_integer_) and the levels that occur, in the categories' order.
+    Unused categories are dropped by renumbering the codes (a count per category, not a hash of
+    the values as ``remove_unused_categories`` would)."""
+    cats = series.cat.categories
+    codes = series.cat.codes.to_numpy()
+    counts = np.bincount(codes.astype(np.intp) + 1, minlength=len(cats) + 1)[1:]  # slot 0: NA (-1)
+    used = counts > 0
+    if used.all():
+        return int_vector(codes.astype(np.int32) + 1, mask=codes < 0), [str(c) for c in cats]
+    remap = np.zeros(len(cats) + 1, dtype=np.int32)  # old code + 1 -> new 1-based code (0 for NA)
+    remap[1:][used] = np.arange(1, int(used.sum()) + 1, dtype=np.int32)
+    new = remap[codes.astype(np.intp) + 1]
+    return int_vector(new, mask=codes < 0), [str(c) for c, u in zip(cats, used) if u]
 
 
 def dataframe_to_r(df):

@@ -154,12 +154,19 @@ def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
         cat = s.cat.remove_unused_categories()
         cat = cat.cat.rename_categories([str(c) for c in cat.cat.categories]).array
     else:
-        # sorted factorisation: code-point order for strings, numeric order for numbers
+        # sorted factorisation: code-point order for strings, numeric order for numbers; every
+        # category occurs (factorize returns only observed values), so none is unused
         codes, uniques = pd.factorize(s, sort=True, use_na_sentinel=True)
-        labels = [str(u) for u in uniques]
-        if len(set(labels)) != len(labels):  # e.g. 1 and "1" in one object column
-            raise DataError(f"column {name!r} has values that differ in type but print alike; convert it to one type")
-        cat = pd.Categorical.from_codes(codes, categories=labels)
+        if pd.api.types.is_string_dtype(uniques.dtype) and uniques.dtype != object:
+            labels = uniques.to_numpy(dtype=object).tolist()  # already str: no per-value str()
+        else:
+            labels = [str(u) for u in uniques]
+            if len(set(labels)) != len(labels):  # e.g. 1 and "1" in one object column
+                raise DataError(f"column {name!r} has values that differ in type but print alike; convert it to "
+                                "one type")
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object), validate=False)
+        if ref is None:
+            return pd.Series(cat, index=s.index, copy=False)
     cat = pd.Series(cat, index=s.index)
     cat = cat.cat.remove_unused_categories()
     if ref is not None:
