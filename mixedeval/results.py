@@ -22,6 +22,7 @@ class ResultWarning:
 
     ``kind`` is one of: ``singular``, ``convergence``, ``df_fallback``, ``refit_ml``,
     ``missing_rows``, ``r_warning``, ``r_message``, ``averaging``, ``optimizer_disagreement``,
+    ``response_type`` (the model does not suit the response: a Gaussian LMM of 0/1 or count data),
     or another short snake_case label; ``message`` is one human sentence.
     """
 

@@ -23,7 +23,7 @@ from .. import __version__
 from ..data.table import as_pandas
 from .compute import compute_missing as _compute, given_only
 from .dispatch import dispatch, section_titles
-from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build
+from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build, response_type_warnings
 
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
@@ -131,7 +131,8 @@ def _build_sections(ctx: Any) -> list[Any]:
     """The design section, the model sections that have something to show, one section per
     result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
     provenance."""
-    sections = [build("design", ctx)]
+    sections = [build("model_check", ctx)] if response_type_warnings(ctx) else []
+    sections.append(build("design", ctx))
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):
             sections.append(build(sid, ctx))

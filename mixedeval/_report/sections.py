@@ -35,8 +35,9 @@ MODEL_TITLES: dict[str, str] = {
 MODEL_SECTIONS: dict[str, tuple[str, ...]] = {
     "model": (), "fixed": (), "random": (), "anova": ("anova",), "lrt": ("comparison",), "emmeans": ("emmeans",),
     "contrasts": ("contrasts",), "r2_icc": ("r2", "icc"), "diagnostics": ("diagnostics",)}
-#: the sections around the model and result sections
-FIRST = {"design": "Data design"}
+#: the sections around the model and result sections ("model_check" only when a result warns
+#: that its model does not suit the response)
+FIRST = {"model_check": "Model choice", "design": "Data design"}
 LAST = {"extra": "Additional tables", "provenance": "Provenance"}
 
 
@@ -95,6 +96,28 @@ def _warnings(sec: Section, obj: Any) -> None:
 
 def _origin(ctx: Context, key: str) -> str:
     return " Computed for this report by mixedeval." if ctx.origin.get(key) == "computed" else ""
+
+
+# ---------------------------------------------------------------------------- model check
+def response_type_warnings(ctx: Context) -> list[Any]:
+    """The ``response_type`` warnings of the fit and of every result in the report (once each)."""
+    objs = [ctx.fit, *(obj for _, obj in ctx.items), *(v for vals in ctx.results.values() for v in vals)]
+    seen: dict[str, Any] = {}
+    for obj in objs:
+        for w in getattr(obj, "warnings", ()) or ():
+            if getattr(w, "kind", None) == "response_type":
+                seen.setdefault(w.message, w)
+    return list(seen.values())
+
+
+def model_check(sec: Section, ctx: Context) -> None:
+    """First section of a report whose model does not suit its response (e.g. a linear mixed
+    model of 0/1 outcomes): the warning and the model to use instead."""
+    ws = response_type_warnings(ctx)
+    sec.set_status("warning", "The model does not suit the response; see below.")
+    sec.headline = "a Gaussian model of a binary or count response"
+    for w in ws:
+        sec.text(w.message)
 
 
 # --------------------------------------------------------------------------------- design
@@ -391,7 +414,7 @@ def provenance(sec: Section, ctx: Context) -> None:
 
 
 BUILDERS: dict[str, Callable[[Section, Context], None]] = {
-    "design": design, "model": model, "fixed": fixed, "random": random, "anova": anova, "lrt": lrt,
+    "model_check": model_check, "design": design, "model": model, "fixed": fixed, "random": random, "anova": anova, "lrt": lrt,
     "emmeans": emmeans, "contrasts": contrasts, "r2_icc": r2_icc, "diagnostics": diagnostics,
     "extra": extra, "provenance": provenance,
 }

@@ -431,5 +431,45 @@ def lmm(
                                                        allow_r_code=allow_r_code)
     res = _bridge.fit_and_summarise(qformula, frame, reml=bool(reml), optimizer=opt, ddf=DF_METHODS[df_key],
                                     level=float(level), calc_derivs=bool(calc_derivs))
-    return _build_fit(res, formula, frame, opt, df_key, level, pre_warnings, factors)
+    response = str(res.value["response"]).strip("`")
+    kind = response_type_warning(frame[response]) if response in frame.columns else None
+    return _build_fit(res, formula, frame, opt, df_key, level, [*pre_warnings, *([kind] if kind else [])], factors)
+
+
+#: at most this many distinct integer values make a count response look like an ordered rating
+_RATING_LEVELS = 10
+
+
+def response_type_warning(y: Any) -> ResultWarning | None:
+    """A ``response_type`` warning when a Gaussian LMM is the wrong model for the response ``y``:
+
+    * two distinct values (0/1 accuracy, pass/fail): a binomial GLMM,
+      ``me.glmm(formula, data, family="binomial")`` (lme4::glmer);
+    * non-negative integers (error counts): ``family="poisson"`` or, when overdispersed,
+      ``family="negative_binomial"``; with at most 10 distinct values it may also be an ordered
+      rating, for which ``me.clmm`` (ordinal::clmm) is the model.
+
+    None for any other response (and for constant or empty ones, which fail elsewhere)."""
+    v = np.asarray(pd.to_numeric(pd.Series(y), errors="coerce").dropna(), dtype=float)
+    distinct = np.unique(v)
+    if distinct.size < 2:
+        return None
+    name = getattr(y, "name", "the response")
+    if distinct.size == 2:
+        return ResultWarning(
+            "response_type",
+            f"{name!r} takes only two values ({distinct[0]:g}, {distinct[1]:g}): a linear mixed model treats it as "
+            "Gaussian, so means, intervals and tests can be wrong (predictions outside [0, 1], unequal variances); "
+            "fit a binomial GLMM instead: me.glmm(formula, data, family='binomial') (lme4::glmer)",
+        )
+    if distinct[0] >= 0 and np.all(distinct == np.round(distinct)):
+        rating = (f"; if it is an ordered rating ({distinct.size} levels), fit me.clmm(formula, data) "
+                  "(ordinal::clmm)") if distinct.size <= _RATING_LEVELS else ""
+        return ResultWarning(
+            "response_type",
+            f"{name!r} holds non-negative integers (counts): a linear mixed model treats them as Gaussian with "
+            "constant variance; fit a count GLMM instead: me.glmm(formula, data, family='poisson') (or "
+            f"family='negative_binomial' when the counts are overdispersed){rating}",
+        )
+    return None
 
