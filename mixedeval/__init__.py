@@ -47,6 +47,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "inferential_reproducibility": ("mixedeval.workflows.reproducibility", "inferential_reproducibility"),
     "krippendorff_alpha": ("mixedeval.workflows.krippendorff", "krippendorff_alpha"),
     "language_disparity": ("mixedeval.workflows.language_disparity", "language_disparity"),
+    "fit_many": ("mixedeval.workflows.fit_many", "fit_many"),
     "report": ("mixedeval._report", "report"),
     "validate": ("mixedeval.data.validate", None),
     "describe_design": ("mixedeval.data.design", "describe_design"),

@@ -23,6 +23,9 @@ class RError(MixedEvalError, RuntimeError):
         self.r_message = r_message if r_message is not None else message
         self.call = call
 
+    def __reduce__(self):  # keep R's message and call when raised in a worker process
+        return (type(self), (str(self), self.r_message, self.call))
+
 
 class RNotAvailableError(MixedEvalError, RuntimeError):
     """R or rpy2 or a required R package is missing; the message says how to install it."""

@@ -74,6 +74,8 @@ REQUIRED_R_PACKAGES = (
     "car",
     "nlme",
     "Matrix",
+    "glmmTMB",
+    "ordinal",
 )
 
 INSTALL_HINT = (
@@ -128,7 +130,9 @@ def _start():
     # says is captured by me_call; anything else (startup chatter) is dropped here.
     cb.consolewrite_print = lambda s: None
     cb.consolewrite_warnerror = lambda s: None
+    ld_before = os.environ.get("LD_LIBRARY_PATH")
     ri.initr_simple()
+    _restore_env("LD_LIBRARY_PATH", ld_before)
     _init_stack_limit()
     with _stack_limit():  # this thread's stack, which need not be the main thread's
         env = ri.baseenv["new.env"](parent=ri.globalenv)
@@ -139,6 +143,19 @@ def _start():
     _state["ri"] = ri
     _state["started"] = True
     return ri
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    """Undo rpy2's change of ``name`` in this process's environment once R has started.
+
+    rpy2 prepends R's library directories to ``LD_LIBRARY_PATH`` while starting R. The loader
+    of this process read the variable at startup, so the change only reaches child processes,
+    where it breaks Python workers started later (executor worker processes, Dask's nannies:
+    their Python extension modules load the system's libraries instead of their own)."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def helper_env():

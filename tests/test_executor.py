@@ -1,0 +1,146 @@
+"""Issue 15: one ``executor`` parameter; the same numbers in process, in worker processes and on
+Dask; failures per fit in the table; R errors from workers as RError; a killed worker's tasks
+recomputed."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mixedeval as me
+from mixedeval._executor import resolve_executor
+from mixedeval.engine import session
+from mixedeval.errors import DataError, RError
+
+distributed = pytest.importorskip("distributed")
+
+FORMULA = "ter ~ system + (1|sentence_id)"
+
+
+@pytest.fixture(scope="module")
+def ter():
+    return me.datasets.load("kreutzer_ter")
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return [
+        FORMULA,
+        {"formula": FORMULA, "reml": False, "name": "ml"},
+        {"formula": FORMULA, "subset": {"replication": ["1", "2"]}, "name": "two_runs"},
+        {"formula": "ter ~ no_such_column + (1|sentence_id)", "name": "bad_column"},
+        {"formula": FORMULA, "subset": {"system": "no such system"}, "name": "empty_subset"},
+        {"formula": FORMULA, "optimizer": "bobyqa", "name": "bobyqa"},
+    ]
+
+
+@pytest.fixture(scope="module")
+def in_process(ter, specs):
+    return me.fit_many(specs, ter, progress=False)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def test_grid_rows_equal_individual_fits(ter, in_process):
+    t = in_process.table.set_index("name")
+    assert list(t.index) == ["fit_1", "ml", "two_runs", "bad_column", "empty_subset", "bobyqa"]
+    direct = {"fit_1": me.lmm(FORMULA, ter), "ml": me.lmm(FORMULA, ter, reml=False),
+              "two_runs": me.lmm(FORMULA, ter[ter["replication"].isin(["1", "2"])])}
+    for name, fit in direct.items():
+        assert t.loc[name, "status"] == "ok"
+        assert t.loc[name, "loglik"] == fit.loglik and t.loc[name, "nobs"] == fit.nobs
+        fx = in_process.fixed[in_process.fixed["name"] == name].drop(columns="name").reset_index(drop=True)
+        pd.testing.assert_frame_equal(fx, fit.fixed.reset_index(drop=True))
+    assert t.loc["bobyqa", "optimizer"] == "bobyqa"
+
+
+def test_failures_are_rows_not_exceptions(in_process):
+    t = in_process.table.set_index("name")
+    assert t.loc["bad_column", "status"] == "error" and "no_such_column" in t.loc["bad_column", "error"]
+    assert t.loc["empty_subset", "status"] == "error" and "selects no rows" in t.loc["empty_subset", "error"]
+    assert [w.kind for w in in_process.warnings] == ["failed_fits"]
+    assert set(in_process.fixed["name"]) == {"fit_1", "ml", "two_runs", "bobyqa"}
+
+
+def test_worker_processes_give_identical_tables(ter, specs, in_process):
+    res = me.fit_many(specs, ter, executor=2, progress=False)
+    assert res.executor == "processes"
+    pd.testing.assert_frame_equal(res.table, in_process.table)
+    pd.testing.assert_frame_equal(res.fixed, in_process.fixed)
+    pd.testing.assert_frame_equal(res.random, in_process.random)
+
+
+def test_dask_gives_identical_tables(ter, specs, in_process, dask_client):
+    res = me.fit_many(specs, ter, executor=dask_client, progress=False, return_fits=True)
+    assert res.executor == "dask"
+    pd.testing.assert_frame_equal(res.table, in_process.table)
+    pd.testing.assert_frame_equal(res.fixed, in_process.fixed)
+    fit = res.fits[0]  # a fit from a worker keeps its tables, not the R model
+    pd.testing.assert_frame_equal(fit.fixed, in_process.fixed[in_process.fixed["name"] == "fit_1"]
+                                  .drop(columns="name").reset_index(drop=True))
+    assert res.fits[3] is None
+
+
+def test_in_process_fits_keep_the_r_model(ter):
+    res = me.fit_many([FORMULA], ter, return_fits=True, progress=False)
+    assert res.fits[0].anova().table.shape[0] == 1  # an R call on the returned fit works
+
+
+@pytest.mark.parametrize("kind", ["processes", "dask"])
+def test_r_error_in_a_worker_is_rerror_with_rs_message(kind, dask_client):
+    runner = resolve_executor(2 if kind == "processes" else dask_client)
+    with pytest.raises(RError) as info:
+        runner.map(session.call, [("me_no_such_helper",)])
+    assert "no mixedeval R helper named 'me_no_such_helper'" in info.value.r_message
+
+
+def test_killed_dask_worker_tasks_are_recomputed(ter, dask_client):
+    specs = [{"formula": FORMULA, "name": f"f{i}", "subset": {"replication": [r]}}
+             for i, r in enumerate(["1", "2", "3", "1", "2", "3", "1", "2"])]
+    expected = me.fit_many(specs, ter, progress=False)
+    pids = dask_client.run(os.getpid)  # worker address -> pid
+    victim = sorted(pids.values())[0]
+    box: dict = {}
+    th = threading.Thread(target=lambda: box.setdefault("res", me.fit_many(specs, ter, executor=dask_client,
+                                                                         progress=False)))
+    th.start()
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(dask_client.processing().values()):
+        time.sleep(0.05)
+    os.kill(victim, 9)  # the nanny restarts it; the scheduler reruns its tasks elsewhere
+    th.join(timeout=600)
+    assert "res" in box, "fit_many did not finish after a worker was killed"
+    pd.testing.assert_frame_equal(box["res"].table, expected.table)
+    pd.testing.assert_frame_equal(box["res"].fixed, expected.fixed)
+
+
+@pytest.mark.parametrize("bad", ["threads", 0, -1, 2.5, True, object()])
+def test_bad_executor_is_a_clear_error(bad):
+    with pytest.raises(DataError, match="executor"):
+        resolve_executor(bad)
+
+
+def test_bad_specs_are_clear_errors(ter):
+    with pytest.raises(DataError, match="unknown key"):
+        me.fit_many([{"formula": FORMULA, "seed": 1}], ter)
+    with pytest.raises(DataError, match="unique"):
+        me.fit_many([{"formula": FORMULA, "name": "a"}, {"formula": FORMULA, "name": "a"}], ter)
+    with pytest.raises(DataError, match="at least one"):
+        me.fit_many([], ter)
+
+
+def test_starting_r_leaves_the_library_path_of_child_processes_alone():
+    session.helper_env()  # R runs in this process
+    assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
+    assert np.isfinite(me.lmm(FORMULA, me.datasets.load("kreutzer_ter")).loglik)
