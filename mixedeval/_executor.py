@@ -13,8 +13,10 @@ One parameter, ``executor``, on every function with such a loop:
   their arguments).
 
 The numbers do not depend on the executor or on the number of workers: every task receives its
-own seed derived from its index (never from the order in which workers finish), and results are
-put back in task order. Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
+own seed derived from its index (never from the order in which workers finish), results are put
+back in task order, and tasks run numpy's BLAS with the caller's thread count (threadpoolctl),
+on which OpenBLAS' last bits depend. (Machines with other CPUs may still differ in the last bits,
+as any two runs on them would.) Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
 message) are raised in the caller. Progress bars (tqdm) count finished tasks with every executor.
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import cloudpickle
+from threadpoolctl import threadpool_info, threadpool_limits
 from tqdm.auto import tqdm
 
 from .errors import DataError
@@ -63,8 +67,20 @@ def shared_value(x: Any) -> Any:
     return x
 
 
-def _call(fn: Callable[..., Any], args: tuple, shared: Any) -> Any:
-    return fn(*args) if shared is None else fn(*args, shared_value(shared))
+def blas_threads() -> int | None:
+    """Threads of numpy's BLAS in this process (None when threadpoolctl finds no BLAS)."""
+    counts = [d["num_threads"] for d in threadpool_info() if d.get("user_api") == "blas"]
+    return max(counts) if counts else None
+
+
+def _call(fn: Callable[..., Any], args: tuple, shared: Any, threads: int | None = None) -> Any:
+    """Run one task in a worker with the caller's BLAS thread count: OpenBLAS splits a product
+    differently with another count, which moves last bits (Dask's nannies start workers with
+    OPENBLAS_NUM_THREADS=1, and worker processes inherit that once a LocalCluster exists)."""
+    if threads is None:
+        return fn(*args) if shared is None else fn(*args, shared_value(shared))
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return fn(*args) if shared is None else fn(*args, shared_value(shared))
 
 
 class Runner:
@@ -104,11 +120,14 @@ class _ProcessRunner(Runner):
         if shared is not None:
             fd, path = tempfile.mkstemp(prefix="mixedeval-shared-", suffix=".pkl")
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(shared, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                cloudpickle.dump(shared, fh, protocol=pickle.HIGHEST_PROTOCOL)  # closures too
         try:
             token = None if path is None else _SharedFile(path)
             pool = self._pool()
-            futures = {pool.submit(_call, fn, tuple(args), token): i for i, args in enumerate(tasks)}
+            threads = blas_threads()
+            futures = {pool.submit(_call, fn, tuple(args), token, threads): i for i, args in enumerate(tasks)}
+            # fn and args go through pickle: module-level functions and plain values; closures
+            # (the resampling loops' block functions) travel as the shared input
             return _collect(futures, cf.as_completed, len(tasks), progress, desc)
         finally:
             if path is not None:
@@ -129,9 +148,10 @@ class _DaskRunner(Runner):
         scattered = None if shared is None else client.scatter(shared, broadcast=True, hash=False)
         call_id = uuid.uuid4().hex[:12]
         futures = {}
+        threads = blas_threads()
         for i, args in enumerate(tasks):
-            fut = client.submit(_call, fn, tuple(args), scattered, key=f"mixedeval-{call_id}-{i}", pure=False,
-                                retries=0)
+            fut = client.submit(_call, fn, tuple(args), scattered, threads, key=f"mixedeval-{call_id}-{i}",
+                                pure=False, retries=0)
             futures[fut] = i
         try:
             return _collect(futures, as_completed, len(tasks), progress, desc)

@@ -3,7 +3,8 @@
 Subcommands: ``check`` (environment), ``demo`` (full analysis of a bundled data set, writes the
 HTML report), ``fit`` (a mixed model over a CSV/Parquet/JSON file), ``compare`` (likelihood-ratio
 tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` (variance
-components and reliability), ``disparity`` (language disparity metrics). DATA is a file (.csv,
+components and reliability), ``disparity`` (language disparity metrics), ``compare-logs``
+(systems compared from evaluation-harness logs). DATA is a file (.csv,
 .tsv, .parquet, .json) or the name of a bundled data set. Tables go to stdout (``--json``:
 machine-readable), progress to stderr (``--quiet`` silences it). Errors print one line
 ``mixedeval: error: ...`` to stderr and exit with status 2 (1 for an internal error); with
@@ -24,14 +25,20 @@ import pandas as pd
 from . import datasets
 from ._console import print_json, print_table
 from ._report import report
+from .data._design_spec import design
 from .data.table import as_pandas
 from .demo import run_demo
 from .diagnostics.core import MIN_SIMULATIONS
 from .engine.check import check_r
 from .errors import DataError, MixedEvalError
-from .inference._lmm import lmm
+from .inference._clmm import clmm
+from .inference._glmm import FAMILIES, GLMM_OPTIMIZERS, glmm
+from .inference._lmm import LMMFit, lmm
 from .inference.compare import compare
 from .resampling import bootstrap
+from .resampling._stats import STATISTICS
+from .workflows.compare_logs import compare_logs
+from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
 from .workflows.language_disparity import language_disparity
 from .workflows.variance_components import variance_components
 
@@ -181,18 +188,34 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if res.ok else 1
 
 
+def _fit_model(args: argparse.Namespace, data: Any) -> Any:
+    """``fit``'s model: clmm with ``--ordinal``, glmm with a ``--family`` other than gaussian, else lmm."""
+    factors = tuple(args.factor or ())
+    if args.ordinal:
+        if args.family != "gaussian":
+            raise DataError("--ordinal fits a cumulative link mixed model; it takes no --family")
+        return clmm(args.formula, data, link=args.link or "logit", nagq=args.nagq, factors=factors)
+    if args.family != "gaussian":
+        return glmm(args.formula, data, family=args.family, link=args.link, nagq=args.nagq,
+                    optimizer=args.optimizer or "bobyqa", factors=factors)
+    if args.link or args.nagq != 1:
+        raise DataError("--link and --nagq apply to --family (GLMM) and --ordinal fits")
+    return lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer or "nloptwrap",
+               df_method=args.df_method, factors=factors)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     data = _load_data(args.data, args.where)
     _progress(args, f"fitting {args.formula}")
-    fit = lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer, df_method=args.df_method,
-              factors=tuple(args.factor or ()))
+    fit = _fit_model(args, data)
     out: dict[str, Any] = {"fit": fit.to_dict()}
-    anova = fit.anova(type=args.anova_type) if args.anova else None
+    anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
     if anova is not None:
         out["anova"] = anova.table
     emm = con = None
     if args.emmeans:
-        emm = fit.emmeans(args.emmeans, df_method=args.df_method)
+        emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
+            else fit.emmeans(args.emmeans)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
@@ -202,6 +225,59 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return _emit(args, out, text=str(fit))
 
 
+def _power_model(args: argparse.Namespace) -> Any:
+    """``power``'s model: a pilot fit of ``--formula`` on DATA, or a design from the size options."""
+    if args.data:
+        if not args.formula:
+            raise DataError("power with pilot DATA needs --formula (the model to simulate from)")
+        data = _load_data(args.data, args.where)
+        if args.family == "binomial":
+            return glmm(args.formula, data, family="binomial")
+        return lmm(args.formula, data, reml=True)
+    if args.formula:
+        raise DataError("--formula needs pilot DATA; without data, describe the design with --systems, --items, ...")
+    variances = {k: float(v) for k, v in _pairs(args.variance, "--variance").items()} or None
+    return design(systems=args.systems, items=args.items, runs=args.runs, raters=args.raters,
+                  languages=args.languages, variances=variances, family=args.family, intercept=args.intercept)
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    model = _power_model(args)
+    kw: dict[str, Any] = {"test": args.test, "alpha": args.alpha, "n_sim": args.n_sim,
+                          "random_state": args.random_state, "progress": not args.quiet, "term": args.term}
+    if args.mde:
+        _progress(args, f"minimum detectable effect ({args.test}, target power {args.target})")
+        res = minimum_detectable_effect(model, target=args.target, **kw)
+    elif args.effect is None:
+        raise DataError("power needs --effect (or --mde for the minimum detectable effect)")
+    elif args.sample_size:
+        _progress(args, f"sample size along {args.along} for power {args.target}")
+        res = sample_size(model, args.effect, along=args.along, target=args.target,
+                          values=_int_list(args.values), **kw)
+    elif args.values:
+        _progress(args, f"power curve along {args.along}")
+        res = power_curve(model, args.effect, along=args.along, values=_int_list(args.values), target=args.target,
+                          **kw)
+    else:
+        _progress(args, f"power of {args.test} at effect {args.effect} ({args.n_sim} simulations)")
+        res = power(model, args.effect, **kw)
+    out: dict[str, Any] = {"power": res.table, "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def _int_list(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise DataError(f"--values {text!r} must be comma-separated integers, e.g. 100,200,500") from None
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     data = _load_data(args.data, args.where)
     if len(args.formula) < 2:
@@ -209,7 +285,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     fits = []
     for f in args.formula:
         _progress(args, f"fitting {f}")
-        fits.append(lmm(f, data, reml=not args.ml, optimizer=args.optimizer, factors=tuple(args.factor or ())))
+        fits.append(lmm(f, data, reml=not args.ml, optimizer=args.optimizer or "nloptwrap",
+                        factors=tuple(args.factor or ())))
     _progress(args, "likelihood-ratio test" + (f" with {args.n_resamples} parametric-bootstrap samples"
                                                if args.n_resamples else ""))
     refit = {"auto": None, "ml": True, "keep": False}[args.refit]
@@ -242,6 +319,34 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
                                                             if c])
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_compare_logs(args: argparse.Namespace) -> int:
+    source: Any = list(args.paths)
+    if args.system:  # NAME=PATH pairs name the systems explicitly
+        pairs = [a.partition("=") for a in args.system]
+        if any(not sep or not name for name, sep, _ in pairs):
+            raise DataError("--system must look like NAME=PATH (repeatable)")
+        source = {}
+        for name, _, path in pairs:
+            source.setdefault(name, []).append(path)
+        if args.paths:
+            raise DataError("give log paths either as arguments or as --system NAME=PATH, not both")
+    elif not args.paths:
+        raise UsageError("give one or more log paths (or --system NAME=PATH) (see 'mixedeval compare-logs --help')")
+    _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
+    res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
+                       analysis=args.analysis, trials=args.trials, reference=args.reference, adjust=args.adjust,
+                       n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
+                       progress=not args.quiet)
+    out: dict[str, Any] = {"analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.table,
+                           "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
+                      progress=not args.quiet)
+        _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
 
@@ -328,7 +433,8 @@ def _data_arg(p: argparse.ArgumentParser) -> None:
 def _model_options(p: argparse.ArgumentParser, ml_help: str) -> None:
     """Options of the commands that fit mixed models (``fit``, ``compare``)."""
     p.add_argument("--ml", action="store_true", help=ml_help)
-    p.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    p.add_argument("--optimizer", default=None, choices=sorted({*OPTIMIZERS, *GLMM_OPTIMIZERS}),
+                   help="default: nloptwrap for linear mixed models, bobyqa for GLMMs")
     p.add_argument("--factor", action="append", help="numeric column to treat as a factor (repeatable)")
     p.add_argument("--n-sim", type=int, default=250, help="simulations for the report's residual diagnostics")
     p.add_argument("--random-state", type=int, default=None, metavar="INT",
@@ -355,18 +461,56 @@ def _add_demo(sub: Any) -> None:
 
 
 def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
-    f = sub.add_parser("fit", parents=[common], help="fit a linear mixed model (lme4 via lmerTest)",
+    f = sub.add_parser("fit", parents=[common], help="fit a mixed model: linear (lmerTest), GLMM (--family), "
+                       "ordinal (--ordinal)",
                        description="Fit a linear mixed model and print the fixed and random effects; optional F "
                                    "tests, EMMs with pairwise contrasts, and the HTML report.")
     _data_arg(f)
     f.add_argument("--formula", required=True, help='lme4 formula, e.g. "ter ~ system + (1|sentence_id)"')
     _model_options(f, "fit by maximum likelihood (default REML)")
+    f.add_argument("--family", default="gaussian", choices=["gaussian", *FAMILIES],
+                   help="response family: gaussian (lmerTest::lmer, default) or a GLMM family (lme4::glmer, "
+                        "glmer.nb, glmmTMB), e.g. binomial for 0/1 outcomes")
+    f.add_argument("--ordinal", action="store_true",
+                   help="ordered ratings: a cumulative link mixed model (ordinal::clmm)")
+    f.add_argument("--link", default=None, help="link function of --family / --ordinal (default: the canonical one)")
+    f.add_argument("--nagq", type=int, default=1, help="quadrature points of a GLMM / clmm (1 = Laplace; 0 = fast)")
     f.add_argument("--df-method", default="satterthwaite", choices=["satterthwaite", "kenward-roger", "asymptotic"])
     f.add_argument("--anova", action="store_true", help="add the F-test table with partial eta-squared")
     f.add_argument("--anova-type", type=int, default=3, choices=[1, 2, 3])
     f.add_argument("--emmeans", metavar="FACTOR", help="factor for estimated marginal means and pairwise contrasts")
     f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
     f.set_defaults(func=cmd_fit)
+
+
+def _add_power(sub: Any) -> None:
+    w = sub.add_parser("power", parents=[_common()], help="power, power curves, sample size, minimum detectable effect",
+                       description="Power of a test by simulation, from a design (--systems, --items, ...) or a "
+                                   "pilot fit (DATA --formula): one power (--effect), a curve (--values), the "
+                                   "sample size (--sample-size) or the minimum detectable effect (--mde).")
+    w.add_argument("data", nargs="?", help="pilot data (file or bundled data set); omit to describe a design")
+    w.add_argument("--formula", help="pilot model formula (with DATA)")
+    for name, default, what in (("systems", 2, "systems"), ("items", 100, "items (per language)"),
+                                ("runs", 1, "runs per system"), ("raters", 0, "raters"), ("languages", 0, "languages")):
+        w.add_argument(f"--{name}", type=int, default=default, help=f"design: number of {what} (default {default})")
+    w.add_argument("--variance", action="append", metavar="COMPONENT=V",
+                   help="design: a variance component, e.g. item=0.04 residual=0.01 (repeatable)")
+    w.add_argument("--family", default="gaussian", choices=["gaussian", "binomial"])
+    w.add_argument("--intercept", type=float, default=0.0, help="design: the reference system's mean (binomial: log-odds)")
+    w.add_argument("--effect", type=float, action="append",
+                   help="the tested coefficient (repeat: one per non-reference system)")
+    w.add_argument("--term", default=None, help="tested fixed-effect term of a pilot fit (default system)")
+    w.add_argument("--test", default="lrt", choices=["lrt", "satterthwaite", "kenward-roger", "wald_z", "sign_flip",
+                                                     "approximate_randomization", "paired_bootstrap"])
+    w.add_argument("--alpha", type=float, default=0.05)
+    w.add_argument("--n-sim", type=int, default=200, help="simulations per power estimate (default 200)")
+    w.add_argument("--random-state", type=int, default=None, metavar="INT")
+    w.add_argument("--along", default="items", help="factor extended by --values / --sample-size (default items)")
+    w.add_argument("--values", metavar="N1,N2,...", help="power curve at these sizes of --along")
+    w.add_argument("--target", type=float, default=0.8, help="target power (default 0.8)")
+    w.add_argument("--sample-size", action="store_true", help="smallest size of --along reaching --target")
+    w.add_argument("--mde", action="store_true", help="minimum detectable effect at --target")
+    w.set_defaults(func=cmd_power)
 
 
 def _add_compare(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -406,6 +550,29 @@ def _add_vca(sub: Any, common: argparse.ArgumentParser) -> None:
     v.set_defaults(func=cmd_vca)
 
 
+def _add_compare_logs(sub: Any) -> None:
+    g = sub.add_parser("compare-logs", parents=[_common(data=False)],
+                       help="compare systems from evaluation-harness logs (lm-eval, Inspect AI, HELM)",
+                       description="Read evaluation logs (lm-evaluation-harness --log_samples output, Inspect AI "
+                                   ".eval/.json logs, HELM run directories, or score tables), fit the binomial GLMM "
+                                   "(0/1 scores) or the LMM (continuous scores) with an item random intercept, and "
+                                   "add per-task and pooled contrasts and the paired bootstrap of the mean.")
+    g.add_argument("paths", nargs="*", help="log files, directories (searched recursively) or globs")
+    g.add_argument("--system", action="append", metavar="NAME=PATH",
+                   help="name a system explicitly (repeatable; instead of PATH arguments)")
+    g.add_argument("--metric", required=True, help="metric to compare (e.g. acc, exact_match, an Inspect scorer)")
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
+    g.add_argument("--analysis", default="auto", choices=["auto", "glmm", "lmm"])
+    g.add_argument("--trials", type=int, help="scores are proportions of this many attempts (k of n): binomial GLMM")
+    g.add_argument("--reference", help="reference system")
+    g.add_argument("--adjust", default="holm", help="p-value adjustment (default holm)")
+    g.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
+    g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
+    g.set_defaults(func=cmd_compare_logs)
+
+
 def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
     g = sub.add_parser("disparity", parents=[common], help="language disparity metrics (Hu, Vulic & Korhonen 2025)",
                        description="Performance potential, realisation ratio (mean, SD, CV per model) and language "
@@ -442,6 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(sub)
     _add_fit(sub, common)
     _add_compare(sub, common)
+    _add_power(sub)
 
     b = sub.add_parser("bootstrap", parents=[common], help="hierarchical paired bootstrap of system scores",
                        description="Paired (shared-draw) bootstrap of per-system scores over items, runs and "
@@ -454,7 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--run", help="run column (training seeds, sampling runs)")
     b.add_argument("--group", help="language/task column")
     b.add_argument("--resample", help="comma-separated levels to redraw: items, runs, groups")
-    b.add_argument("--statistic", default="mean", choices=["mean", "f1"])
+    b.add_argument("--statistic", default="mean", choices=list(STATISTICS),
+                   help="mean (default), accuracy, exact_match, f1 (tp, fp, fn), bleu / chrf (sentence statistics "
+                        "of me.metrics.sentence_stats), precision/recall/f1 micro and macro")
     b.add_argument("--aggregator", default="mean", choices=["mean", "median", "geometric_mean"],
                    help="how per-group scores combine into a system score (default mean)")
     b.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
@@ -469,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_vca(sub, common)
     _add_disparity(sub, common)
+    _add_compare_logs(sub)
     return p
 
 

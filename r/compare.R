@@ -103,6 +103,23 @@ me_pb_chunk <- function(state, first, last) {
   }, numeric(1)))
 }
 
+# The simulated responses of a bootstrap state (nobs x nsim), to refit them elsewhere.
+me_pb_sims <- function(state) {
+  unname(as.matrix(state$sims))
+}
+
+# The likelihood-ratio statistics of the columns of `ysim` refitted from ML fits `small` and
+# `large` made in this R session (what me_pb_chunk computes from the state's own ML updates: an
+# ML fit of the same formula and data equals update(m, REML = FALSE) exactly).
+me_pb_refit <- function(small, large, ysim) {
+  ysim <- as.matrix(ysim)
+  unname(vapply(seq_len(ncol(ysim)), function(j) {
+    sm2 <- suppressMessages(lme4::refit(small, newresp = ysim[, j]))
+    lg2 <- suppressMessages(lme4::refit(large, newresp = ysim[, j]))
+    as.numeric(2 * (stats::logLik(lg2, REML = FALSE) - stats::logLik(sm2, REML = FALSE)))
+  }, numeric(1)))
+}
+
 me_pb_finish <- function(large, small, ref) {
   pb <- pbkrtest::PBmodcomp(large, small, ref = ref)
   s <- summary(pb)

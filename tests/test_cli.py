@@ -45,7 +45,8 @@ def _subcommands():
 
 
 def test_every_subcommand_exists():
-    assert set(_subcommands()) == {"check", "demo", "fit", "compare", "bootstrap", "vca", "disparity"}
+    assert set(_subcommands()) == {"check", "demo", "fit", "compare", "power", "bootstrap", "vca", "disparity",
+                                   "compare-logs"}
 
 
 @pytest.mark.parametrize("cmd", [[], *[[c] for c in ["check", "demo", "fit", "compare", "bootstrap", "vca",

@@ -144,3 +144,114 @@ def test_starting_r_leaves_the_library_path_of_child_processes_alone():
     session.helper_env()  # R runs in this process
     assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
     assert np.isfinite(me.lmm(FORMULA, me.datasets.load("kreutzer_ter")).loglik)
+
+
+@pytest.fixture(scope="module")
+def nested(ter):
+    return me.lmm("ter ~ 1 + (1|sentence_id)", ter), me.lmm("ter ~ system + (1|sentence_id)", ter)
+
+
+@pytest.mark.parametrize("kind", ["processes", "dask"])
+def test_parametric_bootstrap_is_identical_on_every_executor(nested, kind, dask_client):
+    small, large = nested
+    here = me.compare(small, large, n_resamples=12, random_state=7, progress=False)
+    there = me.compare(small, large, n_resamples=12, random_state=7, progress=False,
+                       executor=2 if kind == "processes" else dask_client)
+    pd.testing.assert_frame_equal(there.table, here.table)
+    pd.testing.assert_frame_equal(there.pb, here.pb)
+
+
+def test_bootstrap_statistics_themselves_are_bit_identical(nested):
+    """The LR statistic of every replicate, not only the p-value (which 12 replicates barely move)."""
+    from mixedeval.engine import _bridge
+    from mixedeval.inference.compare import _pb_statistics
+
+    small, large = nested
+    state = _bridge.pb_setup(large, small, n_resamples=6, r_seed=3)
+    here, _ = _pb_statistics(state, small, large, 6, False, "", None)
+    there, _ = _pb_statistics(state, small, large, 6, False, "", 2)
+    assert here.shape == (6,) and np.all(np.isfinite(here))
+    np.testing.assert_array_equal(there, here)
+
+
+# ------------------------------------------------------------------ resampling loops on workers
+def _paired(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.6, 0.2, n)
+    return x, x - rng.normal(0.02, 0.1, n)
+
+
+@pytest.mark.parametrize("kind", ["processes", "dask"])
+def test_resampling_loops_are_bit_identical_on_every_executor(ter, kind, dask_client):
+    ex = 2 if kind == "processes" else dask_client
+    kw = dict(n_resamples=300, random_state=11, progress=False)
+    a = me.bootstrap(ter, "ter", "system", "sentence_id", run="replication", **kw)
+    b = me.bootstrap(ter, "ter", "system", "sentence_id", run="replication", executor=ex, **kw)
+    np.testing.assert_array_equal(b.distribution, a.distribution)
+    x, y = _paired()
+    for f in (me.paired_bootstrap_test, me.approximate_randomization, me.sign_flip_test):
+        r0, r1 = f(x, y, **kw), f(x, y, executor=ex, **kw)
+        assert (r1.p_value, r1.count) == (r0.p_value, r0.count)
+        np.testing.assert_array_equal(r1.null_distribution, r0.null_distribution)
+
+
+def test_leaderboard_and_run_intervals_on_workers():
+    rng = np.random.default_rng(5)
+    rows = [{"item": i, "run": r, "target": int(t), "prediction": int(t if rng.random() < 0.7 else 1 - t)}
+            for i, t in enumerate(rng.integers(0, 2, 80)) for r in range(3)]
+    runs = pd.DataFrame(rows)
+    kw = dict(n_resamples=200, random_state=2, progress=False)
+    a = me.run_intervals(runs, **kw)
+    b = me.run_intervals(runs, executor=2, **kw)
+    pd.testing.assert_frame_equal(b.table, a.table)
+    means = rng.normal(50, 5, (3, 4))
+    summary = pd.DataFrame({"model": np.repeat(["m0", "m1", "m2"], 4), "language": np.tile(["l0", "l1", "l2", "l3"], 3),
+                            "mean": means.ravel(), "sd_total": 2.0})
+    vd = me.decompose_variance_summary(summary, sd_total="sd_total")
+    la = me.simulate_leaderboard(vd, n_resamples=300, random_state=4, progress=False)
+    lb = me.simulate_leaderboard(vd, n_resamples=300, random_state=4, progress=False, executor=2)
+    pd.testing.assert_frame_equal(lb.table, la.table)
+
+
+# --------------------------------------------------------------- larger than memory: partitioned bootstrap
+def test_partitioned_bootstrap_is_identical_for_pandas_parquet_and_dask(ter, dask_client, tmp_path):
+    import dask.dataframe as dd
+
+    from mixedeval.resampling._bootstrap_dask import partitioned_bootstrap
+
+    kw = dict(n_resamples=300, random_state=5)
+    here = partitioned_bootstrap(ter, "ter", "system", "sentence_id", "replication", **kw)
+    ddf = dd.from_pandas(ter, npartitions=5)
+    res = me.bootstrap(ddf, "ter", "system", "sentence_id", run="replication", executor=dask_client, **kw)
+    np.testing.assert_array_equal(res.distribution, here["distribution"])
+    ter.to_parquet(tmp_path / "ter.parquet")
+    res_pq = me.bootstrap(str(tmp_path / "ter.parquet"), "ter", "system", "sentence_id", run="replication",
+                          executor=dask_client, **kw)
+    np.testing.assert_array_equal(res_pq.distribution, here["distribution"])
+    assert res.design["method"] == "partitioned item bootstrap"
+
+
+def test_partitioned_bootstrap_agrees_with_the_in_memory_item_bootstrap(ter):
+    """Same estimate; the same standard errors up to Monte-Carlo error (different draws)."""
+    from mixedeval.resampling._bootstrap_dask import partitioned_bootstrap
+
+    avg = ter.groupby(["sentence_id", "system"], observed=True)["ter"].mean().reset_index()
+    mem = me.bootstrap(avg, "ter", "system", "sentence_id", n_resamples=2000, random_state=1, progress=False)
+    part = partitioned_bootstrap(ter, "ter", "system", "sentence_id", "replication", n_resamples=2000,
+                                 random_state=2)
+    np.testing.assert_allclose(part["estimate"], mem.estimate, rtol=1e-12)
+    se_mem, se_part = mem.distribution.std(axis=1), part["distribution"].std(axis=1)
+    # SE of a bootstrap SE from B = 2000 replicates is about SE / sqrt(2 B) = 1.6 %: allow 5 such
+    np.testing.assert_allclose(se_part, se_mem, rtol=0.08)
+    # the resampled partition sizes are an exact N-item bootstrap: means of the replicates near the estimate
+    assert np.all(np.abs(part["distribution"].mean(axis=1) - part["estimate"]) < 4 * se_mem / np.sqrt(2000))
+
+
+def test_partitioned_bootstrap_refuses_what_needs_the_whole_table(ter):
+    import dask.dataframe as dd
+
+    ddf = dd.from_pandas(ter, npartitions=2)
+    with pytest.raises(DataError, match="over items with statistic='mean'"):
+        me.bootstrap(ddf, "ter", "system", "sentence_id", statistic="f1")
+    with pytest.raises(DataError, match="bca"):
+        me.bootstrap(ddf, "ter", "system", "sentence_id", run="replication", ci="bca", n_resamples=100)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..data._formula import parse_formula
 from ..errors import FormulaError
+from ..inference._glmm import GLMMFit, glmm
 from ..inference._lmm import lmm
 from ..inference.compare import compare
 from .blocks import one_line
@@ -163,6 +164,10 @@ def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, 
 
 
 def _omnibus_lrt(fit: Any, null: str) -> Any:
+    if isinstance(fit, GLMMFit):  # the same family, link, quadrature and weights; GLMMs are ML fits
+        null_fit = glmm(null, fit.data, family=fit.family, link=fit.link, nagq=fit.nagq, optimizer=fit.optimizer,
+                        weights=fit.weights, factors=getattr(fit, "factors", ()))
+        return compare(null_fit, fit)
     null_fit = lmm(null, fit.data, reml=fit.reml, optimizer=fit.optimizer, df_method=fit.df_method,
                    factors=getattr(fit, "factors", ()))
     return compare(null_fit, fit)

@@ -18,7 +18,10 @@ import pandas as pd
 
 from ..diagnostics import Diagnostics
 from ..errors import DataError
+from ..inference._glmm import GLMMFit
+from ..inference._glmm_infer import GLMMAnovaResult, GLMMContrastResult, GLMMEMMResult
 from ..inference._lmm import LMMFit
+from ..inference._r2_glmm import GLMMICCResult, GLMMR2Result
 from ..inference.anova import AnovaResult
 from ..inference.compare import CompareResult
 from ..inference.emmeans import ContrastResult, EMMResult
@@ -32,6 +35,7 @@ from ..resampling import (
     VarianceDecomposition,
 )
 from ..results import ResultMixin
+from ..workflows.compare_logs import CompareLogsResult
 from ..workflows.compare_systems import CompareSystemsResult
 from ..workflows.conditional_compare import ConditionalCompareResult
 from ..workflows.krippendorff import KrippendorffResult
@@ -42,6 +46,7 @@ from ..workflows.language_disparity import (
     PotentialIntervals,
 )
 from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance
+from ..workflows.power import MinimumDetectableEffect, PowerCurveResult, PowerResult, SampleSizeResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.variance_components import VCAResult
 from . import result_sections as rs
@@ -60,7 +65,9 @@ class Kind:
 def model_parts() -> dict[type, str]:
     """Result type -> the key of the model section that shows it."""
     return {LMMFit: "fit", AnovaResult: "anova", CompareResult: "comparison", EMMResult: "emmeans",
-            ContrastResult: "contrasts", R2Result: "r2", ICCResult: "icc", Diagnostics: "diagnostics"}
+            ContrastResult: "contrasts", R2Result: "r2", ICCResult: "icc", Diagnostics: "diagnostics",
+            GLMMFit: "fit", GLMMAnovaResult: "anova", GLMMEMMResult: "emmeans", GLMMContrastResult: "contrasts",
+            GLMMR2Result: "r2", GLMMICCResult: "icc"}
 
 
 def result_kinds() -> dict[type, Kind]:
@@ -73,6 +80,7 @@ def result_kinds() -> dict[type, Kind]:
         RunIntervalsResult: Kind("run_intervals", "Intervals over runs", rs.generic),
         PooledRunBootstrapResult: Kind("pooled_run_bootstrap", "Pooled-run bootstrap", rs.generic),
         CompareSystemsResult: Kind("compare_systems", "System comparison", rs.generic),
+        CompareLogsResult: Kind("compare_logs", "System comparison from evaluation logs", rs.compare_logs),
         ConditionalCompareResult: Kind("conditional_compare", "Comparison conditional on a data property",
                                        rs.generic),
         VCAResult: Kind("vca", "Variance components and reliability", rs.vca),
@@ -85,6 +93,11 @@ def result_kinds() -> dict[type, Kind]:
         DisparityBootstrap: Kind("disparity_bootstrap", "Language disparity: parametric bootstrap",
                                  rs.disparity_bootstrap),
         DisparityRobustness: Kind("disparity_robustness", "Language disparity: robustness", rs.generic),
+        PowerResult: Kind("power", "Design and power", rs.power),
+        PowerCurveResult: Kind("power_curve", "Design and power: power curve", rs.power_curve),
+        SampleSizeResult: Kind("sample_size", "Design and power: sample size", rs.power_curve),
+        MinimumDetectableEffect: Kind("minimum_detectable_effect", "Design and power: minimum detectable effect",
+                                      rs.minimum_detectable_effect),
     }
 
 

@@ -55,11 +55,12 @@ def interval_plot(
     xlabel: str = "estimate",
     title: str = "",
     zero_line: bool = False,
+    null_value: float = 0.0,
 ):
     """Point estimates with interval bars, one row per label (top to bottom in the given order).
 
-    Used for estimated marginal means (emmean with conf_low/conf_high), contrasts (with a zero
-    line) and bootstrap summaries.
+    Used for estimated marginal means (emmean with conf_low/conf_high), contrasts (with a line at
+    ``null_value``: 0 for differences, 1 for odds / rate ratios) and bootstrap summaries.
     """
     labels = [str(v) for v in labels]
     est = np.asarray(estimate, dtype=float)
@@ -72,7 +73,7 @@ def interval_plot(
     ax.errorbar(est, y, xerr=_whiskers(est, lo, hi), fmt="o", color=_BLUE, ecolor=_BLUE, elinewidth=2, capsize=4,
                 markersize=6)
     if zero_line:
-        ax.axvline(0.0, color=_GREY, ls="--", lw=1)
+        ax.axvline(float(null_value), color=_GREY, ls="--", lw=1)
     _label_rows(ax, y, labels, xlabel, title, fontsize=9)
     return fig
 

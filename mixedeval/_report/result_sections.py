@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import Section, as_frame, fmt_cell, fmt_number
-from .figures import bar_plot, d_study_plot, interval_plot, rank_heatmap
+from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap
 
 
 def _warnings(sec: Section, obj: Any) -> None:
@@ -45,6 +45,20 @@ def generic(sec: Section, obj: Any, ctx: Any = None) -> None:
     _warnings(sec, obj)
     if pairs:
         sec.headline = ", ".join(f"{k}: {fmt_cell(v, k)}" for k, v in pairs[:2])
+
+
+def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
+    """me.compare_logs: the model's contrasts per task and pooled, the likelihood-ratio test, the
+    paired bootstrap (with the interval figure of the means) and the scores read from the logs."""
+    generic(sec, res, ctx)
+    sec.table(res.glrt, "Likelihood-ratio test of the system effect (ML)")
+    sec.table(res.emmeans, "Estimated marginal means of the systems (per task and pooled)")
+    last = res.means["task"].iloc[-1]
+    means = res.means[res.means["task"] == last].drop(columns="task")
+    _interval_figure(sec, means, "estimate", f"Bootstrap means with intervals ({last})", xlabel=res.metric,
+                     title="Paired bootstrap")
+    sec.table(res.data_summary, "Scores read from the logs (per system, task and metric)")
+    sec.headline = f"{res.analysis}; system effect p = {fmt_number(res.p_value)}"
 
 
 # ------------------------------------------------------------------------------------ resampling
@@ -177,3 +191,70 @@ def potential_intervals(sec: Section, pi: Any, ctx: Any = None) -> None:
                "Language potential by language; whiskers: t intervals")
     sec.headline = f"{len(tab)} languages, {pi.df_method} df"
     _warnings(sec, pi)
+
+
+# ----------------------------------------------------------------------------------- power
+def _design_blocks(sec: Section, res: Any) -> None:
+    """The design simulated from and the parameters used (variance components, effect)."""
+    d = getattr(res, "design", None)
+    if d is not None:
+        sec.kv(_scalars(d), caption="Design (me.design)")
+        sec.table(d.components, "Variance components of the design")
+    params = getattr(res, "parameters", None)
+    if params is not None:
+        sec.table(params, "Parameters simulated from (lme4 names: beta fixed effects with the effect of interest, "
+                          "theta relative covariance factors, sigma residual SD)")
+
+
+def power(sec: Section, res: Any, ctx: Any = None) -> None:
+    """One power estimate: the design, its parameters, power with its Monte-Carlo interval."""
+    sec.kv(_scalars(res), caption="Settings and result")
+    sec.table(res.table, f"Power: share of {res.n_sim} simulated analyses rejecting at alpha {res.alpha:g}; "
+                         f"Clopper-Pearson {res.level:.0%} interval")
+    _design_blocks(sec, res)
+    sec.headline = f"power {fmt_number(res.power)} [{fmt_number(res.conf_low)}, {fmt_number(res.conf_high)}] ({res.test})"
+    _warnings(sec, res)
+
+
+def _power_curve_figure(table: Any, along: str, target: float | None):
+    fig = _figure((5.6, 3.8))
+    ax = fig.add_subplot()
+    x = table["n_levels"].to_numpy(dtype=float)
+    y = table["power"].to_numpy(dtype=float)
+    ax.fill_between(x, table["conf_low"].to_numpy(dtype=float), table["conf_high"].to_numpy(dtype=float),
+                    color="#1f5f99", alpha=0.18, lw=0, label="Clopper-Pearson interval")
+    ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#1f5f99", label="power")
+    if target is not None:
+        ax.axhline(target, color="#888888", ls=":", lw=1, label=f"target {target:g}")
+    ax.set(xlabel=f"number of {along}", ylabel="power", ylim=(0, 1.02))
+    ax.grid(color="#eeeeee", lw=0.8)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def power_curve(sec: Section, res: Any, ctx: Any = None) -> None:
+    """A power curve (or the curve of a sample-size search) with its plot."""
+    sec.kv(_scalars(res), caption="Settings and result")
+    sec.table(res.table, f"Power by number of {res.along} (Clopper-Pearson {res.level:.0%} intervals)")
+    fig = sec.guarded("power curve plot", _power_curve_figure, res.table, res.along, getattr(res, "target", None))
+    if fig is not None:
+        sec.figure(fig, f"Power by number of {res.along}; band: Monte-Carlo interval")
+    first = (getattr(res, "results", None) or (getattr(getattr(res, "curve", None), "results", None) or (None,)))[0]
+    if first is not None:
+        _design_blocks(sec, first)
+    if hasattr(res, "n_levels"):
+        sec.headline = (f"{res.n_levels} {res.along} for power {res.target:g} (Monte-Carlo range "
+                        f"{res.n_levels_low} to {res.n_levels_high})")
+    _warnings(sec, res)
+
+
+def minimum_detectable_effect(sec: Section, res: Any, ctx: Any = None) -> None:
+    """The minimum detectable effect with the power at each effect evaluated."""
+    sec.kv(_scalars(res), caption="Settings and result")
+    sec.table(res.table, "Power at each effect evaluated (same simulations shifted by the effect)")
+    if res.results:
+        _design_blocks(sec, res.results[0])
+    sec.headline = (f"differences below {fmt_number(res.effect)} are not detected with power {res.target:g} "
+                    f"({res.test})")
+    _warnings(sec, res)

@@ -175,10 +175,48 @@ def _needs_fit(sec: Section, ctx: Context) -> Any:
     return ctx.fit
 
 
+def _glmm_model(sec: Section, fit: Any) -> str:
+    """The model table of a GLMM (family, link, quadrature); returns the headline's start."""
+    quad = "Laplace" if int(fit.nagq) == 1 else ("nAGQ = 0 (fast, approximate)" if int(fit.nagq) == 0
+                                                   else f"adaptive Gauss-Hermite, {int(fit.nagq)} points")
+    sec.kv([
+        ("formula", fit.formula),
+        ("fitted by", f"{fit.r_function}, {fit.family} family, {fit.link} link, {quad}"),
+        ("optimizer", fit.optimizer),
+        ("tests and intervals", "Wald z on the link scale (exp_ columns: odds / rate ratios)"),
+        ("observations", fit.nobs),
+        ("groups", ", ".join(f"{k}: {v}" for k, v in fit.ngroups.items())),
+        *((f"dispersion {k}", float(v)) for k, v in (fit.dispersion or {}).items()),
+        ("log-likelihood", float(fit.loglik)),
+        ("AIC", float(fit.aic)),
+        ("BIC", float(fit.bic)),
+        ("converged", fit.converged),
+        ("singular fit", fit.singular),
+    ])
+    return f"{fit.family} ({fit.link}), {fit.optimizer}"
+
+
 def model(sec: Section, ctx: Context) -> None:
     fit = _needs_fit(sec, ctx)
     if fit is None:
         return
+    if getattr(fit, "family", None) is not None:
+        head = _glmm_model(sec, fit)
+    else:
+        head = _lmm_model(sec, fit)
+    _warnings(sec, fit)
+    problems = []
+    if not fit.converged:
+        problems.append("the optimizer did not converge")
+    if fit.singular:
+        problems.append("the fit is singular (a variance component is zero or a correlation ±1)")
+    if problems:
+        sec.set_status("warning", "Attention: " + "; ".join(problems) + ".")
+    sec.headline = f"{head}; " + ("converged" if fit.converged else "NOT converged") + \
+        ("; singular" if fit.singular else "; not singular")
+
+
+def _lmm_model(sec: Section, fit: Any) -> str:
     est = "REML" if fit.reml else "ML"
     sec.kv([
         ("formula", fit.formula),
@@ -194,16 +232,7 @@ def model(sec: Section, ctx: Context) -> None:
         ("converged", fit.converged),
         ("singular fit", fit.singular),
     ])
-    _warnings(sec, fit)
-    problems = []
-    if not fit.converged:
-        problems.append("the optimizer did not converge")
-    if fit.singular:
-        problems.append("the fit is singular (a variance component is zero or a correlation ±1)")
-    if problems:
-        sec.set_status("warning", "Attention: " + "; ".join(problems) + ".")
-    sec.headline = f"{est}, {fit.optimizer}; " + ("converged" if fit.converged else "NOT converged") + \
-        ("; singular" if fit.singular else "; not singular")
+    return f"{est}, {fit.optimizer}"
 
 
 def fixed(sec: Section, ctx: Context) -> None:
@@ -211,6 +240,11 @@ def fixed(sec: Section, ctx: Context) -> None:
     if fit is None:
         return
     level = int(round(100 * float(getattr(fit, "level", 0.95))))
+    if getattr(fit, "family", None) is not None:
+        ratio = f"; exp_ columns: {fit.exp_label.replace('_', ' ')}s" if getattr(fit, "exp_label", None) else ""
+        sec.table(fit.fixed, f"Estimates on the {fit.link} scale with Wald z tests and {level}% Wald intervals "
+                             f"(summary of {fit.r_function}){ratio}")
+        return
     sec.table(fit.fixed, f"Estimates with {fit.df_method} df, t tests and {level}% Wald t intervals "
                          "(summary(m) of lmerTest)")
 
@@ -235,6 +269,15 @@ def anova(sec: Section, ctx: Context) -> None:
     for res in _needs(sec, ctx, "anova"):
         tab = as_frame(res)
         typ, ddf = getattr(res, "type", None), getattr(res, "ddf", None)
+        if tab is not None and "chisq" in tab.columns:  # GLMM: Wald chi-square tests (car::Anova)
+            sec.table(tab, f"Type {typ or 'III'} Wald chi-square tests (car::Anova, sum-to-zero contrasts)."
+                           f"{_origin(ctx, 'anova')}")
+            _warnings(sec, res)
+            if len(tab):
+                r = tab.sort_values("p_value").iloc[0]
+                sec.headline = (f"{r['term']}: chi²({fmt_number(float(r['df']))}) = {fmt_number(float(r['chisq']))}, "
+                                f"p = {fmt_p(float(r['p_value']))}")
+            continue
         what = "F tests" + (f" (type {typ}" if typ else " (") + (f", {ddf} denominator df)" if ddf else ")")
         sec.table(tab, f"{what}; partial eta² with its one-sided interval as effectsize::eta_squared."
                        f"{_origin(ctx, 'anova')}")
@@ -315,11 +358,15 @@ def contrasts(sec: Section, ctx: Context) -> None:
         sec.table(tab, cap)
         _warnings(sec, res)
         if {"estimate", "conf_low", "conf_high"} <= set(tab.columns):
+            label = str(getattr(res, "estimate_label", "difference"))
+            ratio = label.endswith("ratio")
             fig = sec.guarded("contrast plot", interval_plot, _labels(tab, _label_columns(tab, "estimate")),
-                              tab["estimate"], tab["conf_low"], tab["conf_high"], xlabel="difference",
-                              zero_line=True, title="Contrasts with confidence intervals")
+                              tab["estimate"], tab["conf_low"], tab["conf_high"], xlabel=label.replace("_", " "),
+                              zero_line=True, null_value=1.0 if ratio else 0.0,
+                              title="Contrasts with confidence intervals")
             if fig is not None:
-                sec.figure(fig, "Contrasts with their confidence intervals (dashed line: no difference)")
+                sec.figure(fig, f"Contrasts with their confidence intervals (dashed line: no difference, "
+                                f"{label.replace('_', ' ')} = {1 if ratio else 0})")
         p_col = "p_adj" if "p_adj" in tab.columns else "p_value"
         if p_col in tab.columns:
             n_sig = int((tab[p_col] < 0.05).sum())

@@ -3,7 +3,11 @@
 Everything here is numpy/scipy (R only produces the simulations, through the fitted model):
 
 * :func:`from_simulations` -- diagnostics from any simulation matrix (DHARMa's ``createDHARMa``);
-* :func:`diagnose_fit` -- the same for a fitted :class:`mixedeval.LMMFit`, plus classical checks;
+* :func:`diagnose_fit` -- the same for a fitted :class:`mixedeval.LMMFit` or
+  :class:`mixedeval.GLMMFit` (:func:`diagnose_glmm`: integer responses, randomized PIT residuals),
+  plus classical checks;
+* :func:`aggregate_residuals` -- residuals of responses summed within groups (DHARMa's
+  ``recalculateResiduals``), e.g. 0/1 outcomes summed per item to test over-dispersion;
 * ``test_*`` -- the individual tests (uniformity, dispersion, outliers, zero-inflation, generic,
   categorical);
 * :func:`ks_test_uniform` -- R's ``ks.test(x, "punif")`` (hand-written: R's exact/asymptotic rule
@@ -24,6 +28,10 @@ _LAZY: dict[str, str] = {
     "SimulationTest": "result",
     "diagnose_fit": "fit",
     "classical_checks": "fit",
+    "diagnose_glmm": "glmm",
+    "glmm_checks": "glmm",
+    "aggregate_residuals": "aggregate",
+    "is_integer_response": "residuals",
     "pit_residuals": "residuals",
     "test_uniformity": "simtests",
     "test_dispersion": "simtests",
@@ -39,6 +47,7 @@ _LAZY: dict[str, str] = {
     "plot_residuals_vs_fitted": "plots",
     "plot_qq_normal": "plots",
     "plot_dharma": "plots",
+    "plot_simulation_test": "plots",
 }
 
 from .. import _lazy  # noqa: E402

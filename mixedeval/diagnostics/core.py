@@ -11,7 +11,7 @@ import pandas as pd
 from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultWarning
-from .residuals import pit_residuals
+from .residuals import is_integer_response, pit_residuals
 from .result import TEST_COLUMNS, Diagnostics
 from .simtests import test_categorical, test_dispersion, test_outliers, test_uniformity, test_zero_inflation
 
@@ -77,6 +77,21 @@ def _validate_predicted(predicted: Any, n: int) -> np.ndarray:
     return pred
 
 
+def _validate_trials(trials: Any, n: int, observed: np.ndarray, sims: np.ndarray) -> np.ndarray | None:
+    if trials is None:
+        return None
+    tr = _as_float_array(trials, "trials").reshape(-1)
+    if tr.size != n:
+        raise DataError(f"`trials` has {tr.size} values but there are {n} observations.")
+    if not np.all(np.isfinite(tr)) or np.any(tr <= 0):
+        raise DataError("`trials` must be positive numbers of binomial trials (one per observation); "
+                        "drop observations with zero trials before simulating.")
+    if np.any(observed > tr) or np.any(sims > tr[:, None]):
+        raise DataError("`observed` and `simulated` must be numbers of successes, at most `trials` per "
+                        "observation; pass counts (proportion x trials), not proportions above the trials.")
+    return tr
+
+
 def as_group(group: Any, n: int, label: str = "group"):
     """A grouping variable as a pandas Categorical without unused levels (levels of a Categorical
     keep their order, other values are sorted); missing values or a wrong length raise DataError."""
@@ -121,12 +136,14 @@ def from_simulations(
     simulated: Any,
     observed: Any,
     predicted: Any = None,
-    integer_response: bool = False,
+    integer_response: bool | None = None,
     random_state: Any = None,
     *,
     group: Any = None,
     group_label: str | None = None,
     alpha: float = 0.05,
+    alternative: str = "two-sided",
+    trials: Any = None,
     simulation: str = "external",
 ) -> Diagnostics:
     """Simulated-residual diagnostics from an externally produced simulation matrix.
@@ -141,11 +158,15 @@ def from_simulations(
     observed : array (n_obs,)
         The observed responses.
     predicted : array (n_obs,), optional
-        Population-level predictions (lme4 ``predict(re.form = NA)``), used by the dispersion
-        test and the residual plot. Default: row means of ``simulated`` (as DHARMa), with a warning.
-    integer_response : bool
-        True for count data: enables the zero-inflation test and DHARMa's bootstrap outlier test
-        for n <= 500. (With PIT residuals it does not change the residuals.)
+        Population-level predictions on the response scale (lme4 ``predict(re.form = NA, type =
+        "response")``: a mean, a probability, a rate), used by the dispersion test and the residual
+        plot. Default: row means of ``simulated`` (as DHARMa), with a warning.
+    integer_response : bool or None
+        True for integer responses (binomial successes, counts): enables the zero-inflation test
+        and DHARMa's bootstrap outlier test for n <= 500. (With PIT residuals it does not change
+        the residuals: ties are randomized whenever they occur.) None (default) decides from the
+        values as DHARMa does for external simulations (:func:`is_integer_response`): whole
+        numbers in ``observed`` and ``simulated`` with repeated simulated values.
     random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Draws the uniforms that break ties in the PIT residuals (and the outlier bootstrap).
         Recorded on the result as ``random_state`` (the int, or the SeedSequence entropy drawn
@@ -155,8 +176,17 @@ def from_simulations(
         (median-centred) rows and the ``group_tests`` table.
     alpha : float
         Verdict threshold: ``warning`` when p < alpha.
-
-    Returns
+    alternative : {"two-sided", "less", "greater"}
+        Direction of the dispersion and zero-inflation tests (``"greater"``: only over-dispersion
+        / excess zeros count as a deviation). Uniformity and outliers stay two-sided, as in
+        DHARMa's ``testResiduals``; call the ``test_*`` functions for other directions.
+    trials : array (n_obs,), optional
+        Binomial trials per observation when ``observed``/``simulated`` are numbers of successes
+        out of several trials (``cbind(successes, failures)`` or proportions with weights) and
+        ``predicted`` is the probability: the dispersion test then centres the responses on the
+        expected count ``trials * predicted``. (DHARMa 0.4.7 subtracts the probability itself from
+        the counts, which leaves the test valid but dilutes it with the spread of the trials;
+        for 0/1 responses, trials = 1, the two agree.)
     -------
     Diagnostics
         ``residuals``, the ``tests`` table (test, statistic, p_value, alternative, verdict,
@@ -172,6 +202,9 @@ def from_simulations(
         pred = _validate_predicted(predicted, n)
     label = group_label or (str(group.name) if getattr(group, "name", None) is not None else "group")
     cat = as_group(group, n, label)
+    tr = _validate_trials(trials, n, obs, sims)
+    if integer_response is None:
+        integer_response = is_integer_response(observed=obs, simulated=sims)
     rng, record = _generator_and_record(random_state)
     residuals = pit_residuals(sims, obs, random_state=rng)
     diag = Diagnostics(
@@ -189,12 +222,13 @@ def from_simulations(
         _observed=_freeze(obs),
         _predicted=_freeze(pred),
         _group=cat,
+        _trials=_freeze(tr),
     )
     tests = [
         test_uniformity(diag),
-        test_dispersion(diag),
+        test_dispersion(diag, alternative=alternative),
         test_outliers(diag, random_state=rng),
-        test_zero_inflation(diag),
+        test_zero_inflation(diag, alternative=alternative),
     ]
     group_tests = None
     if cat is not None:

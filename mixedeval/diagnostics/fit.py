@@ -1,6 +1,7 @@
-"""Diagnostics of a fitted linear mixed model: simulated residuals plus classical checks.
+"""Diagnostics of a fitted mixed model: simulated residuals plus classical checks.
 
-:func:`diagnose_fit` works on any object with the :class:`mixedeval.LMMFit` interface:
+:func:`diagnose_fit` works on a :class:`mixedeval.GLMMFit` (any fit with a ``family``: see
+:mod:`mixedeval.diagnostics.glmm`) and on any object with the :class:`mixedeval.LMMFit` interface:
 ``simulate(n_sim, random_state=, re=)`` (lme4 ``simulate()``, an n_obs x n_sim array; an int
 ``random_state`` is R's ``set.seed``),
 ``response_values()``, ``fitted(re="population" | "conditional")``, ``residuals()``,
@@ -18,39 +19,16 @@ import pandas as pd
 from .._format import fmt_p
 from .._random import r_seed
 from ..errors import DataError
+from ._checks import normality_row as _normality_row, optimizer_row as _optimizer_row, row as _row
 from ._levene import levene_median
-from ._normality import normality_test
 from .core import MIN_SIMULATIONS, as_group, from_simulations
+from .glmm import diagnose_glmm, is_glmm
 from .result import CHECK_COLUMNS, Diagnostics
-
-_NAN = float("nan")
-
-
-def _row(check: str, verdict: str, reason: str, statistic: float = _NAN, p_value: float = _NAN, method: str = "") -> dict[str, Any]:
-    return {"check": check, "statistic": statistic, "p_value": p_value, "verdict": verdict, "reason": reason, "method": method}
+from .simtests import _check_alternative
 
 
 def _is_factor(s) -> bool:
     return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_bool_dtype(s) or pd.api.types.is_string_dtype(s)
-
-
-def _normality_row(check: str, values: np.ndarray, what: str, alpha: float) -> dict[str, Any]:
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if values.size < 3:
-        return _row(check, "not_applicable", f"{what}: fewer than 3 values, no normality test")
-    if np.ptp(values) <= 1e-12 * max(1.0, float(np.max(np.abs(values)))):
-        return _row(check, "not_applicable", f"{what}: all values equal (zero variance component), no normality test")
-    res = normality_test(values)
-    stat_name = "W" if res.method.startswith("Shapiro") else "K^2"
-    text = f"{stat_name}={res.statistic:.4g}, p={fmt_p(res.p_value)}, n={res.n}"
-    if res.p_value < alpha:
-        reason = f"{what} deviate from normality ({text}); check the QQ plot -- with large n small deviations are flagged"
-        verdict = "warning"
-    else:
-        reason = f"{what} consistent with normality ({text})"
-        verdict = "ok"
-    return _row(check, verdict, reason, res.statistic, res.p_value, res.method)
 
 
 def _levene_row(name: str, residuals: np.ndarray, column, alpha: float) -> dict[str, Any]:
@@ -113,23 +91,6 @@ def classical_checks(
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
-def _optimizer_row(fit: Any) -> dict[str, Any]:
-    """One checks row from ``fit.check_optimizers()``."""
-    try:
-        oc = fit.check_optimizers()
-    except Exception as exc:  # noqa: BLE001 - a failed refit is itself a finding
-        return _row("optimizers", "warning", f"optimizer comparison failed: {exc}")
-    t = oc.table
-    diff = float(np.nanmax(np.abs(t["loglik_diff"].to_numpy(dtype=float)))) if len(t) else _NAN
-    names = ", ".join(str(o) for o in t["optimizer"])
-    if oc.agree:
-        return _row("optimizers", "ok", f"{names} agree (max |logLik difference| {diff:.3g})", statistic=diff,
-                    method="lme4 refits with each optimizer")
-    return _row("optimizers", "warning", f"optimizers disagree (max |logLik difference| {diff:.3g}; best: "
-                f"{oc.best_optimizer}); estimates may depend on an early stop", statistic=diff,
-                method="lme4 refits with each optimizer")
-
-
 def diagnose_fit(
     fit: Any,
     n_sim: int = 250,
@@ -138,8 +99,13 @@ def diagnose_fit(
     group: Any = None,
     alpha: float = 0.05,
     check_optimizers: bool = False,
+    alternative: str = "two-sided",
 ) -> Diagnostics:
     """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks of a fitted model.
+
+    For a GLMM (:class:`mixedeval.GLMMFit`) this is :func:`mixedeval.diagnostics.glmm.diagnose_glmm`
+    (integer responses: randomized PIT residuals, zero-inflation test, GLMM checks); the rest of
+    this docstring describes the linear mixed model.
 
     Simulations come from ``fit.simulate(n_sim, random_state=..., re=re)`` (lme4 ``simulate()``;
     ``re="unconditional"`` draws new random effects, DHARMa's default; ``"conditional"`` keeps the
@@ -153,7 +119,8 @@ def diagnose_fit(
     ``random_state=<recorded int>`` reproduces the diagnosis. The default 123 is DHARMa's
     (``simulateResiduals(seed = 123)``): repeated calls give the same residuals and verdicts.
     ``group`` (a model-frame column name or an array) adds the per-level uniformity and Levene
-    tests on the scaled residuals. The ``checks`` table holds :func:`classical_checks`;
+    tests on the scaled residuals. ``alternative`` is the direction of the dispersion and
+    zero-inflation tests (see :func:`from_simulations`). The ``checks`` table holds :func:`classical_checks`;
     with ``check_optimizers=True`` it also holds the optimizer comparison
     (``fit.check_optimizers()``: refits with nloptwrap, bobyqa and Nelder-Mead; a warning when they
     disagree, since an early stop can change estimates and Satterthwaite df without any
@@ -163,6 +130,10 @@ def diagnose_fit(
         raise DataError(f"re must be 'unconditional' or 'conditional', not {re!r}")
     if int(n_sim) < MIN_SIMULATIONS:
         raise DataError(f"n_sim={n_sim}: at least {MIN_SIMULATIONS} simulations are needed and 250 or more are recommended.")
+    _check_alternative(alternative)  # before R simulates
+    if is_glmm(fit):
+        return diagnose_glmm(fit, n_sim=n_sim, random_state=random_state, re=re, group=group, alpha=alpha,
+                             check_optimizers=check_optimizers, alternative=alternative)
     state = r_seed(random_state)
     mf = fit.model_frame()
     label = None
@@ -173,7 +144,7 @@ def diagnose_fit(
     sims = fit.simulate(int(n_sim), random_state=state, re=re)
     diag = from_simulations(
         sims, fit.response_values(), fit.fitted(re="population"), integer_response=False,
-        random_state=state, group=group, group_label=label, alpha=alpha, simulation=re,
+        random_state=state, group=group, group_label=label, alpha=alpha, simulation=re, alternative=alternative,
     )
     resid = np.asarray(fit.residuals(), dtype=float)
     ranef = fit.ranef()

@@ -9,7 +9,10 @@ DHARMa-style plots of the scaled residuals: :func:`plot_qq_uniform` (``plotQQuni
 annotated), :func:`plot_residuals_vs_predicted` (``plotResiduals``: rank-transformed predictions,
 reference lines at 0.25/0.5/0.75, optional binned quantiles -- not DHARMa's qgam curves),
 :func:`plot_residuals_by_group` (``testCategorical``'s boxplots), :func:`plot_dharma` (the two
-first side by side, as ``plot(simulationOutput)``). Classical plots: :func:`plot_residuals_vs_fitted`,
+first side by side, as ``plot(simulationOutput)``), :func:`plot_simulation_test` (the histogram
+of a simulation test's summaries with the observed value, as DHARMa's ``testDispersion`` /
+``testZeroInflation`` / ``testGeneric`` plots; for integer responses the dispersion and
+zero-inflation histograms are the ones to read). Classical plots: :func:`plot_residuals_vs_fitted`,
 :func:`plot_qq_normal` (conditional residuals) and :func:`plot_ranef_qq` (BLUPs).
 """
 from __future__ import annotations
@@ -21,8 +24,8 @@ from scipy.stats import norm, rankdata
 
 from .._format import fmt_p
 from .core import as_group
-from .result import Diagnostics
-from .simtests import test_categorical
+from .result import Diagnostics, SimulationTest
+from .simtests import test_categorical, test_dispersion, test_zero_inflation
 
 _QUANTILES = (0.25, 0.5, 0.75)
 _RED = "#d62728"
@@ -146,6 +149,36 @@ def plot_dharma(diag: Diagnostics):
     plot_qq_uniform(diag, ax=ax1)
     plot_residuals_vs_predicted(diag, ax=ax2)
     fig.suptitle("DHARMa residual diagnostics")
+    return fig
+
+
+def plot_simulation_test(diag: Diagnostics, test: str = "dispersion", ax=None):
+    """Histogram of a simulation test's summary over the simulations (grey) with the observed value
+    (red line), as DHARMa's ``testDispersion`` / ``testZeroInflation`` / ``testGeneric`` plots.
+
+    ``test`` is ``"dispersion"`` or ``"zero_inflation"`` (recomputed from ``diag``, in the
+    directions recorded in ``diag.tests``), or a :class:`~mixedeval.diagnostics.SimulationTest`
+    that carries simulated summaries (e.g. from :func:`~mixedeval.diagnostics.test_generic`).
+    """
+    if isinstance(test, SimulationTest):
+        res = test
+    elif test in ("dispersion", "zero_inflation"):
+        row = _test_row(diag, test)
+        alternative = "two-sided" if row is None else row["alternative"]
+        res = (test_dispersion if test == "dispersion" else test_zero_inflation)(diag, alternative=alternative)
+    else:
+        raise ValueError("test must be 'dispersion', 'zero_inflation' or a SimulationTest with simulated summaries")
+    if res.simulated_summaries is None:
+        raise ValueError(f"the {res.test} test has no simulated summaries to plot ({res.verdict}: {res.reason})")
+    fig, ax = _figure(ax)
+    sims = np.asarray(res.simulated_summaries, dtype=float)
+    ax.hist(sims, bins=20, color="lightgrey", edgecolor="grey")
+    ax.axvline(float(res.observed_summary), color=_RED, lw=2)
+    bad = res.verdict == "warning"
+    title = f"{res.test.replace('_', ' ').capitalize()} test {'significant' if bad else 'n.s.'}"
+    ax.set_title(title, fontsize=10, color=_RED if bad else "black")
+    ax.set(xlabel=f"Simulated values, red line = fitted model. p-value ({res.alternative}) = {fmt_p(res.p_value)}",
+           ylabel="Frequency")
     return fig
 
 

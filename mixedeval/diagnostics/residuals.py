@@ -9,8 +9,17 @@ For observation i with simulations ``s_i1 .. s_iS`` (``getQuantile(method = "PIT
     r_i = lower_i + u_i (lower_or_eq_i - lower_i)   otherwise, u_i ~ U(0, 1)
 
 which is R's ``runif(n, lower, lowerOrEqual)`` drawn for all n observations whenever any of them
-needs it. Under a correct model the r_i are U(0, 1). References: Dunn, P. K. & Smyth, G. K.
-(1996). Randomized quantile residuals. JCGS 5, 236-244; Hartig, F. DHARMa (R package) 0.4.7.
+needs it. Under a correct model the r_i are U(0, 1). For an integer response (binomial,
+Poisson, negative binomial) most observations tie with some simulations, so r_i is drawn
+uniformly between the fraction of simulations below y_i and the fraction at or below it: the
+randomized quantile residual of Dunn & Smyth, with the model's CDF replaced by the empirical CDF
+of the simulations. For a continuous response no tie occurs and r_i = lower_i.
+
+Whether a response is integer-valued (:func:`is_integer_response`) decides which tests apply
+(zero-inflation) and the default outlier test; it does not change the PIT residuals.
+
+References: Dunn, P. K. & Smyth, G. K. (1996). Randomized quantile residuals. JCGS 5, 236-244;
+Hartig, F. DHARMa (R package) 0.4.7, ``getQuantile`` and ``simulateResiduals``.
 """
 from __future__ import annotations
 
@@ -19,6 +28,43 @@ from typing import Any
 import numpy as np
 
 from .._random import as_generator
+
+#: families DHARMa 0.4.7 treats as integer-valued (``simulateResiduals``: ``family(m)$family`` in
+#: this list, or containing "Negative Binomial", as lme4's ``glmer.nb`` family does)
+INTEGER_FAMILIES = frozenset({
+    "integer-valued", "binomial", "poisson", "quasibinomial", "quasipoisson", "Negative Binom", "nbinom2",
+    "nbinom1", "genpois", "compois", "truncated_poisson", "truncated_nbinom2", "truncated_nbinom1",
+    "betabinomial", "Poisson", "Tpoisson", "COMPoisson", "negbin", "Tnegbin",
+})
+
+
+def _all_integral(x: np.ndarray) -> bool:
+    x = np.asarray(x, dtype=float)
+    return bool(x.size) and bool(np.all(np.isfinite(x))) and bool(np.all(x == np.round(x)))
+
+
+def is_integer_response(family: str | None = None, observed: Any = None, simulated: Any = None) -> bool:
+    """Whether a response is treated as integer-valued, as DHARMa decides it.
+
+    With a ``family`` (R's ``family(m)$family``; mixedeval's ``"negative_binomial"`` too): True for
+    DHARMa's integer families (:data:`INTEGER_FAMILIES`: binomial, poisson, negative binomial,
+    betabinomial, ...), False otherwise (gaussian, Gamma, beta, ...) -- ``simulateResiduals``'s
+    rule. Without a family (external simulations, DHARMa's ``createDHARMa``): True when the
+    observed responses and every simulated value are whole numbers and the simulations repeat
+    values -- the check DHARMa's ``getQuantile(method = "traditional")`` applies before switching
+    to integer residuals ("duplicate values were detected in the simulation").
+    """
+    if family is not None:
+        fam = str(family)
+        return fam in INTEGER_FAMILIES or "Negative Binomial" in fam or fam.lower().replace(" ", "_") in {
+            "negative_binomial", "neg_binomial", "nb"}
+    if observed is None or simulated is None:
+        return False
+    sims = np.asarray(simulated, dtype=float)
+    if not (_all_integral(observed) and _all_integral(sims)):
+        return False
+    flat = sims.ravel()
+    return bool(np.unique(flat).size < flat.size)
 
 
 def pit_counts(simulated: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

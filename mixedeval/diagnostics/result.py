@@ -107,6 +107,7 @@ class Diagnostics(ResultMixin):
     _conditional_residuals: np.ndarray | None = None
     _fitted_conditional: np.ndarray | None = None
     _ranef: dict[str, Any] | None = None
+    _trials: np.ndarray | None = None
 
     _main_table = "table"
     _print_tables = ("tests", "group_tests", "checks")
@@ -129,6 +130,11 @@ class Diagnostics(ResultMixin):
     def predicted(self) -> np.ndarray:
         """Population-level (fixed-effects) predictions used by the dispersion test and plots."""
         return self._predicted
+
+    @property
+    def trials(self) -> np.ndarray | None:
+        """Binomial trials per observation (k/n responses) or None."""
+        return self._trials
 
     @property
     def group(self):

@@ -95,11 +95,21 @@ def test_dispersion(diag: Diagnostics, alternative: str = "two-sided", alpha: fl
 
     Summary ``spread(x) = var(x - predicted) / sd(S)^2`` (S = the whole simulation matrix) on the
     data and on each simulation; statistic = spread(y) / mean(spread(simulations)) (> 1:
-    overdispersion, < 1: underdispersion); simulation p-value by ``getP``.
+    overdispersion, < 1: underdispersion); simulation p-value by ``getP`` in the direction of
+    ``alternative`` (``"greater"``: overdispersion only, the common failure of binomial and
+    Poisson GLMMs; ``"less"``: underdispersion only). For k/n binomial responses with
+    ``diag.trials``, ``predicted`` (a probability) is scaled to the expected count
+    ``trials * predicted`` (see :func:`~mixedeval.diagnostics.from_simulations`).
+
+    For 0/1 responses, observation-level over-dispersion does not exist (a Bernoulli variable's
+    variance is fixed by its mean); aggregate the responses first
+    (:func:`~mixedeval.diagnostics.aggregate_residuals`, DHARMa's ``recalculateResiduals``).
     """
     _check_alternative(alternative)
     alpha = diag.alpha if alpha is None else alpha
     sims, pred = diag.simulated, diag.predicted
+    if diag.trials is not None:
+        pred = pred * diag.trials
     expected_var = float(np.std(sims, ddof=1)) ** 2
     observed = float(np.var(diag.observed - pred, ddof=1)) / expected_var
     simulated = np.var(sims - pred[:, None], axis=0, ddof=1) / expected_var
@@ -228,7 +238,7 @@ def test_zero_inflation(diag: Diagnostics, alternative: str = "two-sided", alpha
     if not diag.integer_response:
         return SimulationTest(
             "zero_inflation", float("nan"), float("nan"), alternative, "not_applicable",
-            "continuous (Gaussian) response: zero-inflation is not defined",
+            "continuous (e.g. Gaussian) response: zero-inflation is not defined",
             "DHARMa zero-inflation test (not run)",
         )
     out = test_generic(diag, lambda x: np.sum(x == 0), alternative=alternative, name="zero_inflation", alpha=alpha)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import names
-from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call
+from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, lock
 
 
 def _m(fit: Any) -> Any:
@@ -170,6 +170,18 @@ def pb_chunk(state: Any, first: int, last: int) -> RCallResult:
     return _replace(res, np.atleast_1d(np.array(res.value, dtype=float, copy=True)))
 
 
+def pb_sims(state: Any) -> np.ndarray:
+    """``me_pb_sims``: the simulated responses of a :func:`pb_setup` state, (nobs, n_resamples)."""
+    return np.atleast_2d(np.array(call("me_pb_sims", state=state).value, dtype=float, copy=True))
+
+
+def pb_refit(small: Any, large: Any, ysim: np.ndarray) -> RCallResult:
+    """``me_pb_refit``: the likelihood-ratio statistics of the columns of ``ysim`` refitted from the
+    ML fits ``small`` and ``large`` (fits made in this process; used by worker processes)."""
+    res = call("me_pb_refit", small=_m(small), large=_m(large), ysim=np.asfortranarray(ysim, dtype=float))
+    return _replace(res, np.atleast_1d(np.array(res.value, dtype=float, copy=True)))
+
+
 def pb_finish(large: Any, small: Any, ref: np.ndarray) -> dict[str, Any]:
     """``me_pb_finish``: ``summary(pbkrtest::PBmodcomp(large, small, ref = ref))$test`` (test,
     statistic, df, ddf, p_value), the number of replicates and of positive ones."""
@@ -262,3 +274,227 @@ def disparity_contest(fit: Any, L: Any, *, ddf: str, level: float) -> RCallResul
     """``me_disparity_contest``: ``lmerTest::contest(m, L, joint = FALSE, confint = TRUE)``:
     estimate, std_error, df, conf_low, conf_high per row of ``L``."""
     return call("me_disparity_contest", m=_m(fit), L=L, ddf=ddf, level=float(level))
+
+
+# ----------------------------------------------------------------------------- r/glmm.R
+def _glmm_summary(res: RCallResult) -> RCallResult:
+    v = dict(res.value)
+    if "model" in v and type(v["model"]).__name__ == "SexpEnvironment":
+        # glmmTMB fits travel wrapped in an environment (me_glmm_handle: an S3 list would be converted
+        # element by element); the fit keeps the glmmTMB object itself, unconverted
+        with lock:
+            v["model"] = v["model"]["model"]
+    v["fixed"] = _fixed(v["fixed"])
+    v["random"] = _random(v["random"])
+    return _replace(res, v)
+
+
+def glmm_fit_and_summarise(formula: str, data: Any, *, family: str, link: str | None, nagq: int, optimizer: str,
+                           weights: np.ndarray | None, level: float, calc_derivs: bool) -> RCallResult:
+    """``me_glmm_fit_and_summarise``: ``lme4::glmer`` / ``glmer.nb`` / ``glmmTMB::glmmTMB`` and the
+    fit's summary (``value["model"]`` is the R model; ``fixed``/``random`` with mixedeval names)."""
+    return _glmm_summary(call("me_glmm_fit_and_summarise", formula=formula, data=data, family=family, link=link,
+                              nagq=int(nagq), optimizer=optimizer,
+                              weights=None if weights is None else np.asarray(weights, dtype=float),
+                              level=float(level), calc_derivs=bool(calc_derivs)))
+
+
+def glmm_fixed(fit: Any, *, level: float):
+    """``me_glmm_fixed``: term, estimate, std_error, z_value, p_value, conf_low, conf_high (Wald, link scale)."""
+    return _fixed(call("me_glmm_fixed", m=_m(fit), level=float(level)).value)
+
+
+# ----------------------------------------------------------------------------- r/clmm.R
+def clmm_fit(formula: str, data: Any, *, response: str, response_levels: Sequence[str], link: str, threshold: str,
+             nagq: int, level: float) -> RCallResult:
+    """``me_clmm_fit``: ``ordinal::clmm`` with the response column (codes 1..K) turned into an
+    ordered factor of ``response_levels``; ``value["model"]`` is the R model, ``fixed`` /
+    ``thresholds`` the coefficient tables (mixedeval names; ``fixed`` None without fixed effects),
+    ``random`` the VarCorr table as :func:`fit_and_summarise` lays it out."""
+    res = call("me_clmm_fit", formula=formula, data=data, response=response, response_levels=list(response_levels),
+               link=link, threshold=threshold, nagq=int(nagq), level=float(level))
+    v = dict(res.value)
+    v["fixed"] = None if v["fixed"] is None else _fixed(v["fixed"])
+    v["thresholds"] = _fixed(v["thresholds"])
+    v["random"] = _random(v["random"])
+    return _replace(res, v)
+
+
+def clmm_compare(fits: Sequence[Any], *, model_names: Sequence[str]):
+    """``me_clmm_compare``: likelihood-ratio tests between clmm fits (ordinal's ``anova``):
+    model, npar, aic, bic, loglik, chisq, df, p_value, rows ordered by npar."""
+    v = call("me_clmm_compare", models=[_m(f) for f in fits], model_names=list(model_names)).value
+    return names.rename(v, names.CLMM_LRT)
+
+
+def clmm_emmeans(fit: Any, *, specs: Sequence[str], by: Sequence[str] | None, at: Mapping[str, Any] | None,
+                 mode: str, level: float) -> RCallResult:
+    """``me_clmm_emmeans``: ``emmeans::emmeans(m, specs, by, at, mode)`` of a clmm fit
+    (``mode="prob"`` adds the response categories as the first ``by`` variable);
+    ``value["grid"]`` is the emmGrid, ``value["table"]`` its summary (mixedeval names)."""
+    res = call("me_clmm_emmeans", m=_m(fit), specs=list(specs), by=list(by) if by else None, at=at, mode=mode,
+               level=float(level))
+    return _replace(res, _emm_summary(res.value))
+
+
+# ---------------------------------------------------------------------- r/simulate_glmm.R
+def simulate_glmm(fit: Any, *, n_sim: int, r_seed: int | None, conditional: bool) -> dict[str, Any]:
+    """``me_simulate_glmm``: ``simulate(m, nsim = n_sim, seed = r_seed, re.form = NA or NULL)`` of a
+    glmer / glmer.nb / glmmTMB fit on DHARMa's scale (binomial: numbers of successes). Returns
+    ``simulated`` (nobs, n_sim), ``observed``, ``predicted`` (population level, response scale),
+    ``trials`` (k/n binomial responses, else None) and ``family`` (R's ``family(m)$family``)."""
+    v = call("me_simulate_glmm", m=_m(fit), nsim=int(n_sim), seed=None if r_seed is None else int(r_seed),
+             conditional=bool(conditional)).value
+    observed = np.array(v["observed"], dtype=float, copy=True).reshape(-1)
+    sims = np.array(v["simulated"], dtype=float, copy=True)
+    if sims.ndim == 1:  # an R matrix arrives column-major when flattened
+        sims = sims.reshape((observed.size, int(n_sim)), order="F")
+    trials = v.get("trials")
+    return {
+        "simulated": sims,
+        "observed": observed,
+        "predicted": np.array(v["predicted"], dtype=float, copy=True).reshape(-1),
+        "trials": None if trials is None else np.array(trials, dtype=float, copy=True).reshape(-1),
+        "family": str(v["family"]),
+    }
+
+
+# -------------------------------------------------------------------------------- r/power.R
+def _named(d: Any) -> dict[str, float]:
+    """A named R vector (a dict, or a bare scalar for a one-element vector without names) as a
+    {name: float} dict."""
+    return {str(k): float(v) for k, v in d.items()} if isinstance(d, dict) else {}
+
+
+def power_pilot(fit: Any) -> dict[str, Any]:
+    """``me_power_pilot``: a fitted model's parameters as lme4 names them: ``beta``
+    (``fixef``), ``theta`` (``getME(m, "theta")``), ``sigma``."""
+    v = call("me_power_pilot", m=_m(fit)).value
+    beta, theta = v["beta"], v["theta"]
+    if not isinstance(beta, dict) or not isinstance(theta, dict):
+        raise TypeError("me_power_pilot returned unnamed parameters")
+    return {"beta": _named(beta), "theta": _named(theta), "sigma": float(v["sigma"])}
+
+
+def power_setup(formula: str, data: Any, *, beta: Mapping[str, float] | Sequence[float],
+                theta: Mapping[str, float] | None, sigma: float, variances: Mapping[str, float] | None,
+                family: str, term: str, effect: Sequence[float], test: str, template_seed: int = 1) -> Any:
+    """``me_power_setup``: the R state of a power simulation (template models fitted once to a
+    response simulated with ``set.seed(template_seed)``; the coefficients of ``term`` set to
+    ``effect``). ``test`` is ``"lrt"``, ``"Satterthwaite"``, ``"Kenward-Roger"`` or ``"none"``."""
+    b = dict(beta) if isinstance(beta, Mapping) else [float(x) for x in beta]
+    return call("me_power_setup", formula=formula, data=data, beta=b, theta=None if theta is None else dict(theta),
+                sigma=float(sigma), variances=None if variances is None else {k: float(v) for k, v in variances.items()},
+                family=family, term=term, effect=[float(e) for e in effect], test=test,
+                template_seed=int(template_seed)).value
+
+
+def power_batch(state: Any, seeds: Sequence[int]) -> dict[str, np.ndarray]:
+    """``me_power_batch``: one simulation per seed (``set.seed(seed)``, ``simulate()``, refit,
+    test): arrays ``estimate``, ``statistic``, ``ddf``, ``p_value``, ``singular`` and ``problem``."""
+    v = call("me_power_batch", state=state, seeds=[int(s) for s in seeds]).value
+    n = len(seeds)
+    out = {k: np.atleast_1d(np.array(v[k], dtype=float, copy=True)).reshape(n)
+           for k in ("estimate", "statistic", "ddf", "p_value")}
+    sing = v["singular"]
+    out["singular"] = np.atleast_1d(np.array([None if x is None else x for x in np.atleast_1d(sing)],
+                                             dtype=object)).reshape(n)
+    prob = v["problem"]
+    out["problem"] = np.array([prob] if isinstance(prob, str) else list(prob), dtype=object).reshape(n)
+    return out
+
+
+def power_responses(state: Any, seeds: Sequence[int]) -> np.ndarray:
+    """``me_power_responses``: the simulated responses, an (nobs, len(seeds)) array, column i
+    drawn after ``set.seed(seeds[i])``."""
+    arr = np.array(call("me_power_responses", state=state, seeds=[int(s) for s in seeds]).value,
+                   dtype=float, copy=True)
+    return arr.reshape(-1, len(seeds)) if arr.ndim == 1 else arr
+
+
+def power_info(state: Any) -> dict[str, Any]:
+    """``me_power_info``: the tested coefficients, the parameters used (beta, theta, sigma), the
+    likelihood-ratio test's df and null model formula."""
+    v = call("me_power_info", state=state).value
+    coef = v["coef"]
+    nf = v["null_formula"]
+    return {"coef": [coef] if isinstance(coef, str) else list(coef), "beta": _named(v["beta"]),
+            "theta": _named(v["theta"]), "sigma": float(v["sigma"]),
+            "df": None if v["df"] is None or v["df"] != v["df"] else int(v["df"]),
+            "null_formula": nf if isinstance(nf, str) else None}
+
+
+def _glmm_args(fit: Any) -> dict[str, Any]:
+    """The arguments of ``me_glmm_fit`` that reproduce ``fit`` (R formula text, data, family, link,
+    nAGQ, optimizer, weights)."""
+    opt = fit.optimizer if fit.optimizer in ("bobyqa", "Nelder_Mead", "nloptwrap") else "bobyqa"
+    w = fit.weights
+    return {"formula": fit._r_formula, "data": fit.data, "family": fit.family,  # noqa: SLF001 - the bridge owns it
+            "link": None if fit.family == "negative_binomial" else fit.link, "nagq": int(fit.nagq), "optimizer": opt,
+            "weights": None if w is None else np.asarray(w, dtype=float)}
+
+
+def glmm_anova(fit: Any) -> RCallResult:
+    """``me_glmm_anova``: ``car::Anova(m, type = 3)`` on ``fit`` refitted with ``contr.sum`` for the
+    factors of the fixed part; ``value["table"]``: term, chisq, df, p_value; ``value["sum_contrasts"]``."""
+    res = call("me_glmm_anova", **_glmm_args(fit))
+    v = dict(res.value)
+    v["table"] = names.rename(v["table"], names.WALD_CHISQ)
+    return _replace(res, v)
+
+
+def glmm_compare_check(fits: Sequence[Any]) -> dict[str, Any]:
+    """``me_glmm_compare_check``: do the GLMMs share the fixed-effect design and the response?"""
+    v = call("me_glmm_compare_check", models=[_m(f) for f in fits]).value
+    return {"fixed_equal": bool(v["fixed_equal"]), "response_equal": bool(v["response_equal"])}
+
+
+def glmm_compare(fits: Sequence[Any], *, model_names: Sequence[str], mixture: bool) -> RCallResult:
+    """``me_glmm_compare``: ``anova(m0, m1, ...)`` of GLMMs (lme4 or glmmTMB; all ML) with
+    mixedeval names, and the 50:50 mixture p-values (``value["p_mixture"]``)."""
+    res = call("me_glmm_compare", models=[_m(f) for f in fits], model_names=list(model_names), mixture=bool(mixture))
+    v = dict(res.value)
+    v["table"] = names.rename(v["table"], names.LRT, legacy=names.LRT_LEGACY)
+    return _replace(res, v)
+
+
+def glmm_emmeans(fit: Any, *, specs: Sequence[str], by: Sequence[str] | None, at: Mapping[str, Any] | None,
+                 var: str | None, level: float, type: str) -> RCallResult:  # noqa: A002 - emmeans' name
+    """``me_glmm_emmeans``: ``emmeans::emmeans`` (or ``emtrends``) of a GLMM summarised with
+    ``type`` ("response" or "link"); ``value["grid"]`` is the emmGrid."""
+    res = call("me_glmm_emmeans", m=_m(fit), specs=list(specs), by=list(by) if by else None, at=at, var=var,
+               level=float(level), type=type)
+    return _replace(res, _emm_summary(res.value))
+
+
+def glmm_contrast(grid: Any, *, method: str | Mapping[str, Sequence[float]], adjust: str, level: float,
+                  by: Sequence[str] | None, use_grid_by: bool, ref: Sequence[Any] | None, r_seed: int | None,
+                  type: str, scale: str) -> RCallResult:  # noqa: A002 - emmeans' name
+    """``me_glmm_contrast``: contrasts of GLMM means as ratios (``scale="ratio"``) or, after
+    ``emmeans::regrid``, differences on the response scale; ``value["p_raw"]`` unadjusted p-values."""
+    res = call("me_glmm_contrast", grid=grid, method=method, adjust=adjust, level=float(level),
+               by=list(by) if by else None, use_grid_by=bool(use_grid_by), ref=ref,
+               seed=None if r_seed is None else int(r_seed), type=type, scale=scale)
+    v = _emm_summary(res.value)
+    v["p_raw"] = np.atleast_1d(np.asarray(v["p_raw"], dtype=float))
+    return _replace(res, v)
+
+
+def glmm_optimizer_summary(fit: Any) -> RCallResult:
+    """``me_glmm_optimizer_summary``: log-likelihood, convergence, fixed effects and variances of the fit."""
+    return _glmm_summary(call("me_glmm_optimizer_summary", m=_m(fit)))
+
+
+def glmm_check_optimizer(fit: Any, *, optimizer: str, nagq: int) -> RCallResult:
+    """``me_glmm_check_optimizer``: the same summary after refitting with ``optimizer`` and ``nagq``."""
+    args = {**_glmm_args(fit), "optimizer": optimizer, "nagq": int(nagq)}
+    return _glmm_summary(call("me_glmm_check_optimizer", **args))
+
+
+# --------------------------------------------------------------------------- r/r2_glmm.R
+def r2_glmm_parts(fit: Any) -> RCallResult:
+    """``me_r2_glmm_parts``: variance components of a binomial / Poisson / negative binomial
+    ``glmer`` fit for R² and ICC (MuMIn's r.squaredGLMM): var_fixed, var_random (and per term),
+    the null model's intercept and random variance, the mean number of binomial trials, theta."""
+    return call("me_r2_glmm_parts", m=_m(fit))
+

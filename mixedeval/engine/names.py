@@ -106,13 +106,32 @@ EFF_SIZE: dict[str, str] = {
 }
 
 
-def rename(frame: Any, mapping: dict[str, str], legacy: dict[str, str] | None = None):
-    """``frame`` with R's column names replaced by ours (a new DataFrame).
+#: likelihood-ratio tests between clmm fits (``me_clmm_compare``, laid out as ordinal's
+#: ``anova(m0, m1)`` labels them)
+CLMM_LRT: dict[str, str] = {
+    "no.par": "npar",
+    "AIC": "aic",
+    "BIC": "bic",
+    "logLik": "loglik",
+    "LR.stat": "chisq",
+    "df": "df",
+    "Pr(>Chisq)": "p_value",
+}
 
-    ``legacy`` entries override ``mapping`` when any legacy-only name (one that is not a key
-    of ``mapping``) is among the columns.
+#: car::Anova(m, type = 3) of a GLMM (Wald chi-square tests)
+WALD_CHISQ: dict[str, str] = {"Chisq": "chisq", "Df": "df", "Pr(>Chisq)": "p_value"}
+
+
+def rename(frame: Any, mapping: dict[str, str], legacy: dict[str, str] | None = None):
+    """``frame`` with R's column names replaced by ours.
+
+    The frame is one the engine has just converted from R (nobody else holds it), so its column
+    labels are replaced in place (``DataFrame.rename`` would copy every column: about a
+    millisecond per table, on every R call). ``legacy`` entries override ``mapping`` when any
+    legacy-only name (one that is not a key of ``mapping``) is among the columns.
     """
-    cols = set(map(str, frame.columns))
+    cols = [str(c) for c in frame.columns]
     if legacy and any(k in cols and k not in mapping for k in legacy):
         mapping = {**mapping, **legacy}
-    return frame.rename(columns={c: mapping[c] for c in frame.columns if c in mapping})
+    frame.columns = [mapping.get(c, c) for c in cols]
+    return frame

@@ -81,7 +81,8 @@ REQUIRED_R_PACKAGES = (
 INSTALL_HINT = (
     "Install R and the R packages from Debian (as root): apt-get install -y r-base-core r-base-dev "
     "r-cran-lme4 r-cran-lmertest r-cran-emmeans r-cran-pbkrtest r-cran-effectsize r-cran-performance "
-    "r-cran-parameters r-cran-insight r-cran-car r-cran-nlme; then pip install 'rpy2==3.5.17'. "
+    "r-cran-parameters r-cran-insight r-cran-car r-cran-nlme r-cran-glmmtmb r-cran-ordinal; "
+    "then pip install 'rpy2==3.5.17'. "
     "Or run `bash scripts/setup.sh` from the repository, which does all of it."
 )
 

@@ -89,6 +89,10 @@ def anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: floa
     AnovaResult with ``table`` (see :data:`COLUMNS`). A model without fixed-effect terms
     besides the intercept gives an empty table.
     """
+    from ._glmm_infer import GLMMFit, glmm_anova  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
+
+    if isinstance(fit, GLMMFit):  # Type III Wald chi-square tests (car::Anova) on a contr.sum refit
+        return glmm_anova(fit, type=type)
     type_key = _normalize_type(type)
     ddf_key = _normalize_ddf(ddf)
 

@@ -39,13 +39,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._executor import resolve_executor
 from .._random import r_seed
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..resampling._draws import chunks
 from ..results import ResultMixin, ResultWarning
-from ._lmm import LMMFit
+from ._clmm import CLMMFit, clmm_lrt
+from ._glmm_infer import GLMMFit, glmm_lrt
+from ._lmm import LMMFit, lmm
 
 COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
 
@@ -138,6 +141,7 @@ def compare(
     random_state: Any = None,
     progress: bool = True,
     names: Sequence[str] | None = None,
+    executor: Any = None,
 ) -> CompareResult:
     """Likelihood-ratio tests between nested fits (see the module docstring for the rules).
 
@@ -154,7 +158,18 @@ def compare(
         None draws a fresh one. The int used is recorded as ``provenance["random_state"]``.
     progress : show a tqdm bar during the bootstrap.
     names : row labels of the models (default ``model_1``, ``model_2``, ... in argument order).
+    executor : where the bootstrap refits run: None (this process), an int or ``"processes"``
+        (worker processes, each with its own R) or a ``dask.distributed.Client``. The responses are
+        simulated here (one ``set.seed``), so the statistics are the same with every executor.
     """
+    if fits and all(isinstance(f, CLMMFit) for f in fits):  # ordinal::clmm fits: ordinal's ML likelihood-ratio test
+        tab, prov = clmm_lrt(fits, names, n_resamples)
+        return CompareResult(table=tab, estimator="ML", refitted=False, pb=None, warnings=(), provenance=prov)
+    if fits and any(isinstance(f, GLMMFit) for f in fits):  # GLMMs are ML fits: never refitted (_glmm_infer.glmm_lrt)
+        if executor is not None:
+            raise DataError("executor is not available for GLMM comparisons yet: their parametric bootstrap runs in "
+                            "this process (use executor=None)")
+        return _compare_glmm(fits, n_resamples, random_state, progress, names)
     labels = _check_fits(fits, names)
     seed = None
     if n_resamples is not None:
@@ -189,7 +204,7 @@ def compare(
     prov.update({"r_function": "lme4::anova.merMod", "estimator": estimator, "refit_ml": bool(do_refit)})
     if n_resamples is not None:
         pvals, pb, pb_ws = _parametric_bootstrap([fits[i] for i in order], list(tab["model"]), int(n_resamples),
-                                                 seed, progress)
+                                                 seed, progress, executor)
         tab["p_value_pb"] = pvals
         ws += pb_ws
         prov.update({"n_resamples": int(n_resamples), "random_state": seed, "pb_function": "pbkrtest::PBmodcomp"})
@@ -197,7 +212,34 @@ def compare(
                          warnings=tuple(ws), provenance=prov)
 
 
-def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: bool):
+def _pb_refit_task(small_spec: tuple, large_spec: tuple, ysim: np.ndarray, frames: tuple) -> tuple[np.ndarray, list]:
+    """In a worker: ML fits of both models (equal to ``update(m, REML = FALSE)``), then the
+    likelihood-ratio statistics of the simulated responses ``ysim`` (columns)."""
+    small = lmm(small_spec[0], frames[0], reml=False, optimizer=small_spec[1])
+    large = lmm(large_spec[0], frames[1], reml=False, optimizer=large_spec[1])
+    out = _bridge.pb_refit(small, large, ysim)
+    return out.value, list(out.warnings)
+
+
+def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, executor: Any):
+    """The bootstrap LR statistics (in replicate order) and the refits' warnings."""
+    runner = resolve_executor(executor)
+    if runner.n_workers == 1 and runner.name == "in-process":
+        ref, warns = [], []
+        for a, b in chunks(nsim, max(1, min(25, nsim // 20)), progress, desc):
+            out = _bridge.pb_chunk(state, a + 1, b)
+            ref.append(out.value)
+            warns += list(out.warnings)
+        return np.concatenate(ref), warns
+    sims = _bridge.pb_sims(state)
+    size = max(1, -(-nsim // (4 * runner.n_workers)))
+    tasks = [((small.formula, small.optimizer), (large.formula, large.optimizer), sims[:, a:a + size])
+             for a in range(0, nsim, size)]
+    outs = runner.map(_pb_refit_task, tasks, shared=(small.data, large.data), progress=progress, desc=desc)
+    return np.concatenate([o[0] for o in outs]), [w for o in outs for w in o[1]]
+
+
+def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: bool, executor: Any = None):
     """p_value_pb per row (NaN for the first) and pbkrtest's summary tables."""
     pvals = [np.nan]
     tables = []
@@ -206,16 +248,10 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
         small, large = ordered_fits[k - 1], ordered_fits[k]
         # every comparison restarts from the seed, as a fresh set.seed(seed); PBmodcomp(...) would
         state = _bridge.pb_setup(large, small, n_resamples=nsim, r_seed=seed)
-        ref = []
-        n_warn = 0
-        first_warning = None
         desc = f"parametric bootstrap {labels[k]} vs {labels[k - 1]}"
-        for a, b in chunks(nsim, max(1, min(25, nsim // 20)), progress, desc):
-            out = _bridge.pb_chunk(state, a + 1, b)
-            ref.append(out.value)
-            n_warn += len(out.warnings)
-            first_warning = first_warning or (out.warnings[0] if out.warnings else None)
-        ref_arr = np.concatenate(ref)
+        ref_arr, warns = _pb_statistics(state, small, large, nsim, progress, desc, executor)
+        n_warn = len(warns)
+        first_warning = warns[0] if warns else None
         fin = _bridge.pb_finish(large, small, ref_arr)
         t = fin["test"]
         t.insert(0, "comparison", f"{labels[k]} vs {labels[k - 1]}")
@@ -228,3 +264,22 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
                                     "R"))
     pb = pd.concat(tables, ignore_index=True)
     return np.asarray(pvals, dtype=float), pb, ws
+
+
+def _compare_glmm(fits, n_resamples, random_state, progress, names) -> CompareResult:
+    """:func:`compare` for GLMM fits: lme4's ``anova(m0, m1)`` (all ML), the 50:50 mixture and,
+    with ``n_resamples``, pbkrtest's parametric bootstrap (lme4 fits)."""
+    tab, ws, prov, ordered = glmm_lrt(fits, names)
+    pb = None
+    if n_resamples is not None:
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+            raise DataError(f"n_resamples must be a positive integer number of bootstrap samples, not {n_resamples!r}")
+        if any(f.r_function == "glmmTMB::glmmTMB" for f in fits):
+            raise DataError("the parametric bootstrap (pbkrtest::PBmodcomp) needs lme4 fits; glmmTMB fits "
+                            "(beta, betabinomial) have the likelihood-ratio test only")
+        seed = r_seed(random_state)
+        pvals, pb, pb_ws = _parametric_bootstrap(ordered, list(tab["model"]), int(n_resamples), seed, progress)
+        tab["p_value_pb"] = pvals
+        ws = list(ws) + pb_ws
+        prov.update({"n_resamples": int(n_resamples), "random_state": seed, "pb_function": "pbkrtest::PBmodcomp"})
+    return CompareResult(table=tab, estimator="ML", refitted=False, pb=pb, warnings=tuple(ws), provenance=prov)

@@ -333,8 +333,12 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
 
 def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None,
             df_method: str = "satterthwaite", level: float = 0.95,
-            at: Mapping[str, Any] | None = None) -> EMMResult:
+            at: Mapping[str, Any] | None = None, *, type: str | None = None) -> EMMResult:  # noqa: A002
     """Estimated marginal means of ``specs`` (per ``by`` group): ``emmeans::emmeans``.
+
+    For a GLMM fit (:func:`mixedeval.glmm`) the df are asymptotic and ``type`` chooses the
+    scale (``"response"``, the default: probabilities / rates; ``"link"``); the result is a
+    :class:`mixedeval.inference._glmm_infer.GLMMEMMResult`. ``type`` is not used for LMMs.
 
     ``df_method``: ``"satterthwaite"`` (default), ``"kenward-roger"`` (REML fits; small data)
     or ``"asymptotic"``; passed as ``lmer.df`` together with ``lmerTest.limit`` and
@@ -342,18 +346,36 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ``at`` fixes covariate values (``{"src_length": [10, 30]}``); otherwise emmeans averages
     over factor levels with equal weights and holds covariates at their means.
     """
+    from ._clmm import CLMMFit  # noqa: PLC0415 - _clmm imports this module
+    from ._glmm_infer import GLMMFit, glmm_emmeans  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
+
+    if isinstance(fit, CLMMFit) and type is None:  # latent scale; fit.emmeans(mode="prob") for category probabilities
+        return fit.emmeans(specs, by=by, level=level, at=at)
+    if isinstance(fit, GLMMFit):  # asymptotic df; type="response" (default) or "link"
+        return glmm_emmeans(fit, specs, by=by, level=level, at=at, type=type)
+    if type is not None:
+        raise DataError("type= (the response or link scale) applies to GLMM fits (mixedeval.glmm) only")
     return _emm(fit, specs, by, df_method, level, at, None)
 
 
 def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[str] | None = None,
              df_method: str = "satterthwaite", level: float = 0.95,
-             at: Mapping[str, Any] | None = None) -> EMMResult:
+             at: Mapping[str, Any] | None = None, *, type: str | None = None) -> EMMResult:  # noqa: A002
     """Slopes of the numeric covariate ``var`` per level of ``specs``: ``emmeans::emtrends``.
+
+    For a GLMM fit, ``type`` is ``"link"`` (default: slopes of the linear predictor) or
+    ``"response"`` (slopes of the mean, ``regrid = "response"``).
 
     The slope column is ``trend`` (emmeans' ``<var>.trend``); df as in :func:`emmeans`.
     """
     if not isinstance(var, str) or not var:
         raise DataError("var must name a numeric covariate, e.g. var='src_length'")
+    from ._glmm_infer import GLMMFit, glmm_emtrends  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
+
+    if isinstance(fit, GLMMFit):  # asymptotic df; type="link" (default) or "response"
+        return glmm_emtrends(fit, specs, var=var, by=by, level=level, at=at, type=type)
+    if type is not None:
+        raise DataError("type= (the response or link scale) applies to GLMM fits (mixedeval.glmm) only")
     return _emm(fit, specs, by, df_method, level, at, var)
 
 
@@ -411,7 +433,15 @@ def _effect_size_name(effect_size: str) -> str:
 def total_sd(fit: Any) -> float:
     """``sqrt(var_random + sigma^2)``: the SD of one observation around the fixed-effect
     prediction (all variance components; random slopes averaged over the data as Johnson 2014),
-    the standardizer of ``effect_size="total"``."""
+    the standardizer of ``effect_size="total"``.
+
+    With random intercepts only (every VarCorr row an ``(Intercept)`` variance) Johnson's average
+    ``mean_i z_i' Sigma z_i`` is the variance itself, so the sum of the ``random`` table's
+    variances is used and no R call is needed; otherwise :func:`variance_parts`."""
+    rnd = getattr(fit, "random", None)
+    if "r2_parts" not in fit._cache and rnd is not None and len(rnd) and rnd["term2"].isna().all() \
+            and set(rnd["term"].dropna()) <= {"(Intercept)"} and rnd["term"].isna().sum() == 1:
+        return float(np.sqrt(float(np.sum(np.asarray(rnd["variance"], dtype=float)))))
     p = variance_parts(fit)
     return float(np.sqrt(p.var_random + p.var_residual))
 

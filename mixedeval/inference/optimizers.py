@@ -118,6 +118,11 @@ def check_optimizers(
     rtol : relative tolerance for fixed effects, variance components and Satterthwaite df.
     loglik_tol : absolute tolerance for the log-likelihood.
     """
+    from ._glmm_infer import GLMM_OPTIMIZERS, GLMMFit, glmm_check_optimizers  # noqa: PLC0415 - import cycle via _lmm
+
+    if isinstance(fit, GLMMFit):  # glmer's optimizers and nAGQ = 0 vs the fit's nAGQ
+        opts = GLMM_OPTIMIZERS if tuple(optimizers) == ("nloptwrap", "bobyqa", "Nelder_Mead") else optimizers
+        return glmm_check_optimizers(fit, optimizers=opts, rtol=rtol, loglik_tol=loglik_tol)
     if not (float(rtol) >= 0 and float(loglik_tol) >= 0):
         raise DataError("rtol and loglik_tol must be non-negative numbers")
     opts = [normalize_optimizer(o) for o in ([optimizers] if isinstance(optimizers, str) else optimizers)]

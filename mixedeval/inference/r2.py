@@ -33,7 +33,9 @@ import numpy as np
 import pandas as pd
 
 from ..engine import _bridge
+from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
+from ._r2_glmm import GLMMICCResult, GLMMR2Result, icc_glmm, r2_glmm
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,14 @@ def _provenance(fit: Any, what: str) -> dict[str, Any]:
     return prov
 
 
-def r2(fit: Any) -> R2Result:
-    """Marginal and conditional R² of a Gaussian LMM (module docstring has the formulas)."""
+def r2(fit: Any, method: str | None = None) -> R2Result | GLMMR2Result:
+    """Marginal and conditional R² of a Gaussian LMM (module docstring has the formulas), or of a
+    GLMM (a fit with a ``family``: :func:`mixedeval.inference._r2_glmm.r2_glmm`, whose ``method``
+    picks the observation-level variance of the scalar fields)."""
+    if getattr(fit, "family", None) is not None:  # GLMMFit: Nakagawa, Johnson & Schielzeth 2017
+        return r2_glmm(fit, method)
+    if method is not None:
+        raise DataError("method applies to GLMM fits only (a Gaussian LMM's observation-level variance is sigma^2)")
     p = variance_parts(fit)
     total = p.total
     return R2Result(r2_marginal=p.var_fixed / total, r2_conditional=(p.var_fixed + p.var_random) / total,
@@ -169,8 +177,13 @@ def r2(fit: Any) -> R2Result:
                     provenance=_provenance(fit, "Nakagawa & Schielzeth 2013; Johnson 2014 (MuMIn r.squaredGLMM)"))
 
 
-def icc(fit: Any) -> ICCResult:
-    """Adjusted and unadjusted ICC of a Gaussian LMM, as ``performance::icc``."""
+def icc(fit: Any, method: str | None = None) -> ICCResult | GLMMICCResult:
+    """Adjusted and unadjusted ICC of a Gaussian LMM, as ``performance::icc``, or the latent-scale
+    ICC of a GLMM (:func:`mixedeval.inference._r2_glmm.icc_glmm`)."""
+    if getattr(fit, "family", None) is not None:  # GLMMFit: Nakagawa, Johnson & Schielzeth 2017
+        return icc_glmm(fit, method)
+    if method is not None:
+        raise DataError("method applies to GLMM fits only (a Gaussian LMM's observation-level variance is sigma^2)")
     p = variance_parts(fit)
     return ICCResult(icc_adjusted=p.var_random / (p.var_random + p.var_residual),
                      icc_unadjusted=p.var_random / p.total, var_fixed=p.var_fixed, var_random=p.var_random,

@@ -54,6 +54,7 @@ from ..errors import DataError
 from ..padjust import adjust_pvalues
 from ..results import ResultMixin, ResultWarning, jsonable
 from . import _checks as ck, _draws as dr, _stats as st
+from ._bootstrap_dask import is_partitioned_input, partitioned_bootstrap
 
 LEVELS = ("groups", "items", "runs")
 _LEVEL_ALIASES = {"group": "groups", "groups": "groups", "item": "items", "items": "items",
@@ -563,6 +564,7 @@ def bootstrap(
     chunk_size: int | None = None,
     precision: Literal["float64", "float32"] = "float64",
     progress: bool | None = None,
+    executor: Any = None,
 ) -> BootstrapResult:
     """Hierarchical paired bootstrap of systems' scores on an item-level table.
 
@@ -588,7 +590,10 @@ def bootstrap(
         ``"mean"``: mean of the item scores per (system, run, group). ``"f1"``: 2 tp / (2 tp +
         fp + fn) of the summed counts (0 when there is nothing to find and nothing found). A
         callable ``f(*sums)`` receives one array per score column holding the sums over
-        the (resampled) items and must work elementwise, e.g. BLEU from n-gram counts.
+        the (resampled) items and must work elementwise. Named corpus statistics: "bleu" /
+        "chrf" (columns of :func:`mixedeval.metrics.sentence_stats`), "accuracy", "exact_match",
+        "precision", "recall", "f1_micro", "precision_macro", "recall_macro", "f1_macro"
+        (see ``mixedeval.resampling._stats.STATISTICS``).
     aggregator : "mean", "median" or "geometric_mean"
         How per-group scores (mean over runs of the cell statistic) combine into a system
         score. The geometric mean needs positive scores (DataError otherwise).
@@ -624,6 +629,9 @@ def bootstrap(
         resampled mean ~1e-7 of the score SD); the default is exact double precision.
     progress : bool, optional
         tqdm bar over chunks; default: shown only for long runs.
+    executor : None (this process), an int or ``"processes"`` (local worker processes) or a
+        ``dask.distributed.Client``: runs of whole 64-replicate blocks go to the workers, each
+        block with its own random stream, so the replicates are bit-identical to ``None``'s.
 
     Returns
     -------
@@ -631,6 +639,9 @@ def bootstrap(
         ``table`` (= ``summary()``), ``pairwise(adjust="holm")``, ``ranks()``, ``p_beats()``,
         ``distribution``.
     """
+    if is_partitioned_input(data, executor):
+        return _partitioned(data, score, system, item, run, group, resample, statistic, aggregator, n_resamples, ci,
+                            level, random_state, higher_is_better, executor)
     cfg = _check_args(score, statistic, aggregator, ci, level, n_resamples, precision, random_state)
     _parse_resample(resample, run, group, item, 2, n_groups)  # argument errors before reading the table
     tab = _pivot(data, cfg.cols, system, item, run, group, drop_missing)
@@ -642,7 +653,7 @@ def bootstrap(
             "use ci='percentile', 'basic' or 'se'"
         )
     w, estimate = _prepare(tab, levels, cfg, n_groups)
-    dist = _draw(w, tab, cfg, chunk_size, progress)
+    dist = _draw(w, tab, cfg, chunk_size, progress, executor)
     if not np.isfinite(dist).all() or not np.isfinite(estimate).all():
         raise DataError(
             f"the statistic is not finite on the observed table or in {dist.size - np.count_nonzero(np.isfinite(dist))}"
@@ -655,6 +666,22 @@ def bootstrap(
     dist.setflags(write=False)
     columns = {"score": cfg.cols, "system": system, "item": item, "run": run, "group": group}
     return _result(tab, levels, cfg, estimate, dist, jack, n_groups, bool(higher_is_better), columns, chunk_size)
+
+
+def _partitioned(data, score, system, item, run, group, resample, statistic, aggregator, n_resamples, ci, level,
+                 random_state, higher_is_better, executor) -> BootstrapResult:
+    """:func:`bootstrap` of a dask DataFrame / Parquet dataset: the partitioned item bootstrap."""
+    if group is not None or statistic != "mean" or aggregator != "mean" or not isinstance(score, str) \
+            or (resample is not None and list(np.atleast_1d(resample)) != ["items"]):
+        raise DataError("a dask DataFrame or Parquet dataset is bootstrapped over items with statistic='mean' "
+                        "(runs averaged per item): group, resample, another statistic or aggregator need the table "
+                        "in memory")
+    kw = dict(n_resamples=n_resamples, ci=ci, level=level, random_state=random_state,
+              higher_is_better=higher_is_better)
+    if type(executor).__name__ == "Client":
+        with executor.as_current():
+            return BootstrapResult(**partitioned_bootstrap(data, score, system, item, run, **kw))
+    return BootstrapResult(**partitioned_bootstrap(data, score, system, item, run, **kw))
 
 
 def _result(tab: _Table, levels: tuple[str, ...], cfg: _Settings, estimate: np.ndarray, dist: np.ndarray,
@@ -761,7 +788,7 @@ def _prepare(tab: _Table, levels: tuple[str, ...], cfg: _Settings, n_groups: int
     n_g = tab.n_items
     J = G if n_groups is None else int(n_groups)
     # mean over runs first when runs are fixed and the statistic is linear (5x less work)
-    premean = cfg.stat.name == "mean" and "runs" not in levels
+    premean = cfg.stat.linear and "runs" not in levels
     X = _run_means(tab.X, tab.run_mask) if premean else tab.X
     mask = np.ones((S, 1), dtype=bool) if premean else tab.run_mask
     T_obs = np.add.reduceat(X, tab.offsets[:-1], axis=2)  # (S, Kw, G, m) sums over items
@@ -776,7 +803,8 @@ def _prepare(tab: _Table, levels: tuple[str, ...], cfg: _Settings, n_groups: int
     return w, estimate
 
 
-def _draw(w: _Work, tab: _Table, cfg: _Settings, chunk_size: int | None, progress: bool | None) -> np.ndarray:
+def _draw(w: _Work, tab: _Table, cfg: _Settings, chunk_size: int | None, progress: bool | None,
+          executor: Any = None) -> np.ndarray:
     """The (S, n_resamples) replicates, block by block (written in place: no chunk-sized copy).
     A whole block is always drawn (and its tail discarded), so the first B replicates of a
     longer run are the replicates of a run with n_resamples = B."""
@@ -784,7 +812,7 @@ def _draw(w: _Work, tab: _Table, cfg: _Settings, chunk_size: int | None, progres
     dist = np.empty((S, cfg.n_resamples))
     flops = float(cfg.n_resamples) * S * Kw * m * N * (1 if "items" in w.levels else 0)
     dr.run_blocks(dist.T, cfg.ss, lambda rng, b0, r: _block(rng, dr.BLOCK, w).T, chunk_size=chunk_size,
-                  progress=progress, work=flops, desc="bootstrap")
+                  progress=progress, work=flops, desc="bootstrap", executor=executor)
     return dist
 
 

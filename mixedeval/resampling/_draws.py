@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._executor import resolve_executor
 from ..errors import DataError
 
 BLOCK = 64  # resamples per random stream (and per matrix product)
@@ -87,14 +88,41 @@ def auto_progress(progress: bool | None, work: float) -> bool:
     return bool(work > 2e10) if progress is None else bool(progress)
 
 
+def _blocks_task(ss: np.random.SeedSequence, spans: list[tuple[int, int]],
+                 one_block: Callable[[np.random.Generator, int, int], np.ndarray]) -> list[np.ndarray]:
+    """In a worker: the replicates of the blocks ``spans`` ((block, rows) pairs), each from its
+    own generator, exactly as the in-process loop computes them."""
+    return [one_block(block_generator(ss, blk), blk * BLOCK, r)[:r] for blk, r in spans]
+
+
+def _worker_spans(n: int, n_workers: int) -> list[list[tuple[int, int]]]:
+    """The blocks of ``n`` resamples cut into about four runs of whole blocks per worker."""
+    spans = list(block_sizes(0, n))
+    size = max(1, -(-len(spans) // (4 * max(1, n_workers))))
+    return [spans[i:i + size] for i in range(0, len(spans), size)]
+
+
 def run_blocks(out: np.ndarray, ss: np.random.SeedSequence,
                one_block: Callable[[np.random.Generator, int, int], np.ndarray], *,
-               chunk_size: int | None, progress: bool | None, work: float, desc: str) -> np.ndarray:
+               chunk_size: int | None, progress: bool | None, work: float, desc: str,
+               executor: Any = None) -> np.ndarray:
     """Fill ``out`` (resamples on axis 0) block by block: ``one_block(rng, b0, r)`` returns the
     replicates b0 .. b0 + BLOCK - 1 drawn from block b0 // BLOCK's generator (at least r rows;
     the rows past r are discarded). ``work`` (multiply-adds of the whole run) decides whether
-    ``progress=None`` shows a bar. Returns ``out``."""
+    ``progress=None`` shows a bar. With an ``executor`` (:mod:`mixedeval._executor`) runs of
+    whole blocks go to its workers, ``one_block`` (a closure over the data) shipped once to
+    each; every block still draws from its own generator, so ``out`` is bit-identical to the
+    in-process result. Returns ``out``."""
     n = out.shape[0]
+    runner = resolve_executor(executor)
+    if runner.name != "in-process":
+        groups = _worker_spans(n, runner.n_workers)
+        results = runner.map(_blocks_task, [(ss, g) for g in groups], shared=one_block,
+                             progress=auto_progress(progress, work), desc=desc)
+        for g, res in zip(groups, results):
+            for (blk, r), rows in zip(g, res):
+                out[blk * BLOCK:blk * BLOCK + r] = rows
+        return out
     length = chunk_length(n, chunk_size)
     for start, stop in chunks(n, length, auto_progress(progress, work), desc):
         for blk, r in block_sizes(start, stop):
@@ -103,17 +131,39 @@ def run_blocks(out: np.ndarray, ss: np.random.SeedSequence,
     return out
 
 
+def _block_groups_task(ss: np.random.SeedSequence, spans: list[tuple[int, int]], blocks: int,
+                       fns: tuple[Callable, Callable]) -> list[np.ndarray]:
+    """In a worker: :func:`run_block_groups`' computation for the blocks ``spans``."""
+    draw, compute = fns
+    out = []
+    for g in range(0, len(spans), blocks):
+        group = spans[g:g + blocks]
+        res = compute(np.concatenate([draw(block_generator(ss, blk)) for blk, _ in group]))
+        out += [res[j * BLOCK:j * BLOCK + r] for j, (_, r) in enumerate(group)]
+    return out
+
+
 def run_block_groups(out: np.ndarray, ss: np.random.SeedSequence,
                      draw: Callable[[np.random.Generator], np.ndarray], compute: Callable[[np.ndarray], np.ndarray],
-                     *, blocks: int, chunk_size: int | None, progress: bool | None, desc: str) -> np.ndarray:
+                     *, blocks: int, chunk_size: int | None, progress: bool | None, desc: str,
+                     executor: Any = None) -> np.ndarray:
     """Like :func:`run_blocks` for a computation that is EXACT (sums of products of small
     integers, e.g. count matrices times tp / fp / fn or 0/1 correctness): ``draw(rng)`` makes
     the random input of one whole block (BLOCK rows) from its own generator, and ``compute``
     maps the inputs of up to ``blocks`` consecutive blocks, stacked, to their replicates in one
     product (one large matrix product is several times faster than many of 64 rows). The draws
     are those of the block scheme, and since the arithmetic is exact the grouping (which the
-    chunks cut) does not change a single bit."""
+    chunks and an ``executor``'s workers cut) does not change a single bit."""
     n = out.shape[0]
+    runner = resolve_executor(executor)
+    if runner.name != "in-process":
+        groups = _worker_spans(n, runner.n_workers)
+        results = runner.map(_block_groups_task, [(ss, g, max(1, int(blocks))) for g in groups],
+                             shared=(draw, compute), progress=auto_progress(progress, 0.0), desc=desc)
+        for g, res in zip(groups, results):
+            for (blk, r), rows in zip(g, res):
+                out[blk * BLOCK:blk * BLOCK + r] = rows
+        return out
     length = chunk_length(n, chunk_size)
     for start, stop in chunks(n, length, auto_progress(progress, 0.0), desc):
         spans = list(block_sizes(start, stop))

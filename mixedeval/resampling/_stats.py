@@ -38,6 +38,161 @@ def f1_from_counts(tp: Any, fp: Any, fn: Any, zero_division: float = 0.0) -> np.
         return np.where(den > 0, 2.0 * np.asarray(tp, dtype=float) / np.where(den > 0, den, 1.0), zero_division)
 
 
+def _safe_div(num: Any, den: Any, zero_division: float = 0.0) -> np.ndarray:
+    """num / den elementwise, ``zero_division`` where den == 0 (scikit-learn's default 0)."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    return np.where(den != 0, num / np.where(den != 0, den, 1.0), zero_division)
+
+
+def precision_from_counts(tp: Any, fp: Any, fn: Any = None) -> np.ndarray:
+    """Precision tp / (tp + fp) of summed counts (0 when nothing was predicted)."""
+    return _safe_div(tp, np.asarray(tp, dtype=float) + fp)
+
+
+def recall_from_counts(tp: Any, fp: Any, fn: Any) -> np.ndarray:
+    """Recall tp / (tp + fn) of summed counts (0 when there was nothing to find)."""
+    return _safe_div(tp, np.asarray(tp, dtype=float) + fn)
+
+
+def _macro(func: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Macro average over classes of a per-class statistic of (tp, fp, fn) counts; the columns are
+    tp_1, fp_1, fn_1, tp_2, fp_2, fn_2, ... (one triple per class)."""
+
+    def macro(*sums: np.ndarray) -> np.ndarray:
+        per_class = [func(sums[i], sums[i + 1], sums[i + 2]) for i in range(0, len(sums), 3)]
+        return np.mean(per_class, axis=0)
+
+    macro.__name__ = macro.__qualname__ = f"{func.__name__.split('_')[0]}_macro"  # picklable by name
+    return macro
+
+
+def bleu_from_sums(*sums: Any, smooth_method: str = "exp") -> np.ndarray:
+    """Corpus BLEU from summed sacrebleu sentence statistics, elementwise: the columns are
+    sys_len, ref_len, correct_1..N, total_1..N (``sacrebleu.metrics.BLEU``'s order, N = max
+    n-gram order). The formula of ``BLEU.compute_bleu`` (sacrebleu 2.x) with its defaults for a
+    corpus (``effective_order=False``): brevity penalty exp(1 - ref_len / sys_len) when sys_len <
+    ref_len (0 when sys_len = 0); precisions 100 correct_n / total_n, with ``smooth_method="exp"``
+    (sacrebleu's default, NIST's mteval smoothing) 100 / (2^k total_n) for the k-th order with no
+    match; orders from the first with total_n = 0 on have precision 0; BLEU = bp *
+    exp(sum_n log p_n / N) (log 0 = -9999999999), and 0 when no n-gram matches. ``"none"``: no
+    smoothing. Papineni et al. (2002); Post (2018)."""
+    if smooth_method not in ("exp", "none"):
+        raise DataError(f"smooth_method must be 'exp' (sacrebleu's default) or 'none'; got {smooth_method!r}")
+    if len(sums) < 4 or len(sums) % 2:
+        raise DataError(f"BLEU statistics have 2 + 2 N columns (sys_len, ref_len, correct_1..N, total_1..N); "
+                        f"got {len(sums)}")
+    order = (len(sums) - 2) // 2
+    sys_len, ref_len = np.asarray(sums[0], dtype=float), np.asarray(sums[1], dtype=float)
+    correct, total = sums[2:2 + order], sums[2 + order:]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bp = np.where(sys_len < ref_len,
+                      np.where(sys_len > 0, np.exp(1 - ref_len / np.where(sys_len > 0, sys_len, 1.0)), 0.0), 1.0)
+        log_sum = np.zeros(np.shape(sys_len))
+        smooth = np.ones(np.shape(sys_len))
+        stopped = np.zeros(np.shape(sys_len), dtype=bool)
+        any_match = np.zeros(np.shape(sys_len), dtype=bool)
+        for n in range(order):
+            c, t = np.asarray(correct[n], dtype=float), np.asarray(total[n], dtype=float)
+            any_match |= c != 0
+            stopped |= t == 0
+            t1 = np.where(t == 0, 1.0, t)
+            zero = c == 0
+            if smooth_method == "exp":
+                smooth = np.where(zero & ~stopped, smooth * 2, smooth)
+                p = np.where(zero, 100.0 / (smooth * t1), 100.0 * c / t1)
+            else:
+                p = np.where(zero, 0.0, 100.0 * c / t1)
+            p = np.where(stopped, 0.0, p)
+            log_sum = log_sum + np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -9999999999.0)
+        score = bp * np.exp(log_sum / order)
+    return np.where(any_match, score, 0.0)
+
+
+def chrf_from_sums(*sums: Any, beta: float = 2) -> np.ndarray:
+    """Corpus chrF (chrF++ with word n-grams) from summed sacrebleu sentence statistics,
+    elementwise: the columns are (n_hyp, n_ref, n_match) per order, character orders first
+    (``sacrebleu.metrics.CHRF``'s order). The formula of ``CHRF._compute_f_score`` (sacrebleu 2.x,
+    default ``eps_smoothing=False``): precision and recall averaged over the orders where both
+    the hypothesis and the reference have n-grams, then 100 (1 + beta^2) P R / (beta^2 P + R)
+    (0 when P + R = 0). Popović (2015, 2017)."""
+    if not sums or len(sums) % 3:
+        raise DataError(f"chrF statistics have 3 columns (hyp, ref, match) per n-gram order; got {len(sums)}")
+    factor = beta**2
+    shape = np.shape(sums[0])
+    avg_p, avg_r, eff = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(0, len(sums), 3):
+            h, r, m = (np.asarray(sums[i + k], dtype=float) for k in range(3))
+            both = (h > 0) & (r > 0)
+            avg_p = avg_p + np.where(both, m / np.where(h > 0, h, 1.0), 0.0)
+            avg_r = avg_r + np.where(both, m / np.where(r > 0, r, 1.0), 0.0)
+            eff = eff + both
+        avg_p = np.where(eff > 0, avg_p / np.where(eff > 0, eff, 1.0), 0.0)
+        avg_r = np.where(eff > 0, avg_r / np.where(eff > 0, eff, 1.0), 0.0)
+        den = factor * avg_p + avg_r
+        score = (1 + factor) * avg_p * avg_r
+        score = score / np.where(den != 0, den, 1.0)
+    return np.where(avg_p + avg_r != 0, 100 * score, 0.0)
+
+
+def bleu(*sums: Any) -> np.ndarray:
+    """``statistic="bleu"``: :func:`bleu_from_sums` with sacrebleu's corpus defaults."""
+    return bleu_from_sums(*sums)
+
+
+def chrf(*sums: Any) -> np.ndarray:
+    """``statistic="chrf"``: :func:`chrf_from_sums` with beta = 2 (chrF, or chrF++ when the
+    statistics include word n-gram orders)."""
+    return chrf_from_sums(*sums)
+
+
+def accuracy(*sums: Any) -> np.ndarray:
+    """``statistic="accuracy"`` with two columns (correct, total) per item: sum(correct) /
+    sum(total), the k-of-n accuracy (with one 0/1 column it is the mean)."""
+    return _safe_div(sums[0], sums[1], np.nan)
+
+
+def precision_micro(tp: Any, fp: Any, fn: Any) -> np.ndarray:
+    """Micro precision: :func:`precision_from_counts` of the counts summed over items (and classes)."""
+    return precision_from_counts(tp, fp, fn)
+
+
+def recall_micro(tp: Any, fp: Any, fn: Any) -> np.ndarray:
+    """Micro recall: :func:`recall_from_counts` of the summed counts."""
+    return recall_from_counts(tp, fp, fn)
+
+
+def f1_micro(tp: Any, fp: Any, fn: Any) -> np.ndarray:
+    """Micro F1: :func:`f1_from_counts` of the summed counts."""
+    return f1_from_counts(tp, fp, fn)
+
+
+precision_macro = _macro(precision_from_counts)
+recall_macro = _macro(recall_from_counts)
+f1_macro = _macro(f1_from_counts)
+
+#: named statistics computed from sums: name -> (function, rule for the number of columns, text)
+NAMED: dict[str, tuple[Callable[..., Any], Callable[[int], bool], str]] = {
+    "bleu": (bleu, lambda m: m >= 4 and m % 2 == 0,
+             "2 + 2 N columns sys_len, ref_len, correct_1..N, total_1..N (me.metrics.sentence_stats(..., 'bleu'))"),
+    "chrf": (chrf, lambda m: m >= 3 and m % 3 == 0,
+             "3 columns (hyp, ref, match) per n-gram order (me.metrics.sentence_stats(..., 'chrf'))"),
+    "precision": (precision_micro, lambda m: m == 3, "3 columns tp, fp, fn"),
+    "recall": (recall_micro, lambda m: m == 3, "3 columns tp, fp, fn"),
+    "precision_micro": (precision_micro, lambda m: m == 3, "3 columns tp, fp, fn (summed over classes)"),
+    "recall_micro": (recall_micro, lambda m: m == 3, "3 columns tp, fp, fn (summed over classes)"),
+    "f1_micro": (f1_micro, lambda m: m == 3, "3 columns tp, fp, fn (summed over classes)"),
+    "precision_macro": (precision_macro, lambda m: m >= 3 and m % 3 == 0,
+                        "3 columns tp, fp, fn per class: tp_1, fp_1, fn_1, tp_2, ..."),
+    "recall_macro": (recall_macro, lambda m: m >= 3 and m % 3 == 0,
+                     "3 columns tp, fp, fn per class: tp_1, fp_1, fn_1, tp_2, ..."),
+    "f1_macro": (f1_macro, lambda m: m >= 3 and m % 3 == 0,
+                 "3 columns tp, fp, fn per class: tp_1, fp_1, fn_1, tp_2, ..."),
+}
+STATISTICS = ("mean", "accuracy", "exact_match", "f1", *NAMED)
+MEAN_NAMES = ("mean", "accuracy", "exact_match")
+
+
 @dataclass(frozen=True)
 class CellStatistic:
     """The statistic of one cell (system x run x group, or one system in a paired test),
@@ -53,8 +208,13 @@ class CellStatistic:
     n_columns: int
     func: Callable[..., Any] | None = None
 
+    @property
+    def linear(self) -> bool:
+        """The mean of one per-item column ("mean", and "accuracy" / "exact_match" of 0/1 scores)."""
+        return self.func is None and self.name in MEAN_NAMES
+
     def __call__(self, sums: np.ndarray, n_items: Any) -> np.ndarray:
-        if self.name == "mean":
+        if self.linear:
             return sums[..., 0] / n_items
         if self.name == "f1":
             return f1_from_counts(sums[..., 0], sums[..., 1], sums[..., 2])
@@ -82,6 +242,20 @@ def cell_statistic(statistic: Any, score: str | Sequence[str]) -> tuple[CellStat
         if len(cols) != 1:
             raise DataError(f"statistic='mean' takes one score column, got {cols}; pass score='column'")
         return CellStatistic("mean", 1), cols
+    if statistic in ("accuracy", "exact_match") and len(cols) == 1:
+        return CellStatistic(statistic, 1), cols  # the mean of per-item 0/1 scores
+    if statistic == "accuracy" and len(cols) == 2:
+        return CellStatistic("accuracy", 2, accuracy), cols
+    if statistic in ("accuracy", "exact_match"):
+        raise DataError(f"statistic={statistic!r} takes one per-item 0/1 column"
+                        f"{' or two columns (correct, total) for k-of-n scores' if statistic == 'accuracy' else ''}; "
+                        f"got {cols}")
+    if isinstance(statistic, str) and statistic in NAMED:
+        func, ok, text = NAMED[statistic]
+        if not ok(len(cols)):
+            raise DataError(f"statistic={statistic!r} is computed from per-item sufficient statistics: {text}; "
+                            f"got {len(cols)} column(s) {cols}")
+        return CellStatistic(statistic, len(cols), func), cols
     if statistic == "f1":
         if len(cols) != 3:
             raise DataError(
@@ -90,7 +264,8 @@ def cell_statistic(statistic: Any, score: str | Sequence[str]) -> tuple[CellStat
             )
         return CellStatistic("f1", 3), cols
     raise DataError(
-        f"statistic must be 'mean', 'f1' or a function of summed per-item columns (f(*sums) -> array); "
+        f"statistic must be one of {', '.join(repr(n) for n in STATISTICS)} or a function of summed per-item "
+        f"columns (f(*sums) -> array); "
         f"got {statistic!r}"
     )
 

@@ -676,7 +676,7 @@ def _scores(rng: np.random.Generator, rows: int, c: _Cells, cfg: _Sim) -> np.nda
     return c.values[cell(c.offsets) + j]
 
 
-def _simulate(c: _Cells, cfg: _Sim, chunk_size: int | None, progress: bool) -> np.ndarray:
+def _simulate(c: _Cells, cfg: _Sim, chunk_size: int | None, progress: bool, executor: Any = None) -> np.ndarray:
     """(B, M, A) simulated aggregates, block by block (rows of a block in batches)."""
     M, L = c.means.shape
     A = len(cfg.aggregators)
@@ -690,7 +690,7 @@ def _simulate(c: _Cells, cfg: _Sim, chunk_size: int | None, progress: bool) -> n
         return dr.batched(lambda k: one_batch(rng, k), rows)
 
     return dr.run_blocks(np.empty((cfg.B, M, A)), cfg.ss, one_block, chunk_size=chunk_size, progress=progress,
-                         work=0.0, desc="leaderboard")
+                         work=0.0, desc="leaderboard", executor=executor)
 
 
 def _noise_moments(c: _Cells, cfg: _Sim) -> tuple[np.ndarray, np.ndarray]:
@@ -831,6 +831,7 @@ def simulate_leaderboard(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool = True,
+    executor: Any = None,
 ) -> LeaderboardResult:
     """Simulate replications of a multilingual leaderboard (Sälevä, Ataman & Lignos 2025).
 
@@ -882,7 +883,9 @@ def simulate_leaderboard(
     Other closed forms the simulation reproduces (tested): with fixed languages and parametric
     noise SD(mean) = sqrt(sum_l eta_l^2) / L and SD(mean_a - mean_b) = sqrt(sum_l (eta_al^2 +
     eta_bl^2)) / L. ``random_state`` seeds the block-wise draws: the result does not depend on
-    ``chunk_size`` (the progress-bar step).
+    ``chunk_size`` (the progress-bar step) nor on ``executor`` (None: this process; an int or
+    ``"processes"``: local worker processes; a ``dask.distributed.Client``), which runs whole
+    blocks of replicates on its workers.
     """
     vd = _as_decomposition(components)
     L = vd.cells["language"].nunique()
@@ -894,7 +897,7 @@ def simulate_leaderboard(
     ck.check_draw_memory("the simulated leaderboards and their working copies", 8.0 * cfg.B * M * A,
                          _LB_WORK_COPIES * 8.0 * cfg.B * M, batch, cfg.B, f"{M} models x {A} aggregators", _FIX)
     obs = np.stack([st.aggregate(c.means, a, axis=-1) for a in cfg.aggregators], axis=-1)  # (M, A)
-    draws = _simulate(c, cfg, chunk_size, progress)
+    draws = _simulate(c, cfg, chunk_size, progress, executor)
     agg_table, warnings = _aggregate_table(draws, obs, c, cfg)
     if cfg.add_noise and cfg.languages != "fixed":
         warnings.insert(0, ResultWarning(

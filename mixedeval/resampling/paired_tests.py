@@ -138,7 +138,7 @@ def _paired_arrays(x: Any, y: Any, stat: st.CellStatistic) -> tuple[np.ndarray, 
 
 
 def _setup(x: Any, y: Any, statistic: Any, alternative: str, p_value_convention: str, n_resamples: int):
-    k = _n_cols(x) if callable(statistic) else (3 if statistic == "f1" else 1)
+    k = 1 if isinstance(statistic, str) and statistic == "mean" else 3 if statistic == "f1" else _n_cols(x)
     stat, _ = st.cell_statistic(statistic, [f"column {i}" for i in range(k)])
     X, Y = _paired_arrays(x, y, stat)
     ck.check_alternative(alternative)
@@ -164,11 +164,11 @@ def _n_cols(x: Any) -> int:
 
 def _run_blocks(n_resamples: int, ss: np.random.SeedSequence, chunk_size: int | None, progress: bool | None,
                 work_per: float, desc: str,
-                one_block: Callable[[np.random.Generator, int, int], np.ndarray]) -> np.ndarray:
-    """The n_resamples replicates ``one_block(rng, first_replicate, r)`` of the block loop,
-    checked to be finite."""
+                one_block: Callable[[np.random.Generator, int, int], np.ndarray], executor: Any = None) -> np.ndarray:
+    """The n_resamples replicates ``one_block(rng, first_replicate, r)`` of the block loop (on
+    ``executor``'s workers when given), checked to be finite."""
     out = dr.run_blocks(np.empty(n_resamples), ss, one_block, chunk_size=chunk_size, progress=progress,
-                        work=work_per * n_resamples, desc=desc)
+                        work=work_per * n_resamples, desc=desc, executor=executor)
     n_bad = int(out.size - np.count_nonzero(np.isfinite(out)))
     if n_bad:
         raise DataError(f"the statistic is not finite in {n_bad} replicates; a function "
@@ -189,6 +189,7 @@ def paired_bootstrap_test(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> PairedTestResult:
     """Paired bootstrap test of delta = stat(x) - stat(y) by the shift method.
 
@@ -203,12 +204,18 @@ def paired_bootstrap_test(
     x, y : array-like, (n,) or (n, m)
         Per-item scores (``statistic="mean"``) or per-item sufficient statistics of the two
         systems on the same n items, in the same order.
-    statistic : "mean", "f1" or callable
+    statistic : "mean", "f1", another name of ``_stats.STATISTICS``, or callable
         "f1": x and y are (n, 3) arrays of tp, fp, fn; F1 = 2 tp / (2 tp + fp + fn) of the sums
-        (0 when the denominator is 0). A callable gets one array per column with the (resampled)
-        column sums and must work elementwise.
+        (0 when the denominator is 0). "bleu" / "chrf": per-sentence statistics of
+        :func:`mixedeval.metrics.sentence_stats`, the corpus score as sacrebleu computes it;
+        "accuracy" / "exact_match" (0/1 per item, or correct and total), "precision", "recall",
+        "f1_micro" (tp, fp, fn) and "precision_macro", "recall_macro", "f1_macro" (tp, fp, fn
+        per class). A callable gets one array per column with the (resampled) column sums and
+        must work elementwise.
     n_resamples, alternative, p_value_convention, level, random_state, chunk_size, progress
         As named; results do not depend on ``chunk_size``.
+    executor : None (this process), an int or ``"processes"`` (local worker processes) or a
+        ``dask.distributed.Client``; the replicates are bit-identical with every executor.
     """
     stat, X, Y = _setup(x, y, statistic, alternative, p_value_convention, n_resamples)
     level = ck.check_level(level)
@@ -225,7 +232,7 @@ def paired_bootstrap_test(
         return stat(sums[:, :m], n) - stat(sums[:, m:], n)
 
     dist = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n,
-                       "paired bootstrap", one_block)
+                       "paired bootstrap", one_block, executor)
     null = dist - dist.mean()
     c = int(st.count_extreme(null, obs, alternative))
     p = float(st.p_from_count(c, int(n_resamples), p_value_convention))
@@ -242,7 +249,7 @@ def paired_bootstrap_test(
 
 def _swap_test(X: np.ndarray, Y: np.ndarray, stat: st.CellStatistic, n_resamples: int, alternative: str,
                p_value_convention: str, exact: bool | None, random_state: Any, chunk_size: int | None,
-               progress: bool | None, method: str, desc: str) -> PairedTestResult:
+               progress: bool | None, method: str, desc: str, executor: Any = None) -> PairedTestResult:
     """Randomization test that swaps x_i and y_i for the items in a mask: the swapped sums are
     sum(x) + M @ (y - x) and sum(y) - M @ (y - x)."""
     n, m = X.shape
@@ -269,7 +276,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: st.CellStatistic, n_resamples
             return null_of(((codes[:, None] >> bits) & 1).astype(np.float64))
 
         _check_memory(total, desc)
-        null = _run_blocks(total, seed_sequence(0), chunk_size, progress, 2.0 * m * n, desc, one_block)
+        null = _run_blocks(total, seed_sequence(0), chunk_size, progress, 2.0 * m * n, desc, one_block, executor)
         c = int(st.count_extreme(null, obs, alternative))
         p, conv, B = c / total, "exact c/2^n", total
     else:
@@ -280,7 +287,7 @@ def _swap_test(X: np.ndarray, Y: np.ndarray, stat: st.CellStatistic, n_resamples
                               dr.rows_per_batch(n))
 
         _check_memory(int(n_resamples), desc)
-        null = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n, desc, one_block)
+        null = _run_blocks(int(n_resamples), ss, chunk_size, progress, 2.0 * m * n, desc, one_block, executor)
         c = int(st.count_extreme(null, obs, alternative))
         B = int(n_resamples)
         p, conv = float(st.p_from_count(c, B, p_value_convention)), st.P_CONVENTIONS[p_value_convention]
@@ -306,6 +313,7 @@ def approximate_randomization(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> PairedTestResult:
     """Approximate randomization test (Noreen 1989; Riezler & Maxwell 2005) of
     delta = stat(x) - stat(y).
@@ -321,7 +329,8 @@ def approximate_randomization(
     """
     stat, X, Y = _setup(x, y, statistic, alternative, p_value_convention, n_resamples)
     return _swap_test(X, Y, stat, int(n_resamples), alternative, p_value_convention, exact, random_state,
-                      chunk_size, progress, "approximate randomization (per-item swaps)", "approximate randomization")
+                      chunk_size, progress, "approximate randomization (per-item swaps)", "approximate randomization",
+                      executor)
 
 
 @res.memory_errors(_FIX)
@@ -336,6 +345,7 @@ def sign_flip_test(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> PairedTestResult:
     """Sign-flip permutation test of a mean paired difference (Fisher 1935; the ``samples``
     permutation type of scipy.stats.permutation_test).
@@ -349,4 +359,4 @@ def sign_flip_test(
     d = X[:, 0] if y is None else (X - Y)[:, 0]
     stat, D, Z = _setup(d, np.zeros_like(d), "mean", alternative, p_value_convention, n_resamples)
     return _swap_test(D, Z, stat, int(n_resamples), alternative, p_value_convention, exact, random_state,
-                      chunk_size, progress, "sign-flip permutation test", "sign flip")
+                      chunk_size, progress, "sign-flip permutation test", "sign flip", executor)

@@ -280,7 +280,7 @@ def _prepare_runs(
 # --------------------------------------------------------------------------------------------
 
 def _pooled_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size: int | None,
-                  progress: bool) -> np.ndarray:
+                  progress: bool, executor: Any = None) -> np.ndarray:
     """Algorithm 1 of Fraile-Hernández & Peñas: B test sets of l pairs drawn with replacement
     from the l x n pooled (instance, run) pairs; the metric of each."""
     l, n, K = rd.stats.shape
@@ -291,11 +291,11 @@ def _pooled_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size: 
         return dr.batched(lambda k: rd.score(flat[dr.draw_indices(rng, l * n, k, size=l)].sum(axis=1), l), rows)
 
     return dr.run_blocks(np.empty(B), dr.stream(ss, _POOLED), one_block, chunk_size=chunk_size, progress=progress,
-                         work=0.0, desc="pooled bootstrap")
+                         work=0.0, desc="pooled bootstrap", executor=executor)
 
 
 def _instance_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size: int | None,
-                    progress: bool) -> np.ndarray:
+                    progress: bool, executor: Any = None) -> np.ndarray:
     """Cluster bootstrap over instances: each resample draws l instances with replacement, each
     carrying the predictions of all n runs; returns the (B, n) per-run metrics."""
     l, n, K = rd.stats.shape
@@ -308,7 +308,7 @@ def _instance_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size
 
         return dr.run_block_groups(out, dr.stream(ss, _INSTANCES), lambda rng: dr.resample_counts(rng, l, dr.BLOCK),
                                    compute, blocks=_instance_blocks(l, n, K), chunk_size=chunk_size,
-                                   progress=progress, desc="instance bootstrap")
+                                   progress=progress, desc="instance bootstrap", executor=executor)
 
     def one_batch(rng: np.random.Generator, k: int) -> np.ndarray:
         sums = (dr.resample_counts(rng, l, k) @ flat).reshape(k, n, K)  # count matrix (k, l) x stats
@@ -318,7 +318,7 @@ def _instance_draws(rd: _RunData, B: int, ss: np.random.SeedSequence, chunk_size
         return dr.batched(lambda k: one_batch(rng, k), rows)
 
     return dr.run_blocks(out, dr.stream(ss, _INSTANCES), one_block, chunk_size=chunk_size,
-                         progress=progress, work=0.0, desc="instance bootstrap")
+                         progress=progress, work=0.0, desc="instance bootstrap", executor=executor)
 
 
 def _run_indices(n: int, B: int, ss: np.random.SeedSequence) -> np.ndarray:
@@ -501,6 +501,7 @@ def pooled_run_bootstrap(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool = True,
+    executor: Any = None,
 ) -> PooledRunBootstrapResult:
     """The pooled instance-level bootstrap of Fraile-Hernández & Peñas (2025, Algorithm 1).
 
@@ -521,7 +522,9 @@ def pooled_run_bootstrap(
     ``accuracy``, ``f1`` (binary, positive class ``pos_label``), ``micro_f1``, ``macro_f1``
     (over ``labels`` or all labels seen; a class with tp + fp + fn = 0 scores ``zero_division``,
     NaN leaves it out of the average), ``mean`` (numeric per-item scores in ``y_pred`` /
-    ``prediction``). Results do not depend on ``chunk_size`` (the progress-bar step).
+    ``prediction``). Results do not depend on ``chunk_size`` (the progress-bar step) nor on
+    ``executor`` (None, an int or ``"processes"`` for local worker processes, or a
+    ``dask.distributed.Client``: whole blocks of replicates run on the workers).
     """
     rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
                        metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
@@ -529,7 +532,7 @@ def pooled_run_bootstrap(
     B = ck.check_n_resamples(n_resamples)
     _check_run_memory(rd, B, pooled_only=True)
     ss = seed_sequence(random_state)
-    dist = _pooled_draws(rd, B, ss, chunk_size, progress)
+    dist = _pooled_draws(rd, B, ss, chunk_size, progress, executor)
     lo, hi, jl, jh = _order_statistic_interval(dist, level)
     l, n, _ = rd.stats.shape
     observed = float(rd.score(rd.stats.sum(axis=(0, 1)), l * n))
@@ -646,11 +649,11 @@ def _t_rows(est: float, v_test: float, v_run: float, l: int, n: int, level: floa
 
 
 def _instance_interval(rd: _RunData, est: float, B: int, ss: np.random.SeedSequence, resample_runs: bool,
-                       level: float, chunk_size: int | None, progress: bool):
+                       level: float, chunk_size: int | None, progress: bool, executor: Any = None):
     """The instance (cluster) bootstrap row, the (B, n) per-run draws, the (B,) run averages
     and a warning when the metric is undefined in some resamples."""
     n = rd.n_runs
-    per_run = _instance_draws(rd, B, ss, chunk_size, progress)  # (B, n)
+    per_run = _instance_draws(rd, B, ss, chunk_size, progress, executor)  # (B, n)
     if resample_runs:
         inst = np.take_along_axis(per_run, _run_indices(n, B, dr.stream(ss, _RUNS)), axis=1).mean(axis=1)
     else:
@@ -694,6 +697,7 @@ def run_intervals(
     random_state: Any = None,
     chunk_size: int | None = None,
     progress: bool = True,
+    executor: Any = None,
 ) -> RunIntervalsResult:
     """Intervals for a model evaluated in n stochastic runs on one test set of l instances.
 
@@ -727,7 +731,8 @@ def run_intervals(
     for accuracy; the linearisation (2tp - F d) / mean(d) for F1), i.e. the variance over test
     sets of the run-averaged expected score. total = V_test + V_run is the variance of one run's
     score on a new test set (law of total variance). With one run V_run is NaN and V_test
-    includes the item x run interaction. Results do not depend on ``chunk_size``.
+    includes the item x run interaction. Results do not depend on ``chunk_size`` nor on
+    ``executor`` (None, an int or ``"processes"``, or a ``dask.distributed.Client``).
     """
     rd = _prepare_runs(data, y_true, y_pred, item=item, run=run, prediction=prediction, target=target,
                        metric=metric, pos_label=pos_label, labels=labels, zero_division=zero_division)
@@ -741,9 +746,9 @@ def run_intervals(
     scores = rd.score(rd.stats.sum(axis=0), l)  # (n,)
     est = float(scores.mean())
     inst_row, per_run, inst, warns = _instance_interval(rd, est, B, ss, bool(resample_runs), level, chunk_size,
-                                                        progress)
+                                                        progress, executor)
     variance, an, v_test, v_run, var_warns = _variance_split(rd, scores, bool(resample_runs))
-    pooled = _pooled_draws(rd, B, ss, chunk_size, progress)
+    pooled = _pooled_draws(rd, B, ss, chunk_size, progress, executor)
     lo, hi, _, _ = _order_statistic_interval(pooled, level)
     pooled_row = _row("pooled_instance_bootstrap", "new_run_new_test_set", float(pooled.mean()),
                       float(pooled.std(ddof=1)), lo, hi, B)

@@ -31,6 +31,7 @@ from ..data._formula import parse_formula
 from ..data.table import as_pandas
 from ..data.validate import ROWS_CHECKED, require_level
 from ..engine import _bridge
+from ..inference._glmm import glmm
 from ..inference._lmm import lmm
 from ..inference.compare import compare
 from ..results import ResultWarning
@@ -188,7 +189,8 @@ def compare_systems(
     average: bool = True,
     level: float = 0.95,
     effect_size: str = "total",
-    optimizer: str = "nloptwrap",
+    optimizer: str | None = None,
+    family: str = "gaussian",
 ) -> CompareSystemsResult:
     """Compare systems on all instances with ``score ~ system + (1|item)`` (Hagmann 2023, ch. 2).
 
@@ -207,12 +209,23 @@ def compare_systems(
     effect_size : standardizer of the contrasts' ``effect_size``: ``"total"`` (the SD of all
         variance components) or ``"residual"`` (the residual SD, Hagmann's ``estimate / sigma``);
         see :meth:`EMMResult.contrasts`.
+    optimizer : lme4 optimizer (default nloptwrap for the LMM, bobyqa for a GLMM).
+    family : ``"gaussian"`` (the linear mixed model) or a GLMM family of :func:`mixedeval.glmm`:
+        ``"binomial"`` for 0/1 item outcomes (an LLM right or wrong on each item, over runs) fits
+        ``score ~ system + (1|item)`` by ``lme4::glmer``; the GLRT is lme4's likelihood-ratio test
+        (GLMMs are ML fits), the EMMs are accuracies (probabilities, ``type="response"``) with
+        their intervals, and the pairwise contrasts are odds ratios (``estimate_label``), Holm by
+        default. ``posthoc_df``, ``effect_size`` and the averaged analysis apply to the LMM only.
 
     Returns a :class:`CompareSystemsResult` (``table``, ``glrt``, ``emmeans``, ``contrasts``,
     ``averaged``, ``warnings``, ``fit``).
     """
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
+    if family != "gaussian":
+        return _compare_glmm_systems(data, score, system, item, reference, adjust, random=random, level=level,
+                                     optimizer=optimizer or "bobyqa", family=family)
+    optimizer = optimizer or "nloptwrap"
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
     factors = list(dict.fromkeys([system, item, *term_columns(extra)]))
@@ -249,6 +262,36 @@ def compare_systems(
         table=pd.DataFrame(rows), glrt=g, emmeans=an.emm.table, contrasts=an.contrasts.table, averaged=averaged,
         p_adjust=an.contrasts.p_adjust, posthoc_df=posthoc_df, warnings=dedupe_warnings(warnings), provenance=prov,
         fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts,
+    )
+
+
+def _compare_glmm_systems(data: Any, score: str, system: str, item: str, reference: Any, adjust: str, *,
+                          random: Any, level: float, optimizer: str, family: str) -> CompareSystemsResult:
+    """:func:`compare_systems` with a GLMM (``family``): GLRT, response-scale EMMs and ratio contrasts."""
+    df = as_pandas(data)
+    extra = random_terms(random, [str(c) for c in df.columns])
+    factors = list(dict.fromkeys([system, item, *term_columns(extra)]))
+    frame, warnings = prepare_frame(df, score, factors)
+    levels = system_levels(frame, system, reference)
+    kw = dict(family=family, optimizer=optimizer, factors=factors, levels=levels)
+    full = glmm(model_formula(score, system, item, extra), frame, **kw)
+    null = glmm(model_formula(score, "1", item, extra), frame, **kw)
+    glrt = compare(null, full, names=["null", "full"])
+    emm = full.emmeans(system, level=level)
+    con = emm.contrasts(method="pairwise", adjust=adjust)
+    warnings += [*full.warnings, *null.warnings, *glrt.warnings, *emm.warnings, *con.warnings]
+    g = glrt.table
+    rows = [{"analysis": f"all instances, {family} GLMM (item intercept)", "formula": full.formula,
+             "nobs": full.nobs, "residual_sd": np.nan, "chisq": float(g["chisq"].iloc[1]), "df": float(g["df"].iloc[1]),
+             "p_value": float(g["p_value"].iloc[1])}]
+    prov = dict(full.provenance)
+    prov.update({"workflow": "compare_systems", "family": family, "posthoc_df": "asymptotic", "adjust": adjust,
+                 "level": float(level), "glrt": "lme4 anova (ML)", "contrasts": f"emmeans::contrast pairwise "
+                 f"({con.estimate_label})"})
+    return CompareSystemsResult(
+        table=pd.DataFrame(rows), glrt=g, emmeans=emm.table, contrasts=con.table, averaged=None,
+        p_adjust=con.p_adjust, posthoc_df="asymptotic", warnings=dedupe_warnings(warnings), provenance=prov,
+        fit=full, null_fit=null, emm_result=emm, contrast_result=con,
     )
 
 

@@ -1,0 +1,94 @@
+"""Reader of HELM run directories (``per_instance_stats.json`` beside ``run_spec.json``).
+
+HELM's runner (src/helm/benchmark/runner.py, crfm-helm 0.5.x) writes one directory per run spec
+under ``benchmark_output/runs/<suite>/<run spec name>/``. ``per_instance_stats.json`` is a list
+of ``PerInstanceStats`` (src/helm/benchmark/metrics/metric.py): ``instance_id``,
+``perturbation`` (absent for the unperturbed instance: ``asdict_without_nones``),
+``train_trial_index`` and ``stats``, each a ``Stat`` (src/helm/benchmark/metrics/statistic.py)
+with ``name`` (a ``MetricName``: ``name``, ``split``, optional ``sub_split``, ``perturbation``),
+``count``, ``sum``, ``sum_squared``, ``min``, ``max``, ``mean``, ``variance``, ``stddev``.
+``run_spec.json`` holds ``name`` (``scenario:args,model=...``), ``scenario_spec`` and
+``adapter_spec.model``.
+
+System: ``adapter_spec.model``; task: the run spec name without its ``model=`` and
+``model_deployment=`` arguments; run: the suite directory, with the train trial index as the
+replicate; score: the stat's ``mean`` (``sum / count`` when no mean is stored). Perturbed
+instances and stats of perturbed names are not read (counted in a warning).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from ._logs_rows import Rows
+
+STATS_FILE = "per_instance_stats.json"
+
+
+def _load(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"could not read the HELM file {str(path)!r}: {exc}") from exc
+
+
+def _task_name(run_name: str) -> str:
+    scen, _, args = run_name.partition(":")
+    keep = [a for a in args.split(",") if a and not a.startswith(("model=", "model_deployment="))]
+    return scen + (":" + ",".join(keep) if keep else "")
+
+
+def _score(stat: dict[str, Any]) -> float | None:
+    mean = stat.get("mean")
+    if isinstance(mean, (int, float)) and not isinstance(mean, bool):
+        return float(mean)
+    cnt, tot = stat.get("count"), stat.get("sum")
+    if isinstance(cnt, (int, float)) and cnt and isinstance(tot, (int, float)):
+        return float(tot) / float(cnt)
+    return None
+
+
+def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
+    """Append the per-instance stats of one HELM run directory (or its per_instance_stats.json)."""
+    run_dir = path if path.is_dir() else path.parent
+    spec_path = run_dir / "run_spec.json"
+    if not spec_path.exists():
+        raise DataError(f"the HELM run directory {str(run_dir)!r} has no run_spec.json beside {STATS_FILE}; "
+                        "copy the whole run directory")
+    spec = _load(spec_path)
+    adapter = spec.get("adapter_spec") or {}
+    sysname = system if system is not None else str(adapter.get("model") or adapter.get("model_deployment")
+                                                     or run_dir.name)
+    task = _task_name(str(spec.get("name", run_dir.name)))
+    sig = json.dumps(spec.get("scenario_spec"), sort_keys=True, default=str)
+    suite = run_dir.parent.name
+    src = str(run_dir / STATS_FILE)
+    data = _load(run_dir / STATS_FILE)
+    if not isinstance(data, list):
+        raise DataError(f"{src!r} must hold a list of per-instance stats (instance_id, train_trial_index, stats)")
+    for inst in data:
+        try:
+            iid, trial, stats = inst["instance_id"], inst.get("train_trial_index", 0), inst["stats"]
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{src!r}: an entry lacks {exc} (HELM PerInstanceStats: instance_id, "
+                            "train_trial_index, stats)") from exc
+        if inst.get("perturbation"):
+            rows.note("helm_perturbed", f"instance {iid} in {src}", len(stats))
+            continue
+        for stat in stats:
+            name = stat.get("name") or {}
+            if name.get("perturbation"):
+                rows.note("helm_perturbed", f"instance {iid} in {src}")
+                continue
+            score = _score(stat)
+            if score is None:
+                rows.note("non_numeric", f"{name.get('name')!r} in {src} (instance {iid})")
+                continue
+            metric = str(name.get("name"))
+            if name.get("sub_split"):
+                metric = f"{metric}/{name['sub_split']}"
+            rows.add(sysname, task, str(iid), metric, score, suite, int(trial), src, sig, None,
+                     split=name.get("split"))

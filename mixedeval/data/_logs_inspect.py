@@ -1,0 +1,99 @@
+"""Reader of Inspect AI eval logs (``.eval`` and ``.json``), through inspect_ai's own reader.
+
+``inspect_ai.log.read_eval_log`` gives the header (``log.eval.model``, ``log.eval.task``,
+``log.eval.run_id``, ``log.eval.task_version``, ``log.eval.task_args``, ``log.eval.dataset``)
+and the samples (``sample.id``, ``sample.epoch``, ``sample.scores``: scorer name -> ``Score``).
+Each score value becomes a number as ``inspect_ai.scorer.value_to_float()`` maps it (C -> 1,
+P -> 0.5, I and N -> 0, yes/true -> 1, no/false -> 0, numeric strings and numbers as floats); a
+dict value gives one metric per key (``scorer/key``). Values that inspect could not convert (it
+logs a warning and returns 0) and list values are skipped here and counted in a warning instead.
+The epoch is the run.
+
+inspect_ai is an optional dependency (``pip install 'mixedeval[logs]'``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from ._logs_rows import Rows
+
+_INSTALL = ("reading Inspect AI logs needs the inspect_ai package, an optional dependency of mixedeval: "
+            "pip install 'mixedeval[logs]' (or pip install inspect-ai)")
+
+
+def _inspect():
+    try:
+        from inspect_ai.log import read_eval_log  # noqa: PLC0415 - optional dependency, imported when used
+        from inspect_ai.scorer import value_to_float  # noqa: PLC0415 - optional dependency, imported when used
+    except ImportError as exc:
+        raise DataError(_INSTALL) from exc
+    return read_eval_log, value_to_float()
+
+
+def looks_like_inspect_json(p: Path) -> bool:
+    """A .json file whose first bytes hold Inspect's log keys (``"eval"`` and ``"version"``)."""
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"eval"' in head and b'"version"' in head
+
+
+def _convertible(v: Any) -> bool:
+    """The scalar values value_to_float maps without falling back to 0 with a warning."""
+    if isinstance(v, (bool, int, float)):
+        return not (isinstance(v, float) and math.isnan(v))
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("c", "i", "p", "n", "yes", "no", "true", "false"):
+            return True
+        try:
+            return math.isfinite(float(s))
+        except ValueError:
+            return False
+    return False
+
+
+def _signature(ev: Any) -> str:
+    ds = getattr(ev, "dataset", None)
+    return json.dumps({"task_version": getattr(ev, "task_version", None),
+                       "dataset": getattr(ds, "name", None) if ds is not None else None,
+                       "task_args": getattr(ev, "task_args", None)}, sort_keys=True, default=str)
+
+
+def _add_value(rows: Rows, to_float: Any, metric: str, v: Any, key: tuple, src: str) -> None:
+    if _convertible(v):
+        rows.add(*key[:3], metric, float(to_float(v)), *key[3:])
+    else:
+        rows.note("non_numeric", f"{metric!r} in {src} (sample {key[2]}): {str(v)[:60]}")
+
+
+def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
+    """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows``."""
+    read_eval_log, to_float = _inspect()
+    src = str(path)
+    try:
+        log = read_eval_log(src)
+    except Exception as exc:  # inspect raises its own errors for unreadable logs
+        raise DataError(f"inspect_ai could not read {src!r}: {exc}") from exc
+    ev = log.eval
+    sysname = system if system is not None else str(ev.model)
+    status = str(getattr(log, "status", "success"))
+    if status != "success":
+        rows.note("inspect_status", f"{src} has status {status!r}")
+    sig = _signature(ev)
+    run_group = str(getattr(ev, "run_id", None) or getattr(ev, "eval_id", None) or path.stem)
+    for s in log.samples or []:
+        for scorer, score in (s.scores or {}).items():
+            v = score.value
+            key = (sysname, str(ev.task), str(s.id), run_group, int(s.epoch), src, sig)
+            if isinstance(v, dict):
+                for k, vk in v.items():
+                    _add_value(rows, to_float, f"{scorer}/{k}", vk, key, src)
+            else:
+                _add_value(rows, to_float, str(scorer), v, key, src)

@@ -1,0 +1,517 @@
+"""Inference for GLMM fits: Type III Wald chi-square tests, likelihood-ratio tests, estimated
+marginal means on the response scale with ratio / difference contrasts, and optimizer checks.
+
+* :func:`glmm_anova`: ``car::Anova(m, type = 3)`` (Fox & Weisberg, *An R Companion to Applied
+  Regression*) on the model **refitted with sum-to-zero contrasts** (``contr.sum``) for every
+  factor of the fixed part. Type III tests drop one term while keeping its interactions; with
+  treatment contrasts a main effect's test would then be the effect at the reference level of
+  the factors it interacts with, not the averaged main effect. The refit is the same model
+  (same likelihood and fitted values, reparametrised), so the coefficients of ``fit.fixed`` keep
+  their treatment coding. Columns: term (car's rows, ``(Intercept)`` included), chisq, df, p_value.
+* :func:`glmm_lrt`: lme4's ``anova(m0, m1, ...)`` (glmmTMB's for glmmTMB fits): GLMMs are
+  fitted by ML, so there is never a refit and never a REML likelihood (lme4 has no REML for
+  GLMMs). The 50:50 mixture p-value and pbkrtest's parametric bootstrap for a variance component
+  work as for LMMs (lme4 fits; :func:`mixedeval.compare`).
+* :func:`glmm_emmeans` / :func:`glmm_emtrends`: ``emmeans::emmeans`` on the fitted model; df are
+  asymptotic (``df = Inf``, statistic ``z_value``). ``type="response"`` (default) back-transforms
+  the means and intervals (probabilities for binomial, rates for Poisson / negative binomial,
+  mean proportions for beta); ``type="link"`` keeps the link scale. The mean column is ``emmean``
+  whatever the scale; ``GLMMEMMResult.estimate_label`` says what it holds (``prob``, ``rate``,
+  ``response`` or ``link``).
+* contrasts (:meth:`GLMMEMMResult.contrasts`): ``scale="ratio"`` (default) contrasts the
+  link-scale means; on the response scale of a logit link these are **odds ratios**, of a log
+  link **rate ratios** (emmeans back-transforms ``exp(difference)``; the z test is done on the
+  log scale, null value 1; the SE is the delta-method SE of the ratio). ``scale="difference"``
+  contrasts the means after ``emmeans::regrid`` (response scale): **risk differences**
+  (probabilities) or rate differences, with delta-method SEs and z tests against 0. ``p_value``
+  is unadjusted, ``p_adj`` adjusted as in the LMM layer (holm by default).
+* :func:`glmm_check_optimizers`: refits with glmer's optimizers (bobyqa, Nelder_Mead,
+  nloptwrap) and with ``nAGQ = 0`` against the fit's own setting, compared as for LMMs.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._random import r_seed
+from ..data.validate import require_level
+from ..engine import _bridge
+from ..engine.conditions import r_warnings
+from ..errors import DataError, RError
+from ..results import ResultMixin, ResultWarning
+from ._glmm import GLMM_OPTIMIZERS, GLMMFit, normalize_glmm_optimizer
+from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
+
+ANOVA_COLUMNS = ("term", "chisq", "df", "p_value")
+LRT_COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
+TYPES = ("response", "link")
+SCALES = ("ratio", "difference")
+_ADJUST = {"holm": "holm", "tukey": "tukey", "bonferroni": "bonferroni", "sidak": "sidak", "fdr": "fdr", "bh": "BH",
+           "by": "BY", "hochberg": "hochberg", "hommel": "hommel", "mvt": "mvt", "scheffe": "scheffe",
+           "dunnettx": "dunnettx", "none": "none"}
+_METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl", "consec", "poly", "eff", "del.eff")
+
+
+# ----------------------------------------------------------------------------- anova
+@dataclass(frozen=True, repr=False)
+class GLMMAnovaResult(ResultMixin):
+    """Type III Wald chi-square tests of a GLMM (``car::Anova(type = 3)`` with ``contr.sum``).
+
+    ``table``: term, chisq, df, p_value. ``sum_contrasts``: the factors recoded with contr.sum.
+    """
+
+    table: Any
+    sum_contrasts: tuple[str, ...]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+
+    _title = "Type III Wald chi-square tests (car::Anova), factors with sum-to-zero contrasts"
+
+
+def glmm_anova(fit: GLMMFit, type: int | str = 3) -> GLMMAnovaResult:  # noqa: A002 - anova's name
+    """Type III Wald chi-square tests of the fixed-effect terms (see the module docstring)."""
+    if str(type).strip().lower() not in ("3", "iii"):
+        raise DataError(f"type {type!r}: GLMM fits have Type III Wald chi-square tests only (type=3); compare nested "
+                        "models with me.compare() for likelihood-ratio tests")
+    res = _bridge.glmm_anova(fit)
+    raw = res.value["table"]
+    tab = pd.DataFrame({"term": [str(t) for t in raw["term"]], "chisq": np.asarray(raw["chisq"], dtype=float),
+                        "df": np.asarray(raw["df"], dtype=float), "p_value": np.asarray(raw["p_value"], dtype=float)})
+    sc = res.value.get("sum_contrasts")
+    sc = () if sc is None else ((sc,) if isinstance(sc, str) else tuple(str(s) for s in sc))
+    ws = r_warnings(res)
+    ll = float(res.value["loglik"])
+    if abs(ll - fit.loglik) > 1e-6 * max(1.0, abs(fit.loglik)):
+        ws.append(ResultWarning("optimizer_disagreement", f"the sum-to-zero refit reached logLik {ll:.8g}, the fit "
+                                f"{fit.loglik:.8g}: the optimizer stopped at different points (check_optimizers())",
+                                "mixedeval"))
+    prov = dict(fit.provenance)
+    prov.update({"r_function": "car::Anova(type = 3)", "contrasts": "contr.sum", "anova_type": 3})
+    return GLMMAnovaResult(table=tab, sum_contrasts=sc, warnings=tuple(ws), provenance=prov)
+
+
+# ------------------------------------------------------------------------------- LRT
+def glmm_lrt(fits: Sequence[Any], names: Sequence[str] | None):
+    """Likelihood-ratio tests between GLMM fits: ``(table, warnings, provenance, ordered fits)``.
+
+    ``table`` has the columns of :func:`mixedeval.compare` (estimator ``"ML"``) plus
+    ``p_value_mixture`` when a model adds exactly one variance component (lme4 fits).
+    """
+    if len(fits) < 2:
+        raise DataError("compare() needs at least two fitted models, e.g. me.compare(null_fit, full_fit)")
+    for i, f in enumerate(fits):
+        if not isinstance(f, GLMMFit):
+            raise DataError(f"argument {i + 1} is a {type(f).__name__}; GLMM fits (mixedeval.glmm) can only be "
+                            "compared with other GLMM fits (a likelihood of another family is not comparable)")
+    labels = [f"model_{i + 1}" for i in range(len(fits))] if names is None else [str(n) for n in names]
+    if len(labels) != len(fits) or len(set(labels)) != len(labels):
+        raise DataError(f"names must give one distinct name per model, got {labels}")
+    engines = {f.r_function == "glmmTMB::glmmTMB" for f in fits}
+    if len(engines) > 1:
+        raise DataError("the fits mix lme4 and glmmTMB models; compare fits of one package (refit them alike)")
+    if len({f.family for f in fits}) > 1:
+        raise DataError(f"the fits have different families ({sorted({f.family for f in fits})}); a likelihood-ratio "
+                        "test needs nested models of one family")
+    if len({f.nobs for f in fits}) > 1:
+        raise DataError("the models were fitted to different rows (" + ", ".join(
+            f"{n}: {f.nobs}" for n, f in zip(labels, fits)) + "); drop rows with missing values first")
+    chk = _bridge.glmm_compare_check(fits)
+    if not chk["response_equal"]:
+        raise DataError("the models were fitted to different response values; fit all models to the same data")
+    res = _bridge.glmm_compare(fits, model_names=labels, mixture=chk["fixed_equal"])
+    tab = res.value["table"].copy()
+    order = [labels.index(str(m)) for m in tab["model"]]
+    tab["model"] = [labels[i] for i in order]
+    tab.insert(1, "formula", [fits[i].formula for i in order])
+    if "deviance" not in tab.columns:  # glmmTMB's anova has no deviance column
+        tab["deviance"] = -2 * pd.to_numeric(tab["loglik"]).astype(float)
+    tab["npar"] = pd.to_numeric(tab["npar"]).astype(int)
+    for c in ("aic", "bic", "loglik", "deviance", "chisq", "df", "p_value"):
+        tab[c] = pd.to_numeric(tab[c]).astype(float)
+    tab["estimator"] = "ML"
+    tab = tab.reindex(columns=list(LRT_COLUMNS))
+    pmix = np.atleast_1d(np.asarray(res.value["p_mixture"], dtype=float))
+    if chk["fixed_equal"] and np.isfinite(pmix).any():
+        tab["p_value_mixture"] = pmix
+    prov = dict(fits[0].provenance)
+    prov.update({"r_function": "lme4::anova.merMod" if fits[0].r_function.startswith("lme4") else "glmmTMB::anova",
+                 "estimator": "ML", "refit_ml": False})
+    return tab, r_warnings(res), prov, [fits[i] for i in order]
+
+
+# --------------------------------------------------------------------------- emmeans
+def _names(x: Any, what: str) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    out = (x,) if isinstance(x, str) else tuple(str(v) for v in x)
+    for v in out:
+        if "~" in v or "|" in v:
+            raise DataError(f"{what} takes variable names (e.g. 'system'), not formulas: {v!r}")
+    return out
+
+
+def _str_tuple(x: Any) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, str) else tuple(str(s) for s in x)
+
+
+def _check_vars(fit: GLMMFit, names: Sequence[str], what: str) -> None:
+    cols = [str(c) for c in fit.data.columns]
+    missing = [v for v in names if v not in cols]
+    if missing:
+        raise DataError(f"{what} {', '.join(repr(v) for v in missing)} not among the model's variables "
+                        f"({', '.join(cols)}); use the column names of the formula")
+
+
+def _at_arg(fit: GLMMFit, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if at is None:
+        return None
+    if not isinstance(at, Mapping):
+        raise DataError("at must be a dict {variable: value or list of values}")
+    _check_vars(fit, list(at), "at variable(s)")
+    out: dict[str, Any] = {}
+    for k, v in at.items():
+        vals = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+        if not vals:
+            raise DataError(f"at[{k!r}] is empty; give at least one value")
+        out[str(k)] = [str(x) for x in vals] if any(isinstance(x, str) for x in vals) else [float(x) for x in vals]
+    return out
+
+
+def _type_name(type_: str | None, default: str) -> str:
+    t = default if type_ is None else str(type_).lower()
+    if t not in TYPES:
+        raise DataError(f"type {type_!r} is not one of {', '.join(TYPES)}")
+    return t
+
+
+def _estimate_label(est_name: str, type_: str) -> str:
+    return "link" if type_ == "link" else {"prob": "prob", "rate": "rate"}.get(est_name, "response")
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class GLMMContrastResult(ResultMixin):
+    """Contrasts of GLMM means (see the module docstring).
+
+    ``table``: contrast, <by columns>, estimate, std_error, df (Inf), z_value, p_value
+    (unadjusted), p_adj (adjusted by ``p_adjust``), conf_low, conf_high. ``estimate_label`` says
+    what ``estimate`` is: ``odds_ratio``, ``rate_ratio``, ``ratio`` (response-scale ratios of
+    other links), ``difference`` (response scale, after regrid) or ``link_difference`` (the
+    difference of link-scale means, e.g. a log odds ratio).
+    """
+
+    table: Any
+    method: str
+    adjust: str
+    p_adjust: str
+    ci_adjust: str
+    type: str
+    scale: str
+    estimate_label: str
+    level: float
+    by: tuple[str, ...]
+    notes: tuple[str, ...]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    _grid: Any = field(default=None, repr=False, compare=False)
+
+    df_method = "asymptotic"
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"Contrasts ({self.method}) of GLMM marginal means: {self.estimate_label.replace('_', ' ')}s (emmeans)"
+
+    def _scalars(self):
+        return [("estimate", self.estimate_label), ("p-value adjustment (p_adj)", self.p_adjust),
+                ("interval adjustment", self.ci_adjust), ("confidence level", self.level)]
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class GLMMEMMResult(ResultMixin):
+    """Estimated marginal means (or trends) of a GLMM.
+
+    ``table``: <spec columns>, <by columns>, emmean (or trend), std_error, df (Inf), conf_low,
+    conf_high. ``type``: ``"response"`` or ``"link"``; ``estimate_label``: what ``emmean``
+    holds (``prob``, ``rate``, ``response``, ``link``).
+    """
+
+    table: Any
+    specs: tuple[str, ...]
+    by: tuple[str, ...]
+    kind: str
+    var: str | None
+    type: str
+    estimate_label: str
+    level: float
+    notes: tuple[str, ...]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    _grid: Any = field(default=None, repr=False, compare=False)
+    _fit: Any = field(default=None, repr=False, compare=False)
+
+    df_method = "asymptotic"
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        if self.kind == "emtrends":
+            return f"Trends of {self.var} on the {self.type} scale (emmeans::emtrends)"
+        return f"Estimated marginal means on the {self.type} scale (emmeans)"
+
+    @property
+    def estimate_column(self) -> str:
+        return "trend" if self.kind == "emtrends" else "emmean"
+
+    def contrasts(self, method: str | Mapping[str, Sequence[float]] = "pairwise", adjust: str = "holm",
+                  by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
+                  random_state: Any = 1, scale: str = "ratio") -> GLMMContrastResult:
+        """Contrasts of the means: ``scale="ratio"`` (odds / rate ratios on the response scale,
+        link differences with ``type="link"``) or ``scale="difference"`` (risk / rate differences
+        through ``emmeans::regrid``). Other arguments as :meth:`mixedeval.inference.emmeans.EMMResult.contrasts`."""
+        return glmm_contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level,
+                              random_state=random_state, scale=scale)
+
+
+def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str) -> GLMMEMMResult:
+    specs_t = _names(specs, "specs")
+    if not specs_t:
+        raise DataError("specs must name at least one variable, e.g. 'system'")
+    by_t = _names(by, "by")
+    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
+    level = require_level(level)
+    if var is not None:
+        _check_vars(fit, [var], "var")
+        s = fit.data[var]
+        if not pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
+            raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    res = _bridge.glmm_emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
+                               level=float(level), type=type_)
+    v = res.value
+    est_to = "emmean" if var is None else "trend"
+    labels = list(_str_tuple(v["pri_vars"])) + list(_str_tuple(v["by_vars"]))
+    t = v["table"].rename(columns={str(v["est_name"]): est_to})
+    t = t[labels + [est_to, "std_error", "df", "conf_low", "conf_high"]].reset_index(drop=True)
+    kind = "emmeans" if var is None else "emtrends"
+    label = "trend_" + type_ if var is not None else _estimate_label(str(v["est_name"]), type_)
+    prov = dict(fit.provenance)
+    prov.update({"r_function": f"emmeans::{kind}", "type": type_, "level": float(level), "df_method": "asymptotic"})
+    return GLMMEMMResult(table=t, specs=specs_t, by=_str_tuple(v["by_vars"]), kind=kind, var=var, type=type_,
+                         estimate_label=label, level=float(level), notes=_str_tuple(v.get("mesg")),
+                         warnings=tuple(r_warnings(res, "emmeans")), provenance=prov, _grid=v["grid"], _fit=fit)
+
+
+def glmm_emmeans(fit: GLMMFit, specs: Any, by: Any = None, level: float = 0.95, at: Any = None,
+                 type: str | None = None) -> GLMMEMMResult:  # noqa: A002 - emmeans' name
+    """Estimated marginal means of a GLMM (``type="response"`` by default; see the module docstring)."""
+    return _emm(fit, specs, by, level, at, None, _type_name(type, "response"))
+
+
+def glmm_emtrends(fit: GLMMFit, specs: Any, var: str, by: Any = None, level: float = 0.95, at: Any = None,
+                  type: str | None = None) -> GLMMEMMResult:  # noqa: A002 - emmeans' name
+    """Slopes of ``var`` per level of ``specs``: on the link scale (``type="link"``, the default:
+    e.g. change in log odds per unit) or of the response-scale mean (``type="response"``:
+    ``emtrends(..., regrid = "response")``, e.g. change in probability per unit)."""
+    if not isinstance(var, str) or not var:
+        raise DataError("var must name a numeric covariate")
+    return _emm(fit, specs, by, level, at, var, _type_name(type, "link"))
+
+
+def _applied(notes: Sequence[str], prefix: str) -> str:
+    for n in notes:
+        m = re.match(prefix + r"\s*(\S+) method", n)
+        if m:
+            return m.group(1)
+    return "none"
+
+
+def _contrast_label(emm: GLMMEMMResult, scale: str) -> str:
+    if emm.kind == "emtrends":
+        return "trend_difference"
+    if emm.type == "link":
+        return "link_difference"
+    if scale == "difference":
+        return "difference"
+    # emmeans back-transforms differences of log / logit means as ratios; other links stay differences
+    return {"logit": "odds_ratio", "log": "rate_ratio"}.get(emm._fit.link, "link_difference")
+
+
+def _method_args(emm: GLMMEMMResult, method: Any, ref: Any) -> tuple[Any, str, Any]:
+    if isinstance(method, Mapping):
+        r_method = {str(k): [float(x) for x in np.atleast_1d(np.asarray(w, dtype=float))] for k, w in method.items()}
+        if not r_method:
+            raise DataError("custom contrasts: give at least one {name: weights} entry")
+        name = "custom"
+    else:
+        if method not in _METHODS:
+            raise DataError(f"method {method!r} is not one of {', '.join(_METHODS)} (or a dict of custom weights)")
+        r_method = name = method
+    r_ref = None
+    if ref is not None:
+        if name != "trt.vs.ctrl":
+            raise DataError("ref is only used with method='trt.vs.ctrl'")
+        refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
+            r_ref = [int(r) + 1 for r in refs]
+        elif all(isinstance(r, str) for r in refs):
+            r_ref = refs
+        else:
+            raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
+    return r_method, name, r_ref
+
+
+def glmm_contrasts(emm: GLMMEMMResult, method: Any = "pairwise", adjust: str = "holm", by: Any = None,
+                   ref: Any = None, level: float | None = None, random_state: Any = 1,
+                   scale: str = "ratio") -> GLMMContrastResult:
+    """Contrasts of GLMM means (see :meth:`GLMMEMMResult.contrasts`)."""
+    level = emm.level if level is None else require_level(level)
+    adj = _ADJUST.get(str(adjust).lower())
+    if adj is None:
+        raise DataError(f"adjust {adjust!r} is not one of {', '.join(sorted(set(_ADJUST.values())))}")
+    if scale not in SCALES:
+        raise DataError(f"scale {scale!r} is not one of {', '.join(SCALES)} ('ratio': odds/rate ratios; "
+                        "'difference': risk/rate differences on the response scale)")
+    if scale == "difference" and (emm.type != "response" or emm.kind == "emtrends"):
+        raise DataError("scale='difference' needs means on the response scale (type='response'); link-scale "
+                        "contrasts are already differences")
+    use_grid_by = by is None
+    by_t = emm.by if use_grid_by else _names(by, "by")
+    r_method, method_name, r_ref = _method_args(emm, method, ref)
+    seed = r_seed(random_state) if adj == "mvt" else None
+    res = _bridge.glmm_contrast(emm._grid, method=r_method, adjust=adj, level=level, by=list(by_t) or None,
+                                use_grid_by=use_grid_by, ref=r_ref, r_seed=seed, type=emm.type, scale=scale)
+    v = res.value
+    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
+    t = v["table"].rename(columns={str(v["est_name"]): "estimate", "p_value": "p_adj"})
+    t["p_value"] = v["p_raw"]
+    t = t[labels + ["estimate", "std_error", "df", "z_value", "p_value", "p_adj", "conf_low", "conf_high"]]
+    notes = _str_tuple(v.get("mesg"))
+    p_adj = _applied(notes, "P value adjustment:")
+    ci_adj = _applied(notes, "Conf-level adjustment:")
+    ws = r_warnings(res, "emmeans")
+    if p_adj.lower() != adj.lower() and not any(w.kind == "adjust_changed" for w in ws):
+        ws.append(ResultWarning("adjust_changed", f"adjust = {adj!r} was changed to {p_adj!r} by emmeans", "emmeans"))
+    if p_adj != "none" and ci_adj.lower() != p_adj.lower():
+        ws.append(ResultWarning("ci_adjust", f"emmeans has no {p_adj} confidence intervals: conf_low/conf_high use "
+                                f"the {ci_adj} adjustment, p_adj the {p_adj} adjustment", "emmeans"))
+    prov = dict(emm.provenance)
+    prov.update({"r_function": "emmeans::contrast" + (" (after emmeans::regrid)" if scale == "difference" else ""),
+                 "method": method_name, "adjust": adj, "p_adjust": p_adj, "ci_adjust": ci_adj, "scale": scale})
+    if adj == "mvt":
+        prov["random_state"] = seed
+    return GLMMContrastResult(table=t.reset_index(drop=True), method=method_name, adjust=adj, p_adjust=p_adj,
+                              ci_adjust=ci_adj, type=emm.type, scale=scale, estimate_label=_contrast_label(emm, scale),
+                              level=level, by=_str_tuple(v["by_vars"]), notes=notes, warnings=tuple(ws),
+                              provenance=prov, _grid=v["grid"])
+
+
+# ------------------------------------------------------------------ optimizer check
+def glmm_check_optimizers(fit: GLMMFit, optimizers: Sequence[str] = GLMM_OPTIMIZERS, rtol: float = 1e-3,
+                          loglik_tol: float = 1e-3, nagq0: bool = True):
+    """Refit ``fit`` with each of glmer's optimizers, and with ``nAGQ = 0`` (``nagq0=True``), and
+    compare log-likelihoods, fixed effects and variance components with ``fit`` (rules of
+    :mod:`mixedeval.inference.optimizers`; there are no df to compare). Rows are labelled
+    ``"<optimizer>"`` or ``"<optimizer>, nAGQ=<k>"`` when the nAGQ differs from the fit's.
+    glmmTMB fits have one optimizer (nlminb): they are not supported.
+    """
+    if fit.r_function == "glmmTMB::glmmTMB":
+        raise DataError("check_optimizers() refits with lme4's optimizers; glmmTMB fits (beta, betabinomial) use "
+                        "nlminb only")
+    if not (float(rtol) >= 0 and float(loglik_tol) >= 0):
+        raise DataError("rtol and loglik_tol must be non-negative numbers")
+    opts = [optimizers] if isinstance(optimizers, str) else list(optimizers)
+    opts = list(dict.fromkeys([fit.optimizer, *(normalize_glmm_optimizer(o) for o in opts)]))
+    runs = [(o, fit.nagq) for o in opts]
+    if nagq0 and fit.nagq != 0:
+        runs.append((fit.optimizer, 0))
+    ref_res = _bridge.glmm_optimizer_summary(fit)
+    results = []
+    for opt, q in runs:
+        label = opt if q == fit.nagq else f"{opt}, nAGQ={q}"
+        if (opt, q) == (fit.optimizer, fit.nagq):
+            results.append((label, True, ref_res, None))
+            continue
+        try:
+            results.append((label, False, _bridge.glmm_check_optimizer(fit, optimizer=opt, nagq=q), None))
+        except RError as exc:
+            results.append((label, False, None, exc.r_message))
+    return _optimizer_check(fit, results, ref_res.value, float(rtol), float(loglik_tol))
+
+
+def _within(v: Mapping[str, Any], ref: Mapping[str, Any], rtol: float, loglik_tol: float) -> bool:
+    fa, fr, ra, rr = v["fixed"], ref["fixed"], v["random"], ref["random"]
+    if list(fa["term"]) != list(fr["term"]) or len(ra) != len(rr):
+        return False
+    b, b0, se0 = (np.asarray(x, dtype=float) for x in (fa["estimate"], fr["estimate"], fr["std_error"]))
+    var, var0 = np.asarray(ra["variance"], dtype=float), np.asarray(rr["variance"], dtype=float)
+    total = float(np.nansum(np.abs(var0[rr["term2"].isna().to_numpy()]))) if len(rr) else 0.0
+    return bool(abs(float(v["loglik"]) - float(ref["loglik"])) <= loglik_tol
+                and np.all(np.abs(b - b0) <= rtol * np.maximum(np.abs(b0), se0))
+                and np.all(np.abs(var - var0) <= rtol * np.maximum(np.abs(var0), rtol * total)))
+
+
+def _max_abs(a: Any, b: Any) -> float:
+    d = np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
+    return float(np.max(d)) if d.size else 0.0
+
+
+def _optimizer_row(label: str, is_ref: bool, res: Any, error: str | None, ref: Mapping[str, Any], rtol: float,
+                   loglik_tol: float) -> dict[str, Any]:
+    if res is None:
+        return {"optimizer": label, "reference": False, "loglik": np.nan, "loglik_diff": np.nan, "converged": False,
+                "singular": None, "feval": None, "max_abs_diff_fixed": np.nan, "max_abs_diff_varcomp": np.nan,
+                "max_abs_diff_df": np.nan, "within_tolerance": False, "messages": error}
+    v = res.value
+    same = list(v["fixed"]["term"]) == list(ref["fixed"]["term"]) and len(v["random"]) == len(ref["random"])
+    msgs = v["convergence"].get("messages")
+    msgs = [] if msgs is None else ([msgs] if isinstance(msgs, str) else [str(m) for m in msgs])
+    msgs += [str(w) for w in res.warnings if str(w) not in msgs]
+    return {"optimizer": label, "reference": is_ref, "loglik": float(v["loglik"]),
+            "loglik_diff": float(v["loglik"]) - float(ref["loglik"]), "converged": bool(v["convergence"]["converged"]),
+            "singular": bool(v["singular"]), "feval": v["feval"],
+            "max_abs_diff_fixed": _max_abs(v["fixed"]["estimate"], ref["fixed"]["estimate"]) if same else np.nan,
+            "max_abs_diff_varcomp": _max_abs(v["random"]["variance"], ref["random"]["variance"]) if same else np.nan,
+            "max_abs_diff_df": np.nan, "within_tolerance": _within(v, ref, rtol, loglik_tol), "messages": "; ".join(msgs)}
+
+
+def _optimizer_check(fit: GLMMFit, results: list, ref: Mapping[str, Any], rtol: float, loglik_tol: float):
+    rows, fixed, random, ws = [], [], [], []
+    for label, is_ref, res, error in results:
+        rows.append(_optimizer_row(label, is_ref, res, error, ref, rtol, loglik_tol))
+        if res is None:
+            ws.append(ResultWarning("optimizer_error", f"refit with {label} failed: {error}", "R"))
+            continue
+        if not is_ref:
+            ws += [ResultWarning(w.kind, f"{label}: {w.message}", w.source) for w in r_warnings(res)]
+        f = res.value["fixed"][["term", "estimate", "std_error", "p_value"]].copy()
+        f.insert(0, "optimizer", label)
+        r = res.value["random"].copy()
+        r.insert(0, "optimizer", label)
+        fixed.append(f)
+        random.append(r)
+    table = pd.DataFrame(rows, columns=list(OPT_COLUMNS))
+    table["feval"] = pd.array([None if x is None or x != x else int(x) for x in table["feval"]], dtype="Int64")
+    same_q = ~table["optimizer"].str.contains("nAGQ=", regex=False)
+    agree = bool(table.loc[same_q, "within_tolerance"].all())  # rows with another nAGQ are another approximation
+    best = str(table.loc[table["loglik"].idxmax(), "optimizer"]) if table["loglik"].notna().any() else fit.optimizer
+    if not agree:
+        bad = ", ".join(table.loc[same_q & ~table["within_tolerance"], "optimizer"])
+        ws.append(ResultWarning("optimizer_disagreement", f"refits with {bad} differ from the {fit.optimizer} fit beyond "
+                                f"tolerance (rtol={rtol:g}, loglik_tol={loglik_tol:g}); highest log-likelihood: {best}",
+                                "mixedeval"))
+    for _, row in table.loc[~same_q & ~table["within_tolerance"]].iterrows():
+        ws.append(ResultWarning("nagq_difference", f"the {row['optimizer']} fit differs from the nAGQ={fit.nagq} fit "
+                                f"beyond tolerance (logLik difference {row['loglik_diff']:.3g}, largest fixed-effect "
+                                f"difference {row['max_abs_diff_fixed']:.3g}): nAGQ=0 is a cruder approximation; "
+                                "keep the Laplace fit (nagq=1) for final inference", "mixedeval"))
+    prov = dict(fit.provenance)
+    prov.update({"r_function": "lme4::glmer(control = glmerControl(optimizer = ...), nAGQ = ...)",
+                 "optimizers": list(table["optimizer"]), "rtol": rtol, "loglik_tol": loglik_tol})
+    return OptimizerCheck(table=table, fixed=pd.concat(fixed, ignore_index=True),
+                          random=pd.concat(random, ignore_index=True), agree=agree, best_optimizer=best,
+                          reference=fit.optimizer, rtol=rtol, loglik_tol=loglik_tol, warnings=tuple(ws),
+                          provenance=prov)

@@ -1,0 +1,314 @@
+"""``me.compare_logs``: from evaluation-harness logs to the comparison of systems, in one call.
+
+1. The logs are read by :func:`mixedeval.read_eval_logs` (lm-eval, Inspect AI, HELM, tables),
+   with its checks (missing items, duplicated ids, mixed tasks).
+2. The model is chosen from the scores of ``metric``:
+
+   * 0/1 scores (accuracy, exact match), or proportions of ``trials`` attempts (k of n): the
+     binomial GLMM ``lme4::glmer(score ~ system [* task] + (1|item) [+ (1|system:run)],
+     family = binomial)`` (:func:`mixedeval.inference._glmm.glmm`), with odds-ratio contrasts;
+   * other (continuous) scores: the LMM ``lmerTest::lmer`` of the same formula (REML).
+
+   Items are nested in tasks (an item id is the task and the id); runs (dates, epochs, trials)
+   are nested in systems and get a random intercept when some system has several. The system
+   effect is tested by the likelihood-ratio test of the model without ``system`` (ML refits,
+   :func:`mixedeval.compare`); the contrasts are the pairwise contrasts of the estimated
+   marginal means of the systems per task (``by="task"``) and pooled over tasks (emmeans'
+   equal-weight average), with ``p_value`` unadjusted and ``p_adj`` adjusted (Holm by default).
+3. The paired bootstrap of the mean (:func:`mixedeval.bootstrap`: items, and runs when there are
+   several, drawn with replacement, the same draws for every system) per task and across tasks
+   (the mean of the task means), with intervals and shift-method p-values of the differences.
+4. ``me.report(result, path=...)`` writes the HTML report (the CLI's ``compare-logs --report``).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._random import seed_sequence
+from ..data._logs import EvalLogs, read_eval_logs
+from ..data.validate import require_level
+from ..errors import DataError
+from ..inference._lmm import lmm
+from ..inference.compare import compare
+from ..resampling import bootstrap
+from ..results import ResultWarning
+from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
+
+try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
+    from ..inference._glmm import glmm
+except ImportError:  # pragma: no cover - depends on the installed version
+    glmm = None
+
+ALL_TASKS = "(all tasks)"
+ANALYSES = ("auto", "glmm", "lmm")
+
+
+@dataclass(frozen=True, repr=False)
+class CompareLogsResult(_WorkflowResult):
+    """Result of :func:`compare_logs`.
+
+    table : the model's pairwise contrasts of the systems, per task and pooled over tasks
+        (``task == "(all tasks)"``): task, contrast, estimate (difference for the LMM, odds
+        ratio for the GLMM), std_error, df, the statistic (t_value / z_value), p_value
+        (unadjusted), p_adj (adjusted by ``adjust`` within each task), conf_low, conf_high.
+    glrt : likelihood-ratio test of the system effect (:func:`mixedeval.compare`).
+    emmeans : estimated marginal means of the systems per task and pooled (task column).
+    bootstrap : paired bootstrap differences per task and pooled: task, system_a, system_b,
+        delta, std_error, conf_low, conf_high, p_value (shift method), p_adj, snr.
+    means : bootstrap means per task and pooled: task, system, estimate, boot_mean, std_error,
+        conf_low, conf_high.
+    data_summary : :meth:`EvalLogs.summary` of the scores used.
+    analysis : which model was fitted ("binomial GLMM" / "LMM"), with ``formula``.
+    """
+
+    table: Any
+    glrt: Any
+    emmeans: Any
+    bootstrap: Any
+    means: Any
+    data_summary: Any
+    analysis: str
+    formula: str
+    metric: str
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    fit: Any = field(default=None, repr=False, compare=False)
+    logs: Any = field(default=None, repr=False, compare=False)
+    boot_result: Any = field(default=None, repr=False, compare=False)
+
+    _main_table = "table"
+    _print_tables = ("table", "bootstrap", "means")
+    _skip_in_dict = ("fit", "logs", "boot_result")
+    _title = "System comparison from evaluation logs"
+
+    def _scalars(self):
+        return [("metric", self.metric), ("analysis", self.analysis), ("formula", self.formula),
+                ("system effect, likelihood-ratio p-value", f"{self.p_value:.4g}")]
+
+    @property
+    def p_value(self) -> float:
+        """The likelihood-ratio p-value of the system effect."""
+        return float(self.glrt["p_value"].iloc[-1])
+
+
+# ------------------------------------------------------------------------------ the data
+def _scores(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool) -> tuple[EvalLogs, pd.DataFrame]:
+    if isinstance(source, EvalLogs):
+        logs = source
+        if systems is not None:
+            raise DataError("systems= selects systems while reading; pass the source path instead of EvalLogs")
+    else:
+        logs = read_eval_logs(source, fmt, metric=metric, systems=systems, drop_missing=drop_missing)
+    s = logs.scores(metric)
+    n_sys = s["system"].nunique()
+    if n_sys < 2:
+        raise DataError(f"metric {metric!r} has scores for {n_sys} system(s); comparing needs at least two (systems "
+                        f"read: {sorted(logs.table['system'].unique())})")
+    return logs, s
+
+
+def _kind(scores: pd.Series, trials: int | None) -> str:
+    """"binary" (0/1), "binomial" (proportions of ``trials``) or "continuous"."""
+    v = scores.to_numpy(dtype=float)
+    if trials is not None:
+        if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+            raise DataError(f"trials must be a positive integer (attempts per item and run), got {trials!r}")
+        k = v * trials
+        if np.any((v < 0) | (v > 1)) or not np.allclose(k, np.round(k), atol=1e-9):
+            raise DataError(f"trials={trials}: the scores must be proportions k / {trials} (k = 0..{trials})")
+        return "binomial"
+    return "binary" if np.isin(v, (0.0, 1.0)).all() else "continuous"
+
+
+def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, bool]:
+    """Model columns: score, system, task, item (task::id), sysrun; whether runs vary, several tasks."""
+    f = pd.DataFrame({"score": s["score"].to_numpy(dtype=float), "system": s["system"].astype(str).to_numpy(),
+                      "task": s["task"].astype(str).to_numpy(),
+                      "item": (s["task"].astype(str) + "::" + s["item"].astype(str)).to_numpy(),
+                      "sysrun": (s["system"].astype(str) + "::" + s["task"].astype(str) + "::"
+                                 + s["run"].astype(str)).to_numpy()})
+    if trials is not None:
+        f["successes"] = np.round(f["score"] * trials)
+        f["failures"] = trials - f["successes"]
+    several_runs = bool(s.groupby("system")["run"].nunique().max() > 1)
+    return f, several_runs, f["task"].nunique() > 1
+
+
+# ------------------------------------------------------------------------------ the model
+def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks: bool, trials: int | None,
+                levels: Mapping) -> tuple[Any, Any, str, str, list[ResultWarning]]:
+    extra = ["sysrun"] if runs else []
+    lhs = "score"
+    fixed = "system * task" if tasks else "system"
+    null_fixed = "task" if tasks else "1"
+    warns: list[ResultWarning] = []
+    use_glmm = analysis == "glmm" or (analysis == "auto" and kind != "continuous")
+    if use_glmm and kind == "continuous":
+        raise DataError("analysis='glmm' needs 0/1 scores or proportions of trials= attempts; these scores are "
+                        "continuous (use analysis='lmm')")
+    if use_glmm and glmm is None:  # pragma: no cover - before the GLMM issue has landed
+        warns.append(ResultWarning("binary_as_lmm", "the binomial GLMM is not available in this version: the 0/1 "
+                                   "scores are analysed with the LMM and the paired bootstrap"))
+        use_glmm = False
+    factors = ["system", "task", "item", *extra]
+    lv = {**levels, "task": sorted(frame["task"].unique())}
+    if use_glmm:
+        if trials is not None:
+            lhs_f = "cbind(successes, failures)"
+            full_f = model_formula("score", fixed, "item", extra).replace("score ~", f"{lhs_f} ~", 1)
+            null_f = model_formula("score", null_fixed, "item", extra).replace("score ~", f"{lhs_f} ~", 1)
+        else:
+            full_f, null_f = model_formula(lhs, fixed, "item", extra), model_formula(lhs, null_fixed, "item", extra)
+        full = glmm(full_f, frame, family="binomial", factors=factors, levels=lv)
+        null = glmm(null_f, frame, family="binomial", factors=factors, levels=lv)
+        return full, null, "binomial GLMM (lme4::glmer, Laplace)", full_f, warns
+    full_f, null_f = model_formula(lhs, fixed, "item", extra), model_formula(lhs, null_fixed, "item", extra)
+    full = lmm(full_f, frame, reml=True, factors=factors, levels=lv)
+    null = lmm(null_f, frame, reml=True, factors=factors, levels=lv)
+    return full, null, "LMM (lmerTest::lmer, REML)", full_f, warns
+
+
+def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, posthoc_df: str, adjust: str,
+                     level: float) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning]]:
+    """Pairwise contrasts and EMMs of the systems, per task (when several) and pooled."""
+    kw = {"level": level} if glmm_fit else {"df_method": posthoc_df, "level": level}
+    emms, cons, warns = [], [], []
+    specs = [("task", None), (None, ALL_TASKS)] if tasks else [(None, only_task)]
+    for by, label in specs:
+        emm = fit.emmeans("system", by=by, **kw)
+        con = emm.contrasts(method="pairwise", adjust=adjust)
+        warns += list(getattr(emm, "warnings", ())) + list(getattr(con, "warnings", ()))
+        e, c = emm.table.copy(), con.table.copy()
+        if label is not None:
+            e.insert(0, "task", label)
+            c.insert(0, "task", label)
+        else:  # by task: emmeans puts the by column after the contrast; move it first
+            e.insert(0, "task", e.pop("task"))
+            c.insert(0, "task", c.pop("task"))
+        emms.append(e)
+        cons.append(c)
+    return pd.concat(cons, ignore_index=True), pd.concat(emms, ignore_index=True), warns
+
+
+# ------------------------------------------------------------------------------ the bootstrap
+def _runs_vary(sub: pd.DataFrame) -> bool:
+    return bool(sub.groupby("system")["run"].nunique().max() > 1)
+
+
+def _pooled_input(s: pd.DataFrame) -> tuple[pd.DataFrame, bool, list[ResultWarning]]:
+    """The table of the across-task bootstrap: as it is when every system has the same runs in
+    every task (runs crossed with tasks), else each item's mean over its runs, with a warning."""
+    runs_per = s.groupby(["system", "task"])["run"].agg(lambda r: tuple(sorted(set(r))))
+    same = runs_per.groupby(level="system").nunique().max() == 1
+    if same:
+        return s, _runs_vary(s), []
+    avg = s.groupby(["system", "task", "item"], as_index=False, sort=False)["score"].mean()
+    return avg, False, [ResultWarning(
+        "pooled_runs_averaged", "the runs differ between tasks (e.g. a different number of trials per task), so "
+        "the across-task bootstrap resamples items of each item's mean over its runs; the per-task bootstraps "
+        "resample the runs")]
+
+
+def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, level: float,
+                random_state: np.random.SeedSequence, progress: Any) -> tuple[pd.DataFrame, pd.DataFrame, Any, list[ResultWarning]]:
+    """Paired bootstrap of the mean per task and (several tasks) of the mean of the task means."""
+    kw = dict(score="score", system="system", item="item", n_resamples=n_resamples, level=level, progress=progress)
+    ss = seed_sequence(random_state)
+    task_names = sorted(s["task"].unique())
+    names = [*task_names, ALL_TASKS] if tasks else task_names
+    pw, means, warns = [], [], []
+    boot = None
+    for name, seed in zip(names, ss.spawn(len(names))):
+        if name == ALL_TASKS:
+            sub, runs, w = _pooled_input(s)
+            warns += w
+            boot = bootstrap(sub, run="run" if runs else None, group="task", random_state=seed, **kw)
+        else:
+            sub = s[s["task"] == name]
+            boot = bootstrap(sub, run="run" if _runs_vary(sub) else None, random_state=seed, **kw)
+        warns += list(boot.warnings)
+        p, m = boot.pairwise(adjust=adjust), boot.summary()
+        p.insert(0, "task", name)
+        m.insert(0, "task", name)
+        pw.append(p)
+        means.append(m)
+    return pd.concat(pw, ignore_index=True), pd.concat(means, ignore_index=True), boot, warns
+
+
+def compare_logs(
+    source: Any,
+    metric: str = "acc",
+    *,
+    format: str = "auto",  # noqa: A002 - read_eval_logs' name
+    systems: Sequence[str] | Mapping[str, str] | None = None,
+    drop_missing: bool = False,
+    analysis: str = "auto",
+    trials: int | None = None,
+    reference: Any = None,
+    adjust: str = "holm",
+    posthoc_df: str = "asymptotic",
+    n_resamples: int = 10_000,
+    level: float = 0.95,
+    random_state: Any = None,
+    progress: bool | None = None,
+) -> CompareLogsResult:
+    """Compare the systems in evaluation logs on ``metric``: mixed model, contrasts, bootstrap, report.
+
+    Parameters
+    ----------
+    source : what :func:`mixedeval.read_eval_logs` reads (paths, directories, globs, a
+        ``{system: path}`` dict), or an :class:`EvalLogs` already read.
+    metric : the metric to compare (lm-eval ``acc``; Inspect scorer name; HELM ``exact_match``).
+    format, systems, drop_missing : as :func:`mixedeval.read_eval_logs`.
+    analysis : ``"auto"`` (binomial GLMM for 0/1 scores or ``trials``, LMM otherwise), ``"glmm"``
+        or ``"lmm"``.
+    trials : the scores are proportions of ``trials`` attempts per item and run (k of n):
+        binomial GLMM of ``cbind(successes, failures)``.
+    reference : reference system (first level; code-point order otherwise).
+    adjust : p-value adjustment of the pairwise contrasts and bootstrap differences (Holm).
+    posthoc_df : df of the LMM's EMMs and contrasts (``"asymptotic"``, ``"satterthwaite"``,
+        ``"kenward-roger"``); GLMM contrasts are z tests.
+    n_resamples, level, random_state, progress : the bootstrap's (and the intervals' level).
+
+    Returns a :class:`CompareLogsResult`; ``me.report(result, path="report.html")`` writes its HTML
+    report (the command line: ``mixedeval compare-logs PATH... --metric acc --report out.html``).
+    """
+    if analysis not in ANALYSES:
+        raise DataError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
+    level = require_level(level)
+    posthoc_df = check_posthoc_df(posthoc_df)
+    logs, s = _scores(source, metric, format, systems, drop_missing)
+    kind = _kind(s["score"], trials)
+    frame, runs, tasks = _frame(s, trials)
+    sys_levels = sorted(frame["system"].unique())
+    if reference is not None:
+        if str(reference) not in sys_levels:
+            raise DataError(f"reference {reference!r} is not a system in the logs ({', '.join(sys_levels)})")
+        sys_levels = [str(reference)] + [x for x in sys_levels if x != str(reference)]
+    full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
+                                                            {"system": sys_levels})
+    glrt = compare(null, full, names=["null", "full"])
+    con, emm, w2 = _contrast_tables(full, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
+                                    posthoc_df, adjust, level)
+    ss = seed_sequence(random_state)
+    bpw, bmeans, pooled, w3 = _bootstraps(s.assign(score=s["score"].astype(float)), tasks, adjust, n_resamples,
+                                          level, ss, progress)
+    warnings = dedupe_warnings([*logs.warnings, *warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w3])
+    prov = dict(full.provenance)
+    prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
+                 "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
+                 "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
+                 "bootstrap": "mixedeval.bootstrap (items, and runs when several; per task and across tasks)"})
+    res = CompareLogsResult(table=con, glrt=glrt.table, emmeans=emm, bootstrap=bpw, means=bmeans,
+                            data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
+                            analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
+                            provenance=prov, fit=full, logs=logs, boot_result=pooled)
+    return res
+
+
+__all__ = ["CompareLogsResult", "compare_logs"]
