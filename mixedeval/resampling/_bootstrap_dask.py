@@ -165,14 +165,29 @@ def partitioned_bootstrap(data: Any, score: str, system: str, item: str, run: st
     return _fields(sums, systems, n_items, ss, n_resamples, ci, level, higher_is_better, int(partitions))
 
 
+def _part_sizes(chunk: pd.DataFrame, system: str, item: str) -> pd.DataFrame:
+    """Per partition in ``chunk``: its number of distinct items; plus the systems seen (one row each)."""
+    sizes = chunk.groupby(_PART)[item].nunique()
+    systems = pd.unique(chunk[system].dropna())
+    return pd.DataFrame({"kind": ["size"] * len(sizes) + ["system"] * len(systems),
+                         "part": [*sizes.index.astype(np.int64), *([-1] * len(systems))],
+                         "value": [*(str(v) for v in sizes.to_numpy()), *(str(v) for v in systems)],
+                         "raw": pd.Series([*([None] * len(sizes)), *systems], dtype=object)})
+
+
 def _design(framed: Any, system: str, item: str, n_parts: int) -> tuple[list[Any], np.ndarray]:
-    """Sorted systems and the number of distinct items per partition (one pass over the data)."""
+    """Sorted systems and the number of distinct items per partition (one pass over the data;
+    on Dask the partitions' own sizes after the shuffle by partition, so no worker holds more
+    than its partitions)."""
     if isinstance(framed, pd.DataFrame):
-        systems = sorted(framed[system].dropna().unique().tolist(), key=str)
-        per = framed.groupby(_PART)[item].nunique()
+        parts = _part_sizes(framed, system, item)
     else:
-        systems = sorted(framed[system].dropna().unique().compute().tolist(), key=str)
-        per = framed.groupby(_PART)[item].nunique().compute()
+        meta = pd.DataFrame({"kind": pd.Series(dtype=object), "part": pd.Series(dtype=np.int64),
+                             "value": pd.Series(dtype=object), "raw": pd.Series(dtype=object)})
+        parts = framed.shuffle(on=_PART).map_partitions(_part_sizes, system, item, meta=meta).compute()
+    systems = sorted({v for v in parts.loc[parts["kind"] == "system", "raw"]}, key=str)
+    sz = parts[parts["kind"] == "size"]
+    per = pd.Series(sz["value"].astype(np.int64).to_numpy(), index=sz["part"].astype(np.int64).to_numpy())
     if len(systems) < 2:
         raise DataError(f"the partitioned bootstrap compares systems: {system!r} has {len(systems)} value(s)")
     n_items = np.zeros(n_parts, dtype=np.int64)
