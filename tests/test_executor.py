@@ -255,3 +255,13 @@ def test_partitioned_bootstrap_refuses_what_needs_the_whole_table(ter):
         me.bootstrap(ddf, "ter", "system", "sentence_id", statistic="f1")
     with pytest.raises(DataError, match="bca"):
         me.bootstrap(ddf, "ter", "system", "sentence_id", run="replication", ci="bca", n_resamples=100)
+
+
+@pytest.mark.parametrize("test", ["satterthwaite", "sign_flip"])
+def test_power_is_identical_on_worker_processes(test):
+    d = me.design(items=30, variances={"item": 1.0, "residual": 1.0})
+    kw = dict(n_sim=16, random_state=9, batch_size=4, test=test)
+    here = me.power(d, 0.5, **kw)
+    there = me.power(d, 0.5, executor=2, **kw)
+    pd.testing.assert_frame_equal(there.table, here.table)
+    pd.testing.assert_frame_equal(there.simulations, here.simulations)

@@ -16,6 +16,8 @@ numpy.
 """
 from __future__ import annotations
 
+import uuid
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -220,23 +222,48 @@ def _resampling_batch(m: Model, state: Any, test: str, ss: np.random.SeedSequenc
             "p_value": pv, "singular": np.full(n, None, dtype=object), "problem": np.full(n, "", dtype=object)}
 
 
+#: in a worker process: the R simulation state of each run (token -> state), set up once per worker
+_WORKER_STATES: dict[str, Any] = {}
+
+
+def _batch(m: Model, state: Any, test: str, ss: np.random.SeedSequence, start: int, stop: int,
+           n_resamples: int) -> dict[str, np.ndarray]:
+    """Simulations start .. stop - 1 (their seeds come from their indices)."""
+    if test in R_TESTS:
+        seeds = sim_seeds(ss, start, stop)
+        part = _bridge.power_batch(state, seeds)
+        part["r_seed"] = np.asarray(seeds)
+        return part
+    return _resampling_batch(m, state, test, ss, start, stop, n_resamples)
+
+
+def _batch_task(token: str, start: int, stop: int, shared: tuple) -> dict[str, np.ndarray]:
+    """In a worker: one batch, from the state this worker set up for the run ``token``."""
+    m, effect, test, ss, n_resamples = shared
+    if token not in _WORKER_STATES:
+        _WORKER_STATES.clear()  # one run at a time per worker
+        _WORKER_STATES[token] = setup(m, effect, test)
+    return _batch(m, _WORKER_STATES[token], test, ss, start, stop, n_resamples)
+
+
 def run(m: Model, effect: Sequence[float], test: str, *, n_sim: int, ss: np.random.SeedSequence, batch_size: int,
-        n_resamples: int, progress: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Simulations 0 .. n_sim - 1 in batches: the per-simulation table and the setup's info."""
+        n_resamples: int, progress: bool, executor: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Simulations 0 .. n_sim - 1 in batches: the per-simulation table and the setup's info. With a
+    worker ``executor`` (a :class:`mixedeval._executor.Runner`) the batches run on its workers."""
     state = setup(m, effect, test)
     info = _bridge.power_info(state)
+    if executor is not None and executor.name != "in-process":
+        token = uuid.uuid4().hex
+        tasks = [(token, a, min(n_sim, a + batch_size)) for a in range(0, n_sim, batch_size)]
+        parts = executor.map(_batch_task, tasks, shared=(m, tuple(effect), test, ss, n_resamples),
+                             progress=progress, desc=f"power ({test})")
+        return _simulations_table(parts, test), info
     parts: list[dict[str, np.ndarray]] = []
     bar = tqdm(total=n_sim, desc=f"power ({test})", unit="sim", leave=False, disable=not progress)
     try:
         for start in range(0, n_sim, batch_size):
             stop = min(n_sim, start + batch_size)
-            if test in R_TESTS:
-                seeds = sim_seeds(ss, start, stop)
-                part = _bridge.power_batch(state, seeds)
-                part["r_seed"] = np.asarray(seeds)
-            else:
-                part = _resampling_batch(m, state, test, ss, start, stop, n_resamples)
-            parts.append(part)
+            parts.append(_batch(m, state, test, ss, start, stop, n_resamples))
             bar.update(stop - start)
     finally:
         bar.close()

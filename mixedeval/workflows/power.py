@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._executor import resolve_executor
 from .._random import seed_sequence
 from ..data._design_spec import Design
 from ..errors import DataError
@@ -230,14 +231,15 @@ class _Settings:
     progress: bool
     ss: Any
     random_state: Any
+    executor: Any = None  # a mixedeval._executor.Runner
 
 
 def _settings(test: str, alpha: Any, level: Any, n_sim: Any, n_resamples: Any, batch_size: Any, progress: Any,
-              random_state: Any) -> _Settings:
+              random_state: Any, executor: Any = None) -> _Settings:
     return _Settings(test=test, alpha=_prob("alpha", alpha), level=_prob("level", level),
                      n_sim=_count("n_sim", n_sim), n_resamples=_count("n_resamples", n_resamples),
                      batch_size=_count("batch_size", batch_size), progress=bool(progress),
-                     ss=seed_sequence(random_state), random_state=random_state)
+                     ss=seed_sequence(random_state), random_state=random_state, executor=resolve_executor(executor))
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -271,7 +273,7 @@ def _power(m: ps.Model, effect: tuple[float, ...], s: _Settings) -> PowerResult:
     """One power estimate: simulate, analyse, count."""
     ps.check_test(m, s.test)
     sims, info = ps.run(m, effect, s.test, n_sim=s.n_sim, ss=s.ss, batch_size=s.batch_size,
-                        n_resamples=s.n_resamples, progress=s.progress)
+                        n_resamples=s.n_resamples, progress=s.progress, executor=s.executor)
     used = ~sims["failed"].to_numpy()
     n_used = int(used.sum())
     k = int((sims["p_value"].to_numpy()[used] <= s.alpha).sum())
@@ -309,6 +311,7 @@ def power(
     item: str | None = None,
     batch_size: int = 20,
     progress: bool = False,
+    executor: Any = None,
 ) -> PowerResult:
     """Power of a test to detect ``effect``, estimated by simulation.
 
@@ -330,8 +333,11 @@ def power(
     n_resamples : resamples of each paired resampling test.
     system, item : columns of the paired tests for a pilot fit (default: ``term`` and none).
     batch_size : simulations per R call (does not change the results).
+    executor : where the batches run: None (this process), an int or ``"processes"`` (local
+        worker processes, each with its own R) or a ``dask.distributed.Client``; every simulation
+        is seeded from its index, so the result is the same with every executor.
     """
-    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state)
+    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     m = ps.as_model(model, term, system, item)
     return _power(m, _effect(effect), s)
 
@@ -379,12 +385,13 @@ def power_curve(
     item: str | None = None,
     batch_size: int = 20,
     progress: bool = False,
+    executor: Any = None,
 ) -> PowerCurveResult:
     """:func:`power` at each number of levels in ``values`` of ``along`` (``"items"``,
     ``"runs"``, ``"raters"``, ``"languages"`` for a design; a column of the pilot data for a fit,
     extended as simr's ``extend``: the levels' rows are copied under new labels, or the first
     levels kept). ``target`` is drawn on the report's plot. Same ``random_state`` for every size."""
-    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state)
+    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     m = ps.as_model(model, term, system, item)
     ps.size_of(m, along)
     return _curve(m, _effect(effect), along, _values(values), s,
@@ -434,6 +441,7 @@ def sample_size(
     item: str | None = None,
     batch_size: int = 20,
     progress: bool = False,
+    executor: Any = None,
 ) -> SampleSizeResult:
     """The smallest number of levels of ``along`` whose power reaches ``target``.
 
@@ -442,7 +450,7 @@ def sample_size(
     size) and then bisects to within 2% of the size. The answer comes with its Monte-Carlo range
     (see :class:`SampleSizeResult`); every size uses the same ``random_state``.
     """
-    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state)
+    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     target = _prob("target", target)
     m = ps.as_model(model, term, system, item)
     eff = _effect(effect)
@@ -517,6 +525,7 @@ def minimum_detectable_effect(
     item: str | None = None,
     batch_size: int = 20,
     progress: bool = False,
+    executor: Any = None,
 ) -> MinimumDetectableEffect:
     """The smallest effect of the tested term (one coefficient) detected with ``target`` power.
 
@@ -528,7 +537,7 @@ def minimum_detectable_effect(
     the same ``random_state`` (common random numbers), so the power curve is monotone in all but
     rare cases. For two-sided tests the MDE of a negative difference is the same.
     """
-    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state)
+    s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     target = _prob("target", target)
     m = ps.as_model(model, term, system, item)
     if effects is None:
