@@ -541,3 +541,10 @@ def test_potential_intervals_cover_the_true_lp():
     band = 3 * np.sqrt(0.95 * 0.05 / n_data)
     assert abs(coverage - 0.95) <= band, coverage
     assert 4 < np.median(df_min) < 15  # the smallest df are near the model count (6), not asymptotic
+
+
+def test_bootstrap_refits_on_worker_processes_are_identical(res, boot):
+    """Issue 15: the refits run on worker processes (each rebuilding the ML fit from its frame)."""
+    there = res.bootstrap(n_resamples=20, random_state=7, progress=False, executor=2, chunk_size=6)
+    pd.testing.assert_frame_equal(there.replicates, boot.replicates)
+    pd.testing.assert_frame_equal(there.models, boot.models)

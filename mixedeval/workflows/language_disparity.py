@@ -54,6 +54,7 @@ Levene's test (median centred, as ``car::leveneTest``) of the residuals across l
 from __future__ import annotations
 
 import time
+import uuid
 import warnings as pywarnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 from tqdm.auto import tqdm
 
+from .._executor import resolve_executor
 from .._random import r_seed
 from ..data.table import as_pandas
 from ..data.validate import (
@@ -571,7 +573,8 @@ class LanguageDisparityResult(ResultMixin):
                                   warnings=tuple(warnings), provenance=prov)
 
     def bootstrap(self, n_resamples: int = 200, random_state: Any = 1, progress: bool = True, level: float = 0.95,
-                  re: str = "unconditional", scores: str = "observed", chunk_size: int = 25) -> DisparityBootstrap:
+                  re: str = "unconditional", scores: str = "observed", chunk_size: int = 25,
+                  executor: Any = None) -> DisparityBootstrap:
         """Parametric bootstrap: simulate ``n_resamples`` responses from the fit
         (``fit.simulate(n_resamples, random_state, re)``, i.e. ``lme4::simulate``; an int
         ``random_state`` is R's ``set.seed``, a SeedSequence or Generator gives one such int),
@@ -584,6 +587,8 @@ class LanguageDisparityResult(ResultMixin):
         effects a model's simulated scores no longer belong to that model. Replicates whose refit
         fails are dropped (counted and warned); singular or non-converged refits are kept and
         counted. ``chunk_size`` replicates are refitted per R call (the progress bar's step).
+        ``executor`` (None, an int or ``"processes"``, or a ``dask.distributed.Client``) runs the
+        refits on workers; the responses are simulated here, so the replicates are the same.
 
         Percentile intervals do not carry the uncertainty of the estimated model variance (and
         ML underestimates it): LP's error is dominated by the mean of the M model effects, whose
@@ -607,7 +612,7 @@ class LanguageDisparityResult(ResultMixin):
         t0 = time.perf_counter()
         ysim = self.fit.simulate(int(n_resamples), random_state=seed, re=re)
         t_sim = time.perf_counter() - t0
-        beta, extra, t_refit, problems = _refit_replicates(self.fit, ysim, int(chunk_size), progress)
+        beta, extra, t_refit, problems = _refit_replicates(self.fit, ysim, int(chunk_size), progress, executor)
         t1 = time.perf_counter()
         ok = np.all(np.isfinite(beta), axis=1)
         num = ysim[:, ok].T if scores == "simulated" else self._frame["score"].to_numpy(dtype=float)[None, :]
@@ -744,10 +749,37 @@ def _interval_table(boot: np.ndarray, estimate: np.ndarray, sign: float, alpha: 
     })
 
 
-def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool):
-    """Run the R refit loop over ``ysim`` columns in chunks (one R call per chunk)."""
+#: in a worker process: the ML fit rebuilt for a bootstrap run (token -> fit), made once per worker
+_WORKER_FITS: dict[str, Any] = {}
+
+
+def _refit_task(token: str, ysim: np.ndarray, spec: tuple) -> dict[str, Any]:
+    """In a worker: the fit rebuilt from its formula and model frame (the same data give the same
+    fit), then ``lme4::refit`` of every column of ``ysim``."""
+    if token not in _WORKER_FITS:
+        formula, data, reml, optimizer = spec
+        _WORKER_FITS.clear()
+        _WORKER_FITS[token] = lmm(formula, data, reml=reml, optimizer=optimizer)
+    return _bridge.disparity_refit_fixef(_WORKER_FITS[token], ysim)
+
+
+def _refit_on_workers(fit, ysim: np.ndarray, chunk_size: int, progress: bool, runner: Any) -> list[dict[str, Any]]:
+    token = uuid.uuid4().hex
+    tasks = [(token, ysim[:, a:a + chunk_size]) for a in range(0, ysim.shape[1], chunk_size)]
+    return runner.map(_refit_task, tasks, shared=(fit.formula, fit.data, fit.reml, fit.optimizer), progress=progress,
+                      desc="parametric bootstrap refits")
+
+
+def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool, executor: Any = None):
+    """Run the R refit loop over ``ysim`` columns in chunks (one R call per chunk; on the
+    ``executor``'s workers when one is given)."""
     n_rep = ysim.shape[1]
     chunk_size = max(1, min(int(chunk_size), n_rep))
+    runner = resolve_executor(executor)
+    if runner.name != "in-process":
+        t = time.perf_counter()
+        parts = _refit_on_workers(fit, ysim, chunk_size, progress, runner)
+        return _combine_refits(parts, time.perf_counter() - t)
     bar = None
     if progress:
         bar = tqdm(total=n_rep, desc="parametric bootstrap refits", unit="refit", leave=False)
@@ -765,6 +797,10 @@ def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool):
     finally:
         if bar is not None:
             bar.close()
+    return _combine_refits(parts, t_refit)
+
+
+def _combine_refits(parts: list[dict[str, Any]], t_refit: float):
     p = len(parts[0]["terms"]) if not isinstance(parts[0]["terms"], str) else 1
     beta = np.vstack([np.asarray(v["beta"], dtype=float).reshape(-1, p) for v in parts])
     extra = {
