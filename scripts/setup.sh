@@ -6,13 +6,18 @@
 #   bash scripts/setup.sh --pin           # Debian R packages at exactly the versions in renv.lock
 #   bash scripts/setup.sh --system-only   # Debian packages only, no virtual environment
 #   bash scripts/setup.sh --list-apt-packages   # print what would be installed (pkg or pkg=version)
+#   bash scripts/setup.sh --no-image-tools      # without podman, runc, debootstrap (only tests/test_image.py needs them)
+#   bash scripts/setup.sh --wheelhouse DIR      # pip offline: --no-index --find-links DIR
 #
 # Environment: MIXEDEVAL_SETUP_BROWSER=0 (= --no-browser), MIXEDEVAL_PIN_FROM_LOCK=1 (= --pin),
+# MIXEDEVAL_SETUP_IMAGE_TOOLS=0 (= --no-image-tools), MIXEDEVAL_WHEELHOUSE=DIR (= --wheelhouse),
 # MIXEDEVAL_PYTHON (interpreter for a new .venv, default python3), CI=true (non-interactive).
+# A wheelhouse is made by scripts/make_wheelhouse.sh on a machine that reaches the package index.
 # For the tests: MIXEDEVAL_SETUP_ASSUME_NONROOT=1, MIXEDEVAL_SETUP_OS_RELEASE=FILE.
 #
 # What: Debian bookworm's R and the R packages in scripts/r-packages.txt, Python 3.11 with venv
-# and headers, Chromium (headless report rendering test); then `pip install -e '.[test]'` into
+# and headers, Chromium (headless report rendering test), podman, runc and debootstrap (the image
+# test builds and runs docker/Dockerfile); then `pip install -e '.[test]'` into
 # ./.venv at the repository root. Idempotent: dpkg-query decides what is missing (no apt-get
 # update when nothing is); pip is skipped while a stamp with the hash of pyproject.toml matches.
 # Not root or not Debian, with something missing: prints exactly what to install and exits 1.
@@ -27,25 +32,34 @@ STAMP="$VENV/.setup-stamp"
 PIP_TARGET=".[test]"
 PYTHON_DEBS=(python3 python3-venv python3-dev)
 BROWSER_DEBS=(chromium fonts-dejavu-core)
+IMAGE_DEBS=(podman runc debootstrap)
 LOG_DIR="${TMPDIR:-/tmp}"
 APT_FLAGS=()
 
 BROWSER="${MIXEDEVAL_SETUP_BROWSER:-1}"
 PIN="${MIXEDEVAL_PIN_FROM_LOCK:-0}"
+IMAGE_TOOLS="${MIXEDEVAL_SETUP_IMAGE_TOOLS:-1}"
+WHEELHOUSE="${MIXEDEVAL_WHEELHOUSE:-}"
 SYSTEM_ONLY=0
 LIST_ONLY=0
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
-for arg in "$@"; do
-  case "$arg" in
+while [ "$#" -gt 0 ]; do
+  case "$1" in
     --no-browser) BROWSER=0 ;;
     --pin) PIN=1 ;;
+    --with-image-tools) IMAGE_TOOLS=1 ;;
+    --no-image-tools) IMAGE_TOOLS=0 ;;
+    --wheelhouse) [ "$#" -ge 2 ] || { echo "setup: --wheelhouse needs a directory" >&2; exit 2; }
+                  WHEELHOUSE="$2"; shift ;;
+    --wheelhouse=*) WHEELHOUSE="${1#--wheelhouse=}" ;;
     --system-only) SYSTEM_ONLY=1 ;;
     --list-apt-packages) LIST_ONLY=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "setup: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+    *) echo "setup: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 
 say() { echo "setup: $*"; }
@@ -64,6 +78,7 @@ done < "$R_PACKAGES_FILE"
 
 WANTED=("${R_DEBS[@]}" "${PYTHON_DEBS[@]}")
 [ "$BROWSER" = "0" ] || WANTED+=("${BROWSER_DEBS[@]}")
+[ "$IMAGE_TOOLS" = "1" ] && WANTED+=("${IMAGE_DEBS[@]}")
 
 # --- where are we ------------------------------------------------------------------------------
 OS_RELEASE="${MIXEDEVAL_SETUP_OS_RELEASE:-/etc/os-release}"
@@ -83,8 +98,17 @@ IS_ROOT=0
 if [ "$(id -u)" = "0" ] && [ "${MIXEDEVAL_SETUP_ASSUME_NONROOT:-0}" != "1" ]; then IS_ROOT=1; fi
 if [ "${CI:-}" = "true" ] || [ ! -t 0 ]; then export DEBIAN_FRONTEND=noninteractive; fi
 
+# pip's index options: the package index, or only the wheelhouse (offline / mirror builds)
+PIP_INDEX=()
+if [ -n "$WHEELHOUSE" ]; then
+  WHEELHOUSE=$(cd -- "$WHEELHOUSE" 2>/dev/null && pwd) || die "--wheelhouse: no such directory: $WHEELHOUSE"
+  compgen -G "$WHEELHOUSE/*.whl" >/dev/null \
+    || die "--wheelhouse: no wheels in $WHEELHOUSE (make them with: bash scripts/make_wheelhouse.sh $WHEELHOUSE)"
+  PIP_INDEX=(--no-index --find-links "$WHEELHOUSE")
+fi
+
 pip_line() {
-  echo "  cd $REPO_ROOT && ${MIXEDEVAL_PYTHON:-python3} -m venv .venv && .venv/bin/python -m pip install -e '$PIP_TARGET'"
+  echo "  cd $REPO_ROOT && ${MIXEDEVAL_PYTHON:-python3} -m venv .venv && .venv/bin/python -m pip install ${PIP_INDEX[*]}${PIP_INDEX[*]:+ }-e '$PIP_TARGET'"
 }
 
 apt_install() {  # apt_install PKG[=VERSION]... ; quiet, full log on failure
@@ -237,15 +261,15 @@ if ! venv_ok; then
   say "creating $VENV with $("$py" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
   "$py" -m venv --clear "$VENV"
 fi
-stamp_value=$( { sha256sum < "$REPO_ROOT/pyproject.toml"; echo "$PIP_TARGET $REPO_ROOT";
+stamp_value=$( { sha256sum < "$REPO_ROOT/pyproject.toml"; echo "$PIP_TARGET $REPO_ROOT${PIP_INDEX[*]:+ ${PIP_INDEX[*]}}";
                  "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$stamp_value" ] && [ -x "$VENV/bin/mixedeval" ]; then
   say "Python environment: up to date ($VENV)"
 else
   log="$LOG_DIR/mixedeval-setup-pip.log"
-  say "pip install -e '$PIP_TARGET' into $VENV"
+  say "pip install ${PIP_INDEX[*]}${PIP_INDEX[*]:+ }-e '$PIP_TARGET' into $VENV"
   if ! (cd "$REPO_ROOT" && "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-          --progress-bar off -e "$PIP_TARGET") >"$log" 2>&1; then
+          --progress-bar off "${PIP_INDEX[@]}" -e "$PIP_TARGET") >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     die "pip install failed (full log: $log)"
   fi

@@ -93,14 +93,17 @@ def test_engine_requirements_are_in_the_list():
     assert set(REQUIRED_R_PACKAGES) <= listed, set(REQUIRED_R_PACKAGES) - listed
 
 
-def test_setup_lists_exactly_the_list_plus_python_and_browser():
+IMAGE_DEBS = ["podman", "runc", "debootstrap"]
+
+
+def test_setup_lists_exactly_the_list_plus_python_browser_and_image_tools():
     out = run_setup("--list-apt-packages")
     assert out.returncode == 0, out.stderr
     listed = [d for d, _ in read_list()]
-    assert out.stdout.split() == listed + PYTHON_DEBS + BROWSER_DEBS
-    out = run_setup("--list-apt-packages", "--no-browser")
+    assert out.stdout.split() == listed + PYTHON_DEBS + BROWSER_DEBS + IMAGE_DEBS
+    out = run_setup("--list-apt-packages", "--no-browser", "--no-image-tools")
     assert out.stdout.split() == listed + PYTHON_DEBS
-    out = run_setup("--list-apt-packages", env={"MIXEDEVAL_SETUP_BROWSER": "0"})
+    out = run_setup("--list-apt-packages", env={"MIXEDEVAL_SETUP_BROWSER": "0", "MIXEDEVAL_SETUP_IMAGE_TOOLS": "0"})
     assert out.stdout.split() == listed + PYTHON_DEBS
 
 
@@ -182,7 +185,7 @@ def test_pin_mode_installs_exactly_the_lock():
     pinned = dict(s.split("=", 1) for s in specs if "=" in s)
     unpinned = [s for s in specs if "=" not in s]
     assert pinned == expected
-    assert unpinned == PYTHON_DEBS + BROWSER_DEBS  # not R: not in the lock
+    assert unpinned == PYTHON_DEBS + BROWSER_DEBS + IMAGE_DEBS  # not R: not in the lock
     assert {d for d, _ in read_list()} <= set(pinned)
 
 
@@ -288,7 +291,7 @@ def test_python_step_is_skipped_while_pyproject_is_unchanged(tmp_path):
     second = run_setup(env=env, script=script)
     assert second.returncode == 0 and pip_calls() == 1
     assert "Python environment: up to date" in second.stdout
-    assert f"all {len(read_list()) + len(PYTHON_DEBS) + len(BROWSER_DEBS)} present" in second.stdout
+    assert f"all {len(read_list()) + len(PYTHON_DEBS) + len(BROWSER_DEBS) + len(IMAGE_DEBS)} present" in second.stdout
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n")
     third = run_setup(env=env, script=script)
     assert third.returncode == 0 and pip_calls() == 2
