@@ -1,6 +1,7 @@
 """Rows of the classical-checks table shared by the LMM and GLMM diagnostics."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,22 @@ def normality_row(check: str, values: np.ndarray, what: str, alpha: float) -> di
         reason = f"{what} consistent with normality ({text})"
         verdict = "ok"
     return row(check, verdict, reason, res.statistic, res.p_value, res.method)
+
+
+def model_warnings_rows(other: Sequence[Any]) -> list[dict[str, Any]]:
+    """The ``model_warnings`` row (the first other fitting warning, and how many more) or none."""
+    if not other:
+        return []
+    more = f" (+{len(other) - 1} more)" if len(other) > 1 else ""
+    return [row("model_warnings", "warning", f"{other[0]}{more}")]
+
+
+def with_fit_provenance(diag_provenance: Mapping[str, Any], fit: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The simulation's provenance updated with ``extra``, then the fit's own keys it does not have."""
+    provenance = dict(diag_provenance)
+    provenance.update(extra)
+    provenance.update({k: v for k, v in (getattr(fit, "provenance", None) or {}).items() if k not in provenance})
+    return provenance
 
 
 def optimizer_row(fit: Any) -> dict[str, Any]:

@@ -19,7 +19,13 @@ import pandas as pd
 from .._format import fmt_p
 from .._random import r_seed
 from ..errors import DataError
-from ._checks import normality_row as _normality_row, optimizer_row as _optimizer_row, row as _row
+from ._checks import (
+    model_warnings_rows,
+    normality_row as _normality_row,
+    optimizer_row as _optimizer_row,
+    row as _row,
+    with_fit_provenance,
+)
 from ._levene import levene_median
 from .core import MIN_SIMULATIONS, as_group, from_simulations
 from .glmm import diagnose_glmm, is_glmm
@@ -84,10 +90,7 @@ def classical_checks(
             if _is_factor(col) and len(col) == residuals.size:
                 rows.append(_levene_row(str(name), residuals, col, alpha))
     other = [w for w in (fit_warnings or ()) if getattr(w, "kind", "") not in ("singular", "convergence")]
-    if other:
-        first = str(other[0])
-        more = f" (+{len(other) - 1} more)" if len(other) > 1 else ""
-        rows.append(_row("model_warnings", "warning", f"{first}{more}"))
+    rows += model_warnings_rows(other)
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
@@ -152,9 +155,8 @@ def diagnose_fit(
     checks = classical_checks(resid, mf, ranef, bool(fit.singular), bool(fit.converged), fit_warnings, alpha)
     if check_optimizers:
         checks = pd.concat([checks, pd.DataFrame([_optimizer_row(fit)])], ignore_index=True)
-    provenance = dict(diag.provenance)
-    provenance.update({"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state})
-    provenance.update({k: v for k, v in (getattr(fit, "provenance", None) or {}).items() if k not in provenance})
+    provenance = with_fit_provenance(
+        diag.provenance, fit, {"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state})
     return dataclasses.replace(
         diag,
         checks=checks,

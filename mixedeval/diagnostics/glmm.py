@@ -37,7 +37,7 @@ import pandas as pd
 from .._random import r_seed
 from ..engine import _bridge
 from ..errors import DataError, RError
-from ._checks import normality_row, optimizer_row, row
+from ._checks import model_warnings_rows, normality_row, optimizer_row, row, with_fit_provenance
 from .core import from_simulations
 from .residuals import is_integer_response
 from .result import CHECK_COLUMNS, Diagnostics
@@ -97,9 +97,7 @@ def glmm_checks(fit: Any, ranef: dict[str, pd.DataFrame] | None, alpha: float = 
             rows.append(normality_row(f"normality_ranef[{group}:{term}]", modes[term].to_numpy(dtype=float),
                                       f"conditional modes of {term} by {group}", alpha))
     other = [w for w in fit_warnings if getattr(w, "kind", "") not in ("singular",) + _CONVERGENCE_KINDS]
-    if other:
-        more = f" (+{len(other) - 1} more)" if len(other) > 1 else ""
-        rows.append(row("model_warnings", "warning", f"{other[0]}{more}"))
+    rows += model_warnings_rows(other)
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
@@ -146,10 +144,9 @@ def diagnose_glmm(
     checks = glmm_checks(fit, ranef, alpha)
     if check_optimizers:
         checks = pd.concat([checks, pd.DataFrame([optimizer_row(fit)])], ignore_index=True)
-    provenance = dict(diag.provenance)
-    provenance.update({"simulation": f"simulate() of the {fit.family} GLMM, {re}", "n_sim": int(n_sim),
-                       "random_state": state, "family": sim["family"]})
-    provenance.update({k: v for k, v in (getattr(fit, "provenance", None) or {}).items() if k not in provenance})
+    provenance = with_fit_provenance(diag.provenance, fit, {
+        "simulation": f"simulate() of the {fit.family} GLMM, {re}", "n_sim": int(n_sim), "random_state": state,
+        "family": sim["family"]})
     return dataclasses.replace(
         diag, checks=checks, warnings=diag.warnings + tuple(getattr(fit, "warnings", ()) or ()),
         provenance=provenance, _ranef=ranef,

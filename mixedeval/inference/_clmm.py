@@ -52,18 +52,21 @@ from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
 from .._random import r_seed
-from ..results import ResultMixin, ResultWarning, jsonable
+from ..results import ResultMixin, ResultWarning
+from ._fit_common import FitResultMixin
 from ._lmm import prepare_model_data, r_provenance
 from .emmeans import (
     METHODS,
     ContrastResult,
     _adjust_name,
     _adjust_warnings,
-    _applied,
+    _applied_adjustments,
     _at_arg,
     _check_vars,
     _names,
+    _ref_arg,
     _str_tuple,
+    _z_contrast_table,
 )
 
 LINKS = ("logit", "probit", "cloglog", "loglog", "cauchit")
@@ -82,7 +85,7 @@ EMM_MODES = {"latent": "emmean", "prob": "prob", "mean.class": "mean_class"}
 
 
 @dataclass(frozen=True, repr=False)
-class CLMMFit(ResultMixin):
+class CLMMFit(FitResultMixin):
     """A fitted cumulative link mixed model (see :func:`clmm`)."""
 
     formula: str
@@ -110,13 +113,10 @@ class CLMMFit(ResultMixin):
     _model: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    _main_table = "table"
     _print_tables = ("fixed", "thresholds", "random")
-
-    @property
-    def table(self):
-        """The main table: the fixed effects (:attr:`fixed`)."""
-        return self.fixed
+    _dict_keys = ("formula", "response", "response_levels", "link", "threshold", "fixed", "thresholds", "random",
+                  "loglik", "aic", "bic", "npar", "nobs", "ngroups", "singular", "converged", "nagq", "level",
+                  "warnings", "provenance")
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -131,12 +131,6 @@ class CLMMFit(ResultMixin):
                 level: float = 0.95, at: Mapping[str, Any] | None = None) -> "CLMMEMMResult":
         """Estimated marginal means by emmeans (:func:`clmm_emmeans`)."""
         return clmm_emmeans(self, specs, by=by, mode=mode, level=level, at=at)
-
-    def to_dict(self) -> dict[str, Any]:
-        keys = ["formula", "response", "response_levels", "link", "threshold", "fixed", "thresholds", "random",
-                "loglik", "aic", "bic", "npar", "nobs", "ngroups", "singular", "converged", "nagq", "level",
-                "warnings", "provenance"]
-        return {k: jsonable(getattr(self, k)) for k in keys}
 
 
 def _label(v: Any) -> str:
@@ -425,19 +419,6 @@ def clmm_emmeans(fit: CLMMFit, specs: str | Sequence[str], by: str | Sequence[st
                          provenance=prov, _grid=v["grid"], _fit=fit)
 
 
-def _ref_arg(ref: Any, method: str) -> list[Any] | None:
-    if ref is None:
-        return None
-    if method != "trt.vs.ctrl":
-        raise DataError("ref is only used with method='trt.vs.ctrl'")
-    refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
-    if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
-        return [int(r) + 1 for r in refs]
-    if all(isinstance(r, str) for r in refs):
-        return refs
-    raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
-
-
 def clmm_contrasts(emm: CLMMEMMResult, method: str = "pairwise", adjust: str = "holm",
                    by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
                    random_state: Any = 1) -> ContrastResult:
@@ -460,18 +441,12 @@ def clmm_contrasts(emm: CLMMEMMResult, method: str = "pairwise", adjust: str = "
     res = _bridge.emm_contrast(emm._fit, emm._grid, method=method, adjust=adj, level=level, by=list(by_t) or None,
                                use_grid_by=use_grid_by, ref=_ref_arg(ref, method), r_seed=seed, eff_size=False)
     v = res.value
-    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
-    t = v["table"].rename(columns={str(v["est_name"]): "estimate", "p_value": "p_adj"})
-    t["p_value"] = v["p_raw"]
-    t = t[labels + ["estimate", "std_error", "df", "z_value", "p_value", "p_adj", "conf_low", "conf_high"]]
-    t = t.reset_index(drop=True)
+    t = _z_contrast_table(v).reset_index(drop=True)
     if emm.mode == "latent" and emm._fit.link == "logit":
         for src, dst in (("estimate", "odds_ratio"), ("conf_low", "odds_ratio_conf_low"),
                          ("conf_high", "odds_ratio_conf_high")):
             t[dst] = np.exp(np.asarray(t[src], dtype=float))
-    notes = _str_tuple(v.get("mesg"))
-    p_adj = _applied(notes, "P value adjustment:")
-    ci_adj = _applied(notes, "Conf-level adjustment:")
+    notes, p_adj, ci_adj = _applied_adjustments(v)
     warnings = r_warnings(res, "emmeans")
     warnings += _adjust_warnings(adj, p_adj, ci_adj, warnings)
     prov = dict(emm.provenance)

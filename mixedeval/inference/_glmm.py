@@ -60,7 +60,8 @@ from ..diagnostics import diagnose_fit
 from ..engine import _bridge
 from ..engine.conditions import normalize as _normalize_condition, r_warnings
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning, jsonable
+from ..results import ResultWarning
+from ._fit_common import FitResultMixin
 from ._lmm import prepare_model_data, r_provenance
 from .r2 import icc, r2
 
@@ -116,7 +117,7 @@ def normalize_glmm_optimizer(optimizer: str) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class GLMMFit(ResultMixin):
+class GLMMFit(FitResultMixin):
     """A fitted generalized linear mixed model (see :func:`glmm` and the module docstring)."""
 
     formula: str
@@ -146,16 +147,13 @@ class GLMMFit(ResultMixin):
     _model: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    _main_table = "table"
     _print_tables = ("fixed", "random")
+    _dict_keys = ("formula", "response", "family", "link", "fixed", "random", "loglik", "aic", "bic", "deviance",
+                  "nobs", "ngroups", "singular", "converged", "optimizer", "nagq", "level", "dispersion", "warnings",
+                  "provenance")
 
     #: GLMMs are fitted by maximum likelihood (the attribute the LMM code paths look at)
     reml = False
-
-    @property
-    def table(self):
-        """The main table: the fixed effects (:attr:`fixed`)."""
-        return self.fixed
 
     @property
     def exp_label(self) -> str | None:
@@ -220,12 +218,6 @@ class GLMMFit(ResultMixin):
     def diagnose(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional", **kwargs: Any):
         """Simulated-residual diagnostics for the GLMM (:func:`mixedeval.diagnostics.diagnose_fit`)."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
-
-    def to_dict(self) -> dict[str, Any]:
-        keys = ["formula", "response", "family", "link", "fixed", "random", "loglik", "aic", "bic", "deviance",
-                "nobs", "ngroups", "singular", "converged", "optimizer", "nagq", "level", "dispersion", "warnings",
-                "provenance"]
-        return {k: jsonable(getattr(self, k)) for k in keys}
 
 
 def _fixed_frame(raw: Any, link: str) -> Any:

@@ -30,7 +30,6 @@ marginal means on the response scale with ratio / difference contrasts, and opti
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,15 @@ from ..engine.conditions import r_warnings
 from ..errors import DataError, RError
 from ..results import ResultMixin, ResultWarning
 from ._glmm import GLMM_OPTIMIZERS, GLMMFit, normalize_glmm_optimizer
+from .emmeans import (
+    _applied_adjustments,
+    _at_arg,
+    _check_vars,
+    _names as _emm_names,
+    _ref_arg,
+    _str_tuple,
+    _z_contrast_table,
+)
 from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
 
 ANOVA_COLUMNS = ("term", "chisq", "df", "p_value")
@@ -146,42 +154,7 @@ def glmm_lrt(fits: Sequence[Any], names: Sequence[str] | None):
 
 # --------------------------------------------------------------------------- emmeans
 def _names(x: Any, what: str) -> tuple[str, ...]:
-    if x is None:
-        return ()
-    out = (x,) if isinstance(x, str) else tuple(str(v) for v in x)
-    for v in out:
-        if "~" in v or "|" in v:
-            raise DataError(f"{what} takes variable names (e.g. 'system'), not formulas: {v!r}")
-    return out
-
-
-def _str_tuple(x: Any) -> tuple[str, ...]:
-    if x is None:
-        return ()
-    return (x,) if isinstance(x, str) else tuple(str(s) for s in x)
-
-
-def _check_vars(fit: GLMMFit, names: Sequence[str], what: str) -> None:
-    cols = [str(c) for c in fit.data.columns]
-    missing = [v for v in names if v not in cols]
-    if missing:
-        raise DataError(f"{what} {', '.join(repr(v) for v in missing)} not among the model's variables "
-                        f"({', '.join(cols)}); use the column names of the formula")
-
-
-def _at_arg(fit: GLMMFit, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if at is None:
-        return None
-    if not isinstance(at, Mapping):
-        raise DataError("at must be a dict {variable: value or list of values}")
-    _check_vars(fit, list(at), "at variable(s)")
-    out: dict[str, Any] = {}
-    for k, v in at.items():
-        vals = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
-        if not vals:
-            raise DataError(f"at[{k!r}] is empty; give at least one value")
-        out[str(k)] = [str(x) for x in vals] if any(isinstance(x, str) for x in vals) else [float(x) for x in vals]
-    return out
+    return _emm_names(x, what, example="'system'")
 
 
 def _type_name(type_: str | None, default: str) -> str:
@@ -289,7 +262,7 @@ def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | No
         s = fit.data[var]
         if not pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
             raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
-    res = _bridge.glmm_emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
+    res = _bridge.glmm_emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at, example=""), var=var,
                                level=float(level), type=type_)
     v = res.value
     est_to = "emmean" if var is None else "trend"
@@ -321,14 +294,6 @@ def glmm_emtrends(fit: GLMMFit, specs: Any, var: str, by: Any = None, level: flo
     return _emm(fit, specs, by, level, at, var, _type_name(type, "link"))
 
 
-def _applied(notes: Sequence[str], prefix: str) -> str:
-    for n in notes:
-        m = re.match(prefix + r"\s*(\S+) method", n)
-        if m:
-            return m.group(1)
-    return "none"
-
-
 def _contrast_label(emm: GLMMEMMResult, scale: str) -> str:
     if emm.kind == "emtrends":
         return "trend_difference"
@@ -350,18 +315,7 @@ def _method_args(emm: GLMMEMMResult, method: Any, ref: Any) -> tuple[Any, str, A
         if method not in _METHODS:
             raise DataError(f"method {method!r} is not one of {', '.join(_METHODS)} (or a dict of custom weights)")
         r_method = name = method
-    r_ref = None
-    if ref is not None:
-        if name != "trt.vs.ctrl":
-            raise DataError("ref is only used with method='trt.vs.ctrl'")
-        refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
-        if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
-            r_ref = [int(r) + 1 for r in refs]
-        elif all(isinstance(r, str) for r in refs):
-            r_ref = refs
-        else:
-            raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
-    return r_method, name, r_ref
+    return r_method, name, _ref_arg(ref, name)
 
 
 def glmm_contrasts(emm: GLMMEMMResult, method: Any = "pairwise", adjust: str = "holm", by: Any = None,
@@ -385,13 +339,8 @@ def glmm_contrasts(emm: GLMMEMMResult, method: Any = "pairwise", adjust: str = "
     res = _bridge.glmm_contrast(emm._grid, method=r_method, adjust=adj, level=level, by=list(by_t) or None,
                                 use_grid_by=use_grid_by, ref=r_ref, r_seed=seed, type=emm.type, scale=scale)
     v = res.value
-    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
-    t = v["table"].rename(columns={str(v["est_name"]): "estimate", "p_value": "p_adj"})
-    t["p_value"] = v["p_raw"]
-    t = t[labels + ["estimate", "std_error", "df", "z_value", "p_value", "p_adj", "conf_low", "conf_high"]]
-    notes = _str_tuple(v.get("mesg"))
-    p_adj = _applied(notes, "P value adjustment:")
-    ci_adj = _applied(notes, "Conf-level adjustment:")
+    t = _z_contrast_table(v)
+    notes, p_adj, ci_adj = _applied_adjustments(v)
     ws = r_warnings(res, "emmeans")
     if p_adj.lower() != adj.lower() and not any(w.kind == "adjust_changed" for w in ws):
         ws.append(ResultWarning("adjust_changed", f"adjust = {adj!r} was changed to {p_adj!r} by emmeans", "emmeans"))

@@ -47,7 +47,8 @@ from ..diagnostics import diagnose_fit
 from ..engine import _bridge
 from ..engine.conditions import normalize as _normalize_condition, r_warnings
 from ..errors import DataError
-from ..results import ResultMixin, ResultWarning, jsonable
+from ..results import ResultWarning
+from ._fit_common import FitResultMixin
 from ._options import DF_METHODS, OPTIMIZERS, normalize_df_method, normalize_optimizer
 from .anova import anova
 from .emmeans import emmeans, emtrends
@@ -179,7 +180,7 @@ def _as_categorical(s, name: str, levels: Sequence[Any] | None, ref: Any):
 
 
 @dataclass(frozen=True, repr=False)
-class LMMFit(ResultMixin):
+class LMMFit(FitResultMixin):
     """A fitted linear mixed model (see :func:`lmm`)."""
 
     formula: str
@@ -206,13 +207,9 @@ class LMMFit(ResultMixin):
     _model: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    _main_table = "table"
     _print_tables = ("fixed", "random")
-
-    @property
-    def table(self):
-        """The main table: the fixed effects (:attr:`fixed`)."""
-        return self.fixed
+    _dict_keys = ("formula", "response", "fixed", "random", "sigma", "loglik", "aic", "bic", "deviance", "nobs",
+                  "ngroups", "reml", "singular", "converged", "optimizer", "df_method", "warnings", "provenance")
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -328,11 +325,6 @@ class LMMFit(ResultMixin):
         ``check_optimizers``). An int ``random_state`` is R's ``set.seed`` for the simulations and
         seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
-
-    def to_dict(self) -> dict[str, Any]:
-        keys = ["formula", "response", "fixed", "random", "sigma", "loglik", "aic", "bic", "deviance", "nobs",
-                "ngroups", "reml", "singular", "converged", "optimizer", "df_method", "warnings", "provenance"]
-        return {k: jsonable(getattr(self, k)) for k in keys}
 
 
 def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors) -> LMMFit:

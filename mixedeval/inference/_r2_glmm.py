@@ -214,24 +214,38 @@ class _GLMMRatios(ResultMixin):
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class GLMMR2Result(_GLMMRatios):
-    """Marginal and conditional R² of a GLMM (Nakagawa, Johnson & Schielzeth 2017; MuMIn)."""
+class _R2Fields:
+    """The two R² fields of the LMM and GLMM results (listed before the variance fields' base, so
+    they come after its fields)."""
 
     r2_marginal: float
     r2_conditional: float
 
     _ratios = ("r2_marginal", "r2_conditional")
-    _title = "R² of a generalized linear mixed model (Nakagawa, Johnson & Schielzeth 2017; MuMIn r.squaredGLMM)"
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class GLMMICCResult(_GLMMRatios):
-    """Adjusted and unadjusted ICC of a GLMM on the latent scale (Nakagawa et al. 2017)."""
+class _ICCFields:
+    """The two ICC fields of the LMM and GLMM results (listed before the variance fields' base, so
+    they come after its fields)."""
 
     icc_adjusted: float
     icc_unadjusted: float
 
     _ratios = ("icc_adjusted", "icc_unadjusted")
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class GLMMR2Result(_R2Fields, _GLMMRatios):
+    """Marginal and conditional R² of a GLMM (Nakagawa, Johnson & Schielzeth 2017; MuMIn)."""
+
+    _title = "R² of a generalized linear mixed model (Nakagawa, Johnson & Schielzeth 2017; MuMIn r.squaredGLMM)"
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class GLMMICCResult(_ICCFields, _GLMMRatios):
+    """Adjusted and unadjusted ICC of a GLMM on the latent scale (Nakagawa et al. 2017)."""
+
     _title = "Latent-scale intraclass correlation of a generalized linear mixed model (Nakagawa et al. 2017)"
 
 

@@ -93,7 +93,7 @@ EFFECT_SIZES = ("total", "residual")
 _EMMEANS_DF = {"satterthwaite": "satterthwaite", "kenward-roger": "kenward-roger", "asymptotic": "asymptotic"}
 
 
-def _names(x: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+def _names(x: str | Sequence[str] | None, what: str, example: str = "'system' or ['system', 'seed']") -> tuple[str, ...]:
     if x is None:
         return ()
     if isinstance(x, str):
@@ -101,7 +101,7 @@ def _names(x: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
     out = tuple(str(v) for v in x)
     for v in out:
         if "~" in v or "|" in v:
-            raise DataError(f"{what} takes variable names (e.g. 'system' or ['system', 'seed']), not formulas: {v!r}")
+            raise DataError(f"{what} takes variable names (e.g. {example}), not formulas: {v!r}")
     return out
 
 
@@ -115,11 +115,12 @@ def _check_vars(fit: Any, names: Sequence[str], what: str) -> None:
         )
 
 
-def _at_arg(fit: Any, at: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _at_arg(fit: Any, at: Mapping[str, Any] | None,
+            example: str = ", e.g. {'src_length': [10, 30]}") -> dict[str, Any] | None:
     if at is None:
         return None
     if not isinstance(at, Mapping):
-        raise DataError("at must be a dict {variable: value or list of values}, e.g. {'src_length': [10, 30]}")
+        raise DataError("at must be a dict {variable: value or list of values}" + example)
     _check_vars(fit, list(at), "at variable(s)")
     out: dict[str, Any] = {}
     for k, v in at.items():
@@ -394,6 +395,35 @@ def _applied(notes: Sequence[str], prefix: str) -> str:
     return "none"
 
 
+def _applied_adjustments(v: Mapping[str, Any]) -> tuple[tuple[str, ...], str, str]:
+    """emmeans' annotations of a contrast summary and the p-value and interval adjustments they report."""
+    notes = _str_tuple(v.get("mesg"))
+    return notes, _applied(notes, "P value adjustment:"), _applied(notes, "Conf-level adjustment:")
+
+
+def _z_contrast_table(v: Mapping[str, Any]) -> Any:
+    """The bridge's contrast summary with asymptotic df (GLMM, clmm): contrast, <by columns>, estimate,
+    std_error, df, z_value, p_value (unadjusted), p_adj, conf_low, conf_high."""
+    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
+    t = v["table"].rename(columns={str(v["est_name"]): "estimate", "p_value": "p_adj"})
+    t["p_value"] = v["p_raw"]
+    return t[labels + ["estimate", "std_error", "df", "z_value", "p_value", "p_adj", "conf_low", "conf_high"]]
+
+
+def _ref_arg(ref: Any, method: str) -> list[Any] | None:
+    """``ref`` for ``emmeans::contrast``: level labels as given, 0-based positions made 1-based."""
+    if ref is None:
+        return None
+    if method != "trt.vs.ctrl":
+        raise DataError("ref is only used with method='trt.vs.ctrl'")
+    refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
+    if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
+        return [int(r) + 1 for r in refs]
+    if all(isinstance(r, str) for r in refs):
+        return refs
+    raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
+
+
 def _adjust_warnings(adjust: str, p_adj: str, ci_adj: str, have: list[ResultWarning]) -> list[ResultWarning]:
     same = lambda a, b: {"fdr": "bh"}.get(a.lower(), a.lower()) == {"fdr": "bh"}.get(b.lower(), b.lower())  # noqa: E731
     out: list[ResultWarning] = []
@@ -470,17 +500,7 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
         if method not in METHODS:
             raise DataError(f"method {method!r} is not one of {', '.join(METHODS)} (or a dict of custom weights)")
         r_method = method_name = method
-    r_ref = None
-    if ref is not None:
-        if method_name != "trt.vs.ctrl":
-            raise DataError("ref is only used with method='trt.vs.ctrl'")
-        refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
-        if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
-            r_ref = [int(r) + 1 for r in refs]
-        elif all(isinstance(r, str) for r in refs):
-            r_ref = refs
-        else:
-            raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
+    r_ref = _ref_arg(ref, method_name)
     seed = r_seed(random_state) if adj == "mvt" else None
     res = _bridge.emm_contrast(emm._fit, emm._grid, method=r_method, adjust=adj, level=level, by=list(by_t) or None,
                                use_grid_by=use_grid_by, ref=r_ref, r_seed=seed, eff_size=(es_key == "residual"))
@@ -506,9 +526,7 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
     t["effect_size_sd"] = sd
     cols = [stat if c == "<statistic>" else c for c in CONTRAST_COLUMNS]
     t = t[labels + cols].reset_index(drop=True)
-    notes = _str_tuple(v.get("mesg"))
-    p_adj = _applied(notes, "P value adjustment:")
-    ci_adj = _applied(notes, "Conf-level adjustment:")
+    notes, p_adj, ci_adj = _applied_adjustments(v)
     warnings = r_warnings(res, "emmeans")
     warnings += _adjust_warnings(adj, p_adj, ci_adj, warnings)
     warnings += _df_warnings(t, notes, emm.df_method, "estimate") + _non_estimable(t, "estimate")

@@ -35,7 +35,7 @@ import pandas as pd
 from ..engine import _bridge
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
-from ._r2_glmm import GLMMICCResult, GLMMR2Result, icc_glmm, r2_glmm
+from ._r2_glmm import GLMMICCResult, GLMMR2Result, _ICCFields, _R2Fields, icc_glmm, r2_glmm
 
 
 @dataclass(frozen=True)
@@ -134,24 +134,16 @@ class _VarianceRatios(ResultMixin):
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class R2Result(_VarianceRatios):
+class R2Result(_R2Fields, _VarianceRatios):
     """Marginal and conditional R² (Nakagawa & Schielzeth 2013; Johnson 2014; MuMIn's definition)."""
 
-    r2_marginal: float
-    r2_conditional: float
-
-    _ratios = ("r2_marginal", "r2_conditional")
     _title = "R² of a linear mixed model (Nakagawa & Schielzeth 2013; Johnson 2014)"
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class ICCResult(_VarianceRatios):
+class ICCResult(_ICCFields, _VarianceRatios):
     """Adjusted and unadjusted intraclass correlation (as ``performance::icc``)."""
 
-    icc_adjusted: float
-    icc_unadjusted: float
-
-    _ratios = ("icc_adjusted", "icc_unadjusted")
     _title = "Intraclass correlation of a linear mixed model (as performance::icc)"
 
 
