@@ -119,3 +119,32 @@ def test_cli_fit_ordinal(binary_csv):
 def test_cli_fit_rejects_glmm_options_on_a_gaussian_fit(binary_csv):
     out = _cli("fit", str(binary_csv), "--formula", "correct ~ system + (1|item)", "--link", "probit", "--quiet")
     assert out.returncode != 0 and re.search(r"--link and --nagq apply to --family", out.stderr)
+
+
+def test_report_flags_overdispersion_of_replicated_binary_cells(tmp_path):
+    """Issue 13's "done when": 0/1 outcomes over runs with an item x system effect the model leaves
+    out; the report's cell-summed dispersion test (conditional simulation) flags it, and does not
+    when the data come from the fitted model's family without that effect."""
+    def table(sd_cell, seed):
+        rng = np.random.default_rng(seed)
+        rows = []
+        for i in range(60):
+            b = rng.normal(0, 1)
+            for s, e in (("A", 0.0), ("B", 0.6)):
+                c = rng.normal(0, sd_cell)
+                for r in range(5):
+                    rows.append({"item": f"i{i}", "system": s, "run": r,
+                                 "correct": int(rng.random() < 1 / (1 + np.exp(-(0.3 + b + e + c))))})
+        return pd.DataFrame(rows)
+
+    def cell_dispersion_p(df, path):
+        fit = me.glmm("correct ~ system + (1|item)", df, family="binomial")
+        html = me.report(fit, path=path, n_sim=100, progress=False).read_text(encoding="utf-8")
+        assert "Responses summed within 120 cells" in html
+        from mixedeval._report.compute import _cell_dispersion
+
+        cells = _cell_dispersion(fit, "system", 100, 123)
+        return float(cells.tests.set_index("test").loc["dispersion", "p_value"])
+
+    assert cell_dispersion_p(table(1.2, 3), tmp_path / "over.html") < 0.01
+    assert cell_dispersion_p(table(0.0, 4), tmp_path / "ok.html") > 0.01

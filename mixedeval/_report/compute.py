@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..data._formula import parse_formula
+from ..diagnostics.aggregate import aggregate_residuals
 from ..errors import FormulaError
 from ..inference._glmm import GLMMFit, glmm
 from ..inference._lmm import lmm
@@ -160,7 +161,31 @@ def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, 
         _note(progress, f"simulated-residual diagnostics ({n_sim} simulations, random_state {random_state})")
         _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, random_state=random_state, group=factor,
                  check_optimizers=True)
+        if isinstance(fit, GLMMFit) and out.values.get("diagnostics"):
+            cells = _cell_dispersion(fit, factor, n_sim, random_state)
+            if cells is not None:
+                out.values["diagnostics"].append(cells)
     return out
+
+
+def _cell_dispersion(fit: Any, factor: str | None, n_sim: int, random_state: Any) -> Any:
+    """For a binomial / count GLMM with replicated cells (runs): DHARMa's test of overdispersion on
+    the responses summed per grouping level x ``factor`` cell (e.g. item x system), simulated with
+    the fitted random effects kept (``re="conditional"``) and ``alternative="greater"``. A single 0/1
+    outcome cannot be overdispersed; the sums over a cell's runs can, when the model leaves out an
+    item x system effect. None when it does not apply or cannot be computed."""
+    groups = [g for g in fit.ngroups if g in fit.data.columns]
+    if factor is None or not groups or fit.family not in ("binomial", "poisson", "negative_binomial"):
+        return None
+    frame = fit.data.dropna()
+    key = frame[groups[0]].astype(str) + " x " + frame[factor].astype(str)
+    if len(frame) != fit.nobs or key.value_counts().max() < 2:
+        return None
+    try:
+        cond = fit.diagnose(n_sim=n_sim, random_state=random_state, re="conditional")
+        return aggregate_residuals(cond, key.to_numpy(), alternative="greater")
+    except Exception:  # noqa: BLE001 - an extra check; the main diagnostics are already shown
+        return None
 
 
 def _omnibus_lrt(fit: Any, null: str) -> Any:

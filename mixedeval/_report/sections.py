@@ -408,6 +408,12 @@ def diagnostics(sec: Section, ctx: Context) -> None:
 
 
 def _one_diagnostics(sec: Section, diag: Any, origin: str) -> None:
+    prov = getattr(diag, "provenance", None) or {}
+    if prov.get("aggregated"):
+        sec.text(f"Responses summed within {prov.get('n_groups', 'the')} cells (grouping level x factor, e.g. item x "
+                 "system: DHARMa's recalculateResiduals), simulated with the fitted random effects kept. A single "
+                 "0/1 outcome cannot be overdispersed; the sums over a cell's runs can, when the model leaves out an "
+                 "effect of the cell, and the dispersion test here looks for that (alternative 'greater').")
     sec.text(f"Scaled residuals by DHARMa's algorithm from {diag.n_sim} simulations "
              f"({diag.simulation}, random_state {diag.random_state}); uniform on (0, 1) under a correct model."
              + origin)
