@@ -15,8 +15,18 @@ import mixedeval as me
 from mixedeval._executor import resolve_executor
 from mixedeval.engine import session
 from mixedeval.errors import DataError, RError
+from conftest import OPTIMIZER_RTOL
 
 distributed = pytest.importorskip("distributed")
+
+# R refits on workers and here use the same code and data; on one machine they agree to the last
+# bit, but two optimizer runs are never required to be bit-identical (a worker's BLAS or CPU may
+# differ): tables that come from R fits are compared at OPTIMIZER_RTOL. The numpy resampling
+# (block streams, BLAS threads pinned) is compared exactly.
+
+
+def _same_fits(a, b):
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=OPTIMIZER_RTOL, atol=0.0)
 
 FORMULA = "ter ~ system + (1|sentence_id)"
 
@@ -59,9 +69,9 @@ def test_grid_rows_equal_individual_fits(ter, in_process):
               "two_runs": me.lmm(FORMULA, ter[ter["replication"].isin(["1", "2"])])}
     for name, fit in direct.items():
         assert t.loc[name, "status"] == "ok"
-        assert t.loc[name, "loglik"] == fit.loglik and t.loc[name, "nobs"] == fit.nobs
+        assert t.loc[name, "loglik"] == pytest.approx(fit.loglik, rel=OPTIMIZER_RTOL) and t.loc[name, "nobs"] == fit.nobs
         fx = in_process.fixed[in_process.fixed["name"] == name].drop(columns="name").reset_index(drop=True)
-        pd.testing.assert_frame_equal(fx, fit.fixed.reset_index(drop=True))
+        _same_fits(fx, fit.fixed.reset_index(drop=True))
     assert t.loc["bobyqa", "optimizer"] == "bobyqa"
 
 
@@ -73,21 +83,21 @@ def test_failures_are_rows_not_exceptions(in_process):
     assert set(in_process.fixed["name"]) == {"fit_1", "ml", "two_runs", "bobyqa"}
 
 
-def test_worker_processes_give_identical_tables(ter, specs, in_process):
+def test_worker_processes_give_the_same_tables(ter, specs, in_process):
     res = me.fit_many(specs, ter, executor=2, progress=False)
     assert res.executor == "processes"
-    pd.testing.assert_frame_equal(res.table, in_process.table)
-    pd.testing.assert_frame_equal(res.fixed, in_process.fixed)
-    pd.testing.assert_frame_equal(res.random, in_process.random)
+    _same_fits(res.table, in_process.table)
+    _same_fits(res.fixed, in_process.fixed)
+    _same_fits(res.random, in_process.random)
 
 
-def test_dask_gives_identical_tables(ter, specs, in_process, dask_client):
+def test_dask_gives_the_same_tables(ter, specs, in_process, dask_client):
     res = me.fit_many(specs, ter, executor=dask_client, progress=False, return_fits=True)
     assert res.executor == "dask"
-    pd.testing.assert_frame_equal(res.table, in_process.table)
-    pd.testing.assert_frame_equal(res.fixed, in_process.fixed)
+    _same_fits(res.table, in_process.table)
+    _same_fits(res.fixed, in_process.fixed)
     fit = res.fits[0]  # a fit from a worker keeps its tables, not the R model
-    pd.testing.assert_frame_equal(fit.fixed, in_process.fixed[in_process.fixed["name"] == "fit_1"]
+    _same_fits(fit.fixed, in_process.fixed[in_process.fixed["name"] == "fit_1"]
                                   .drop(columns="name").reset_index(drop=True))
     assert res.fits[3] is None
 
@@ -121,8 +131,8 @@ def test_killed_dask_worker_tasks_are_recomputed(ter, dask_client):
     os.kill(victim, 9)  # the nanny restarts it; the scheduler reruns its tasks elsewhere
     th.join(timeout=600)
     assert "res" in box, "fit_many did not finish after a worker was killed"
-    pd.testing.assert_frame_equal(box["res"].table, expected.table)
-    pd.testing.assert_frame_equal(box["res"].fixed, expected.fixed)
+    _same_fits(box["res"].table, expected.table)
+    _same_fits(box["res"].fixed, expected.fixed)
 
 
 @pytest.mark.parametrize("bad", ["threads", 0, -1, 2.5, True, object()])
@@ -152,16 +162,16 @@ def nested(ter):
 
 
 @pytest.mark.parametrize("kind", ["processes", "dask"])
-def test_parametric_bootstrap_is_identical_on_every_executor(nested, kind, dask_client):
+def test_parametric_bootstrap_agrees_on_every_executor(nested, kind, dask_client):
     small, large = nested
     here = me.compare(small, large, n_resamples=12, random_state=7, progress=False)
     there = me.compare(small, large, n_resamples=12, random_state=7, progress=False,
                        executor=2 if kind == "processes" else dask_client)
-    pd.testing.assert_frame_equal(there.table, here.table)
-    pd.testing.assert_frame_equal(there.pb, here.pb)
+    _same_fits(there.table, here.table)
+    _same_fits(there.pb, here.pb)
 
 
-def test_bootstrap_statistics_themselves_are_bit_identical(nested):
+def test_bootstrap_statistics_themselves_agree(nested):
     """The LR statistic of every replicate, not only the p-value (which 12 replicates barely move)."""
     from mixedeval.engine import _bridge
     from mixedeval.inference.compare import _pb_statistics
@@ -171,7 +181,7 @@ def test_bootstrap_statistics_themselves_are_bit_identical(nested):
     here, _ = _pb_statistics(state, small, large, 6, False, "", None)
     there, _ = _pb_statistics(state, small, large, 6, False, "", 2)
     assert here.shape == (6,) and np.all(np.isfinite(here))
-    np.testing.assert_array_equal(there, here)
+    np.testing.assert_allclose(there, here, rtol=OPTIMIZER_RTOL)
 
 
 # ------------------------------------------------------------------ resampling loops on workers
@@ -258,10 +268,20 @@ def test_partitioned_bootstrap_refuses_what_needs_the_whole_table(ter):
 
 
 @pytest.mark.parametrize("test", ["satterthwaite", "sign_flip"])
-def test_power_is_identical_on_worker_processes(test):
+def test_power_agrees_on_worker_processes(test):
     d = me.design(items=30, variances={"item": 1.0, "residual": 1.0})
     kw = dict(n_sim=16, random_state=9, batch_size=4, test=test)
     here = me.power(d, 0.5, **kw)
     there = me.power(d, 0.5, executor=2, **kw)
-    pd.testing.assert_frame_equal(there.table, here.table)
-    pd.testing.assert_frame_equal(there.simulations, here.simulations)
+    _same_fits(there.table, here.table)
+    _same_fits(there.simulations, here.simulations)
+
+
+def test_partitioned_bootstrap_names_missing_columns_and_leaves_the_table_alone(ter):
+    from mixedeval.resampling._bootstrap_dask import partitioned_bootstrap
+
+    before = ter.copy()
+    with pytest.raises(DataError, match="no_such_score"):
+        partitioned_bootstrap(ter, "no_such_score", "system", "sentence_id", n_resamples=10)
+    partitioned_bootstrap(ter, "ter", "system", "sentence_id", "replication", n_resamples=10, random_state=1)
+    pd.testing.assert_frame_equal(ter, before)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_rel
+from conftest import OPTIMIZER_RTOL, assert_rel
 
 import mixedeval as me
 from mixedeval.engine import convert
@@ -105,7 +105,7 @@ def test_cli_fit_family_binomial(binary_csv, binary):
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     fit = me.glmm("correct ~ system + (1|item)", binary, family="binomial")
-    assert_rel(res["fit"]["loglik"], fit.loglik, rtol=1e-12)
+    assert_rel(res["fit"]["loglik"], fit.loglik, rtol=OPTIMIZER_RTOL)  # a fit in another process
     assert len(res["emmeans"]) == 3 and len(res["contrasts"]) == 3
 
 

@@ -224,7 +224,7 @@ def _pb_refit_task(small_spec: tuple, large_spec: tuple, ysim: np.ndarray, frame
 def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, executor: Any):
     """The bootstrap LR statistics (in replicate order) and the refits' warnings."""
     runner = resolve_executor(executor)
-    if runner.n_workers == 1 and runner.name == "in-process":
+    if runner.name == "in-process":
         ref, warns = [], []
         for a, b in chunks(nsim, max(1, min(25, nsim // 20)), progress, desc):
             out = _bridge.pb_chunk(state, a + 1, b)

@@ -123,12 +123,10 @@ def _source(data: Any, score: str, system: str, item: str, run: str | None):
         import dask.dataframe as dd  # noqa: PLC0415 - optional dependency (mixedeval[dask])
 
         return dd.read_parquet(str(data), columns=cols)
-    if isinstance(data, pd.DataFrame):
-        return data[cols]
     missing = [c for c in cols if c not in data.columns]
     if missing:
         raise DataError(f"columns {missing} are not in the data; available: {list(data.columns)[:20]}")
-    return data[cols]
+    return data[cols]  # a new frame (pandas) or graph (dask): the caller's table is not modified
 
 
 def partitioned_bootstrap(data: Any, score: str, system: str, item: str, run: str | None = None, *,
@@ -139,9 +137,8 @@ def partitioned_bootstrap(data: Any, score: str, system: str, item: str, run: st
     ``data``: a dask DataFrame, a Parquet path (read with ``dask.dataframe.read_parquet``) or a
     pandas DataFrame (the same numbers in memory). Computed with Dask's current scheduler (the
     ``Client`` that is active, e.g. the ``executor`` given to :func:`mixedeval.bootstrap`).
-    Returns a :class:`mixedeval.resampling.BootstrapResult` (summary, pairwise, ranks)."""
-    from ._bootstrap import BootstrapResult  # noqa: PLC0415 - cycle: _bootstrap dispatches here
-
+    Returns the fields of a :class:`mixedeval.resampling.BootstrapResult` (a dict), which
+    :func:`mixedeval.bootstrap` wraps."""
     ci = st.check_ci(ci)
     if ci == "bca":
         raise DataError("ci='bca' needs the jackknife over all items, which the partitioned bootstrap does not "
