@@ -5,9 +5,49 @@
 # `pbkrtest.limit`) as sent from Python: emmeans silently switches to df = Inf above 3000 rows
 # unless they are given.
 
+# emmeans::ref_grid with its two generics, recover_data() and emm_basis(), bound to emmeans' own
+# merMod methods for lme4/lmerTest fits (and recover_data.merMod's own recover_data(<call>) to
+# recover_data.call). The generics first look for a method of the object's class in every loaded
+# namespace and on the search path (utils::getAnywhere, five times per emmeans() call on an
+# lmerModLmerTest fit: 60% of its time on Kreutzer TER) and then dispatch to these same methods; calling them directly runs the same code on the same objects, so the grid
+# is the same. Other model classes go through the generics unchanged.
+me_ref_grid_merMod <- local({
+  fn <- NULL
+  function() {
+    if (is.null(fn)) {
+      ns <- asNamespace("emmeans")
+      rd <- get("recover_data.merMod", envir = ns)
+      rc <- get("recover_data.call", envir = ns)
+      eb <- get("emm_basis.merMod", envir = ns)
+      env <- new.env(parent = ns)
+      environment(rd) <- env  # its own recover_data(<call>, ...) below, as the generic dispatches it
+      env$recover_data <- function(object, ...) {
+        if (methods::is(object, "merMod")) rd(object, ...)
+        else if (is.call(object)) rc(object, ...)
+        else emmeans::recover_data(object, ...)
+      }
+      env$emm_basis <- function(object, trms, xlev, grid, ...) {
+        if (methods::is(object, "merMod")) eb(object, trms, xlev, grid, ...)
+        else emmeans::emm_basis(object, trms, xlev, grid, ...)
+      }
+      f <- emmeans::ref_grid
+      environment(f) <- env
+      fn <<- f
+    }
+    fn
+  }
+})
+
 # One emmGrid: emmeans(m, specs, by, at, ...) or, with `var`, emtrends(m, specs, var, ...).
+# For lme4 fits the reference grid is built as emmeans() builds it (the same arguments through
+# emmeans' .zap.args, wt.nuis = "equal") by me_ref_grid_merMod, then emmeans() of that grid.
 me_emm_grid <- function(m, specs, by = NULL, at = NULL, var = NULL, ...) {
-  if (is.null(var)) {
+  if (is.null(var) && methods::is(m, "merMod")) {
+    args <- get(".zap.args", envir = asNamespace("emmeans"))(object = m, at = at, ..., omit = "submodel")
+    if (is.null(args$wt.nuis)) args$wt.nuis <- "equal"
+    rg <- do.call(me_ref_grid_merMod(), args)
+    emmeans::emmeans(rg, specs = specs, by = by, at = at, ...)
+  } else if (is.null(var)) {
     emmeans::emmeans(m, specs = specs, by = by, at = at, ...)
   } else {
     emmeans::emtrends(m, specs = specs, by = by, var = var, at = at, ...)
