@@ -1,8 +1,8 @@
 # Pieces for R-squared and ICC of Gaussian linear mixed models (Nakagawa & Schielzeth 2013;
-# Johnson 2014): the fixed-effect design, the fixed effects, and for every random-effect term
-# (in VarCorr's order) its raw model matrix (lme4's model.matrix(type = "randomListRaw"), the
-# columns MuMIn's r.squaredGLMM uses) with its VarCorr covariance matrix. The arithmetic is
-# done in numpy.
+# Johnson 2014), computed as MuMIn's r.squaredGLMM does for Gaussian models: var(X beta) of the
+# fixed-effect design and fixed effects, and for every random-effect term (in VarCorr's order)
+# mean_i(z_i' Sigma z_i) of its raw model matrix (lme4's model.matrix(type = "randomListRaw"))
+# and its VarCorr covariance matrix, plus sigma. Only these numbers go back to Python.
 
 me_r2_parts <- function(m) {
   X <- lme4::getME(m, "X")
@@ -29,12 +29,11 @@ me_r2_parts <- function(m) {
                                   k, paste(cols, collapse = " + "), g))
     used[ok[1]] <<- TRUE
     Z <- mm[[ok[1]]][, cols, drop = FALSE]
-    list(group = g, term = names(mm)[ok[1]], columns = cols,
-         Z = matrix(as.numeric(Z), nrow = nrow(Z)),
-         Sigma = matrix(as.numeric(S), nrow = nrow(S)))
+    list(group = g, term = names(mm)[ok[1]], contribution = sum((Z %*% S) * Z) / nrow(Z))
   })
-  list(X = matrix(as.numeric(X), nrow = nrow(X)),
-       beta = unname(as.numeric(lme4::fixef(m))),
+  list(var_fixed = stats::var(drop(X %*% lme4::fixef(m))),
        sigma = stats::sigma(m),
-       terms = terms)
+       group = vapply(terms, function(t) t$group, ""),
+       term = vapply(terms, function(t) t$term, ""),
+       contribution = vapply(terms, function(t) as.numeric(t$contribution), 0))
 }

@@ -249,8 +249,8 @@ def check_optimizer(fit: Any, optimizer: str) -> RCallResult:
 
 # ------------------------------------------------------------------------------- r/r2.R
 def r2_parts(fit: Any) -> dict[str, Any]:
-    """``me_r2_parts``: X, fixed effects, sigma and per random-effect term the raw model matrix
-    and VarCorr matrix (the pieces of the Nakagawa-Schielzeth / Johnson R²)."""
+    """``me_r2_parts``: var(X beta), sigma and per random-effect term (group, term) its variance
+    contribution mean_i(z_i' Sigma z_i) (the pieces of the Nakagawa-Schielzeth / Johnson R²)."""
     return call("me_r2_parts", m=_m(fit)).value
 
 

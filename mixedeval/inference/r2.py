@@ -1,4 +1,4 @@
-"""R² and ICC of Gaussian linear mixed models, computed in numpy from R's model pieces.
+"""R² and ICC of Gaussian linear mixed models from the variance components R computes.
 
 Variance components (Nakagawa & Schielzeth 2013, *Methods Ecol. Evol.* 4:133; random slopes as
 in Johnson 2014, *Methods Ecol. Evol.* 5:944; the definition of MuMIn's ``r.squaredGLMM`` for
@@ -52,36 +52,15 @@ class VarianceParts:
         return self.var_fixed + self.var_random + self.var_residual
 
 
-def r_var(x: np.ndarray) -> float:
-    """R's ``var`` of a vector: denominator n - 1, mean refined as R's ``mean`` does
-    (``m + mean(x - m)``), so a constant vector has variance exactly 0."""
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        return 0.0
-    m = x.mean()
-    m += (x - m).mean()
-    return float(np.sum((x - m) ** 2) / (x.size - 1))
-
-
 def variance_parts(fit: Any) -> VarianceParts:
     """Fixed, random (Johnson 2014) and residual variance of ``fit`` (see module docstring)."""
     if "r2_parts" in fit._cache:
         return fit._cache["r2_parts"]
     v = _bridge.r2_parts(fit)
-    X = np.asarray(v["X"], dtype=float)
-    beta = np.atleast_1d(np.asarray(v["beta"], dtype=float))
-    if X.ndim == 1:
-        X = X.reshape(-1, 1)
-    var_fixed = r_var(X @ beta)
-    terms = v["terms"]
-    terms = [terms] if isinstance(terms, dict) else list(terms)
-    out = []
-    for t in terms:
-        Z = np.asarray(t["Z"], dtype=float)
-        S = np.atleast_2d(np.asarray(t["Sigma"], dtype=float))
-        Z = Z.reshape(-1, S.shape[0]) if Z.ndim == 1 else Z
-        contrib = float(np.einsum("ij,jk,ik->", Z, S, Z) / Z.shape[0])  # mean_i z_i' Sigma z_i
-        out.append((str(t["group"]), str(t["term"]), contrib))
+    contrib = np.atleast_1d(np.asarray(v["contribution"], dtype=float))
+    groups, terms = (np.atleast_1d(np.asarray(v[k], dtype=object)) for k in ("group", "term"))
+    out = [(str(g), str(t), float(c)) for g, t, c in zip(groups, terms, contrib)]
+    var_fixed = float(np.asarray(v["var_fixed"], dtype=float))
     parts = VarianceParts(var_fixed=var_fixed, var_random=float(sum(c for _, _, c in out)),
                           var_residual=float(v["sigma"]) ** 2, terms=tuple(out))
     fit._cache["r2_parts"] = parts
