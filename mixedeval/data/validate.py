@@ -187,12 +187,8 @@ def duplicated_rows_warning(df, score: str, keys: Sequence[str] | None = None) -
     cols = list(dict.fromkeys([*[k for k in keys if k in df.columns], score]))
     if score not in df.columns or len(cols) < 2 or len(df) < 2:
         return None
-    cand = _hashable(_series(df, score)).duplicated(keep=False).to_numpy()  # a copy repeats its score
-    if not cand.any():
-        return None
-    sub = pd.DataFrame({i: _hashable(_series(df, c)[cand]) for i, c in enumerate(cols)})
-    dup = np.zeros(len(df), dtype=bool)
-    dup[np.flatnonzero(cand)[sub.duplicated(keep="first").to_numpy()]] = True
+    sub = pd.DataFrame({i: _hashable(_series(df, c)) for i, c in enumerate(cols)}, copy=False)
+    dup = sub.duplicated(keep="first").to_numpy()
     n = int(dup.sum())
     if not n:
         return None

@@ -62,21 +62,19 @@ def _fixed(raw: Any) -> Any:
 def _random(raw: Any) -> Any:
     """VarCorr's frame -> group, term, term2, variance, std_dev, corr (``sdcor`` split)."""
     t = names.rename(raw, names.VARCORR)
-
-    def labels(col: str) -> list[Any]:
-        return [None if v is None or (isinstance(v, float) and v != v) else str(v) for v in t[col]]
-
-    term, term2 = labels("term"), labels("term2")
-    is_cov = np.array([v is not None for v in term2], dtype=bool)
+    term, term2 = (np.asarray(t[c], dtype=object) for c in ("term", "term2"))
+    missing = pd.isna(term), pd.isna(term2)
+    term, term2 = np.where(missing[0], None, term), np.where(missing[1], None, term2)  # None for R's NA
+    is_cov = ~missing[1]
     sdcor = np.asarray(t["sdcor"], dtype=float)
     return pd.DataFrame({
-        "group": [str(g) for g in t["group"]],
+        "group": np.asarray(t["group"], dtype=object),
         "term": pd.Series(term, dtype=object),
         "term2": pd.Series(term2, dtype=object),
         "variance": np.asarray(t["variance"], dtype=float),
         "std_dev": np.where(is_cov, np.nan, sdcor),
         "corr": np.where(is_cov, sdcor, np.nan),
-    })
+    }, copy=False)
 
 
 def _summary(res: RCallResult) -> RCallResult:

@@ -162,15 +162,17 @@ def _df_warnings(table: Any, notes: Sequence[str], key: str, est_col: str) -> li
     return out
 
 
-def _tidy(v: dict[str, Any], est_to: str, df_method: str | None = None) -> Any:
+def _tidy(v: dict[str, Any], est_to: str, df_method: str | None = None, extra: Mapping[str, str] | None = None) -> Any:
     """The bridge's summary frame (standard columns already renamed) with the estimate column
-    named ``est_to`` and the statistic named by :func:`statistic_column` (factors stay
-    Categoricals with R's levels)."""
+    named ``est_to``, the statistic named by :func:`statistic_column` and ``extra`` renames
+    (factors stay Categoricals with R's levels). The frame is the bridge's own, just converted
+    from R, so its labels are replaced in place (``rename`` would copy every column)."""
     t = v["table"]
-    rename = {str(v["est_name"]): est_to}
+    rename = {str(v["est_name"]): est_to, **(extra or {})}
     if df_method is not None:
         rename.update({c: statistic_column(df_method) for c in ("t_value", "z_value") if c in t.columns})
-    return t.rename(columns=rename)
+    t.columns = [rename.get(str(c), c) for c in t.columns]
+    return t
 
 
 def _str_tuple(x: Any) -> tuple[str, ...]:
@@ -322,7 +324,7 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
     est_to = "emmean" if var is None else "trend"
     labels = list(_str_tuple(v["pri_vars"])) + list(_str_tuple(v["by_vars"]))
     t = _tidy(v, est_to)
-    t = t[labels + [est_to] + EMM_COLUMNS].reset_index(drop=True)
+    t = pd.DataFrame({c: t[c] for c in labels + [est_to] + EMM_COLUMNS}, copy=False)
     notes = _str_tuple(v.get("mesg"))
     warnings = r_warnings(res, "emmeans") + _df_warnings(t, notes, key, est_to) + _non_estimable(t, est_to)
     prov = dict(fit.provenance)
@@ -507,14 +509,14 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
     v = res.value
     labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
     stat = statistic_column(emm.df_method)
-    t = _tidy(v, "estimate", emm.df_method).rename(columns={"p_value": "p_adj"})
-    t["p_value"] = v["p_raw"]
+    t = _tidy(v, "estimate", emm.df_method, {"p_value": "p_adj"})
+    cols = {c: t[c] for c in t.columns}
+    cols["p_value"] = np.asarray(v["p_raw"], dtype=float)
     est = np.asarray(t["estimate"], dtype=float)
     if es_key == "total":
         sd = total_sd(emm._fit)
-        t["effect_size"] = est / sd
-        t["effect_size_conf_low"] = np.nan
-        t["effect_size_conf_high"] = np.nan
+        cols["effect_size"] = est / sd
+        cols["effect_size_conf_low"] = cols["effect_size_conf_high"] = np.full(len(est), np.nan)
     else:
         es = v["eff_size"]["table"]
         if len(es) != len(t) or [str(x) for x in es["contrast"]] != [str(x) for x in t["contrast"]]:
@@ -522,10 +524,10 @@ def contrasts(emm: EMMResult, method: str | Mapping[str, Sequence[float]] = "pai
                                  f"arguments ({list(es['contrast'])[:4]} vs {list(t['contrast'])[:4]})")
         sd = float(emm._fit.sigma)
         for c in ("effect_size", "effect_size_conf_low", "effect_size_conf_high"):
-            t[c] = np.asarray(es[c], dtype=float)
-    t["effect_size_sd"] = sd
-    cols = [stat if c == "<statistic>" else c for c in CONTRAST_COLUMNS]
-    t = t[labels + cols].reset_index(drop=True)
+            cols[c] = np.asarray(es[c], dtype=float)
+    cols["effect_size_sd"] = np.full(len(est), sd)
+    order = labels + [stat if c == "<statistic>" else c for c in CONTRAST_COLUMNS]
+    t = pd.DataFrame({c: cols[c] for c in order}, copy=False)  # one frame in the final column order
     notes, p_adj, ci_adj = _applied_adjustments(v)
     warnings = r_warnings(res, "emmeans")
     warnings += _adjust_warnings(adj, p_adj, ci_adj, warnings)
