@@ -148,3 +148,26 @@ def test_report_flags_overdispersion_of_replicated_binary_cells(tmp_path):
 
     assert cell_dispersion_p(table(1.2, 3), tmp_path / "over.html") < 0.01
     assert cell_dispersion_p(table(0.0, 4), tmp_path / "ok.html") > 0.01
+
+
+def test_report_records_why_the_cell_dispersion_test_is_missing(tmp_path, monkeypatch):
+    """The report's extra cell-summed dispersion check does not fail the report when it cannot be
+    computed, but says why in the diagnostics section (it used to vanish without a trace)."""
+    from mixedeval.inference._glmm import GLMMFit
+
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame([{"item": f"i{i}", "system": s, "run": r, "correct": int(rng.random() < 0.6)}
+                       for i in range(30) for s in ("A", "B") for r in range(3)])
+    fit = me.glmm("correct ~ system + (1|item)", df, family="binomial")
+    original = GLMMFit.diagnose
+
+    def failing(self, *args, **kwargs):
+        if kwargs.get("re") == "conditional":
+            raise RuntimeError("simulated failure of the conditional simulation")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GLMMFit, "diagnose", failing)
+    html = me.report(fit, path=tmp_path / "r.html", n_sim=50, progress=False).read_text(encoding="utf-8")
+    assert "Responses summed within" not in html
+    assert "item x system cell could not be computed: RuntimeError: simulated failure" in html
+    assert "Scaled residuals by DHARMa" in html  # the main diagnostics are still there

@@ -162,18 +162,19 @@ def compute_missing(fit: Any, given: dict[str, list[Any]], *, n_sim: int = 250, 
         _attempt(out, "diagnostics", fit.diagnose, n_sim=n_sim, random_state=random_state, group=factor,
                  check_optimizers=True)
         if isinstance(fit, GLMMFit) and out.values.get("diagnostics"):
-            cells = _cell_dispersion(fit, factor, n_sim, random_state)
+            cells = _cell_dispersion(fit, factor, n_sim, random_state, out)
             if cells is not None:
                 out.values["diagnostics"].append(cells)
     return out
 
 
-def _cell_dispersion(fit: Any, factor: str | None, n_sim: int, random_state: Any) -> Any:
+def _cell_dispersion(fit: Any, factor: str | None, n_sim: int, random_state: Any, out: Outcome | None = None) -> Any:
     """For a binomial / count GLMM with replicated cells (runs): DHARMa's test of overdispersion on
     the responses summed per grouping level x ``factor`` cell (e.g. item x system), simulated with
     the fitted random effects kept (``re="conditional"``) and ``alternative="greater"``. A single 0/1
     outcome cannot be overdispersed; the sums over a cell's runs can, when the model leaves out an
-    item x system effect. None when it does not apply or cannot be computed."""
+    item x system effect. None when it does not apply or cannot be computed; in the second case the
+    reason is recorded in ``out.absent["diagnostics_cells"]`` and shown in the diagnostics section."""
     groups = [g for g in fit.ngroups if g in fit.data.columns]
     if factor is None or not groups or fit.family not in ("binomial", "poisson", "negative_binomial"):
         return None
@@ -184,7 +185,11 @@ def _cell_dispersion(fit: Any, factor: str | None, n_sim: int, random_state: Any
     try:
         cond = fit.diagnose(n_sim=n_sim, random_state=random_state, re="conditional")
         return aggregate_residuals(cond, key.to_numpy(), alternative="greater")
-    except Exception:  # noqa: BLE001 - an extra check; the main diagnostics are already shown
+    except Exception as exc:  # noqa: BLE001 - an extra check: the main diagnostics are shown, the reason is recorded
+        if out is not None:
+            out.absent["diagnostics_cells"] = (
+                "error", f"The dispersion test of the responses summed per {groups[0]} x {factor} cell could not be "
+                f"computed: {type(exc).__name__}: {one_line(exc)}")
         return None
 
 

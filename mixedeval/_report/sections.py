@@ -405,6 +405,9 @@ def r2_icc(sec: Section, ctx: Context) -> None:
 def diagnostics(sec: Section, ctx: Context) -> None:
     for diag in _needs(sec, ctx, "diagnostics"):
         _one_diagnostics(sec, diag, _origin(ctx, "diagnostics"))
+    cells = ctx.absent.get("diagnostics_cells")
+    if cells is not None:
+        sec.text(cells[1])
 
 
 def _one_diagnostics(sec: Section, diag: Any, origin: str) -> None:
