@@ -285,3 +285,17 @@ def test_partitioned_bootstrap_names_missing_columns_and_leaves_the_table_alone(
         partitioned_bootstrap(ter, "no_such_score", "system", "sentence_id", n_resamples=10)
     partitioned_bootstrap(ter, "ter", "system", "sentence_id", "replication", n_resamples=10, random_state=1)
     pd.testing.assert_frame_equal(ter, before)
+
+
+def test_disparity_bootstrap_on_dask_equals_in_process(dask_client):
+    """Issue 15 point 5: the language-disparity parametric bootstrap on a Dask LocalCluster (the
+    ML fit rebuilt on each worker, its refits there) equals the in-process run. Two runs of the R
+    refits: equal on one machine, compared at OPTIMIZER_RTOL (never bit for bit)."""
+    from mixedeval.workflows.language_disparity import language_disparity
+
+    res = language_disparity(me.datasets.load("hu2025_records"), "score", "model", "language", "task",
+                             drop_aggregates=True)
+    here = res.bootstrap(n_resamples=12, random_state=3, progress=False, chunk_size=4)
+    there = res.bootstrap(n_resamples=12, random_state=3, progress=False, chunk_size=4, executor=dask_client)
+    pd.testing.assert_frame_equal(there.replicates, here.replicates, check_exact=False, rtol=OPTIMIZER_RTOL, atol=0.0)
+    pd.testing.assert_frame_equal(there.models, here.models, check_exact=False, rtol=OPTIMIZER_RTOL, atol=0.0)
