@@ -1,5 +1,5 @@
 # Likelihood-ratio tests between nested mixed models (lme4's anova.merMod) and pbkrtest's
-# parametric bootstrap (PBmodcomp), run in chunks so Python can show progress.
+# parametric bootstrap (PBmodcomp; lmer and glmer fits), run in chunks so Python can show progress.
 
 # Do the models share their fixed-effect design (same columns, same values) and response?
 # REML likelihoods are comparable only when the fixed-effect design matrix is identical.
@@ -103,19 +103,25 @@ me_pb_chunk <- function(state, first, last) {
   }, numeric(1)))
 }
 
-# The simulated responses of a bootstrap state (nobs x nsim), to refit them elsewhere.
+# The simulated responses of a bootstrap state, to refit them elsewhere: nobs x nsim, or
+# nobs x (2 * nsim) for a cbind(successes, failures) GLMM response (the two columns of replicate j
+# are 2j - 1 and 2j: as.matrix of simulate()'s data frame of two-column matrices).
 me_pb_sims <- function(state) {
   unname(as.matrix(state$sims))
 }
 
-# The likelihood-ratio statistics of the columns of `ysim` refitted from ML fits `small` and
-# `large` made in this R session (what me_pb_chunk computes from the state's own ML updates: an
-# ML fit of the same formula and data equals update(m, REML = FALSE) exactly).
+# The likelihood-ratio statistics of the replicates in `ysim` (me_pb_sims' layout: one column per
+# replicate, two for a two-column response) refitted from ML fits `small` and `large` made in this
+# R session (what me_pb_chunk computes from the state's own ML fits: an ML fit of the same formula
+# and data equals update(m, REML = FALSE), and a glmer fit is ML already). lme4's refit() takes a
+# two-column binomial response as the matrix simulate() returns.
 me_pb_refit <- function(small, large, ysim) {
   ysim <- as.matrix(ysim)
-  unname(vapply(seq_len(ncol(ysim)), function(j) {
-    sm2 <- suppressMessages(lme4::refit(small, newresp = ysim[, j]))
-    lg2 <- suppressMessages(lme4::refit(large, newresp = ysim[, j]))
+  width <- NCOL(stats::model.response(stats::model.frame(small)))
+  unname(vapply(seq_len(ncol(ysim) %/% width), function(j) {
+    yyy <- if (width == 1L) ysim[, j] else ysim[, (j - 1L) * width + seq_len(width), drop = FALSE]
+    sm2 <- suppressMessages(lme4::refit(small, newresp = yyy))
+    lg2 <- suppressMessages(lme4::refit(large, newresp = yyy))
     as.numeric(2 * (stats::logLik(lg2, REML = FALSE) - stats::logLik(sm2, REML = FALSE)))
   }, numeric(1)))
 }

@@ -6,7 +6,9 @@
 ``random_state`` is R's ``set.seed``),
 ``response_values()``, ``fitted(re="population" | "conditional")``, ``residuals()``,
 ``ranef()`` (dict group -> DataFrame of BLUPs, one column per term), ``model_frame()``,
-``singular``, ``converged`` and ``warnings``.
+``singular``, ``converged`` and ``warnings``. With an ``executor`` and more than 250 simulations
+the workers rebuild the model, which needs a :class:`mixedeval.LMMFit` (``formula``, ``data``,
+``reml``, ``optimizer``, ``nobs``) whose formula passes the allow-list.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from ._checks import (
     row as _row,
     with_fit_provenance,
 )
+from ._blocks import plan_record, simulate_lmm
 from ._levene import levene_median
 from .core import MIN_SIMULATIONS, as_group, from_simulations
 from .glmm import diagnose_glmm, is_glmm
@@ -103,6 +106,7 @@ def diagnose_fit(
     alpha: float = 0.05,
     check_optimizers: bool = False,
     alternative: str = "two-sided",
+    executor: Any = None,
 ) -> Diagnostics:
     """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks of a fitted model.
 
@@ -110,17 +114,30 @@ def diagnose_fit(
     (integer responses: randomized PIT residuals, zero-inflation test, GLMM checks); the rest of
     this docstring describes the linear mixed model.
 
-    Simulations come from ``fit.simulate(n_sim, random_state=..., re=re)`` (lme4 ``simulate()``;
+    Simulations come from lme4's ``simulate()`` (``fit.simulate(n, random_state=..., re=re)``;
     ``re="unconditional"`` draws new random effects, DHARMa's default; ``"conditional"`` keeps the
-    BLUPs); the dispersion test uses the population-level predictions (DHARMa's ``getFitted``:
-    ``predict(re.form = ~0)``).
+    BLUPs), in blocks of 250 (below); the dispersion test uses the population-level predictions
+    (DHARMa's ``getFitted``: ``predict(re.form = ~0)``).
 
     ``random_state`` (None, int, ``numpy.random.SeedSequence`` or ``numpy.random.Generator``)
-    becomes one int (:func:`mixedeval._random.r_seed`; an int is kept as it is) that is R's
+    becomes one int ``s`` (:func:`mixedeval._random.r_seed`; an int is kept as it is) that is R's
     ``set.seed`` for the simulations and seeds the numpy tie-breaking of the PIT residuals; that
     int is recorded as ``Diagnostics.random_state`` and ``provenance["random_state"]``, so
     ``random_state=<recorded int>`` reproduces the diagnosis. The default 123 is DHARMa's
     (``simulateResiduals(seed = 123)``): repeated calls give the same residuals and verdicts.
+
+    Blocks (:mod:`mixedeval.diagnostics._blocks`): the simulations are drawn 250 at a time (DHARMa's
+    default ``n_sim``). Block 0 is ``simulate(m, nsim = min(n_sim, 250), seed = s)``, so for
+    ``n_sim <= 250`` the matrix equals R's ``simulate(m, nsim = n_sim, seed = s)``; block ``b >= 1``
+    uses ``seed = r_seed(numpy.random.SeedSequence(s, spawn_key=(b,)))``. Every block's seed
+    depends on ``(s, b)`` only, so the simulations are the same with every ``executor`` and any
+    number of workers; ``provenance["simulation_block_seeds"]`` lists ``[size, seed]`` per block.
+    ``executor`` (None, an int or ``"processes"``, or a ``dask.distributed.Client``): where the
+    blocks are simulated when there are several (``n_sim > 250``); each worker rebuilds the model
+    once from the fit's formula, model frame, REML flag and optimizer (the same fit: on one machine
+    the same simulations to the last bit, across machines to optimizer precision; a fit made with
+    ``allow_r_code=True`` is not rebuilt: use ``executor=None``). The numpy draws (PIT ties,
+    outlier bootstrap) and the classical checks run here.
     ``group`` (a model-frame column name or an array) adds the per-level uniformity and Levene
     tests on the scaled residuals. ``alternative`` is the direction of the dispersion and
     zero-inflation tests (see :func:`from_simulations`). The ``checks`` table holds :func:`classical_checks`;
@@ -136,7 +153,7 @@ def diagnose_fit(
     _check_alternative(alternative)  # before R simulates
     if is_glmm(fit):
         return diagnose_glmm(fit, n_sim=n_sim, random_state=random_state, re=re, group=group, alpha=alpha,
-                             check_optimizers=check_optimizers, alternative=alternative)
+                             check_optimizers=check_optimizers, alternative=alternative, executor=executor)
     state = r_seed(random_state)
     mf = fit.model_frame()
     label = None
@@ -144,7 +161,7 @@ def diagnose_fit(
         if group not in mf.columns:
             raise DataError(f"group={group!r} is not a column of the model frame; available: {list(mf.columns)}")
         label, group = group, mf[group]
-    sims = fit.simulate(int(n_sim), random_state=state, re=re)
+    sims, plan = simulate_lmm(fit, int(n_sim), state, re, executor)
     diag = from_simulations(
         sims, fit.response_values(), fit.fitted(re="population"), integer_response=False,
         random_state=state, group=group, group_label=label, alpha=alpha, simulation=re, alternative=alternative,
@@ -156,7 +173,8 @@ def diagnose_fit(
     if check_optimizers:
         checks = pd.concat([checks, pd.DataFrame([_optimizer_row(fit)])], ignore_index=True)
     provenance = with_fit_provenance(
-        diag.provenance, fit, {"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state})
+        diag.provenance, fit, {"simulation": f"lme4 simulate(), {re}", "n_sim": int(n_sim), "random_state": state,
+                               "simulation_block_seeds": plan_record(plan)})
     return dataclasses.replace(
         diag,
         checks=checks,

@@ -38,6 +38,7 @@ from .._random import r_seed
 from ..engine import _bridge
 from ..errors import DataError, RError
 from ._checks import model_warnings_rows, normality_row, optimizer_row, row, with_fit_provenance
+from ._blocks import plan_record, simulate_glmm
 from .core import from_simulations
 from .residuals import is_integer_response
 from .result import CHECK_COLUMNS, Diagnostics
@@ -119,6 +120,7 @@ def diagnose_glmm(
     alpha: float = 0.05,
     check_optimizers: bool = False,
     alternative: str = "two-sided",
+    executor: Any = None,
 ) -> Diagnostics:
     """Simulated-residual diagnostics and checks of a GLMM (see the module docstring).
 
@@ -128,13 +130,22 @@ def diagnose_glmm(
     ``"conditional"`` keeps the fitted ones (lme4 fits only; DHARMa 0.5 made it its default as the
     more sensitive choice for the dispersion test). ``alternative`` is the direction of the
     dispersion and zero-inflation tests (``"greater"``: over-dispersion / excess zeros only).
+
+    The simulations are drawn in blocks of 250 as for an LMM (:func:`mixedeval.diagnostics.diagnose_fit`,
+    :mod:`mixedeval.diagnostics._blocks`): block 0 is ``simulate(m, nsim = min(n_sim, 250), seed = s)``
+    (R's own matrix for ``n_sim <= 250``), block ``b >= 1`` uses
+    ``seed = r_seed(numpy.random.SeedSequence(s, spawn_key=(b,)))``, recorded in
+    ``provenance["simulation_block_seeds"]``. With an ``executor`` and several blocks, each worker rebuilds
+    the glmer / glmer.nb / glmmTMB fit once from its formula, model frame, family, link, nAGQ,
+    optimizer and weights and simulates its blocks; the observed response, predictions and trials,
+    the numpy draws and the checks come from this process.
     """
     if re == "conditional" and fit.family in _TMB_FAMILIES:
         raise DataError(f"re='conditional' is not available for family={fit.family!r} (glmmTMB's simulate() "
                         "always draws new random effects); use re='unconditional'")
     state = r_seed(random_state)
     group, label = _group_column(fit, group)
-    sim = _bridge.simulate_glmm(fit, n_sim=int(n_sim), r_seed=state, conditional=(re == "conditional"))
+    sim, plan = simulate_glmm(fit, int(n_sim), state, re == "conditional", executor)
     diag = from_simulations(
         sim["simulated"], sim["observed"], sim["predicted"], integer_response=is_integer_response(sim["family"]),
         random_state=state, group=group, group_label=label, alpha=alpha, alternative=alternative,
@@ -146,7 +157,7 @@ def diagnose_glmm(
         checks = pd.concat([checks, pd.DataFrame([optimizer_row(fit)])], ignore_index=True)
     provenance = with_fit_provenance(diag.provenance, fit, {
         "simulation": f"simulate() of the {fit.family} GLMM, {re}", "n_sim": int(n_sim), "random_state": state,
-        "family": sim["family"]})
+        "family": sim["family"], "simulation_block_seeds": plan_record(plan)})
     return dataclasses.replace(
         diag, checks=checks, warnings=diag.warnings + tuple(getattr(fit, "warnings", ()) or ()),
         provenance=provenance, _ranef=ranef,

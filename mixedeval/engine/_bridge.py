@@ -357,6 +357,20 @@ def simulate_glmm(fit: Any, *, n_sim: int, r_seed: int | None, conditional: bool
     }
 
 
+def glmm_observed(fit: Any) -> dict[str, Any]:
+    """``me_glmm_observed``: what :func:`simulate_glmm` returns besides the simulations (``observed``,
+    ``predicted``, ``trials``, ``family``), without simulating (the simulations come from elsewhere,
+    e.g. worker processes)."""
+    v = call("me_glmm_observed", m=_m(fit)).value
+    trials = v.get("trials")
+    return {
+        "observed": np.array(v["observed"], dtype=float, copy=True).reshape(-1),
+        "predicted": np.array(v["predicted"], dtype=float, copy=True).reshape(-1),
+        "trials": None if trials is None else np.array(trials, dtype=float, copy=True).reshape(-1),
+        "family": str(v["family"]),
+    }
+
+
 # -------------------------------------------------------------------------------- r/power.R
 def _named(d: Any) -> dict[str, float]:
     """A named R vector (a dict, or a bare scalar for a one-element vector without names) as a

@@ -216,7 +216,9 @@ class GLMMFit(FitResultMixin):
         return icc(self, method)
 
     def diagnose(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional", **kwargs: Any):
-        """Simulated-residual diagnostics for the GLMM (:func:`mixedeval.diagnostics.diagnose_fit`)."""
+        """Simulated-residual diagnostics for the GLMM (:func:`mixedeval.diagnostics.diagnose_fit`;
+        ``kwargs``: ``group``, ``alpha``, ``check_optimizers``, ``alternative``, ``executor``: where
+        blocks of 250 simulations run when ``n_sim > 250``)."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
 
 

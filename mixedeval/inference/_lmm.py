@@ -322,7 +322,8 @@ class LMMFit(FitResultMixin):
     def diagnose(self, n_sim: int = 250, random_state: Any = 123, re: str = "unconditional", **kwargs: Any):
         """Simulated-residual diagnostics (DHARMa's algorithm) and classical checks
         (:func:`mixedeval.diagnostics.diagnose_fit`; ``kwargs``: ``group``, ``alpha``,
-        ``check_optimizers``). An int ``random_state`` is R's ``set.seed`` for the simulations and
+        ``check_optimizers``, ``alternative``, ``executor``: where blocks of 250 simulations run when
+        ``n_sim > 250``). An int ``random_state`` is R's ``set.seed`` for the simulations and
         seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
 

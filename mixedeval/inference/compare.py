@@ -32,6 +32,7 @@ is ``statistic`` beside ``test`` (the rule of :mod:`mixedeval.engine.names`).
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,7 @@ from ..errors import DataError
 from ..resampling._draws import chunks
 from ..results import ResultMixin, ResultWarning
 from ._clmm import CLMMFit, clmm_lrt
+from ._glmm import glmm
 from ._glmm_infer import GLMMFit, glmm_lrt
 from ._lmm import LMMFit, lmm
 
@@ -160,16 +162,17 @@ def compare(
     names : row labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     executor : where the bootstrap refits run: None (this process), an int or ``"processes"``
         (worker processes, each with its own R) or a ``dask.distributed.Client``. The responses are
-        simulated here (one ``set.seed``), so the statistics are the same with every executor.
+        simulated here (one ``set.seed``, as ``PBmodcomp``), so the statistics are the same with every
+        executor; each worker rebuilds the two ML fits once per comparison from their formulas and
+        model frames (``lmerTest::lmer(REML = FALSE)`` with the fit's optimizer, equal to
+        ``update(m, REML = FALSE)``; GLMMs: ``glmer`` / ``glmer.nb`` with the fit's family, link,
+        nAGQ, optimizer and weights) and refits its share of the replicates (``lme4::refit``).
     """
     if fits and all(isinstance(f, CLMMFit) for f in fits):  # ordinal::clmm fits: ordinal's ML likelihood-ratio test
         tab, prov = clmm_lrt(fits, names, n_resamples)
         return CompareResult(table=tab, estimator="ML", refitted=False, pb=None, warnings=(), provenance=prov)
     if fits and any(isinstance(f, GLMMFit) for f in fits):  # GLMMs are ML fits: never refitted (_glmm_infer.glmm_lrt)
-        if executor is not None:
-            raise DataError("executor is not available for GLMM comparisons yet: their parametric bootstrap runs in "
-                            "this process (use executor=None)")
-        return _compare_glmm(fits, n_resamples, random_state, progress, names)
+        return _compare_glmm(fits, n_resamples, random_state, progress, names, executor)
     labels = _check_fits(fits, names)
     seed = None
     if n_resamples is not None:
@@ -212,12 +215,40 @@ def compare(
                          warnings=tuple(ws), provenance=prov)
 
 
-def _pb_refit_task(small_spec: tuple, large_spec: tuple, ysim: np.ndarray, frames: tuple) -> tuple[np.ndarray, list]:
-    """In a worker: ML fits of both models (equal to ``update(m, REML = FALSE)``), then the
-    likelihood-ratio statistics of the simulated responses ``ysim`` (columns)."""
-    small = lmm(small_spec[0], frames[0], reml=False, optimizer=small_spec[1])
-    large = lmm(large_spec[0], frames[1], reml=False, optimizer=large_spec[1])
-    out = _bridge.pb_refit(small, large, ysim)
+#: in a worker: the two ML fits of one bootstrap comparison (token -> (small, large)), made once per worker
+_WORKER_FITS: dict[str, Any] = {}
+
+
+def _refit_spec(fit: Any) -> tuple:
+    """What a worker needs besides the model frame to rebuild ``fit``'s ML fit: ``("lmm", formula,
+    optimizer)`` or ``("glmm", formula, family, link, nagq, optimizer, weights)`` (glmer fits only:
+    the bootstrap refuses glmmTMB fits before)."""
+    if isinstance(fit, GLMMFit):
+        link = None if fit.family == "negative_binomial" else fit.link
+        return ("glmm", fit.formula, fit.family, link, int(fit.nagq), fit.optimizer, fit.weights)
+    return ("lmm", fit.formula, fit.optimizer)
+
+
+def _ml_fit(spec: tuple, frame: Any) -> Any:
+    """In a worker: the ML fit of ``spec`` on ``frame`` (:func:`lmm` with ``reml=False`` equals
+    ``update(m, REML = FALSE)``; :func:`glmm` refits the glmer fit itself)."""
+    if spec[0] == "glmm":
+        _, formula, family, link, nagq, optimizer, weights = spec
+        return glmm(formula, frame, family=family, link=link, nagq=nagq, optimizer=optimizer, weights=weights)
+    return lmm(spec[1], frame, reml=False, optimizer=spec[2])
+
+
+def _pb_refit_task(token: str, ysim: np.ndarray, shared: tuple) -> tuple[np.ndarray, list]:
+    """In a worker: ML fits of both models (rebuilt once per token from ``shared``: their specs and
+    model frames), then the likelihood-ratio statistics of the simulated responses ``ysim``
+    (``me_pb_sims``' column layout)."""
+    pair = _WORKER_FITS.get(token)
+    if pair is None:
+        specs, frames = shared
+        pair = (_ml_fit(specs[0], frames[0]), _ml_fit(specs[1], frames[1]))
+        _WORKER_FITS.clear()
+        _WORKER_FITS[token] = pair
+    out = _bridge.pb_refit(pair[0], pair[1], ysim)
     return out.value, list(out.warnings)
 
 
@@ -232,10 +263,12 @@ def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, ex
             warns += list(out.warnings)
         return np.concatenate(ref), warns
     sims = _bridge.pb_sims(state)
+    width = sims.shape[1] // nsim  # 2 columns per replicate for a cbind(successes, failures) response
     size = max(1, -(-nsim // (4 * runner.n_workers)))
-    tasks = [((small.formula, small.optimizer), (large.formula, large.optimizer), sims[:, a:a + size])
-             for a in range(0, nsim, size)]
-    outs = runner.map(_pb_refit_task, tasks, shared=(small.data, large.data), progress=progress, desc=desc)
+    token = uuid.uuid4().hex
+    tasks = [(token, sims[:, a * width:(a + size) * width]) for a in range(0, nsim, size)]
+    outs = runner.map(_pb_refit_task, tasks, shared=((_refit_spec(small), _refit_spec(large)), (small.data, large.data)),
+                      progress=progress, desc=desc)
     return np.concatenate([o[0] for o in outs]), [w for o in outs for w in o[1]]
 
 
@@ -266,9 +299,10 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
     return np.asarray(pvals, dtype=float), pb, ws
 
 
-def _compare_glmm(fits, n_resamples, random_state, progress, names) -> CompareResult:
+def _compare_glmm(fits, n_resamples, random_state, progress, names, executor=None) -> CompareResult:
     """:func:`compare` for GLMM fits: lme4's ``anova(m0, m1)`` (all ML), the 50:50 mixture and,
-    with ``n_resamples``, pbkrtest's parametric bootstrap (lme4 fits)."""
+    with ``n_resamples``, pbkrtest's parametric bootstrap (lme4 fits; the refits on the
+    ``executor``'s workers as for LMMs)."""
     tab, ws, prov, ordered = glmm_lrt(fits, names)
     pb = None
     if n_resamples is not None:
@@ -278,7 +312,8 @@ def _compare_glmm(fits, n_resamples, random_state, progress, names) -> CompareRe
             raise DataError("the parametric bootstrap (pbkrtest::PBmodcomp) needs lme4 fits; glmmTMB fits "
                             "(beta, betabinomial) have the likelihood-ratio test only")
         seed = r_seed(random_state)
-        pvals, pb, pb_ws = _parametric_bootstrap(ordered, list(tab["model"]), int(n_resamples), seed, progress)
+        pvals, pb, pb_ws = _parametric_bootstrap(ordered, list(tab["model"]), int(n_resamples), seed, progress,
+                                                 executor)
         tab["p_value_pb"] = pvals
         ws = list(ws) + pb_ws
         prov.update({"n_resamples": int(n_resamples), "random_state": seed, "pb_function": "pbkrtest::PBmodcomp"})
