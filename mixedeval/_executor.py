@@ -26,6 +26,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import pickle
+import sys
 import tempfile
 import threading
 import uuid
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import cloudpickle
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_info
 from tqdm.auto import tqdm
 
 from .errors import DataError
@@ -48,6 +49,8 @@ _POOLS: dict[int, cf.ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 #: in a worker: shared inputs loaded from their files, by path
 _WORKER_SHARED: dict[str, Any] = {}
+#: this process's threadpoolctl controller (see _controller)
+_CONTROLLER: tuple[bool, ThreadpoolController] | None = None
 
 
 class _SharedFile:
@@ -73,13 +76,31 @@ def blas_threads() -> int | None:
     return max(counts) if counts else None
 
 
+def _r_started() -> bool:
+    """Has this process started R (whose BLAS, loaded with libR, the controller must also see)?
+    Read from rpy2's module if it was imported; nothing is imported here."""
+    embedded = sys.modules.get("rpy2.rinterface_lib.embedded")
+    return bool(embedded is not None and embedded.isinitialized())
+
+
+def _controller() -> ThreadpoolController:
+    """This process's threadpoolctl controller: it finds the loaded BLAS libraries by scanning the
+    process's shared objects (about 2 ms, which a new ``threadpool_limits`` repeats on every task),
+    so it is made once, and once more after R has started and loaded its own BLAS."""
+    global _CONTROLLER  # noqa: PLW0603 - one controller per (worker) process
+    key = _r_started()
+    if _CONTROLLER is None or _CONTROLLER[0] != key:
+        _CONTROLLER = (key, ThreadpoolController())
+    return _CONTROLLER[1]
+
+
 def _call(fn: Callable[..., Any], args: tuple, shared: Any, threads: int | None = None) -> Any:
     """Run one task in a worker with the caller's BLAS thread count: OpenBLAS splits a product
     differently with another count, which moves last bits (Dask's nannies start workers with
     OPENBLAS_NUM_THREADS=1, and worker processes inherit that once a LocalCluster exists)."""
     if threads is None:
         return fn(*args) if shared is None else fn(*args, shared_value(shared))
-    with threadpool_limits(limits=threads, user_api="blas"):
+    with _controller().limit(limits=threads, user_api="blas"):
         return fn(*args) if shared is None else fn(*args, shared_value(shared))
 
 

@@ -354,6 +354,9 @@ def sign_flip_test(
     mean(e_i d_i) with random signs e_i = +-1 (all 2^n sign vectors when 2^n <= n_resamples or
     ``exact=True``, p = c / 2^n). c = #{b : |null_b| >= |mean(d)|} (two-sided; ``greater``:
     null_b >= mean(d); ``less``: <=); p = (c + 1) / (B + 1) or c / B.
+
+    The other parameters (``chunk_size``, ``progress``, ``random_state``, ``executor``: where the
+    blocks of replicates run, with bit-identical results) are as in :func:`paired_bootstrap_test`.
     """
     X, Y = _paired_arrays(x, x if y is None else y, st.CellStatistic("mean", 1))
     d = X[:, 0] if y is None else (X - Y)[:, 0]

@@ -448,7 +448,8 @@ def sample_size(
     With ``values``, power is evaluated at those sizes; without, the search doubles the current
     size until the power reaches target (at most ``max_levels``, default 16 times the current
     size) and then bisects to within 2% of the size. The answer comes with its Monte-Carlo range
-    (see :class:`SampleSizeResult`); every size uses the same ``random_state``.
+    (see :class:`SampleSizeResult`); every size uses the same ``random_state``. The other
+    parameters, ``executor`` included (where the batches of simulations run), are as in :func:`power`.
     """
     s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     target = _prob("target", target)
@@ -535,7 +536,8 @@ def minimum_detectable_effect(
     target, then ``steps`` bisections. The effect is interpolated linearly where the power curve
     crosses target, with the Monte-Carlo range from the Clopper-Pearson bounds. Every effect uses
     the same ``random_state`` (common random numbers), so the power curve is monotone in all but
-    rare cases. For two-sided tests the MDE of a negative difference is the same.
+    rare cases. For two-sided tests the MDE of a negative difference is the same. The other
+    parameters, ``executor`` included (where the batches of simulations run), are as in :func:`power`.
     """
     s = _settings(test, alpha, level, n_sim, n_resamples, batch_size, progress, random_state, executor)
     target = _prob("target", target)
