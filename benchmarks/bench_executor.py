@@ -12,7 +12,8 @@ path against the process pool, and the memory of a worker; ratios measured in on
     ``resolve_executor(...).map`` on a Dask ``LocalCluster(2)`` against ``executor=2``, in ms per
     task (wall clock of the whole map / number of tasks) and their ratio, beside each executor's
     floor ("bare submit": its own submit/result without mixedeval's task wrapper);
-(d) the numbers are asserted identical across executors (replicates, tables, task results: exact);
+(d) the numbers are asserted equal across executors (R refits to 1e-6, as two optimizer runs;
+    numpy task results exactly), and whether the refits were bit-identical is printed;
 (e) the memory of a worker: resident memory of a fresh Python process after importing
     mixedeval, after R starts, after ``me.lmm`` on Kreutzer TER (7,287 rows) and after a fit of a
     simulated ``--memory-rows``-row table (default 200,000: 2,000 items x 5 systems x 20 runs,
@@ -171,12 +172,22 @@ def _print_times(title: str, secs: dict[str, float], other: dict[str, float], n:
         print(f"  {name:22s} {s:8.2f} {1000 * s / n:10.1f} {secs[base] / s:22.2f} {other[name]:19.2f}")
 
 
+#: R refits made in two processes agree like two optimizer runs, not bit for bit (two R processes can
+#: differ in the last bits of lme4's arithmetic; tests/conftest.py OPTIMIZER_RTOL)
+REFIT_RTOL = 1e-6
+
+
 def _assert_frames_identical(frames: dict[str, pd.DataFrame], what: str) -> None:
+    """Equal across executors to REFIT_RTOL (R refits); also says whether they were bit-identical."""
     ref_name, ref = next(iter(frames.items()))
+    exact = True
     for name, f in frames.items():
-        pd.testing.assert_frame_equal(f.reset_index(drop=True), ref.reset_index(drop=True), check_exact=True,
+        a, b = f.reset_index(drop=True), ref.reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=REFIT_RTOL, atol=0.0,
                                       obj=f"{what}: {name} vs {ref_name}")
-    print(f"  (d) {what}: identical (exact) across {', '.join(frames)}")
+        exact = exact and a.equals(b)
+    print(f"  (d) {what}: equal across {', '.join(frames)} "
+          f"({'bit-identical' if exact else f'to rtol {REFIT_RTOL:g}, not bit for bit'})")
 
 
 # ------------------------------------------------------------------ (a) disparity bootstrap

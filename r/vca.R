@@ -29,3 +29,47 @@ me_lm_glrt <- function(null_formula, full_formula, data, model_names = c("null",
   list(table = tab, f_value = f[["F"]][2], p_value_f = f[["Pr(>F)"]][2],
        sigma = c(stats::sigma(m0), stats::sigma(m1)), nobs = stats::nobs(m1))
 }
+
+# Parametric-bootstrap refits of a variance-component model: what lme4's
+# bootMer(m, function(x) as.data.frame(VarCorr(x))$vcov, nsim, use.u = FALSE, type = "parametric")
+# computes per replicate, for responses simulated beforehand (simulate(m, nsim, seed, re.form = NA),
+# one column of `ysim` per replicate): lme4::refit(m, newresp = ysim[, i]) (same estimator, REML
+# or ML; the optimizer starts at the fitted theta; lmerControl() defaults, as bootMer passes
+# the call's control, NULL for a default lmer call) and as.data.frame(VarCorr(refit))$vcov.
+# A replicate whose refit fails gets NA variances and its error message; a refit that raises
+# warnings is kept (bootMer keeps it too) and its warnings are returned; messages (lme4's
+# "boundary (singular) fit") are muffled and the singular status is returned instead.
+me_vca_refit <- function(m, ysim) {
+  ysim <- as.matrix(ysim)
+  nb <- ncol(ysim)
+  groups <- as.data.frame(lme4::VarCorr(m))$grp
+  vcov <- matrix(NA_real_, nrow = nb, ncol = length(groups))
+  singular <- rep(NA_real_, nb)
+  failed <- rep(FALSE, nb)
+  warned <- rep(FALSE, nb)
+  problem <- rep("", nb)
+  for (i in seq_len(nb)) {
+    notes <- character(0)
+    r <- tryCatch(
+      withCallingHandlers(
+        lme4::refit(m, newresp = ysim[, i]),
+        warning = function(w) {
+          notes <<- c(notes, conditionMessage(w))
+          invokeRestart("muffleWarning")
+        },
+        message = function(msg) invokeRestart("muffleMessage")
+      ),
+      error = function(e) e
+    )
+    if (inherits(r, "error")) {
+      failed[i] <- TRUE
+      problem[i] <- conditionMessage(r)
+      next
+    }
+    vcov[i, ] <- as.data.frame(lme4::VarCorr(r))$vcov
+    singular[i] <- as.numeric(lme4::isSingular(r, tol = 1e-4))
+    warned[i] <- length(notes) > 0L
+    problem[i] <- paste(unique(notes), collapse = "; ")
+  }
+  list(vcov = vcov, groups = groups, singular = singular, failed = failed, warned = warned, problem = problem)
+}

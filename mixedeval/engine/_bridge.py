@@ -261,6 +261,25 @@ def lm_glrt(*, null_formula: str, full_formula: str, data: Any,
                 model_names=list(model_names))
 
 
+def vca_refit(fit: Any, ysim: np.ndarray) -> dict[str, Any]:
+    """``me_vca_refit``: ``lme4::refit`` of a variance-component model to each column of ``ysim``
+    and ``as.data.frame(VarCorr(.))$vcov`` (bootMer's replicate); ``vcov`` (replicates x
+    components, NaN where the refit failed), ``groups`` (VarCorr's grp, in column order), and per
+    replicate ``singular``, ``failed``, ``warned`` and ``problem`` (R's messages)."""
+    v = call("me_vca_refit", m=_m(fit), ysim=np.ascontiguousarray(ysim, dtype=float)).value
+    groups = _as_str_list(v["groups"])
+    nb = int(np.shape(ysim)[1])
+    problem = v["problem"]
+    return {
+        "vcov": np.array(v["vcov"], dtype=float, copy=True).reshape(nb, len(groups)),
+        "groups": groups,
+        "singular": np.array(np.atleast_1d(v["singular"]), dtype=float, copy=True),  # NaN where failed
+        "failed": np.array(np.atleast_1d(v["failed"]), dtype=bool, copy=True),
+        "warned": np.array(np.atleast_1d(v["warned"]), dtype=bool, copy=True),
+        "problem": [problem] if isinstance(problem, str) else [str(p) for p in problem],
+    }
+
+
 # ------------------------------------------------------------------------ r/disparity.R
 def disparity_refit_fixef(fit: Any, ysim: np.ndarray) -> dict[str, Any]:
     """``me_disparity_refit_fixef``: ``lme4::refit`` of the ML model to each column of ``ysim``;

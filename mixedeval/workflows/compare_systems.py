@@ -62,13 +62,14 @@ class _Analysis:
 
 def _system_analysis(frame, score: str, system: str, item: str, extra: Sequence[str], *, levels: Mapping | None,
                      posthoc_df: str, contrast_kw: Mapping[str, Any], level: float, optimizer: str,
-                     factors: Sequence[str]) -> _Analysis:
-    """GLRT of ``system`` (ML refit by :func:`mixedeval.compare`), EMMs and pairwise contrasts
-    (``contrast_kw``: ``adjust`` and ``effect_size`` of :meth:`EMMResult.contrasts`)."""
+                     factors: Sequence[str], pb: Mapping[str, Any] | None = None) -> _Analysis:
+    """GLRT of ``system`` (ML refit by :func:`mixedeval.compare`; with ``pb`` -- n_resamples,
+    random_state, executor, progress -- also its parametric bootstrap), EMMs and pairwise
+    contrasts (``contrast_kw``: ``adjust`` and ``effect_size`` of :meth:`EMMResult.contrasts`)."""
     kw = dict(reml=True, optimizer=optimizer, factors=factors, levels=levels)
     full = lmm(model_formula(score, system, item, extra), frame, **kw)
     null = lmm(model_formula(score, "1", item, extra), frame, **kw)
-    glrt = compare(null, full, names=["null", "full"])
+    glrt = compare(null, full, names=["null", "full"], **(pb or {}))
     emm = full.emmeans(system, df_method=posthoc_df, level=level)
     con = emm.contrasts(method="pairwise", **contrast_kw)
     return _Analysis(full, null, glrt, emm, con)
@@ -116,6 +117,8 @@ class CompareSystemsResult(_WorkflowResult):
     :meth:`EMMResult.contrasts` (contrast, estimate, std_error, df, the statistic, ``p_value``
     unadjusted, ``p_adj`` adjusted by ``p_adjust``, conf_low, conf_high, effect_size).
     ``averaged``: :class:`AveragedAnalysis` or None (one instance per system and item).
+    With ``n_resamples``, ``glrt`` and the all-instances row of ``table`` have ``p_value_pb``
+    (pbkrtest's parametric-bootstrap p-value from :func:`mixedeval.compare`).
     """
 
     table: Any
@@ -191,6 +194,10 @@ def compare_systems(
     effect_size: str = "total",
     optimizer: str | None = None,
     family: str = "gaussian",
+    n_resamples: int | None = None,
+    random_state: Any = None,
+    executor: Any = None,
+    progress: bool = True,
 ) -> CompareSystemsResult:
     """Compare systems on all instances with ``score ~ system + (1|item)`` (Hagmann 2023, ch. 2).
 
@@ -216,15 +223,21 @@ def compare_systems(
         (GLMMs are ML fits), the EMMs are accuracies (probabilities, ``type="response"``) with
         their intervals, and the pairwise contrasts are odds ratios (``estimate_label``), Holm by
         default. ``posthoc_df``, ``effect_size`` and the averaged analysis apply to the LMM only.
+    n_resamples, random_state, executor, progress : with ``n_resamples``, the omnibus GLRT also
+        gets ``p_value_pb``, the parametric-bootstrap p-value of pbkrtest's ``PBmodcomp`` computed
+        by :func:`mixedeval.compare` on the same two fits (an int ``random_state`` is R's
+        ``set.seed``; ``executor`` runs the refits on workers; ``progress`` shows their bar).
 
     Returns a :class:`CompareSystemsResult` (``table``, ``glrt``, ``emmeans``, ``contrasts``,
     ``averaged``, ``warnings``, ``fit``).
     """
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
+    pb = None if n_resamples is None else {"n_resamples": n_resamples, "random_state": random_state,
+                                           "executor": executor, "progress": progress}
     if family != "gaussian":
         return _compare_glmm_systems(data, score, system, item, reference, adjust, random=random, level=level,
-                                     optimizer=optimizer or "bobyqa", family=family)
+                                     optimizer=optimizer or "bobyqa", family=family, pb=pb)
     optimizer = optimizer or "nloptwrap"
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
@@ -233,12 +246,12 @@ def compare_systems(
     levels = system_levels(frame, system, reference)
     contrast_kw = {"adjust": adjust, "effect_size": effect_size}
     an = _system_analysis(frame, score, system, item, extra, levels=levels, posthoc_df=posthoc_df,
-                          contrast_kw=contrast_kw, level=level, optimizer=optimizer, factors=factors)
+                          contrast_kw=contrast_kw, level=level, optimizer=optimizer, factors=factors, pb=pb)
     warnings += an.warnings()
     g = an.glrt.table
     rows = [{"analysis": "all instances, mixed model (item intercept)", "formula": an.full.formula, "nobs": an.full.nobs,
              "residual_sd": an.full.sigma, "chisq": float(g["chisq"].iloc[1]), "df": float(g["df"].iloc[1]),
-             "p_value": float(g["p_value"].iloc[1])}]
+             "p_value": float(g["p_value"].iloc[1]), **_pb_cell(g)}]
     averaged = None
     per_cell = frame.groupby([item, system], observed=True).size()
     if average and per_cell.max() > 1:
@@ -257,7 +270,7 @@ def compare_systems(
     prov = dict(an.full.provenance)
     prov.update({"workflow": "compare_systems", "posthoc_df": posthoc_df, "adjust": adjust, "level": float(level),
                  "effect_size": effect_size,
-                 "glrt": "lme4 anova (ML refit)", "contrasts": "emmeans::contrast pairwise"})
+                 "glrt": "lme4 anova (ML refit)", "contrasts": "emmeans::contrast pairwise", **_pb_provenance(an.glrt)})
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=an.emm.table, contrasts=an.contrasts.table, averaged=averaged,
         p_adjust=an.contrasts.p_adjust, posthoc_df=posthoc_df, warnings=dedupe_warnings(warnings), provenance=prov,
@@ -265,8 +278,20 @@ def compare_systems(
     )
 
 
+def _pb_cell(glrt_table) -> dict[str, float]:
+    """``{"p_value_pb": ...}`` of the full model's row when the GLRT has a parametric bootstrap."""
+    return {"p_value_pb": float(glrt_table["p_value_pb"].iloc[1])} if "p_value_pb" in glrt_table.columns else {}
+
+
+def _pb_provenance(glrt: Any) -> dict[str, Any]:
+    """The parametric bootstrap's settings from :func:`mixedeval.compare`'s provenance (if any)."""
+    keys = ("n_resamples", "random_state", "pb_function")
+    return {f"glrt_{k}": glrt.provenance[k] for k in keys if k in glrt.provenance}
+
+
 def _compare_glmm_systems(data: Any, score: str, system: str, item: str, reference: Any, adjust: str, *,
-                          random: Any, level: float, optimizer: str, family: str) -> CompareSystemsResult:
+                          random: Any, level: float, optimizer: str, family: str,
+                          pb: Mapping[str, Any] | None = None) -> CompareSystemsResult:
     """:func:`compare_systems` with a GLMM (``family``): GLRT, response-scale EMMs and ratio contrasts."""
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
@@ -276,18 +301,18 @@ def _compare_glmm_systems(data: Any, score: str, system: str, item: str, referen
     kw = dict(family=family, optimizer=optimizer, factors=factors, levels=levels)
     full = glmm(model_formula(score, system, item, extra), frame, **kw)
     null = glmm(model_formula(score, "1", item, extra), frame, **kw)
-    glrt = compare(null, full, names=["null", "full"])
+    glrt = compare(null, full, names=["null", "full"], **(pb or {}))
     emm = full.emmeans(system, level=level)
     con = emm.contrasts(method="pairwise", adjust=adjust)
     warnings += [*full.warnings, *null.warnings, *glrt.warnings, *emm.warnings, *con.warnings]
     g = glrt.table
     rows = [{"analysis": f"all instances, {family} GLMM (item intercept)", "formula": full.formula,
              "nobs": full.nobs, "residual_sd": np.nan, "chisq": float(g["chisq"].iloc[1]), "df": float(g["df"].iloc[1]),
-             "p_value": float(g["p_value"].iloc[1])}]
+             "p_value": float(g["p_value"].iloc[1]), **_pb_cell(g)}]
     prov = dict(full.provenance)
     prov.update({"workflow": "compare_systems", "family": family, "posthoc_df": "asymptotic", "adjust": adjust,
                  "level": float(level), "glrt": "lme4 anova (ML)", "contrasts": f"emmeans::contrast pairwise "
-                 f"({con.estimate_label})"})
+                 f"({con.estimate_label})", **_pb_provenance(glrt)})
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=emm.table, contrasts=con.table, averaged=None,
         p_adjust=con.p_adjust, posthoc_df="asymptotic", warnings=dedupe_warnings(warnings), provenance=prov,

@@ -23,7 +23,7 @@ for an interaction plot.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +103,8 @@ class ConditionalCompareResult(_WorkflowResult):
     <prop>, estimate, ..., p_value (unadjusted), p_adj, effect_size (pairwise system contrasts
     within each level; contrasts of slopes for a continuous property). ``plot_data``: the EMMs to draw an interaction plot (cell means, or a
     grid of property values per system). ``kind``: categorical / binned / continuous;
-    ``scaling``: centre and scale of a z-scored property.
+    ``scaling``: centre and scale of a z-scored property. With ``n_resamples``, ``glrt`` has
+    ``p_value_pb`` (pbkrtest's parametric-bootstrap p-value from :func:`mixedeval.compare`).
     """
 
     glrt: Any
@@ -147,8 +148,10 @@ class ConditionalCompareResult(_WorkflowResult):
 
 def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *, kind: str, null: str,
                          levels: dict, posthoc_df: str, adjust: str, level: float, optimizer: str,
-                         extra: Sequence[str] = (), grid_points: int = 25, effect_size: str = "total"):
-    """Fits, interaction GLRT, EMMs/trends and contrasts; returns a dict of parts."""
+                         extra: Sequence[str] = (), grid_points: int = 25, effect_size: str = "total",
+                         pb: Mapping[str, Any] | None = None):
+    """Fits, interaction GLRT (with ``pb`` -- n_resamples, random_state, executor, progress --
+    also its parametric bootstrap), EMMs/trends and contrasts; returns a dict of parts."""
     if null not in NULLS:
         raise DataError(f"null must be one of {', '.join(NULLS)}, not {null!r}")
     factors = [system, item] + ([prop] if kind != "continuous" else [])
@@ -156,10 +159,10 @@ def conditional_analysis(frame, score: str, system: str, item: str, prop: str, *
     full = lmm(model_formula(score, f"{system} * {prop}", item, extra), frame, **kw)
     null_fixed = f"{system} + {prop}" if null == "interaction" else prop
     null_fit = lmm(model_formula(score, null_fixed, item, extra), frame, **kw)
-    glrt = compare(null_fit, full, names=["null", "full"])
+    glrt = compare(null_fit, full, names=["null", "full"], **(pb or {}))
     ws = [*full.warnings, *null_fit.warnings, *glrt.warnings]
     out: dict[str, Any] = {"full": full, "null": null_fit, "glrt": glrt.table, "cell_means": None, "slopes": None,
-                           "plot_data": None}
+                           "plot_data": None, "glrt_provenance": glrt.provenance}
     if kind == "continuous":
         tr = full.emtrends(system, var=prop, df_method=posthoc_df, level=level)
         con = tr.contrasts(method="pairwise", adjust=adjust, effect_size=effect_size)
@@ -226,6 +229,10 @@ def conditional_compare(
     level: float = 0.95,
     effect_size: str = "total",
     optimizer: str = "nloptwrap",
+    n_resamples: int | None = None,
+    random_state: Any = None,
+    executor: Any = None,
+    progress: bool = True,
 ) -> ConditionalCompareResult:
     """Compare systems conditional on a data property with an interaction GLRT.
 
@@ -246,6 +253,10 @@ def conditional_compare(
     posthoc_df : ``"asymptotic"`` (default), ``"satterthwaite"`` or ``"kenward-roger"``.
     effect_size : standardizer of the contrasts' ``effect_size`` (``"total"`` or
         ``"residual"``), as in :func:`mixedeval.compare_systems`.
+    n_resamples, random_state, executor, progress : with ``n_resamples``, the interaction GLRT
+        also gets ``p_value_pb``, pbkrtest's parametric-bootstrap p-value computed by
+        :func:`mixedeval.compare` on the same two fits (an int ``random_state`` is R's
+        ``set.seed``; ``executor`` runs the refits on workers).
     """
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
@@ -268,14 +279,18 @@ def conditional_compare(
     if kind != "continuous":
         prop_levels = _property_levels(frame, system, prop, warnings)
         levels = {**levels, prop: prop_levels}
+    pb = None if n_resamples is None else {"n_resamples": n_resamples, "random_state": random_state,
+                                           "executor": executor, "progress": progress}
     parts = conditional_analysis(frame, score, system, item, prop, kind=kind, null=null, levels=levels,
                                  posthoc_df=posthoc_df, adjust=adjust, level=level, optimizer=optimizer,
-                                 effect_size=effect_size)
+                                 effect_size=effect_size, pb=pb)
     warnings += parts["warnings"]
     prov = dict(parts["full"].provenance)
     prov.update({"workflow": "conditional_compare", "null": null, "kind": kind, "posthoc_df": posthoc_df,
                  "effect_size": effect_size,
                  "adjust": adjust, "bins": None if bins is None else [float(b) for b in bins], "scaling": scaling})
+    gp = parts["glrt_provenance"]
+    prov.update({f"glrt_{k}": gp[k] for k in ("n_resamples", "random_state", "pb_function") if k in gp})
     return ConditionalCompareResult(
         glrt=parts["glrt"], cell_means=parts["cell_means"], slopes=parts["slopes"], contrasts=parts["contrasts"],
         plot_data=parts["plot_data"], prop=prop, kind=kind, null=null, levels=tuple(prop_levels), scaling=scaling,

@@ -40,6 +40,8 @@ class MetaParameterImportance(_WorkflowResult):
     as :class:`VCAResult`). ``importance``: meta_parameter, variance, percent (of the total
     variance), percent_of_meta (share of the variance the meta-parameters cause together),
     rank. ``phi`` is the item share (performance reliability) and ``band`` its Koo & Li label.
+    ``vca``: the :class:`VCAResult` (``imp.vca.bootstrap(...)``: parametric-bootstrap intervals of
+    the components and of phi).
     """
 
     table: Any
@@ -112,7 +114,9 @@ class MetaParameterAssessment(_WorkflowResult):
     ``glrt``: :func:`mixedeval.compare`'s table (main effect of the meta-parameter, or its
     interaction with ``prop``). ``emmeans``: EMMs per level (per property level). ``contrasts``
     (the main table, also ``table``): pairwise contrasts of the levels (within each property
-    level), ``p_value`` unadjusted and ``p_adj`` (Holm by default).
+    level), ``p_value`` unadjusted and ``p_adj`` (Holm by default). With ``n_resamples``,
+    ``glrt`` has ``p_value_pb`` (pbkrtest's parametric-bootstrap p-value, :func:`mixedeval.compare`).
+    ``fit`` and ``null_fit``: the two REML fits of the GLRT (``me.compare(a.null_fit, a.fit)``).
     """
 
     glrt: Any
@@ -124,10 +128,11 @@ class MetaParameterAssessment(_WorkflowResult):
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
     fit: Any = field(default=None, repr=False, compare=False)
+    null_fit: Any = field(default=None, repr=False, compare=False)
 
     _main_table = "contrasts"
     _print_tables = ("glrt", "emmeans", "contrasts")
-    _skip_in_dict = ("fit",)
+    _skip_in_dict = ("fit", "null_fit")
 
     @property
     def table(self):
@@ -161,6 +166,10 @@ def assess_meta_parameter(
     level: float = 0.95,
     effect_size: str = "total",
     optimizer: str = "nloptwrap",
+    n_resamples: int | None = None,
+    random_state: Any = None,
+    executor: Any = None,
+    progress: bool = True,
 ) -> MetaParameterAssessment:
     """GLRT, EMMs and Holm contrasts for one meta-parameter as a fixed effect (Hagmann Eq. 3.16).
 
@@ -168,27 +177,42 @@ def assess_meta_parameter(
     categorical data property, or a numeric one with ``bins``), the interaction
     ``param x prop`` is tested and the levels are compared within each property level.
     ``adjust``, ``posthoc_df``, ``level`` and ``effect_size`` as in :func:`mixedeval.compare_systems`.
+    With ``n_resamples``, the GLRT also gets ``p_value_pb``: pbkrtest's parametric bootstrap
+    (``PBmodcomp``) of the same two fits, computed by :func:`mixedeval.compare` (an int
+    ``random_state`` is R's ``set.seed``; ``executor`` runs the refits on workers, ``progress``
+    shows their bar).
     """
+    pb = {"n_resamples": n_resamples, "random_state": random_state, "executor": executor, "progress": progress}
     level = require_level(level)
     data = _param_as_text(data, param, score)
     if prop is None:
         if bins is not None or labels is not None:
             raise DataError("bins/labels need a property: pass prop=")
         r = compare_systems(data, score, param, item, posthoc_df=posthoc_df, adjust=adjust, average=False,
-                            level=level, effect_size=effect_size, optimizer=optimizer)
-        emm, con, glrt, fit = r.emmeans, r.contrasts, r.glrt, r.fit
+                            level=level, effect_size=effect_size, optimizer=optimizer, **pb)
+        emm, con, glrt, fit, null_fit = r.emmeans, r.contrasts, r.glrt, r.fit, r.null_fit
         ws, p_adj, prov = r.warnings, r.p_adjust, dict(r.provenance)
     else:
+        if bins is None and prop in data.columns and _is_numeric(data[prop]):  # refused before any fit is made
+            raise DataError(f"property {prop!r} is numeric: give bins= (cut points) to compare the levels of {param!r} "
+                            "within property classes, or use conditional_compare for slopes")
         r = conditional_compare(data, score, param, item, prop, bins=bins, labels=labels, adjust=adjust,
-                                posthoc_df=posthoc_df, level=level, effect_size=effect_size, optimizer=optimizer)
+                                posthoc_df=posthoc_df, level=level, effect_size=effect_size, optimizer=optimizer,
+                                **pb)
         if r.kind == "continuous":
             raise DataError(f"property {prop!r} is numeric: give bins= (cut points) to compare the levels of {param!r} "
                             "within property classes, or use conditional_compare for slopes")
-        emm, con, glrt, fit = r.cell_means, r.contrasts, r.glrt, r.fit
+        emm, con, glrt, fit, null_fit = r.cell_means, r.contrasts, r.glrt, r.fit, r.null_fit
         ws, p_adj, prov = r.warnings, r.p_adjust, dict(r.provenance)
     prov["workflow"] = "assess_meta_parameter"
     return MetaParameterAssessment(glrt=glrt, emmeans=emm, contrasts=con, param=param, prop=prop, p_adjust=p_adj,
-                                   warnings=ws, provenance=prov, fit=fit)
+                                   warnings=ws, provenance=prov, fit=fit, null_fit=null_fit)
+
+
+def _is_numeric(s: Any) -> bool:
+    """A numeric column that :func:`mixedeval.conditional_compare` would treat as continuous."""
+    return (pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+            and not isinstance(s.dtype, pd.CategoricalDtype))
 
 
 def _param_as_text(data: Any, param: str, score: str | None = None):

@@ -26,6 +26,10 @@ Reliability (Brennan 2001, *Generalizability Theory*, ch. 4-5; Hagmann 2023, Eq.
 Interpretation bands follow Koo & Li (2016): < .5 poor, .5-.75 moderate, .75-.9 good, > .9
 excellent.
 
+Uncertainty: :meth:`VCAResult.bootstrap` is lme4's parametric bootstrap (``bootMer`` with
+``use.u = FALSE``: simulate from the fit, refit, read ``VarCorr``) with percentile intervals of
+every component and coefficient; the refits can run on an ``executor``.
+
 For a balanced crossed object x facet design the ANOVA (expected-mean-squares) estimators
 (Searle, Casella & McCulloch 1992, ch. 4; Hagmann 2023, proof of Prop. 3.1) are computed as a
 cross-check: on balanced data they equal REML whenever none of them is negative.
@@ -35,6 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._executor import resolve_executor
+from .._random import r_seed
+from .._resources import check_memory
 from ..data._formula import is_syntactic
 from ..data.table import as_pandas
 from ..data.validate import (
@@ -50,12 +58,15 @@ from ..data.validate import (
     duplicated_rows_warning,
     require_columns,
     require_finite,
+    require_level,
     require_levels,
     require_nonempty,
     require_supported_dtypes,
 )
+from ..engine import _bridge
 from ..errors import DataError, MixedEvalError
 from ..inference._lmm import lmm
+from ..resampling._draws import chunks
 from ..results import ResultWarning
 from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band
 
@@ -228,7 +239,8 @@ class VCAResult(_WorkflowResult):
     ``table``: component, role (object / facet / interaction / nested / residual), variance,
     std_dev, percent (of the sum of all components), sorted by variance (largest first).
     ``anova_check``: for a balanced crossed object x facet design, the ANOVA expected-mean-squares
-    estimates beside the REML ones (None otherwise).
+    estimates beside the REML ones (None otherwise). :meth:`bootstrap` gives parametric-bootstrap
+    intervals of the components and reliability coefficients (lme4's ``bootMer`` method).
     """
 
     table: Any
@@ -244,6 +256,8 @@ class VCAResult(_WorkflowResult):
     provenance: dict[str, Any]
     model: Any = field(default=None, repr=False, compare=False)
     _terms: tuple[_Term, ...] = field(default=(), repr=False, compare=False)
+    #: (lme4 grouping factor, component) pairs: VarCorr's ``grp`` -> the table's ``component``
+    _groups: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
     _main_table = "table"
     _print_tables = ("table", "anova_check")
@@ -268,11 +282,15 @@ class VCAResult(_WorkflowResult):
             raise DataError(f"no component {component!r}; components: {', '.join(self.table['component'])}")
         return float(row.iloc[0])
 
-    def _var_by_vars(self, variables: Iterable[str]) -> float:
+    def _var_by_vars(self, variables: Iterable[str], var: Any = None) -> Any:
+        """The variance of the term made of ``variables`` (0 when the model has no such term);
+        ``var`` maps a component name to its variance (default :meth:`variance`; the bootstrap
+        passes one array of replicates per component)."""
+        var = self.variance if var is None else var
         key = frozenset(variables)
         for t in self._terms:
             if t.role != "residual" and frozenset(t.variables) == key:
-                return self.variance(t.name)
+                return var(t.name)
         return 0.0  # not in the model: confounded with the residual
 
     @property
@@ -300,21 +318,24 @@ class VCAResult(_WorkflowResult):
             out[k] = n
         return out
 
-    def _error_variances(self, sizes: Mapping[str, float]) -> tuple[float, float, float]:
+    def _error_variances(self, sizes: Mapping[str, float], var: Any = None) -> tuple[Any, Any, Any]:
+        """``(sigma2_object, sigma2_Delta, sigma2_delta)`` at the facet sizes (``var`` as in
+        :meth:`_var_by_vars`)."""
+        var = self.variance if var is None else var
         n = self._sizes(sizes)
-        s2 = self.variance(self.object)
+        s2 = var(self.object)
         abs_err = rel_err = 0.0
         for t in self._terms:
             if t.role == "object":
                 continue
             if t.role == "residual":
                 div = float(np.prod([n[v] for v in self._facet_variables])) if self._facet_variables else 1.0
-                v = self.variance(t.name) / div
+                v = var(t.name) / div
                 abs_err += v
                 rel_err += v
                 continue
             div = float(np.prod([n[v] for v in t.variables if v != self.object]))
-            v = self.variance(t.name) / div
+            v = var(t.name) / div
             abs_err += v
             if self.object in t.variables:
                 rel_err += v
@@ -329,16 +350,14 @@ class VCAResult(_WorkflowResult):
         variance (Hagmann 2023, Def. 3.5).
         """
         s2, abs_err, _ = self._error_variances(facet_sizes)
-        tot = s2 + abs_err
-        return s2 / tot if tot > 0 else float("nan")
+        return _ratio(s2, s2 + abs_err)
 
     def g_coefficient(self, **facet_sizes: float) -> float:
         """Generalizability coefficient E rho² (relative): ``s2 / (s2 + sigma2_delta)``, where
         ``sigma2_delta`` holds only the components that interact with the object and the residual
         (Brennan 2001, Eq. 4.5)."""
         s2, _, rel_err = self._error_variances(facet_sizes)
-        tot = s2 + rel_err
-        return s2 / tot if tot > 0 else float("nan")
+        return _ratio(s2, s2 + rel_err)
 
     def d_study(self, grid: Mapping[str, Iterable[float]] | Any):
         """Phi and E rho² over a grid of facet sizes (Brennan's D study).
@@ -389,42 +408,258 @@ class VCAResult(_WorkflowResult):
         (they are confounded with the residual).
         """
         r, i = self._rater_occasion(rater, occasion)
-        s = self.variance(self.object)
-        sr = self._var_by_vars((self.object, r))
-        si = self._var_by_vars((self.object, i))
-        ri = self._var_by_vars((r, i))
-        res = self.variance("Residual")
+        return self._intra_rater(r, i, variant)
+
+    def _intra_rater(self, r: str, i: str, variant: str = "brennan", var: Any = None) -> Any:
+        var = self.variance if var is None else var
+        s = var(self.object)
+        sr = self._var_by_vars((self.object, r), var)
+        si = self._var_by_vars((self.object, i), var)
+        ri = self._var_by_vars((r, i), var)
+        res = var("Residual")
         if variant == "brennan":
             err = si + res
         elif variant == "hagmann2023":
             err = ri + res
         else:
             raise DataError(f"variant must be 'brennan' or 'hagmann2023', not {variant!r}")
-        return (s + sr) / (s + sr + err)
+        return _ratio(s + sr, s + sr + err)
 
     def inter_rater(self, rater: str | None = None, occasion: str | None = None) -> float:
         """Inter-rater reliability: one occasion fixed, generalizing over raters (Hagmann 2023,
         Eq. 3.18): ``(s + si) / (s + si + sr + res)``."""
         r, i = self._rater_occasion(rater, occasion)
-        s = self.variance(self.object)
-        si = self._var_by_vars((self.object, i))
-        sr = self._var_by_vars((self.object, r))
-        res = self.variance("Residual")
-        return (s + si) / (s + si + sr + res)
+        return self._inter_rater(r, i)
+
+    def _inter_rater(self, r: str, i: str, var: Any = None) -> Any:
+        var = self.variance if var is None else var
+        s = var(self.object)
+        si = self._var_by_vars((self.object, i), var)
+        sr = self._var_by_vars((self.object, r), var)
+        res = var("Residual")
+        return _ratio(s + si, s + si + sr + res)
+
+    def _coefficients(self, facet_sizes: Mapping[str, float], var: Any = None) -> dict[str, Any]:
+        """The coefficients :meth:`reliability` lists: phi and E rho² at ``facet_sizes``, plus
+        intra- and inter-rater reliability (one rater / one occasion) for designs with ``rater``
+        and ``occasion`` facets; ``var`` as in :meth:`_var_by_vars` (arrays give arrays)."""
+        s2, abs_err, rel_err = self._error_variances(facet_sizes, var)
+        out = {"phi": _ratio(s2, s2 + abs_err), "g_coefficient": _ratio(s2, s2 + rel_err)}
+        fv = self._facet_variables
+        if "rater" in fv and "occasion" in fv:
+            out["intra_rater"] = self._intra_rater("rater", "occasion", "brennan", var)
+            out["inter_rater"] = self._inter_rater("rater", "occasion", var)
+        return out
 
     def reliability(self, **facet_sizes: float):
         """A table (coefficient, value, band) of phi and E rho² at the given facet sizes, plus
         intra- and inter-rater reliability when the design has rater and occasion facets."""
-        rows = [("phi", self.phi(**facet_sizes)), ("g_coefficient", self.g_coefficient(**facet_sizes))]
-        fv = self._facet_variables
-        if "rater" in fv and "occasion" in fv:
-            rows += [("intra_rater", self.intra_rater()), ("inter_rater", self.inter_rater())]
+        rows = self._coefficients(facet_sizes).items()
         return pd.DataFrame([{"coefficient": k, "value": v, "band": koo_li_band(v)} for k, v in rows])
 
     @staticmethod
     def band(value: float) -> str:
         """Koo & Li (2016) interpretation of a reliability coefficient."""
         return koo_li_band(value)
+
+    # ---------------------------------------------------------- bootstrap
+    def bootstrap(self, n_resamples: int = 1000, *, level: float = 0.95, random_state: Any = None,
+                  executor: Any = None, progress: bool = True,
+                  facet_sizes: Mapping[str, float] | None = None) -> VCABootstrap:
+        """Parametric-bootstrap intervals of the variance components and reliability coefficients.
+
+        The method of ``lme4::bootMer(m, FUN, nsim = n_resamples, seed = s, use.u = FALSE, type =
+        "parametric")`` with ``FUN = function(x) as.data.frame(VarCorr(x))$vcov``: ``n_resamples``
+        response vectors are simulated from the fitted model with new random effects
+        (``simulate(m, nsim, seed = s, re.form = NA)``, one ``set.seed``: an int ``random_state``
+        is R's seed ``s``; a SeedSequence or Generator gives one such int, None a fresh one), the
+        model is refitted to each (``lme4::refit``: same REML/ML estimator, optimizer started at
+        the fitted theta), and the variance components of every refit are read from ``VarCorr``.
+        The reliability coefficients of :meth:`reliability` (phi and E rho² at ``facet_sizes``,
+        plus intra-/inter-rater reliability for rater x occasion designs) are computed from each
+        replicate's components.
+
+        ``table``: component (the components, then the coefficients), role, estimate (the
+        fit's value), std_error (SD of the replicates, ddof = 1), conf_low, conf_high (percentile
+        interval: the (1 - level)/2 and (1 + level)/2 quantiles of the replicates with R's
+        ``quantile(type = 7)`` rule, numpy's ``linear``), n_resamples, n_failed. ``distribution``:
+        one row per replicate (NaN where the refit failed). Refits that fail are left out and
+        counted; refits that warn (e.g. convergence checks) are kept, as bootMer keeps them, and
+        counted (``n_warned``); singular refits are normal here and counted (``n_singular``).
+
+        The refits run in chunks (one R call each), in this process or on the ``executor``'s
+        workers (None, an int or ``"processes"``, or a ``dask.distributed.Client``; the fit is
+        rebuilt once per worker and call). The responses are always simulated here, so the
+        replicates agree with every executor to optimizer precision (two R processes are two
+        optimizer runs; where a component is near zero the likelihood is flat and the runs may
+        stop further apart -- 1e-4 relative was seen for a zero occasion component).
+
+        Caveats: REML variance components are biased in small samples and a component near
+        zero has a point mass at 0 in its replicates; a component estimated as zero is simulated
+        as zero, so its interval does not say how large it could be (a ``boundary`` warning).
+        """
+        n = _check_n_resamples(n_resamples)
+        level = require_level(level)
+        sizes = dict(facet_sizes or {})
+        self._sizes(sizes)  # validates the facet names and sizes
+        fit = self.model
+        if fit is None or not self._groups:
+            raise DataError("this VCAResult has no fitted model to bootstrap; run me.variance_components(...) again")
+        check_memory(2.0 * 8.0 * n * fit.nobs, "the simulated responses of the parametric bootstrap",
+                      "Use fewer n_resamples or a smaller table.", f"{n} x {fit.nobs} values, twice")
+        seed = r_seed(random_state)
+        ysim = fit.simulate(n, random_state=seed, re="unconditional")
+        calc_derivs = bool(self.provenance.get("calc_derivs", True))
+        parts = _vca_refits(fit, ysim, calc_derivs, progress, executor)
+        return _bootstrap_result(self, parts, n=n, level=level, seed=seed, sizes=sizes,
+                                 executor=resolve_executor(executor).name)
+
+
+@dataclass(frozen=True, repr=False)
+class VCABootstrap(_WorkflowResult):
+    """Parametric-bootstrap intervals of variance components (see :meth:`VCAResult.bootstrap`).
+
+    ``table``: component, role (object / facet / interaction / nested / residual, or
+    ``reliability`` for phi, g_coefficient, intra_rater, inter_rater), estimate, std_error,
+    conf_low, conf_high, n_resamples, n_failed. ``distribution``: the replicates, one row each,
+    one column per table row (NaN rows for failed refits). ``random_state``: the int given to R's
+    ``set.seed``, so ``random_state=result.random_state`` repeats the draws.
+    """
+
+    table: Any
+    distribution: Any
+    n_resamples: int
+    n_failed: int
+    n_warned: int
+    n_singular: int
+    level: float
+    random_state: int
+    facet_sizes: dict[str, float]
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+
+    _main_table = "table"
+    _print_tables = ("table",)
+    _skip_in_dict = ("distribution",)
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return (f"Parametric bootstrap of the variance components ({self.n_resamples - self.n_failed}/"
+                f"{self.n_resamples} refits, {self.level:.0%} percentile intervals; lme4::bootMer's method)")
+
+    def _scalars(self):
+        return [("random_state", self.random_state), ("failed refits", self.n_failed),
+                ("refits that warned", self.n_warned), ("singular refits", self.n_singular)]
+
+
+def _check_n_resamples(n_resamples: Any) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
+        raise DataError(f"n_resamples must be an integer >= 2 (the number of parametric-bootstrap refits, e.g. "
+                        f"1000), got {n_resamples!r}")
+    return int(n_resamples)
+
+
+#: refits per R call (the progress bar's step; the results do not depend on it)
+_REFIT_CHUNK = 25
+#: in a worker process: the fit rebuilt for one bootstrap call (token -> fit), made once per worker
+_WORKER_FITS: dict[str, Any] = {}
+
+
+def _refit_task(token: str, ysim: np.ndarray, spec: tuple) -> dict[str, Any]:
+    """In a worker: the fit rebuilt from its formula and model frame (the same data give the same
+    fit), then ``me_vca_refit`` of the columns of ``ysim``."""
+    if token not in _WORKER_FITS:
+        formula, data, reml, optimizer, calc_derivs = spec
+        _WORKER_FITS.clear()
+        _WORKER_FITS[token] = lmm(formula, data, reml=reml, optimizer=optimizer, df_method="asymptotic",
+                                  calc_derivs=calc_derivs)
+    return _bridge.vca_refit(_WORKER_FITS[token], ysim)
+
+
+def _vca_refits(fit: Any, ysim: np.ndarray, calc_derivs: bool, progress: bool, executor: Any) -> dict[str, Any]:
+    """The refits of every column of ``ysim`` in chunks, here or on the executor's workers,
+    combined in replicate order."""
+    runner = resolve_executor(executor)
+    n = ysim.shape[1]
+    desc = "variance-component bootstrap refits"
+    if runner.name == "in-process":
+        parts = [_bridge.vca_refit(fit, ysim[:, a:b]) for a, b in chunks(n, _REFIT_CHUNK, progress, desc)]
+    else:
+        size = max(1, min(_REFIT_CHUNK, -(-n // (2 * runner.n_workers))))
+        token = uuid.uuid4().hex
+        tasks = [(token, ysim[:, a:a + size]) for a in range(0, n, size)]
+        parts = runner.map(_refit_task, tasks, shared=(fit.formula, fit.data, fit.reml, fit.optimizer, calc_derivs),
+                           progress=progress, desc=desc)
+    return {"vcov": np.vstack([p["vcov"] for p in parts]), "groups": parts[0]["groups"],
+            **{k: np.concatenate([p[k] for p in parts]) for k in ("singular", "failed", "warned")},
+            "problem": [m for p in parts for m in p["problem"]]}
+
+
+def _interval_rows(dist: pd.DataFrame, ok: np.ndarray, level: float) -> dict[str, np.ndarray]:
+    """std_error (ddof = 1) and percentile bounds (numpy's linear rule = R's type 7) per column
+    over the replicates ``ok``."""
+    vals = dist.to_numpy(dtype=float)[ok]
+    alpha = 1.0 - level
+    nan = np.full(vals.shape[1], np.nan)
+    if vals.shape[0] < 2:
+        return {"std_error": nan, "conf_low": nan, "conf_high": nan}
+    with np.errstate(invalid="ignore"):
+        q = np.nanquantile(vals, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        return {"std_error": np.nanstd(vals, axis=0, ddof=1), "conf_low": q[0], "conf_high": q[1]}
+
+
+def _bootstrap_warnings(vca: VCAResult, parts: dict[str, Any], n: int) -> list[ResultWarning]:
+    failed, warned = parts["failed"], parts["warned"]
+    problems = parts["problem"]
+    out = []
+    if failed.any():
+        first = problems[int(np.argmax(failed))]
+        out.append(ResultWarning("bootstrap_failed", f"{int(failed.sum())} of {n} refits failed and are left out "
+                                 f"(first: {first})", "lme4"))
+    if warned.any():
+        first = problems[int(np.argmax(warned))]
+        out.append(ResultWarning("convergence", f"{int(warned.sum())} of {n} refits warned; they are kept, as "
+                                 f"lme4::bootMer keeps them (first: {first})", "lme4"))
+    if n - int(failed.sum()) < 2:
+        out.append(ResultWarning("bootstrap_failed", "fewer than 2 usable refits: no intervals", "mixedeval"))
+    if vca.zero_components:
+        out.append(ResultWarning(
+            "boundary", f"component(s) estimated as zero ({', '.join(vca.zero_components)}) are simulated as zero, so "
+            "their intervals do not show how large they could be", "mixedeval"))
+    return out
+
+
+def _bootstrap_result(vca: VCAResult, parts: dict[str, Any], *, n: int, level: float, seed: int,
+                      sizes: dict[str, float], executor: str) -> VCABootstrap:
+    """The table and replicates of :meth:`VCAResult.bootstrap` from the refits' variances."""
+    name_of = dict(vca._groups)  # noqa: SLF001 - the result's own mapping
+    cols = {name_of[g]: parts["vcov"][:, j] for j, g in enumerate(parts["groups"])}
+    comps = [str(c) for c in vca.table["component"]]
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN rows of failed refits stay NaN
+        coefs = vca._coefficients(sizes, cols.__getitem__)  # noqa: SLF001 - the result's own method
+    dist = pd.DataFrame({**{c: cols[c] for c in comps}, **coefs})
+    dist.index.name = "replicate"
+    ok = ~parts["failed"]
+    estimate = [vca.variance(c) for c in comps] + list(vca._coefficients(sizes).values())  # noqa: SLF001
+    roles = list(vca.table["role"]) + ["reliability"] * len(coefs)
+    tab = pd.DataFrame({"component": list(dist.columns), "role": roles, "estimate": np.asarray(estimate, dtype=float),
+                        **_interval_rows(dist, ok, level), "n_resamples": n, "n_failed": int((~ok).sum())})
+    prov = dict(vca.provenance)
+    prov.update({"method": "parametric bootstrap (lme4::simulate(re.form = NA) + lme4::refit), as lme4::bootMer "
+                 "with use.u = FALSE", "random_state": seed, "n_resamples": n, "interval": "percentile (type 7)",
+                 "executor": executor, "facet_sizes": dict(sizes)})
+    return VCABootstrap(table=tab, distribution=dist, n_resamples=n, n_failed=int((~ok).sum()),
+                        n_warned=int(parts["warned"].sum()), n_singular=int(np.nansum(parts["singular"])),
+                        level=float(level), random_state=seed, facet_sizes=dict(sizes),
+                        warnings=tuple(_bootstrap_warnings(vca, parts, n)), provenance=prov)
+
+
+def _ratio(num: Any, den: Any) -> Any:
+    """``num / den`` where ``den > 0``, NaN elsewhere; a float for scalars, an array for arrays."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
 
 
 # ------------------------------------------------------------------ ANOVA check
@@ -572,7 +807,8 @@ def variance_components(
     return VCAResult(table=tab, object=object, facets=tuple(facets), formula=display_formula, reml=bool(reml),
                      singular=bool(fit.singular), zero_components=zero, nobs=fit.nobs, anova_check=check,
                      warnings=tuple(warnings), provenance=prov, model=fit,
-                     _terms=tuple([*terms, _Term("Residual", "residual", ())]))
+                     _terms=tuple([*terms, _Term("Residual", "residual", ())]),
+                     _groups=(*((g, t.name) for g, t in grp_of.items()), ("Residual", "Residual")))
 
 
 def _model_frame(df, score: str, terms: list[_Term]):
@@ -625,4 +861,4 @@ def _zero_components(tab) -> tuple[str, ...]:
                  if role != "residual" and (sigma == 0 or sd / sigma < ZERO_TOL))
 
 
-__all__ = ["KOO_LI_BANDS", "VCAResult", "anova_components", "koo_li_band", "variance_components"]
+__all__ = ["KOO_LI_BANDS", "VCABootstrap", "VCAResult", "anova_components", "koo_li_band", "variance_components"]
