@@ -19,20 +19,11 @@ me_disparity_refit_fixef <- function(m, ysim) {
   converged <- rep(NA, nb)
   problem <- rep("", nb)
   for (i in seq_len(nb)) {
-    notes <- character(0)
-    r <- tryCatch(
-      withCallingHandlers(
-        lme4::refit(m, newresp = ysim[, i]),
-        warning = function(w) {
-          notes <<- c(notes, conditionMessage(w))
-          invokeRestart("muffleWarning")
-        },
-        message = function(msg) invokeRestart("muffleMessage")
-      ),
-      error = function(e) e
-    )
-    if (inherits(r, "error")) {
-      problem[i] <- paste("error:", conditionMessage(r))
+    step <- me_collect(function() lme4::refit(m, newresp = ysim[, i]))
+    notes <- step$warnings
+    r <- step$value
+    if (!is.null(step$error)) {
+      problem[i] <- paste("error:", step$error)
       next
     }
     beta[i, ] <- unname(lme4::fixef(r))

@@ -49,6 +49,27 @@ me_call <- function(fname, args) {
   list(ok = TRUE, value = value, warnings = warns, warning_calls = warn_calls, messages = msgs)
 }
 
+# One step of a loop of refits or simulations: f() with its warnings collected (and muffled),
+# messages muffled (lme4's "boundary (singular) fit"), and an error returned instead of raised,
+# so one failing replicate does not stop the loop. list(value = f()'s value or NULL,
+# error = the error message or NULL, warnings = the warnings' messages).
+me_collect <- function(f) {
+  notes <- character(0)
+  r <- tryCatch(
+    withCallingHandlers(
+      f(),
+      warning = function(w) {
+        notes <<- c(notes, conditionMessage(w))
+        invokeRestart("muffleWarning")
+      },
+      message = function(msg) invokeRestart("muffleMessage")
+    ),
+    error = function(e) e
+  )
+  if (inherits(r, "error")) return(list(value = NULL, error = conditionMessage(r), warnings = notes))
+  list(value = r, error = NULL, warnings = notes)
+}
+
 me_versions <- function(packages) {
   v <- vapply(packages, function(p) {
     if (requireNamespace(p, quietly = TRUE)) as.character(utils::packageVersion(p)) else NA_character_

@@ -194,21 +194,12 @@ me_power_batch <- function(state, seeds) {
                 dimnames = list(NULL, c("estimate", "statistic", "ddf", "p_value", "singular")))
   problem <- character(n)
   for (i in seq_len(n)) {
-    notes <- character(0)
     y <- me_power_draw(state, seeds[i])
-    r <- tryCatch(
-      withCallingHandlers(
-        me_power_one(state, y),
-        warning = function(w) {
-          notes <<- c(notes, conditionMessage(w))
-          invokeRestart("muffleWarning")
-        },
-        message = function(msg) invokeRestart("muffleMessage")
-      ),
-      error = function(e) e
-    )
-    if (inherits(r, "error")) {
-      problem[i] <- paste("error:", conditionMessage(r))
+    step <- me_collect(function() me_power_one(state, y))
+    notes <- step$warnings
+    r <- step$value
+    if (!is.null(step$error)) {
+      problem[i] <- paste("error:", step$error)
       next
     }
     out[i, ] <- r

@@ -49,21 +49,12 @@ me_vca_refit <- function(m, ysim) {
   warned <- rep(FALSE, nb)
   problem <- rep("", nb)
   for (i in seq_len(nb)) {
-    notes <- character(0)
-    r <- tryCatch(
-      withCallingHandlers(
-        lme4::refit(m, newresp = ysim[, i]),
-        warning = function(w) {
-          notes <<- c(notes, conditionMessage(w))
-          invokeRestart("muffleWarning")
-        },
-        message = function(msg) invokeRestart("muffleMessage")
-      ),
-      error = function(e) e
-    )
-    if (inherits(r, "error")) {
+    step <- me_collect(function() lme4::refit(m, newresp = ysim[, i]))
+    notes <- step$warnings
+    r <- step$value
+    if (!is.null(step$error)) {
       failed[i] <- TRUE
-      problem[i] <- conditionMessage(r)
+      problem[i] <- step$error
       next
     }
     vcov[i, ] <- as.data.frame(lme4::VarCorr(r))$vcov
