@@ -88,6 +88,12 @@ me_fit_and_summarise <- function(formula, data, reml = TRUE, optimizer = "nloptw
   c(list(model = m), me_fit_summary(m, ddf, level))
 }
 
+# A fitted model as bytes (base::serialize) and back: worker processes receive the caller's model
+# itself instead of refitting it (lme4 re-creates its external pointers on first use).
+me_serialize_model <- function(m) serialize(m, NULL)
+
+me_unserialize_model <- function(bytes) unserialize(bytes)
+
 me_model_values <- function(m) {
   list(y = unname(as.numeric(stats::model.response(stats::model.frame(m)))),
        fitted_conditional = unname(stats::fitted(m)),

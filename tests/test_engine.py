@@ -199,3 +199,16 @@ def test_one_classifier_of_r_conditions():
     ws = r_warnings(res, "lme4")
     assert [(w.kind, w.message, w.source) for w in ws] == [
         ("r_warning", "first warning", "lme4"), ("r_warning", "second warning", "lme4"), ("r_message", "a message", "lme4")]
+
+
+def test_bytes_round_trip_as_r_raw_vectors(R):
+    """bytes <-> R raw vectors (serialized models travel to workers this way), checked against R's
+    own view of the vector."""
+    from mixedeval.engine import convert
+
+    data = bytes(range(256)) + b"\x00tail"
+    rv = convert.to_r(data)
+    check = R("function(x) c(is.raw(x), length(x), as.integer(x[256]), as.integer(x[1]))", raw=True)
+    assert [int(v) for v in check(rv)] == [1, 261, 255, 0]
+    assert convert.from_r(rv) == data
+    assert convert.from_r(R("raw(0)", raw=True)) == b""

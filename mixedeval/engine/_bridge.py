@@ -92,6 +92,16 @@ def fit_and_summarise(formula: str, data: Any, *, reml: bool, optimizer: str, dd
                          ddf=ddf, level=float(level), calc_derivs=bool(calc_derivs)))
 
 
+def serialize_model(fit: Any) -> bytes:
+    """``me_serialize_model``: the fit's R model as bytes (``base::serialize``), to ship to workers."""
+    return call("me_serialize_model", m=_m(fit)).value
+
+
+def unserialize_model(data: bytes) -> Any:
+    """``me_unserialize_model``: the R model of :func:`serialize_model`'s bytes, in this R session."""
+    return call("me_unserialize_model", bytes=bytes(data)).value
+
+
 def refit_and_summarise(fit: Any, *, reml: bool, ddf: str, level: float) -> RCallResult:
     """``me_refit_and_summarise``: the model refitted by REML or ML (``lme4::refitML``), summarised."""
     return _summary(call("me_refit_and_summarise", m=_m(fit), reml=bool(reml), ddf=ddf, level=float(level)))

@@ -194,6 +194,8 @@ def to_r(x: Any):
         return dataframe_to_r(x)
     if isinstance(x, pd.Series):
         return column_to_r(x)
+    if isinstance(x, (bytes, bytearray)):
+        return ri.ByteSexpVector(bytes(x))  # an R raw vector (e.g. a serialized model)
     if isinstance(x, (bool, np.bool_)):
         return ri.BoolSexpVector([bool(x)])
     if isinstance(x, (int, np.integer)):
@@ -341,6 +343,8 @@ def from_r(x: Any) -> Any:
     ri = _ri()
     if x is ri.NULL or x is None:
         return None
+    if isinstance(x, ri.ByteSexpVector):
+        return bytes(_buffer(x, np.uint8)) if len(x) else b""  # an R raw vector
     if isinstance(x, ri.ListSexpVector):
         classes = _classes(x)
         if "data.frame" in classes:

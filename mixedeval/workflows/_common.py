@@ -8,6 +8,7 @@ another workflow's public function, e.g. ``inferential_reproducibility`` runs
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 import math
 import re
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from ..data.validate import (
     require_nonempty,
     require_supported_dtypes,
 )
+from ..engine import _bridge
 from ..errors import DataError
 from ..inference._lmm import normalize_df_method
 from ..results import ResultMixin, ResultWarning, jsonable
@@ -167,3 +169,27 @@ def system_levels(frame, system: str, reference: Any) -> dict[str, list[str]]:
 
 
 __all__: list[str] = []
+
+
+# ------------------------------------------------------------------ refit loops on workers
+@dataclass(frozen=True)
+class ShippedModel:
+    """The caller's R model, unserialized in a worker process (what the bridge's wrappers read)."""
+
+    _model: Any = field(repr=False)
+
+
+#: in a worker process: the model of the current refit loop (token -> model), received once per worker and call
+_WORKER_MODELS: dict[str, ShippedModel] = {}
+
+
+def worker_model(token: str, model_bytes: bytes) -> ShippedModel:
+    """In a worker: the caller's fitted R model, shipped as ``base::serialize`` bytes
+    (:func:`mixedeval.engine._bridge.serialize_model`) and unserialized once per worker and loop
+    (``token``). The refits then start from the caller's own model, not from a refit of the data
+    in another process (which can differ from it in lme4's last bits)."""
+    if token not in _WORKER_MODELS:
+        _WORKER_MODELS.clear()
+        _WORKER_MODELS[token] = ShippedModel(_bridge.unserialize_model(model_bytes))
+    return _WORKER_MODELS[token]
+

@@ -85,6 +85,7 @@ from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..inference._lmm import lmm, normalize_df_method
 from ..results import ResultMixin, ResultWarning, jsonable
+from ._common import worker_model
 
 FORMULA = "score ~ language + task + (1 | model)"
 ROLES = ("language", "task")
@@ -749,24 +750,16 @@ def _interval_table(boot: np.ndarray, estimate: np.ndarray, sign: float, alpha: 
     })
 
 
-#: in a worker process: the ML fit rebuilt for a bootstrap run (token -> fit), made once per worker
-_WORKER_FITS: dict[str, Any] = {}
-
-
-def _refit_task(token: str, ysim: np.ndarray, spec: tuple) -> dict[str, Any]:
-    """In a worker: the fit rebuilt from its formula and model frame (the same data give the same
-    fit), then ``lme4::refit`` of every column of ``ysim``."""
-    if token not in _WORKER_FITS:
-        formula, data, reml, optimizer = spec
-        _WORKER_FITS.clear()
-        _WORKER_FITS[token] = lmm(formula, data, reml=reml, optimizer=optimizer)
-    return _bridge.disparity_refit_fixef(_WORKER_FITS[token], ysim)
+def _refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> dict[str, Any]:
+    """In a worker: the caller's ML model (:func:`worker_model`), then ``lme4::refit`` of every
+    column of ``ysim``."""
+    return _bridge.disparity_refit_fixef(worker_model(token, model_bytes), ysim)
 
 
 def _refit_on_workers(fit, ysim: np.ndarray, chunk_size: int, progress: bool, runner: Any) -> list[dict[str, Any]]:
     token = uuid.uuid4().hex
     tasks = [(token, ysim[:, a:a + chunk_size]) for a in range(0, ysim.shape[1], chunk_size)]
-    return runner.map(_refit_task, tasks, shared=(fit.formula, fit.data, fit.reml, fit.optimizer), progress=progress,
+    return runner.map(_refit_task, tasks, shared=_bridge.serialize_model(fit), progress=progress,
                       desc="parametric bootstrap refits")
 
 

@@ -68,7 +68,7 @@ from ..errors import DataError, MixedEvalError
 from ..inference._lmm import lmm
 from ..resampling._draws import chunks
 from ..results import ResultWarning
-from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band
+from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band, worker_model
 
 #: a component is reported as zero when its standard deviation relative to the residual one
 #: (lme4's theta) is below this value, the tolerance of ``lme4::isSingular``
@@ -488,8 +488,8 @@ class VCAResult(_WorkflowResult):
         counted (``n_warned``); singular refits are normal here and counted (``n_singular``).
 
         The refits run in chunks (one R call each), in this process or on the ``executor``'s
-        workers (None, an int or ``"processes"``, or a ``dask.distributed.Client``; the fit is
-        rebuilt once per worker and call). The responses are always simulated here, so the
+        workers (None, an int or ``"processes"``, or a ``dask.distributed.Client``; each worker
+        receives the fitted R model itself, serialized, once per call). The responses are always simulated here, so the
         replicates agree with every executor to optimizer precision (two R processes are two
         optimizer runs; where a component is near zero the likelihood is flat and the runs may
         stop further apart -- 1e-4 relative was seen for a zero occasion component).
@@ -509,8 +509,7 @@ class VCAResult(_WorkflowResult):
                       "Use fewer n_resamples or a smaller table.", f"{n} x {fit.nobs} values, twice")
         seed = r_seed(random_state)
         ysim = fit.simulate(n, random_state=seed, re="unconditional")
-        calc_derivs = bool(self.provenance.get("calc_derivs", True))
-        parts = _vca_refits(fit, ysim, calc_derivs, progress, executor)
+        parts = _vca_refits(fit, ysim, progress, executor)
         return _bootstrap_result(self, parts, n=n, level=level, seed=seed, sizes=sizes,
                                  executor=resolve_executor(executor).name)
 
@@ -561,22 +560,13 @@ def _check_n_resamples(n_resamples: Any) -> int:
 
 #: refits per R call (the progress bar's step; the results do not depend on it)
 _REFIT_CHUNK = 25
-#: in a worker process: the fit rebuilt for one bootstrap call (token -> fit), made once per worker
-_WORKER_FITS: dict[str, Any] = {}
+def _refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> dict[str, Any]:
+    """In a worker: the caller's model (:func:`worker_model`), then ``me_vca_refit`` of the columns
+    of ``ysim``."""
+    return _bridge.vca_refit(worker_model(token, model_bytes), ysim)
 
 
-def _refit_task(token: str, ysim: np.ndarray, spec: tuple) -> dict[str, Any]:
-    """In a worker: the fit rebuilt from its formula and model frame (the same data give the same
-    fit), then ``me_vca_refit`` of the columns of ``ysim``."""
-    if token not in _WORKER_FITS:
-        formula, data, reml, optimizer, calc_derivs = spec
-        _WORKER_FITS.clear()
-        _WORKER_FITS[token] = lmm(formula, data, reml=reml, optimizer=optimizer, df_method="asymptotic",
-                                  calc_derivs=calc_derivs)
-    return _bridge.vca_refit(_WORKER_FITS[token], ysim)
-
-
-def _vca_refits(fit: Any, ysim: np.ndarray, calc_derivs: bool, progress: bool, executor: Any) -> dict[str, Any]:
+def _vca_refits(fit: Any, ysim: np.ndarray, progress: bool, executor: Any) -> dict[str, Any]:
     """The refits of every column of ``ysim`` in chunks, here or on the executor's workers,
     combined in replicate order."""
     runner = resolve_executor(executor)
@@ -588,8 +578,7 @@ def _vca_refits(fit: Any, ysim: np.ndarray, calc_derivs: bool, progress: bool, e
         size = max(1, min(_REFIT_CHUNK, -(-n // (2 * runner.n_workers))))
         token = uuid.uuid4().hex
         tasks = [(token, ysim[:, a:a + size]) for a in range(0, n, size)]
-        parts = runner.map(_refit_task, tasks, shared=(fit.formula, fit.data, fit.reml, fit.optimizer, calc_derivs),
-                           progress=progress, desc=desc)
+        parts = runner.map(_refit_task, tasks, shared=_bridge.serialize_model(fit), progress=progress, desc=desc)
     return {"vcov": np.vstack([p["vcov"] for p in parts]), "groups": parts[0]["groups"],
             **{k: np.concatenate([p[k] for p in parts]) for k in ("singular", "failed", "warned")},
             "problem": [m for p in parts for m in p["problem"]]}
