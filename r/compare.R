@@ -95,6 +95,10 @@ me_pb_setup <- function(large, small, nsim, seed = NULL) {
   state
 }
 
+# The state's two ML models as bytes (base::serialize of list(small, large)): worker processes
+# refit from these very models instead of fitting them again.
+me_pb_models <- function(state) serialize(list(small = state$sm, large = state$lg), NULL)
+
 me_pb_chunk <- function(state, first, last) {
   unname(vapply(state$sims[first:last], function(yyy) {
     sm2 <- suppressMessages(lme4::refit(state$sm, newresp = yyy))

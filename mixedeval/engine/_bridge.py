@@ -183,6 +183,12 @@ def pb_sims(state: Any) -> np.ndarray:
     return np.atleast_2d(np.array(call("me_pb_sims", state=state).value, dtype=float, copy=True))
 
 
+def pb_models(state: Any) -> bytes:
+    """``me_pb_models``: the two ML models of a :func:`pb_setup` state, ``base::serialize``d as one
+    list (``small``, ``large``), to ship to worker processes (:func:`unserialize_model` there)."""
+    return call("me_pb_models", state=state).value
+
+
 def pb_refit(small: Any, large: Any, ysim: np.ndarray) -> RCallResult:
     """``me_pb_refit``: the likelihood-ratio statistics of the columns of ``ysim`` refitted from the
     ML fits ``small`` and ``large`` (fits made in this process; used by worker processes)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,9 +48,8 @@ from ..errors import DataError
 from ..resampling._draws import chunks
 from ..results import ResultMixin, ResultWarning
 from ._clmm import CLMMFit, clmm_lrt
-from ._glmm import glmm
 from ._glmm_infer import GLMMFit, glmm_lrt
-from ._lmm import LMMFit, lmm
+from ._lmm import LMMFit
 
 COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
 
@@ -215,37 +214,26 @@ def compare(
                          warnings=tuple(ws), provenance=prov)
 
 
-#: in a worker: the two ML fits of one bootstrap comparison (token -> (small, large)), made once per worker
+#: in a worker: the two ML models of one bootstrap comparison (token -> (small, large)), received once per worker
 _WORKER_FITS: dict[str, Any] = {}
 
 
-def _refit_spec(fit: Any) -> tuple:
-    """What a worker needs besides the model frame to rebuild ``fit``'s ML fit: ``("lmm", formula,
-    optimizer)`` or ``("glmm", formula, family, link, nagq, optimizer, weights)`` (glmer fits only:
-    the bootstrap refuses glmmTMB fits before)."""
-    if isinstance(fit, GLMMFit):
-        link = None if fit.family == "negative_binomial" else fit.link
-        return ("glmm", fit.formula, fit.family, link, int(fit.nagq), fit.optimizer, fit.weights)
-    return ("lmm", fit.formula, fit.optimizer)
+@dataclass(frozen=True)
+class _ShippedModel:
+    """One of the caller's ML models, unserialized in a worker (what the bridge's wrappers read)."""
+
+    _model: Any = field(repr=False)
 
 
-def _ml_fit(spec: tuple, frame: Any) -> Any:
-    """In a worker: the ML fit of ``spec`` on ``frame`` (:func:`lmm` with ``reml=False`` equals
-    ``update(m, REML = FALSE)``; :func:`glmm` refits the glmer fit itself)."""
-    if spec[0] == "glmm":
-        _, formula, family, link, nagq, optimizer, weights = spec
-        return glmm(formula, frame, family=family, link=link, nagq=nagq, optimizer=optimizer, weights=weights)
-    return lmm(spec[1], frame, reml=False, optimizer=spec[2])
-
-
-def _pb_refit_task(token: str, ysim: np.ndarray, shared: tuple) -> tuple[np.ndarray, list]:
-    """In a worker: ML fits of both models (rebuilt once per token from ``shared``: their specs and
-    model frames), then the likelihood-ratio statistics of the simulated responses ``ysim``
-    (``me_pb_sims``' column layout)."""
+def _pb_refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> tuple[np.ndarray, list]:
+    """In a worker: the caller's two ML models of the comparison (the ones ``me_pb_setup`` made,
+    ``base::serialize``d by ``me_pb_models`` and unserialized here once per worker and token), then
+    the likelihood-ratio statistics of the simulated responses ``ysim`` (``me_pb_sims``' column
+    layout)."""
     pair = _WORKER_FITS.get(token)
     if pair is None:
-        specs, frames = shared
-        pair = (_ml_fit(specs[0], frames[0]), _ml_fit(specs[1], frames[1]))
+        both = _bridge.unserialize_model(model_bytes)
+        pair = (_ShippedModel(both["small"]), _ShippedModel(both["large"]))
         _WORKER_FITS.clear()
         _WORKER_FITS[token] = pair
     out = _bridge.pb_refit(pair[0], pair[1], ysim)
@@ -267,8 +255,7 @@ def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, ex
     size = max(1, -(-nsim // (4 * runner.n_workers)))
     token = uuid.uuid4().hex
     tasks = [(token, sims[:, a * width:(a + size) * width]) for a in range(0, nsim, size)]
-    outs = runner.map(_pb_refit_task, tasks, shared=((_refit_spec(small), _refit_spec(large)), (small.data, large.data)),
-                      progress=progress, desc=desc)
+    outs = runner.map(_pb_refit_task, tasks, shared=_bridge.pb_models(state), progress=progress, desc=desc)
     return np.concatenate([o[0] for o in outs]), [w for o in outs for w in o[1]]
 
 
