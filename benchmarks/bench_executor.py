@@ -193,7 +193,7 @@ def _assert_frames_identical(frames: dict[str, pd.DataFrame], what: str) -> None
 # ------------------------------------------------------------------ (a) disparity bootstrap
 def bench_disparity(executors: dict[str, Any], n_resamples: int, repeats: int) -> dict[str, float]:
     res = language_disparity(me.datasets.load("hu2025_records"), drop_aggregates=True)
-    for ex in executors.values():  # warm-up: byte compilation of the refit loop, the fit rebuilt once
+    for ex in executors.values():  # warm-up: byte compilation of the refit loop (each call ships the model anew)
         res.bootstrap(n_resamples=50, random_state=99, progress=False, executor=ex)
 
     def run(ex):

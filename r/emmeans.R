@@ -9,13 +9,17 @@
 # merMod methods for lme4/lmerTest fits (and recover_data.merMod's own recover_data(<call>) to
 # recover_data.call). The generics first look for a method of the object's class in every loaded
 # namespace and on the search path (utils::getAnywhere, five times per emmeans() call on an
-# lmerModLmerTest fit: 60% of its time on Kreutzer TER) and then dispatch to these same methods; calling them directly runs the same code on the same objects, so the grid
-# is the same. Other model classes go through the generics unchanged.
+# lmerModLmerTest fit: 60% of its time on Kreutzer TER) and then dispatch to these same methods;
+# calling them directly runs the same code on the same objects, so the grid is the same. Other
+# model classes go through the generics unchanged. NULL when this emmeans lacks one of the
+# internals used here (then me_emm_grid calls emmeans() as it is).
 me_ref_grid_merMod <- local({
   fn <- NULL
   function() {
     if (is.null(fn)) {
       ns <- asNamespace("emmeans")
+      need <- c("recover_data.merMod", "recover_data.call", "emm_basis.merMod", ".zap.args")
+      if (!all(vapply(need, exists, TRUE, envir = ns, inherits = FALSE))) return(NULL)
       rd <- get("recover_data.merMod", envir = ns)
       rc <- get("recover_data.call", envir = ns)
       eb <- get("emm_basis.merMod", envir = ns)
@@ -42,10 +46,11 @@ me_ref_grid_merMod <- local({
 # For lme4 fits the reference grid is built as emmeans() builds it (the same arguments through
 # emmeans' .zap.args, wt.nuis = "equal") by me_ref_grid_merMod, then emmeans() of that grid.
 me_emm_grid <- function(m, specs, by = NULL, at = NULL, var = NULL, ...) {
-  if (is.null(var) && methods::is(m, "merMod")) {
+  fast <- if (is.null(var) && methods::is(m, "merMod")) me_ref_grid_merMod() else NULL
+  if (!is.null(fast)) {
     args <- get(".zap.args", envir = asNamespace("emmeans"))(object = m, at = at, ..., omit = "submodel")
     if (is.null(args$wt.nuis)) args$wt.nuis <- "equal"
-    rg <- do.call(me_ref_grid_merMod(), args)
+    rg <- do.call(fast, args)
     emmeans::emmeans(rg, specs = specs, by = by, at = at, ...)
   } else if (is.null(var)) {
     emmeans::emmeans(m, specs = specs, by = by, at = at, ...)

@@ -289,8 +289,8 @@ def test_partitioned_bootstrap_names_missing_columns_and_leaves_the_table_alone(
 
 def test_disparity_bootstrap_on_dask_equals_in_process(dask_client):
     """Issue 15 point 5: the language-disparity parametric bootstrap on a Dask LocalCluster (the
-    ML fit rebuilt on each worker, its refits there) equals the in-process run. Two runs of the R
-    refits: equal on one machine, compared at OPTIMIZER_RTOL (never bit for bit)."""
+    ML model serialized to each worker, its refits there) equals the in-process run. Refits in two
+    R processes are compared at OPTIMIZER_RTOL (never bit for bit)."""
     from mixedeval.workflows.language_disparity import language_disparity
 
     res = language_disparity(me.datasets.load("hu2025_records"), "score", "model", "language", "task",

@@ -544,7 +544,7 @@ def test_potential_intervals_cover_the_true_lp():
 
 
 def test_bootstrap_refits_on_worker_processes_agree(res, boot):
-    """Issue 15: the refits run on worker processes (each rebuilding the ML fit from its frame)."""
+    """Issue 15: the refits run on worker processes (each receiving the serialized ML model once)."""
     there = res.bootstrap(n_resamples=20, random_state=7, progress=False, executor=2, chunk_size=6)
     # two runs of the ML refits: equal on one machine, compared at OPTIMIZER_RTOL (never bit for bit)
     pd.testing.assert_frame_equal(there.replicates, boot.replicates, check_exact=False, rtol=OPTIMIZER_RTOL, atol=0.0)

@@ -140,7 +140,7 @@ def test_same_replicates_on_every_executor(crossed_vca, kind, request):
     ex = 2 if kind == "processes" else request.getfixturevalue("dask_client")
     here = crossed_vca.bootstrap(12, random_state=5, progress=False)
     there = crossed_vca.bootstrap(12, random_state=5, progress=False, executor=ex)
-    # R refits on workers (the fit rebuilt there) against refits here: see REFIT_RTOL
+    # R refits on workers (from the serialized model) against refits here: see REFIT_RTOL
     pd.testing.assert_frame_equal(there.distribution, here.distribution, check_exact=False, rtol=REFIT_RTOL,
                                   atol=0.0)
     pd.testing.assert_frame_equal(there.table, here.table, check_exact=False, rtol=REFIT_RTOL, atol=0.0)

@@ -161,11 +161,10 @@ def compare(
     names : row labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     executor : where the bootstrap refits run: None (this process), an int or ``"processes"``
         (worker processes, each with its own R) or a ``dask.distributed.Client``. The responses are
-        simulated here (one ``set.seed``, as ``PBmodcomp``), so the statistics are the same with every
-        executor; each worker rebuilds the two ML fits once per comparison from their formulas and
-        model frames (``lmerTest::lmer(REML = FALSE)`` with the fit's optimizer, equal to
-        ``update(m, REML = FALSE)``; GLMMs: ``glmer`` / ``glmer.nb`` with the fit's family, link,
-        nAGQ, optimizer and weights) and refits its share of the replicates (``lme4::refit``).
+        simulated here (one ``set.seed``, as ``PBmodcomp``); each worker receives the two ML models
+        made here (``update(m, REML = FALSE)``; GLMMs as fitted), serialized, once per comparison
+        and refits its share of the replicates (``lme4::refit``), so the statistics agree with
+        every executor to optimizer precision.
     """
     if fits and all(isinstance(f, CLMMFit) for f in fits):  # ordinal::clmm fits: ordinal's ML likelihood-ratio test
         tab, prov = clmm_lrt(fits, names, n_resamples)
@@ -175,9 +174,7 @@ def compare(
     labels = _check_fits(fits, names)
     seed = None
     if n_resamples is not None:
-        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-            raise DataError(f"n_resamples must be a positive integer number of bootstrap samples (e.g. 1000), "
-                            f"not {n_resamples!r}")
+        _check_n_resamples(n_resamples)
         seed = r_seed(random_state)
     chk = _bridge.compare_check(fits)
     if not chk["response_equal"]:
@@ -212,6 +209,12 @@ def compare(
         prov.update({"n_resamples": int(n_resamples), "random_state": seed, "pb_function": "pbkrtest::PBmodcomp"})
     return CompareResult(table=tab, estimator=estimator, refitted=bool(do_refit and any(reml)), pb=pb,
                          warnings=tuple(ws), provenance=prov)
+
+
+def _check_n_resamples(n_resamples: Any) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise DataError(f"n_resamples must be a positive integer number of bootstrap samples (e.g. 1000), "
+                        f"not {n_resamples!r}")
 
 
 #: in a worker: the two ML models of one bootstrap comparison (token -> (small, large)), received once per worker
@@ -293,8 +296,7 @@ def _compare_glmm(fits, n_resamples, random_state, progress, names, executor=Non
     tab, ws, prov, ordered = glmm_lrt(fits, names)
     pb = None
     if n_resamples is not None:
-        if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-            raise DataError(f"n_resamples must be a positive integer number of bootstrap samples, not {n_resamples!r}")
+        _check_n_resamples(n_resamples)
         if any(f.r_function == "glmmTMB::glmmTMB" for f in fits):
             raise DataError("the parametric bootstrap (pbkrtest::PBmodcomp) needs lme4 fits; glmmTMB fits "
                             "(beta, betabinomial) have the likelihood-ratio test only")

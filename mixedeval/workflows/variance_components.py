@@ -66,6 +66,7 @@ from ..data.validate import (
 from ..engine import _bridge
 from ..errors import DataError, MixedEvalError
 from ..inference._lmm import lmm
+from ..resampling._checks import check_n_resamples
 from ..resampling._draws import chunks
 from ..results import ResultWarning
 from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band, worker_model
@@ -498,7 +499,7 @@ class VCAResult(_WorkflowResult):
         zero has a point mass at 0 in its replicates; a component estimated as zero is simulated
         as zero, so its interval does not say how large it could be (a ``boundary`` warning).
         """
-        n = _check_n_resamples(n_resamples)
+        n = check_n_resamples(n_resamples, minimum=2)
         level = require_level(level)
         sizes = dict(facet_sizes or {})
         self._sizes(sizes)  # validates the facet names and sizes
@@ -551,15 +552,10 @@ class VCABootstrap(_WorkflowResult):
                 ("refits that warned", self.n_warned), ("singular refits", self.n_singular)]
 
 
-def _check_n_resamples(n_resamples: Any) -> int:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
-        raise DataError(f"n_resamples must be an integer >= 2 (the number of parametric-bootstrap refits, e.g. "
-                        f"1000), got {n_resamples!r}")
-    return int(n_resamples)
-
-
 #: refits per R call (the progress bar's step; the results do not depend on it)
 _REFIT_CHUNK = 25
+
+
 def _refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> dict[str, Any]:
     """In a worker: the caller's model (:func:`worker_model`), then ``me_vca_refit`` of the columns
     of ``ysim``."""
