@@ -341,7 +341,8 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        analysis=args.analysis, trials=args.trials, reference=args.reference, adjust=args.adjust,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet)
-    out: dict[str, Any] = {"analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.table,
+    out: dict[str, Any] = {"headline": res.headline_text(), "differences": res.table, "analysis": res.analysis,
+                           "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
                            "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",

@@ -90,14 +90,14 @@ def test_binary_metric_goes_to_the_binomial_glmm_equal_to_r(R):
     # two optimizer runs (ours and this one) on the same data: OPTIMIZER_RTOL
     np.testing.assert_allclose(res.fit.fixed["estimate"], R("lme4::fixef(cl_m1)"), rtol=OPTIMIZER_RTOL, atol=1e-8)
     np.testing.assert_allclose(res.glrt["chisq"].iloc[1], R("anova(cl_m0, cl_m1)$Chisq[2]")[0], rtol=OPTIMIZER_RTOL)
-    per_task = res.table[res.table["task"] != "(all tasks)"]
+    per_task = res.contrasts[res.contrasts["task"] != "(all tasks)"]
     assert list(per_task["task"]) == ["arc_easy", "boolq"]
     np.testing.assert_allclose(per_task["estimate"],
                                R('as.data.frame(pairs(emmeans::emmeans(cl_m1, ~ system | task, type = "response")))'
                                  '$odds.ratio'), rtol=OPTIMIZER_RTOL)
     np.testing.assert_allclose(per_task["p_value"], _contrast_p(R, "cl_m1", "~ system | task", "glmm"),
                                rtol=OPTIMIZER_RTOL)
-    pooled = res.table[res.table["task"] == "(all tasks)"]
+    pooled = res.contrasts[res.contrasts["task"] == "(all tasks)"]
     np.testing.assert_allclose(pooled["p_value"], _contrast_p(R, "cl_m1", "~ system", "glmm"), rtol=OPTIMIZER_RTOL)
 
 
@@ -111,7 +111,7 @@ def test_continuous_metric_goes_to_the_lmm_equal_to_r(R):
     R("cl_h0 <- lmerTest::lmer(score ~ task + (1|item) + (1|sysrun), data = cl_h, REML = TRUE)")
     np.testing.assert_allclose(res.fit.fixed["estimate"], R("lme4::fixef(cl_h1)"), rtol=OPTIMIZER_RTOL, atol=1e-10)
     np.testing.assert_allclose(res.glrt["chisq"].iloc[1], R("anova(cl_h0, cl_h1)$Chisq[2]")[0], rtol=OPTIMIZER_RTOL)
-    per_task = res.table[res.table["task"] != "(all tasks)"]
+    per_task = res.contrasts[res.contrasts["task"] != "(all tasks)"]
     np.testing.assert_allclose(per_task["estimate"],
                                R('as.data.frame(pairs(emmeans::emmeans(cl_h1, ~ system | task, lmer.df = '
                                  '"asymptotic")))$estimate'), rtol=OPTIMIZER_RTOL)
@@ -148,10 +148,10 @@ def test_k_of_n_scores_with_trials_are_binomial_counts_equal_to_r(R, tmp_path):
     R('cl_k1 <- lme4::glmer(cbind(successes, failures) ~ system + (1|item), data = cl_k, family = binomial, '
       'control = lme4::glmerControl(optimizer = "bobyqa"))')
     np.testing.assert_allclose(res.fit.fixed["estimate"], R("lme4::fixef(cl_k1)"), rtol=OPTIMIZER_RTOL, atol=1e-8)
-    assert len(res.table) == 3 and set(res.table["task"]) == {"k"}  # three systems: three pairs
-    np.testing.assert_allclose(res.table["p_value"], _contrast_p(R, "cl_k1", "~ system", "glmm"),
+    assert len(res.contrasts) == 3 and set(res.contrasts["task"]) == {"k"}  # three systems: three pairs
+    np.testing.assert_allclose(res.contrasts["p_value"], _contrast_p(R, "cl_k1", "~ system", "glmm"),
                                rtol=OPTIMIZER_RTOL)
-    assert (res.table["p_adj"] >= res.table["p_value"]).all()
+    assert (res.contrasts["p_adj"] >= res.contrasts["p_value"]).all()
 
 
 def test_choices_and_errors():
@@ -175,7 +175,7 @@ def test_binary_path_falls_back_to_the_lmm_with_a_warning_without_glmm(monkeypat
                           reference="EleutherAI/pythia-70m")
     assert res.analysis.startswith("LMM")
     assert "binary_as_lmm" in [w.kind for w in res.warnings]
-    assert res.table["contrast"].iloc[0].startswith("(EleutherAI/pythia-70m)")
+    assert res.contrasts["contrast"].iloc[0].startswith("(EleutherAI/pythia-70m)")
 
 
 def test_lmm_analysis_of_binary_scores_on_request():
@@ -214,12 +214,13 @@ def test_inspect_logs_of_two_models_end_to_end(tmp_path):
         inspect_eval(Task(dataset=ds, solver=fixed_output(answers[model]), scorer=match(), epochs=3, name="arith"),
                      model=model, log_dir=str(tmp_path / "logs"), display="none")
     res = me.compare_logs(tmp_path / "logs", metric="match", n_resamples=500, random_state=1, progress=False)
-    assert res.analysis.startswith("binomial GLMM") and "(1|sysrun)" in res.formula  # epochs are runs
+    assert res.analysis.startswith("binomial GLMM") and "(1|sysrun)" not in res.formula  # epochs are not runs
+    assert "(1|system:item)" in res.formula  # a question x system cell: its epochs are correlated
     est = res.means.set_index("system")["estimate"]
     for m in right:
         expected = np.mean([a == str(2 * int(q[1:])) for q, v in answers[m].items() for a in v])
         assert est[m] == pytest.approx(expected, rel=1e-12)
-    assert res.table["task"].tolist() == ["arith"]
+    assert res.contrasts["task"].tolist() == ["arith"]
     path = me.report(res, path=tmp_path / "r.html", progress=False)
     html = path.read_text()
     assert "System comparison from evaluation logs" in html and "binomial GLMM" in html

@@ -42,7 +42,7 @@ def _raw_lm_samples() -> pd.DataFrame:
 def test_lm_eval_every_field_multi_task_multi_model_several_runs():
     logs = me.read_eval_logs(LM)
     t = logs.table
-    assert list(t.columns[:8]) == ["system", "task", "item", "run", "metric", "score", "source", "format"]
+    assert list(t.columns[:9]) == ["system", "task", "item", "run", "epoch", "metric", "score", "source", "format"]
     assert set(t["system"]) == {"EleutherAI/pythia-70m", "EleutherAI/pythia-160m"}  # model_name of results_*.json
     assert set(t["task"]) == {"arc_easy", "boolq", "gsm8k"}
     assert set(t["metric"]) == {"acc", "acc_norm", "exact_match,strict-match", "exact_match,flexible-extract"}
@@ -313,7 +313,11 @@ def test_inspect_eval_logs_read_back(inspect_logs):
     t = logs.table
     assert set(t["system"]) == set(ANSWERS) and set(t["task"]) == {"arith"}
     assert set(t["metric"]) == {"match", "graded"} and set(t["format"]) == {"inspect"}
-    assert sorted(t["run"].unique()) == ["1", "2", "3"]  # epochs
+    assert sorted(t["epoch"].unique()) == ["1", "2", "3"]  # epochs are epochs, not runs
+    runs = t.groupby("system")["run"].unique()
+    for f in sorted((inspect_logs / "eval").glob("*.eval")):  # one log per model: one run, named by its run id
+        log = read_eval_log(str(f), header_only=True)
+        assert list(runs[log.eval.model]) == [log.eval.run_id]
     assert len(t) == 2 * 6 * 3 * 2
     to_float = value_to_float()
     expected = []
@@ -321,15 +325,15 @@ def test_inspect_eval_logs_read_back(inspect_logs):
         log = read_eval_log(str(f))
         for s in log.samples:
             for name, sc in s.scores.items():
-                expected.append({"system": log.eval.model, "item": s.id, "run": str(s.epoch), "metric": name,
+                expected.append({"system": log.eval.model, "item": s.id, "epoch": str(s.epoch), "metric": name,
                                  "expected": to_float(sc.value)})
-    m = t.merge(pd.DataFrame(expected), on=["system", "item", "run", "metric"], validate="1:1")
+    m = t.merge(pd.DataFrame(expected), on=["system", "item", "epoch", "metric"], validate="1:1")
     assert len(m) == len(t)
     np.testing.assert_array_equal(m["score"], m["expected"])
     # the answers decide the scores: model_a epoch 2 is wrong on odd items; P gives 0.5
-    a = t[(t["system"] == "mockllm/model_a") & (t["metric"] == "match")].set_index(["item", "run"])["score"]
+    a = t[(t["system"] == "mockllm/model_a") & (t["metric"] == "match")].set_index(["item", "epoch"])["score"]
     assert a[("q1", "2")] == 0.0 and a[("q2", "2")] == 1.0 and a[("q1", "1")] == 1.0
-    g = t[(t["system"] == "mockllm/model_b") & (t["metric"] == "graded")].set_index(["item", "run"])["score"]
+    g = t[(t["system"] == "mockllm/model_b") & (t["metric"] == "graded")].set_index(["item", "epoch"])["score"]
     assert g[("q0", "1")] == 0.5 and g[("q0", "2")] == 1.0 and g[("q0", "3")] == 0.0
 
 

@@ -26,7 +26,7 @@ from ._logs_rows import Rows
 from ._logs_table import TABLE_SUFFIXES, read_score_table
 
 FORMATS = ("auto", "lm-eval", "inspect", "helm", "table")
-COLUMNS = ("system", "task", "item", "run", "metric", "score", "source", "format")
+COLUMNS = ("system", "task", "item", "run", "epoch", "metric", "score", "source", "format")
 _NOTES = {
     "non_numeric": "{n} metric values are not numbers and were not read (e.g. {ex}); corpus-level metrics "
                    "logged as (reference, prediction) pairs need their sufficient statistics "
@@ -44,9 +44,11 @@ _NOTES = {
 class EvalLogs(ResultMixin):
     """Result of :func:`read_eval_logs`.
 
-    table : the canonical long score table, one row per item x run x metric: system, task, item,
-        run, metric, score, source (the file), format, plus format-specific metadata (``filter``
-        for lm-eval, ``split`` for HELM).
+    table : the canonical long score table, one row per item x run x epoch x metric: system, task,
+        item, run, epoch, metric, score, source (the file), format, plus format-specific metadata
+        (``filter`` for lm-eval, ``split`` for HELM). ``run`` is a separate whole evaluation of the
+        system (another log, date, seed or trial); ``epoch`` a repeated sample of the item within
+        one evaluation (Inspect epochs; ``"1"`` where the format has none).
     files : one row per file read: source, format, system, task, n_rows.
     warnings : ResultWarning tuple (dropped items, metrics missing for some systems, values
         that are not numbers, ...).
@@ -60,16 +62,22 @@ class EvalLogs(ResultMixin):
     _title = "Evaluation logs"
 
     def summary(self) -> pd.DataFrame:
-        """One row per system x task x metric: n_items, n_runs, mean_score."""
-        g = self.table.groupby(["system", "task", "metric"], observed=True, sort=True)
-        return g.agg(n_items=("item", "nunique"), n_runs=("run", "nunique"), mean_score=("score", "mean")).reset_index()
+        """One row per system x task x metric: n_items, n_runs, n_epochs (most epochs of an item in
+        one run), mean_score (the mean over all rows: items with equal epochs weigh equally)."""
+        t = self.table
+        g = t.groupby(["system", "task", "metric"], observed=True, sort=True)
+        out = g.agg(n_items=("item", "nunique"), n_runs=("run", "nunique"), mean_score=("score", "mean")).reset_index()
+        ep = t.groupby(["system", "task", "metric", "run", "item"], observed=True).size()
+        ep = ep.groupby(level=["system", "task", "metric"], observed=True).max().rename("n_epochs").reset_index()
+        out = out.merge(ep, on=["system", "task", "metric"], how="left")
+        return out[["system", "task", "metric", "n_items", "n_runs", "n_epochs", "mean_score"]]
 
     def scores(self, metric: str) -> pd.DataFrame:
-        """The rows of one metric (system, task, item, run, score), the input of the analyses."""
+        """The rows of one metric (system, task, item, run, epoch, score), the input of the analyses."""
         if metric not in set(self.table["metric"]):
             raise DataError(f"metric {metric!r} is not in these logs; available: {sorted(set(self.table['metric']))}")
         t = self.table
-        return t.loc[t["metric"] == metric, ["system", "task", "item", "run", "score"]].reset_index(drop=True)
+        return t.loc[t["metric"] == metric, ["system", "task", "item", "run", "epoch", "score"]].reset_index(drop=True)
 
     def _scalars(self) -> list[tuple[str, Any]]:
         t = self.table
@@ -208,6 +216,14 @@ def _run_labels(df: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(n_groups.to_numpy() > 1, multi, single), index=df.index, dtype=object).astype(str)
 
 
+def _epoch_labels(ep: pd.Series) -> pd.Series:
+    """``epoch`` as strings ("1", "2", ...; integers printed without ".0"), "1" where none is logged."""
+    if pd.api.types.is_numeric_dtype(ep):
+        return ep.fillna(1).astype(np.int64).astype(str)
+    out = ep.astype(object).where(ep.notna(), "1")
+    return out.map(lambda v: str(int(v)) if isinstance(v, (int, np.integer, float, np.floating)) else str(v))
+
+
 def _select_metrics(df: pd.DataFrame, metric: Any) -> list[str] | None:
     """The requested metrics (None: all); a metric that is not in the logs is a DataError."""
     if metric is None:
@@ -267,10 +283,12 @@ def read_eval_logs(
         default (naming the systems and items); True drops them for every system, with a warning.
 
     Returns an :class:`EvalLogs` whose ``table`` has system, task, item, run, metric, score,
-    source, format (and format metadata: lm-eval ``filter``, HELM ``split``); ``run`` is the
-    epoch (Inspect) or train trial (HELM) within one log, and the date id / run id / suite when
-    a system's task comes from several logs (several dates or output directories of one model
-    become runs). Checks: see :mod:`mixedeval.data._logs_validate`.
+    source, format (and format metadata: lm-eval ``filter``, HELM ``split``). ``run`` is a whole
+    evaluation: the train trial (HELM) within one log, and the date id / run id / suite when a
+    system's task comes from several logs (several dates or output directories of one model
+    become runs). ``epoch`` is a repeated sample of one item within one evaluation (Inspect's
+    ``epochs``; a generic table's ``epoch`` column): analyses average epochs within the item and
+    never count them as runs. Checks: see :mod:`mixedeval.data._logs_validate`.
     """
     if format not in FORMATS:
         raise DataError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
@@ -282,6 +300,7 @@ def read_eval_logs(
     if not len(table):
         raise DataError("the logs hold no numeric score; check the files and the format")
     table["run"] = _run_labels(table)
+    table["epoch"] = _epoch_labels(table["epoch"])
     table = _select_systems(table, systems)
     requested = _select_metrics(table, metric)
     table, w_nan = lv.drop_nan_scores(table)

@@ -7,7 +7,8 @@ Each score value becomes a number as ``inspect_ai.scorer.value_to_float()`` maps
 P -> 0.5, I and N -> 0, yes/true -> 1, no/false -> 0, numeric strings and numbers as floats); a
 dict value gives one metric per key (``scorer/key``). Values that inspect could not convert (it
 logs a warning and returns 0) and list values are skipped here and counted in a warning instead.
-The epoch is the run.
+``sample.epoch`` is the ``epoch`` (a repeated sample of the question within this evaluation,
+never a run); several logs of one model and task are its runs (the log's run id).
 
 inspect_ai is an optional dependency (``pip install 'mixedeval[logs]'``).
 """
@@ -68,7 +69,7 @@ def _signature(ev: Any) -> str:
 
 def _add_value(rows: Rows, to_float: Any, metric: str, v: Any, key: tuple, src: str) -> None:
     if _convertible(v):
-        rows.add(*key[:3], metric, float(to_float(v)), *key[3:])
+        rows.add(*key[:3], metric, float(to_float(v)), key[3], None, key[5], key[6], None, epoch=key[4])
     else:
         rows.note("non_numeric", f"{metric!r} in {src} (sample {key[2]}): {str(v)[:60]}")
 

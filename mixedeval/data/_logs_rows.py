@@ -5,8 +5,10 @@ A reader appends one record per (item x run x metric) score to :class:`Rows` and
 
 * ``system``, ``task``, ``item``, ``metric``, ``score``: as in the final table;
 * ``run_group``: the file or directory one evaluation run came from (an lm-eval date id, an
-  Inspect log's run id, a HELM suite), ``run_index``: the replicate inside it (Inspect epoch,
-  HELM train trial; None where a file holds one run);
+  Inspect log's run id, a HELM suite), ``run_index``: the replicate inside it (a
+  HELM train trial: the few-shot examples change, shared by every item; None where a file holds
+  one run), ``epoch``: a repeated sample of one item within one evaluation (Inspect epochs;
+  None where the format has none) -- never a run;
 * ``source``: the file read; ``task_signature``: what identifies the task's configuration (task
   version and n-shot, dataset and task arguments, scenario spec) so that different tasks logged
   under one name are caught; ``item_hash``: a per-item content hash where the format logs one
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FIELDS = ("system", "task", "item", "metric", "score", "run_group", "run_index", "source", "task_signature",
-          "item_hash")
+          "item_hash", "epoch")
 
 
 @dataclass
@@ -34,11 +36,11 @@ class Rows:
 
     def add(self, system: Any, task: Any, item: Any, metric: str, score: float, run_group: str,
             run_index: Any, source: str, task_signature: str | None, item_hash: str | None = None,
-            **extra: Any) -> None:
+            epoch: Any = None, **extra: Any) -> None:
         n = len(self.cols["system"])
         for k, v in (("system", system), ("task", task), ("item", item), ("metric", metric), ("score", score),
                      ("run_group", run_group), ("run_index", run_index), ("source", source),
-                     ("task_signature", task_signature), ("item_hash", item_hash)):
+                     ("task_signature", task_signature), ("item_hash", item_hash), ("epoch", epoch)):
             self.cols[k].append(v)
         for k, v in extra.items():
             col = self.extra.get(k)
@@ -61,7 +63,7 @@ class Rows:
         c["score"].extend(scores)
         c["item_hash"].extend(item_hashes)
         for k, v in (("system", system), ("task", task), ("run_group", run_group), ("run_index", run_index),
-                     ("source", source), ("task_signature", task_signature)):
+                     ("source", source), ("task_signature", task_signature), ("epoch", None)):
             c[k].extend([v] * n)
         for k, col in extra.items():
             self.extra.setdefault(k, [None] * before).extend(col)

@@ -4,7 +4,8 @@
 "id", "run": "seed", "task": "dataset"}``; canonical names the file already uses need no entry.
 Long form: the table has a ``metric`` and a ``score`` column. Wide form: one column per metric
 (the columns named in ``metric``, else every numeric column that is not a key). ``system`` and
-``item`` are required; ``task`` defaults to the file name, ``run`` to one run.
+``item`` are required; ``task`` defaults to the file name, ``run`` to one run, ``epoch`` (repeated
+samples of an item within one evaluation) to none.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..errors import DataError
 from ._logs_rows import Rows
 from .table import read_table
 
-KEYS = ("system", "task", "item", "run")
+KEYS = ("system", "task", "item", "run", "epoch")
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", ".txt")
 
 
@@ -28,7 +29,8 @@ def _renamed(df: pd.DataFrame, columns: Mapping[str, str] | None, src: str) -> p
     columns = dict(columns or {})
     bad = [k for k in columns if k not in (*KEYS, "metric", "score")]
     if bad:
-        raise DataError(f"columns= maps the canonical names system, task, item, run, metric, score to your columns; "
+        raise DataError(f"columns= maps the canonical names system, task, item, run, epoch, metric, score to your "
+                        f"columns; "
                         f"got unknown key(s) {bad}")
     missing = [v for v in columns.values() if v not in df.columns]
     if missing:
@@ -83,6 +85,7 @@ def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[
 
     task = strings(long["task"]) if "task" in long.columns else np.full(n, Path(src).stem, dtype=object)
     run = strings(long["run"]) if "run" in long.columns else np.full(n, None, dtype=object)
+    epoch = strings(long["epoch"]) if "epoch" in long.columns else np.full(n, None, dtype=object)
     c = rows.cols
     c["system"].extend(strings(long["system"]).tolist())
     c["task"].extend(task.tolist())
@@ -94,5 +97,6 @@ def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[
     c["source"].extend([src] * n)
     c["task_signature"].extend([None] * n)
     c["item_hash"].extend([None] * n)
+    c["epoch"].extend(epoch.tolist())
     for col in rows.extra.values():
         col.extend([None] * n)

@@ -32,15 +32,17 @@ def _examples(values, limit: int = 3) -> str:
 
 
 def check_duplicates(df: pd.DataFrame) -> None:
-    keys = ["system", "task", "run", "metric", "item"]
+    keys = ["system", "task", "run", "epoch", "metric", "item"]
     dup = df.duplicated(keys, keep=False)
     if dup.any():
         d = df.loc[dup, keys + ["source"]].drop_duplicates(keys)
         r = d.iloc[0]
         raise DataError(
             f"{int(dup.sum())} rows repeat an item id within one run, e.g. item {r['item']!r} of task {r['task']!r}, "
-            f"system {r['system']!r}, run {r['run']!r}, metric {r['metric']!r} (from {r['source']}); item ids must be "
-            "unique within a run: a task logged twice in one run, or two different tasks under one name -- read "
+            f"system {r['system']!r}, run {r['run']!r}, epoch {r['epoch']!r}, metric {r['metric']!r} (from "
+            f"{r['source']}); item ids must be unique within a run and epoch (repeated samples of an item belong in "
+            "an epoch column: columns={'epoch': ...}); "
+            "otherwise a task logged twice in one run, or two different tasks under one name -- read "
             "them separately or rename one task"
         )
 

@@ -2,23 +2,35 @@
 
 1. The logs are read by :func:`mixedeval.read_eval_logs` (lm-eval, Inspect AI, HELM, tables),
    with its checks (missing items, duplicated ids, mixed tasks).
-2. The model is chosen from the scores of ``metric``:
+2. The headline (``.table``): per task and pair of systems, the difference in mean score on the
+   shared questions with its interval and one p-value. Epochs (repeated samples of a question
+   within one evaluation) are averaged within the question first -- they are never runs.
+   Without several runs per system it is the paired question-level analysis of Miller (2024)
+   (:mod:`mixedeval.workflows._paired`: SE = sd(d) / sqrt(n), t interval, paired t test);
+   when some system has several runs, the paired bootstrap of step 4 (questions and runs
+   resampled). ``method`` says which.
+3. The model-based check, chosen from the scores of ``metric``:
 
    * 0/1 scores (accuracy, exact match), or proportions of ``trials`` attempts (k of n): the
-     binomial GLMM ``lme4::glmer(score ~ system [* task] + (1|item) [+ (1|system:run)],
-     family = binomial)`` (:func:`mixedeval.inference._glmm.glmm`), with odds-ratio contrasts;
+     binomial GLMM ``lme4::glmer(score ~ system [* task] + (1|item) [+ (1|system:item)]
+     [+ (1|sysrun)], family = binomial)`` (:func:`mixedeval.inference._glmm.glmm`), with
+     odds-ratio contrasts; the epochs are its 0/1 rows, repeated trials of the question;
    * other (continuous) scores: the LMM ``lmerTest::lmer`` of the same formula (REML).
 
-   Items are nested in tasks (an item id is the task and the id); runs (dates, epochs, trials)
-   are nested in systems and get a random intercept when some system has several. The system
+   Items are nested in tasks (an item id is the task and the id). With several epochs the
+   question x system cell gets a random intercept ``(1|system:item)`` (a system answers a
+   question consistently across its epochs; without it the epochs would count as independent
+   evidence); runs (separate evaluations: dates, seeds, trials) are nested in systems and get a
+   random intercept ``(1|sysrun)`` when some system has several. The system
    effect is tested by the likelihood-ratio test of the model without ``system`` (ML refits,
    :func:`mixedeval.compare`); the contrasts are the pairwise contrasts of the estimated
    marginal means of the systems per task (``by="task"``) and pooled over tasks (emmeans'
    equal-weight average), with ``p_value`` unadjusted and ``p_adj`` adjusted (Holm by default).
-3. The paired bootstrap of the mean (:func:`mixedeval.bootstrap`: items, and runs when there are
-   several, drawn with replacement, the same draws for every system) per task and across tasks
-   (the mean of the task means), with intervals and shift-method p-values of the differences.
-4. ``me.report(result, path=...)`` writes the HTML report (the CLI's ``compare-logs --report``).
+4. The paired bootstrap of the mean of the epoch-averaged scores (:func:`mixedeval.bootstrap`:
+   items, and runs when there are several, drawn with replacement, the same draws for every
+   system) per task and across tasks (the mean of the task means), with intervals and
+   shift-method p-values of the differences.
+5. ``me.report(result, path=...)`` writes the HTML report (the CLI's ``compare-logs --report``).
 """
 from __future__ import annotations
 
@@ -38,6 +50,7 @@ from ..inference.compare import compare
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
+from ._paired import METHOD as PAIRED_METHOD, paired_differences
 
 try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
     from ..inference._glmm import glmm
@@ -52,10 +65,14 @@ ANALYSES = ("auto", "glmm", "lmm")
 class CompareLogsResult(_WorkflowResult):
     """Result of :func:`compare_logs`.
 
-    table : the model's pairwise contrasts of the systems, per task and pooled over tasks
-        (``task == "(all tasks)"``): task, contrast, estimate (difference for the LMM, odds
-        ratio for the GLMM), std_error, df, the statistic (t_value / z_value), p_value
-        (unadjusted), p_adj (adjusted by ``adjust`` within each task), conf_low, conf_high.
+    table : the headline: per task (and pooled over tasks, ``task == "(all tasks)"``) and pair
+        of systems, task, system_a, system_b, n_items, delta (mean score of a minus b, on the
+        score's scale: 0.05 is 5 accuracy points), std_error, df, t_value, p_value, p_adj
+        (``adjust`` over pairs x tasks), conf_low, conf_high, method (see the module docstring).
+    contrasts : the model's pairwise contrasts of the systems, per task and pooled over tasks:
+        task, contrast, estimate (difference for the LMM, odds ratio for the GLMM), std_error,
+        df, the statistic (t_value / z_value), p_value (unadjusted), p_adj (adjusted by
+        ``adjust`` within each task), conf_low, conf_high.
     glrt : likelihood-ratio test of the system effect (:func:`mixedeval.compare`).
     emmeans : estimated marginal means of the systems per task and pooled (task column).
     bootstrap : paired bootstrap differences per task and pooled: task, system_a, system_b,
@@ -67,6 +84,7 @@ class CompareLogsResult(_WorkflowResult):
     """
 
     table: Any
+    contrasts: Any
     glrt: Any
     emmeans: Any
     bootstrap: Any
@@ -82,17 +100,29 @@ class CompareLogsResult(_WorkflowResult):
     boot_result: Any = field(default=None, repr=False, compare=False)
 
     _main_table = "table"
-    _print_tables = ("table", "bootstrap", "means")
+    _print_tables = ("table", "contrasts", "bootstrap", "means")
     _skip_in_dict = ("fit", "logs", "boot_result")
     _title = "System comparison from evaluation logs"
 
     def _scalars(self):
-        return [("metric", self.metric), ("analysis", self.analysis), ("formula", self.formula),
-                ("system effect, likelihood-ratio p-value", f"{self.p_value:.4g}")]
+        return [("headline", self.headline_text()), ("metric", self.metric),
+                ("model-based check", f"{self.analysis}: {self.formula}"),
+                ("system effect, likelihood-ratio p-value (secondary)", f"{self.p_value:.4g}")]
+
+    def headline_text(self) -> str:
+        """The first pooled (or only) pairwise difference in words: "a - b: +5.0 points (95% CI ...), p = ..."."""
+        t = self.table
+        if t is None or not len(t):
+            return "no pair of systems to compare"
+        pooled = t[t["task"] == ALL_TASKS]
+        r = (pooled if len(pooled) else t).iloc[0]
+        lvl = int(round(100 * float(self.provenance.get("level", 0.95))))
+        return (f"{r['system_a']} - {r['system_b']}: {100 * r['delta']:+.1f} points ({lvl}% CI {100 * r['conf_low']:+.1f} "
+                f"to {100 * r['conf_high']:+.1f}), p = {r['p_value']:.3g} [{r['method'].split(':')[0]}]")
 
     @property
     def p_value(self) -> float:
-        """The likelihood-ratio p-value of the system effect."""
+        """The likelihood-ratio p-value of the system effect (the model-based check)."""
         return float(self.glrt["p_value"].iloc[-1])
 
 
@@ -125,8 +155,19 @@ def _kind(scores: pd.Series, trials: int | None) -> str:
     return "binary" if np.isin(v, (0.0, 1.0)).all() else "continuous"
 
 
+def _epochs_vary(s: pd.DataFrame) -> bool:
+    """Whether some question was sampled more than once within one run (epochs)."""
+    return bool(len(s) and s.groupby(["system", "task", "item", "run"], observed=True).size().max() > 1)
+
+
+def epoch_means(s: pd.DataFrame) -> pd.DataFrame:
+    """Each question's mean over its epochs, per system, task and run (Inspect's mean reducer)."""
+    return s.groupby(["system", "task", "item", "run"], observed=True, sort=False)["score"].mean().reset_index()
+
+
 def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, bool]:
-    """Model columns: score, system, task, item (task::id), sysrun; whether runs vary, several tasks."""
+    """Model columns: score, system, task, item (task::id), sysrun; whether runs vary, several tasks.
+    One row per epoch (the GLMM's repeated trials of a question)."""
     f = pd.DataFrame({"score": s["score"].to_numpy(dtype=float), "system": s["system"].astype(str).to_numpy(),
                       "task": s["task"].astype(str).to_numpy(),
                       "item": (s["task"].astype(str) + "::" + s["item"].astype(str)).to_numpy(),
@@ -141,8 +182,8 @@ def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, boo
 
 # ------------------------------------------------------------------------------ the model
 def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks: bool, trials: int | None,
-                levels: Mapping) -> tuple[Any, Any, str, str, list[ResultWarning]]:
-    extra = ["sysrun"] if runs else []
+                levels: Mapping, epochs: bool = False) -> tuple[Any, Any, str, str, list[ResultWarning]]:
+    extra = (["system:item"] if epochs else []) + (["sysrun"] if runs else [])
     lhs = "score"
     fixed = "system * task" if tasks else "system"
     null_fixed = "task" if tasks else "1"
@@ -155,7 +196,7 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
         warns.append(ResultWarning("binary_as_lmm", "the binomial GLMM is not available in this version: the 0/1 "
                                    "scores are analysed with the LMM and the paired bootstrap"))
         use_glmm = False
-    factors = ["system", "task", "item", *extra]
+    factors = ["system", "task", "item", *(["sysrun"] if runs else [])]
     lv = {**levels, "task": sorted(frame["task"].unique())}
     if use_glmm:
         if trials is not None:
@@ -193,6 +234,28 @@ def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, post
         emms.append(e)
         cons.append(c)
     return pd.concat(cons, ignore_index=True), pd.concat(emms, ignore_index=True), warns
+
+
+# ------------------------------------------------------------------------------ the headline
+BOOT_METHOD = "paired bootstrap of questions and runs (epochs averaged within question; shift-method p)"
+
+
+def _headline(avg: pd.DataFrame, bpw: pd.DataFrame, systems: Sequence[str], tasks: bool, adjust: str,
+              level: float) -> pd.DataFrame:
+    """The paired question-level differences (one run per system) or, when runs vary, the paired
+    bootstrap's differences in the same columns."""
+    if not _runs_vary(avg):
+        return paired_differences(avg, systems, level=level, adjust=adjust, pooled_label=ALL_TASKS if tasks else None)
+    n = avg.groupby("task", observed=True)["item"].nunique()
+    b = bpw.copy()
+    b["n_items"] = [int(n.sum()) if t == ALL_TASKS else int(n[t]) for t in b["task"]]
+    b["df"] = np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b["t_value"] = b["delta"] / b["std_error"]
+    b["method"] = BOOT_METHOD
+    cols = ["task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "t_value", "p_value", "p_adj",
+            "conf_low", "conf_high", "method"]
+    return b[cols].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------ the bootstrap
@@ -290,21 +353,25 @@ def compare_logs(
         if str(reference) not in sys_levels:
             raise DataError(f"reference {reference!r} is not a system in the logs ({', '.join(sys_levels)})")
         sys_levels = [str(reference)] + [x for x in sys_levels if x != str(reference)]
+    epochs = _epochs_vary(s)
     full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
-                                                            {"system": sys_levels})
+                                                            {"system": sys_levels}, epochs)
     glrt = compare(null, full, names=["null", "full"])
     con, emm, w2 = _contrast_tables(full, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
                                     posthoc_df, adjust, level)
     ss = seed_sequence(random_state)
-    bpw, bmeans, pooled, w3 = _bootstraps(s.assign(score=s["score"].astype(float)), tasks, adjust, n_resamples,
-                                          level, ss, progress)
+    avg = epoch_means(s.assign(score=s["score"].astype(float)))
+    bpw, bmeans, pooled, w3 = _bootstraps(avg, tasks, adjust, n_resamples, level, ss, progress)
+    head = _headline(avg, bpw, sys_levels, tasks, adjust, level)
     warnings = dedupe_warnings([*logs.warnings, *warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w3])
     prov = dict(full.provenance)
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
                  "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
                  "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
-                 "bootstrap": "mixedeval.bootstrap (items, and runs when several; per task and across tasks)"})
-    res = CompareLogsResult(table=con, glrt=glrt.table, emmeans=emm, bootstrap=bpw, means=bmeans,
+                 "bootstrap": "mixedeval.bootstrap (items, and runs when several; per task and across tasks)",
+                 "epochs": "averaged within the question" if epochs else "one per question",
+                 "headline": str(head["method"].iloc[0]) if len(head) else None})
+    res = CompareLogsResult(table=head, contrasts=con, glrt=glrt.table, emmeans=emm, bootstrap=bpw, means=bmeans,
                             data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                             analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
                             provenance=prov, fit=full, logs=logs, boot_result=pooled)
