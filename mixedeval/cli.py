@@ -197,7 +197,7 @@ def _fit_model(args: argparse.Namespace, data: Any) -> Any:
         return clmm(args.formula, data, link=args.link or "logit", nagq=args.nagq, factors=factors)
     if args.family != "gaussian":
         return glmm(args.formula, data, family=args.family, link=args.link, nagq=args.nagq,
-                    optimizer=args.optimizer or "bobyqa", factors=factors)
+                    optimizer=args.optimizer, factors=factors)
     if args.link or args.nagq != 1:
         raise DataError("--link and --nagq apply to --family (GLMM) and --ordinal fits")
     return lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer or "nloptwrap",

@@ -16,9 +16,67 @@ me_glmm_family <- function(family, link = NULL) {
   )
 }
 
-me_glmm_control <- function(optimizer = "bobyqa", calc_derivs = TRUE) {
-  lme4::glmerControl(optimizer = optimizer, calc.derivs = calc_derivs,
+# glmerControl with lme4's defaults except that a singular fit is reported by mixedeval (not
+# warned twice). `optimizer`: NULL = lme4's own default (c("bobyqa", "Nelder_Mead") in 1.1-31:
+# bobyqa for the nAGQ = 0 stage, Nelder-Mead for the final stage), one name for both stages, or
+# two names (stage 1, stage 2), as glmerControl(optimizer = ...) takes them.
+me_glmm_control <- function(optimizer = NULL, calc_derivs = TRUE) {
+  if (is.null(optimizer)) {
+    return(lme4::glmerControl(calc.derivs = calc_derivs,
+                              check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4)))
+  }
+  lme4::glmerControl(optimizer = as.character(optimizer), calc.derivs = calc_derivs,
                      check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
+}
+
+# Which covariance of the fixed effects to trust. lme4's vcov() of a glmer fit with nAGQ >= 1
+# inverts the finite-difference Hessian of the deviance in (theta, beta) (use.hessian = TRUE);
+# the alternative is the RX-based matrix sigma^2 (RX'RX)^-1 of the penalised least-squares step
+# at the optimum (use.hessian = FALSE), which conditions on theta. On a well-behaved fit the two
+# standard errors agree to a few percent (cbpp, VerbAgg: within 0.3%). At a boundary (a variance
+# component estimated at ~0) or on a flat, ill-conditioned optimum the finite differences straddle
+# the boundary or pick up the deviance's numerical noise and the Hessian can be non-positive-
+# definite or collapse (0.0013 against 0.25). Rule: when the Hessian is unavailable nothing
+# changes; when it is not positive definite, has NA, or some standard error differs from the
+# RX-based one by more than `rtol` (10%), the Hessian is dropped from the fit
+# (m@optinfo$derivs$Hessian <- NULL), so that summary(), vcov(), emmeans and car::Anova all use
+# the RX-based matrix, and a message says which and why.
+me_glmm_vcov_check <- function(m, rtol = 0.10) {
+  out <- list(model = m, unstable = FALSE, message = NA_character_, max_ratio = NA_real_)
+  if (me_is_tmb(m)) return(out)
+  h <- m@optinfo$derivs$Hessian
+  ntheta <- length(lme4::getME(m, "theta"))
+  if (is.null(h) || nrow(h) <= ntheta) return(out)
+  v_rx <- as.matrix(suppressWarnings(vcov(m, use.hessian = FALSE)))
+  hi <- tryCatch(solve(h), error = function(e) NULL)
+  bad <- is.null(hi) || anyNA(hi)
+  if (!bad) {
+    i <- -seq_len(ntheta)
+    vh <- 2 * hi[i, i, drop = FALSE]  # vcov.merMod: forceSymmetric(h^-1 + t(h^-1)) of the deviance Hessian
+    vh <- (vh + t(vh)) / 2
+    ev <- eigen(vh, symmetric = TRUE, only.values = TRUE)$values
+    bad <- any(!is.finite(ev)) || min(ev) <= 0
+  }
+  se_rx <- sqrt(diag(v_rx))
+  if (!bad) {
+    ratio <- sqrt(diag(vh)) / se_rx
+    out$max_ratio <- max(abs(log(ratio)))
+    names(ratio) <- colnames(v_rx)
+    if (!any(abs(log(ratio)) > log1p(rtol))) return(out)
+    worst <- which.max(abs(log(ratio)))
+    why <- sprintf("the Hessian-based standard error of %s is %.3g times the RX-based one (tolerance %g%%)%s",
+                   names(ratio)[worst], ratio[worst], 100 * rtol,
+                   if (lme4::isSingular(m, tol = 1e-4)) " at a boundary (singular) fit" else "")
+  } else {
+    why <- "the finite-difference Hessian of the deviance is not positive definite"
+  }
+  m@optinfo$derivs$Hessian <- NULL
+  out$model <- m
+  out$unstable <- TRUE
+  out$message <- paste0("unstable covariance of the fixed effects: ", why, "; the standard errors, tests and ",
+                        "intervals use the RX-based covariance (lme4's vcov(m, use.hessian = FALSE)), not ",
+                        "R's default summary(m)")
+  out
 }
 
 # A column name for the weights that is not a column of `data`.
@@ -30,7 +88,7 @@ me_weights_name <- function(data) {
 
 # Fit one GLMM. `weights` (numeric vector or NULL) becomes a column of the local copy of `data`
 # referred to by name in the call; `contrasts` a named list of contrast names or NULL.
-me_glmm_fit <- function(formula, data, family = "binomial", link = NULL, nagq = 1L, optimizer = "bobyqa",
+me_glmm_fit <- function(formula, data, family = "binomial", link = NULL, nagq = 1L, optimizer = NULL,
                         weights = NULL, calc_derivs = TRUE, contrasts = NULL) {
   f <- stats::as.formula(formula)
   nAGQ <- as.integer(nagq)
@@ -176,9 +234,12 @@ me_tmb_singular <- function(m) {
 }
 
 me_glmm_fit_and_summarise <- function(formula, data, family = "binomial", link = NULL, nagq = 1L,
-                                      optimizer = "bobyqa", weights = NULL, level = 0.95, calc_derivs = TRUE) {
+                                      optimizer = NULL, weights = NULL, level = 0.95, calc_derivs = TRUE) {
   m <- me_glmm_fit(formula, data, family, link, nagq, optimizer, weights, calc_derivs)
-  c(list(model = me_glmm_handle(m)), me_glmm_summary(m, family, level))
+  chk <- me_glmm_vcov_check(m)
+  m <- chk$model
+  c(list(model = me_glmm_handle(m), vcov_unstable = chk$unstable, vcov_message = chk$message),
+    me_glmm_summary(m, family, level))
 }
 
 me_glmm_fixed <- function(m, level = 0.95) me_glmm_fixed_table(me_glmm_model(m), level)
@@ -196,11 +257,11 @@ me_glmm_fixed_factors <- function(formula, data) {
 # test is averaged over the levels of the factors it interacts with (with treatment contrasts it
 # would test the effect at the reference level). The refit is the same model (same likelihood,
 # same fitted values), only reparametrised.
-me_glmm_anova <- function(formula, data, family = "binomial", link = NULL, nagq = 1L, optimizer = "bobyqa",
+me_glmm_anova <- function(formula, data, family = "binomial", link = NULL, nagq = 1L, optimizer = NULL,
                           weights = NULL) {
   facs <- me_glmm_fixed_factors(formula, data)
   ctr <- if (length(facs)) stats::setNames(rep(list("contr.sum"), length(facs)), facs) else NULL
-  m <- me_glmm_fit(formula, data, family, link, nagq, optimizer, weights, TRUE, ctr)
+  m <- me_glmm_vcov_check(me_glmm_fit(formula, data, family, link, nagq, optimizer, weights, TRUE, ctr))$model
   a <- if (me_is_tmb(m)) car::Anova(m, type = 3, component = "cond") else car::Anova(m, type = 3)
   tab <- as.data.frame(a)
   class(tab) <- "data.frame"
@@ -252,7 +313,16 @@ me_glmm_compare_check <- function(models) {
 # Estimated marginal means of a GLMM (emmeans::emmeans, or emtrends with `var`), summarised on
 # the link or the response scale (`type`); df are asymptotic (Inf). For emtrends, `type =
 # "response"` differentiates the response-scale mean (emtrends(..., regrid = "response")).
-me_glmm_emmeans <- function(m, specs, by = NULL, at = NULL, var = NULL, level = 0.95, type = "response") {
+# `marginal` (means only): "none" back-transforms the link-scale means with the random effects at
+# zero (conditional: a typical group); "bias_adj" stores emmeans' second-order bias adjustment in
+# the grid (update(grid, bias.adjust = TRUE, sigma = sigma): the same numbers as emmeans(...,
+# type = "response", bias.adj = TRUE, sigma = sigma); Lenth's "transformations" vignette, cbpp
+# example) and also returns the exact integral (`integrated`) to measure the approximation;
+# "integrate" replaces the grid's inverse link by its exact average over N(0, sigma^2) random
+# effects (me_glmm_integrated_link), so summary / regrid / contrast give population-averaged
+# means, delta-method SEs and back-transformed intervals. `sigma`: the SD of the random effects.
+me_glmm_emmeans <- function(m, specs, by = NULL, at = NULL, var = NULL, level = 0.95, type = "response",
+                            marginal = "none", sigma = NULL) {
   m <- me_glmm_model(m)
   # glmmTMB's emmeans support uses residual df; mixedeval's GLMM inference is asymptotic (z), as
   # summary(m) and lme4's fits are: df = Inf
@@ -265,7 +335,64 @@ me_glmm_emmeans <- function(m, specs, by = NULL, at = NULL, var = NULL, level = 
   } else {
     do.call(emmeans::emtrends, c(args, list(var = var)))
   }
-  c(list(grid = grid), me_glmm_emm_summary(grid, c(TRUE, FALSE), level, type))
+  integrated <- NULL
+  if (is.null(var) && !identical(marginal, "none")) {
+    ig <- me_glmm_marginal_grid(grid, "integrate", sigma)
+    integrated <- as.numeric(summary(ig, type = "response")[[attr(summary(ig, type = "response"), "estName")]])
+    grid <- if (identical(marginal, "integrate")) ig else me_glmm_marginal_grid(grid, marginal, sigma)
+  }
+  c(list(grid = grid, integrated = integrated), me_glmm_emm_summary(grid, c(TRUE, FALSE), level, type))
+}
+
+# The inverse link averaged over a N(0, sigma^2) random effect: h(eta) = E[linkinv(eta + sigma Z)]
+# and its derivative E[mu.eta(eta + sigma Z)] (used by emmeans for delta-method SEs), computed with
+# the trapezoidal rule on z in [-(10 + sigma), 10 + sigma], step 0.02, weights dnorm(z) normalised
+# to sum 1. For a Gaussian-weighted integrand that is analytic in a strip (the logistic's poles sit
+# at distance pi / sigma from the real z axis) the trapezoidal rule converges geometrically
+# (Trefethen & Weideman 2014, SIAM Review 56:385); Gauss-Hermite with 64 nodes is only accurate to
+# ~3e-5 at sigma = 3. `link`: a stats::make.link name.
+me_glmm_integrated_link <- function(link, sigma) {
+  base <- stats::make.link(link)
+  h <- 0.02
+  z <- seq(-(10 + sigma), 10 + sigma, by = h)
+  w <- stats::dnorm(z)
+  w <- w / sum(w)
+  inv <- function(eta) vapply(eta, function(e) sum(w * base$linkinv(e + sigma * z)), numeric(1))
+  der <- function(eta) vapply(eta, function(e) sum(w * base$mu.eta(e + sigma * z)), numeric(1))
+  fun <- function(mu) vapply(mu, function(p) {
+    if (!is.finite(p)) return(NA_real_)
+    f <- function(e) inv(e) - p
+    tryCatch(stats::uniroot(f, c(-50, 50), tol = 1e-12, extendInt = "yes")$root, error = function(e) NA_real_)
+  }, numeric(1))
+  list(linkfun = fun, linkinv = inv, mu.eta = der, valideta = function(eta) TRUE,
+       name = sprintf("%s (inverse link averaged over random effects with SD %.5g)", link, sigma))
+}
+
+# A grid whose response scale is population-averaged: "bias_adj" (emmeans' second-order bias
+# adjustment stored in misc) or "integrate" (the integrated inverse link as the grid's tran). The
+# grid's own link is kept in misc$me_link so ratio contrasts stay conditional (me_glmm_contrast).
+me_glmm_marginal_grid <- function(grid, marginal, sigma) {
+  link <- grid@misc$tran
+  if (!is.character(link) || length(link) != 1L) stop("population-averaged means need a standard link function")
+  out <- if (identical(marginal, "bias_adj")) {
+    stats::update(grid, bias.adjust = TRUE, sigma = sigma)
+  } else if (identical(marginal, "integrate")) {
+    stats::update(grid, tran = me_glmm_integrated_link(link, sigma))
+  } else stop(sprintf("unknown marginal mode '%s'", marginal))
+  out@misc$me_link <- link
+  out@misc$me_marginal <- marginal
+  out@misc$me_sigma <- sigma
+  out
+}
+
+# The conditional grid behind a marginal one (its own link, no bias adjustment).
+me_glmm_conditional_grid <- function(grid) {
+  if (is.null(grid@misc$me_marginal)) return(grid)
+  grid@misc$tran <- grid@misc$me_link
+  grid@misc$bias.adjust <- NULL
+  grid@misc$sigma <- NULL
+  for (k in c("me_link", "me_marginal", "me_sigma")) grid@misc[[k]] <- NULL
+  grid
 }
 
 me_glmm_emm_summary <- function(grid, infer, level, type, adjust = NULL) {
@@ -290,9 +417,19 @@ me_glmm_emm_summary <- function(grid, infer, level, type, adjust = NULL) {
 # log scale); scale = "difference": contrasts of the regridded response-scale means
 # (emmeans::regrid: risk / rate differences, delta-method SEs). p_raw: the same contrasts
 # summarised with adjust = "none". `seed` is set right before the adjusted summary (mvt).
+# Grids from me_glmm_marginal_grid: differences are regridded from the population-averaged means
+# (regrid(bias.adjust = TRUE, sigma) for "bias_adj"; the integrated link for "integrate"), i.e.
+# marginal risk differences; ratios are always contrasts of the conditional link-scale means
+# (odds ratios for a typical group: a population-averaged odds ratio is not a contrast of them).
 me_glmm_contrast <- function(grid, method, adjust, level = 0.95, by = NULL, use_grid_by = TRUE, ref = NULL,
                              seed = NULL, type = "response", scale = "ratio") {
-  if (identical(scale, "difference")) grid <- emmeans::regrid(grid, transform = "response")
+  grid <- if (!identical(scale, "difference")) {
+    me_glmm_conditional_grid(grid)
+  } else if (identical(grid@misc$me_marginal, "bias_adj")) {
+    emmeans::regrid(grid, transform = "response", bias.adjust = TRUE, sigma = grid@misc$me_sigma)
+  } else {
+    emmeans::regrid(grid, transform = "response")
+  }
   if (is.list(method)) method <- lapply(method, as.numeric)
   args <- list(method = method)
   if (!use_grid_by) args["by"] <- list(by)
@@ -327,6 +464,6 @@ me_glmm_optimizer_summary <- function(m) {
 
 # The same GLMM refitted with another optimizer and/or nAGQ, summarised.
 me_glmm_check_optimizer <- function(formula, data, family = "binomial", link = NULL, nagq = 1L,
-                                    optimizer = "bobyqa", weights = NULL, calc_derivs = TRUE) {
+                                    optimizer = NULL, weights = NULL, calc_derivs = TRUE) {
   me_glmm_optimizer_summary(me_glmm_fit(formula, data, family, link, nagq, optimizer, weights, calc_derivs))
 }

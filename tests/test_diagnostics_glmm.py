@@ -296,7 +296,7 @@ def cbpp(r):
         cb_df$herd <- factor(as.character(cb_df$herd), levels = sort(unique(as.character(cb_df$herd)), method = "radix"))
         cb_df$period <- factor(as.character(cb_df$period), levels = sort(unique(as.character(cb_df$period)), method = "radix"))
         cb_m <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1 | herd), family = binomial,
-                            data = cb_df, control = lme4::glmerControl(optimizer = "bobyqa"))
+                            data = cb_df)
     """)
     df = r_frame(r, "transform(cb_df, herd = as.character(herd), period = as.character(period))")
     return me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd)", df, family="binomial")
@@ -362,8 +362,7 @@ def test_binary_llm_table_end_to_end(R, llm_items):
     fit = me.glmm("y ~ system + (1|item)", llm_items, family="binomial")
     d = fit.diagnose(n_sim=100, random_state=1) if hasattr(fit, "diagnose") else md.diagnose_fit(fit, n_sim=100, random_state=1)
     R("""it_df$item <- factor(it_df$item, levels = sort(unique(it_df$item), method = "radix"))
-         it_m <- lme4::glmer(y ~ system + (1 | item), family = binomial, data = it_df,
-                             control = lme4::glmerControl(optimizer = "bobyqa"))""")
+         it_m <- lme4::glmer(y ~ system + (1 | item), family = binomial, data = it_df)""")
     np.testing.assert_array_equal(d.simulated, R("as.matrix(simulate(it_m, nsim = 100, seed = 1, re.form = NA))"))
     assert d.integer_response and d.trials is None and set(np.unique(d.simulated)) <= {0.0, 1.0}
     assert d.n_obs == 480 and d.tests.set_index("test").loc["outliers", "method"] == "DHARMa bootstrapped outlier test"
@@ -389,8 +388,7 @@ def test_poisson_grouseticks_end_to_end(r, R):
         gt_df <- lme4::grouseticks
         for (v in c("BROOD", "LOCATION", "YEAR"))
           gt_df[[v]] <- factor(as.character(gt_df[[v]]), levels = sort(unique(as.character(gt_df[[v]])), method = "radix"))
-        gt_m <- lme4::glmer(TICKS ~ YEAR + (1 | BROOD) + (1 | LOCATION), family = poisson, data = gt_df,
-                            control = lme4::glmerControl(optimizer = "bobyqa"))
+        gt_m <- lme4::glmer(TICKS ~ YEAR + (1 | BROOD) + (1 | LOCATION), family = poisson, data = gt_df)
     """)
     df = r_frame(r, "data.frame(TICKS = gt_df$TICKS, YEAR = as.character(gt_df$YEAR), BROOD = as.character(gt_df$BROOD), "
                     "LOCATION = as.character(gt_df$LOCATION))")

@@ -85,7 +85,7 @@ def sleep_fit(R):
 def cbpp_fits(R):
     R('xd_cb <- as.data.frame(lme4::cbpp)')
     radix_factors(R, "xd_cb", ["herd", "period"])
-    R("xd_ctl <- lme4::glmerControl(optimizer = 'bobyqa');"
+    R("xd_ctl <- lme4::glmerControl();"
       f"xd_g0 <- lme4::glmer({GLMM_NULL}, data = xd_cb, family = binomial, control = xd_ctl);"
       f"xd_g1 <- lme4::glmer({GLMM_FORMULA}, data = xd_cb, family = binomial, control = xd_ctl)")
     df = r_frame("xd_cb")

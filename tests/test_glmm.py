@@ -92,7 +92,7 @@ def check_fixed(fit, exp, rtol=RTOL):
 def test_cbpp_cbind_parity(cbpp):
     fit = me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp)
     R("m_cbpp <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd), data = cbpp_t, "
-      "family = binomial, control = lme4::glmerControl(optimizer = 'bobyqa'))")
+      "family = binomial)")
     exp = r_glmm_expect("m_cbpp")
     check_fixed(fit, exp)
     assert_rel(fit.random["variance"], exp["vc"], rtol=RTOL)
@@ -118,8 +118,7 @@ def test_boolean_response_is_zero_one():
     before = d.copy()
     fit = me.glmm("ok ~ system + (1|item)", d)
     pd.testing.assert_frame_equal(d, before)
-    R("m_bo <- lme4::glmer(as.integer(ok) ~ system + (1|item), data = bo_t, family = binomial, "
-      "control = lme4::glmerControl(optimizer = 'bobyqa'))")
+    R("m_bo <- lme4::glmer(as.integer(ok) ~ system + (1|item), data = bo_t, family = binomial)")
     check_fixed(fit, r_glmm_expect("m_bo"))
     with pytest.raises(me.DataError, match="GLMM"):
         me.emmeans(me.lmm("ok ~ system + (1|item)", d.assign(ok=d["ok"].astype(float))), "system", type="response")
@@ -129,7 +128,7 @@ def test_proportion_with_weights_equals_cbind(cbpp):
     d = cbpp.assign(prop=cbpp["incidence"] / cbpp["size"])
     fit_w = me.glmm("prop ~ period + (1|herd)", d, weights=d["size"].to_numpy())
     R("m_cbpp_w <- lme4::glmer(incidence / size ~ period + (1|herd), data = cbpp_t, weights = size, "
-      "family = binomial, control = lme4::glmerControl(optimizer = 'bobyqa'))")
+      "family = binomial)")
     check_fixed(fit_w, r_glmm_expect("m_cbpp_w"))
     fit_col = me.glmm("prop ~ period + (1|herd)", d, weights="size")
     assert_rel(fit_col.fixed["estimate"], fit_w.fixed["estimate"], rtol=1e-12)
@@ -191,10 +190,10 @@ def test_data_never_modified(cbpp):
 def test_cbpp_anova_emmeans_contrasts(cbpp):
     fit = me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp)
     R("m_cbpp <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd), data = cbpp_t, "
-      "family = binomial, control = lme4::glmerControl(optimizer = 'bobyqa'))")
+      "family = binomial)")
     # Type III Wald chi-square on the contr.sum refit
     R("m_cbpp_sum <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd), data = cbpp_t, "
-      "family = binomial, control = lme4::glmerControl(optimizer = 'bobyqa'), contrasts = list(period = 'contr.sum'));"
+      "family = binomial, contrasts = list(period = 'contr.sum'));"
       "a_cbpp <- car::Anova(m_cbpp_sum, type = 3)")
     a = me.anova(fit)
     assert list(a.table.columns) == ["term", "chisq", "df", "p_value"]
@@ -256,7 +255,7 @@ def test_cbpp_compare_mixture_and_bootstrap(cbpp):
     f1 = me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd)", d)
     f2 = me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd) + (1|obs)", d)
     f0 = me.glmm("cbind(incidence, size - incidence) ~ 1 + (1|herd)", d)
-    R("ctl <- lme4::glmerControl(optimizer = 'bobyqa');"
+    R("ctl <- lme4::glmerControl();"
       "g0 <- lme4::glmer(cbind(incidence, size - incidence) ~ 1 + (1|herd), cbpp_t, binomial, control = ctl);"
       "g1 <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd), cbpp_t, binomial, control = ctl);"
       "g2 <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd) + (1|obs), cbpp_t, binomial, "
@@ -283,15 +282,17 @@ def test_cbpp_compare_mixture_and_bootstrap(cbpp):
 def test_cbpp_check_optimizers(cbpp):
     fit = me.glmm("cbind(incidence, size - incidence) ~ period + (1|herd)", cbpp)
     chk = fit.check_optimizers()
-    assert list(chk.table["optimizer"]) == ["bobyqa", "Nelder_Mead", "nloptwrap", "bobyqa, nAGQ=0"]
+    assert list(chk.table["optimizer"]) == ["bobyqa+Nelder_Mead", "bobyqa", "Nelder_Mead", "nloptwrap",
+                                            "bobyqa+Nelder_Mead, nAGQ=0"]
     assert chk.agree  # the three optimizers reach the same Laplace optimum on cbpp
     R("m_q0 <- lme4::glmer(cbind(incidence, size - incidence) ~ period + (1|herd), data = cbpp_t, "
-      "family = binomial, nAGQ = 0, control = lme4::glmerControl(optimizer = 'bobyqa'))")
-    row = chk.table.set_index("optimizer").loc["bobyqa, nAGQ=0"]
+      "family = binomial, nAGQ = 0)")
+    row = chk.table.set_index("optimizer").loc["bobyqa+Nelder_Mead, nAGQ=0"]
     assert_rel(row["loglik"], R("as.numeric(logLik(m_q0))")[0], rtol=RTOL)
-    assert list(fit.check_optimizers(optimizers=["bobyqa"], nagq0=False).table["optimizer"]) == ["bobyqa"]
+    assert list(fit.check_optimizers(optimizers=["bobyqa"], nagq0=False).table["optimizer"]) == [
+        "bobyqa+Nelder_Mead", "bobyqa"]
     only = me.check_optimizers(fit, optimizers=["Nelder_Mead"])
-    assert list(only.table["optimizer"]) == ["bobyqa", "Nelder_Mead", "bobyqa, nAGQ=0"]
+    assert list(only.table["optimizer"]) == ["bobyqa+Nelder_Mead", "Nelder_Mead", "bobyqa+Nelder_Mead, nAGQ=0"]
 
 
 def test_convergence_warnings_are_structured():
@@ -321,7 +322,7 @@ def verbagg():
 def test_verbagg_crossed_binary(verbagg):
     f = "y ~ btype + Gender + Anger + (1|id) + (1|item)"
     fit = me.glmm(f, verbagg)
-    R(f"m_va <- lme4::glmer({f}, data = va_t, family = binomial, control = lme4::glmerControl(optimizer = 'bobyqa'))")
+    R(f"m_va <- lme4::glmer({f}, data = va_t, family = binomial)")
     exp = r_glmm_expect("m_va")
     check_fixed(fit, exp)
     assert_rel(fit.random["variance"], exp["vc"], rtol=RTOL)
@@ -353,7 +354,7 @@ def grouse():
 def test_grouseticks_poisson_two_crossed_factors(grouse):
     f = "TICKS ~ YEAR + cHEIGHT + (1|BROOD) + (1|LOCATION)"
     fit = me.glmm(f, grouse, family="poisson")
-    R(f"m_gt <- lme4::glmer({f}, data = gt_t, family = poisson, control = lme4::glmerControl(optimizer = 'bobyqa'))")
+    R(f"m_gt <- lme4::glmer({f}, data = gt_t, family = poisson)")
     exp = r_glmm_expect("m_gt")
     check_fixed(fit, exp)
     assert_rel(fit.random["variance"], exp["vc"], rtol=RTOL)
@@ -397,13 +398,12 @@ def test_negative_binomial_simulated():
     _radix_factors("nb_t", ["item", "system"])
     d = r_frame("nb_t")
     fit = me.glmm("errors ~ system + (1|item)", d, family="negative_binomial")
-    R("m_nb <- lme4::glmer.nb(errors ~ system + (1|item), data = nb_t, "
-      "control = lme4::glmerControl(optimizer = 'bobyqa'))")
+    R("m_nb <- lme4::glmer.nb(errors ~ system + (1|item), data = nb_t)")
     check_fixed(fit, r_glmm_expect("m_nb"))
     assert_rel(fit.dispersion["theta"], R("lme4::getME(m_nb, 'glmer.nb.theta')")[0], rtol=RTOL)
     assert fit.provenance["r_function"] == "lme4::glmer.nb" and fit.exp_label == "rate_ratio"
-    R("m_nb_sum <- lme4::glmer.nb(errors ~ system + (1|item), data = nb_t, contrasts = list(system = 'contr.sum'), "
-      "control = lme4::glmerControl(optimizer = 'bobyqa')); a_nb <- car::Anova(m_nb_sum, type = 3)")
+    R("m_nb_sum <- lme4::glmer.nb(errors ~ system + (1|item), data = nb_t, contrasts = list(system = 'contr.sum')); "
+      "a_nb <- car::Anova(m_nb_sum, type = 3)")
     assert_rel(fit.anova().table["chisq"], R("a_nb$Chisq"), rtol=RTOL)
     R("c_nb <- summary(emmeans::contrast(emmeans::emmeans(m_nb, 'system'), 'pairwise'), type = 'response')")
     assert_rel(fit.emmeans("system").contrasts().table["estimate"], R("c_nb$ratio"), rtol=RTOL)

@@ -40,10 +40,8 @@ def r_reference(binary, R):
 
     ro.globalenv["bin_df"] = convert.to_r(binary[["correct", "system", "item"]])
     R("""
-      bin_full <- lme4::glmer(correct ~ system + (1|item), data = bin_df, family = binomial,
-                              control = lme4::glmerControl(optimizer = "bobyqa"))
-      bin_null <- lme4::glmer(correct ~ 1 + (1|item), data = bin_df, family = binomial,
-                              control = lme4::glmerControl(optimizer = "bobyqa"))
+      bin_full <- lme4::glmer(correct ~ system + (1|item), data = bin_df, family = binomial)
+      bin_null <- lme4::glmer(correct ~ 1 + (1|item), data = bin_df, family = binomial)
       bin_lrt <- anova(bin_null, bin_full)
       bin_emm <- emmeans::emmeans(bin_full, "system", type = "response")
       bin_emm_s <- as.data.frame(summary(bin_emm))

@@ -8,7 +8,7 @@ performance 0.10.2 (insight 0.19) computes the Poisson lognormal variance with
 ``mu = exp(b0_null)`` where MuMIn uses ``exp(b0_null + vt / 2)``, and divides nothing by the
 number of binomial trials, so those cases are checked by hand only.
 
-The R models in the tests use the control mixedeval's glmm uses (bobyqa), so both fits take the
+The R models in the tests use the control mixedeval's glmm uses (lme4's default), so both fits take the
 same path and 1e-8 applies."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from conftest import assert_rel
 import mixedeval as me
 from mixedeval.inference._r2_glmm import glmm_variance
 
-CTRL = "control = lme4::glmerControl(optimizer = 'bobyqa')"
+CTRL = "control = lme4::glmerControl()"
 
 #: MuMIn's r.squaredGLMM formulas by hand, for models whose random effects are intercepts:
 #: returns c(R2m, R2c, ICCadj, ICCunadj) per observation-level variance, given var_obs

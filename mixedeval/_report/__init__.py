@@ -24,6 +24,7 @@ from ..data.table import as_pandas
 from .compute import compute_missing as _compute, given_only
 from .dispatch import dispatch, section_titles
 from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build, response_type_warnings
+from .truth import Entry, item_sources, model_sources, review
 
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
@@ -46,11 +47,12 @@ def _template():
     return env.get_template("report.html.j2")
 
 
-def render_html(sections: list[Any], title: str) -> str:
-    """The report page for already built sections."""
+def render_html(sections: list[Any], title: str, read_first: list[Entry] | None = None) -> str:
+    """The report page for already built sections, opened by the "Read this first" box of the
+    severe warnings (:func:`mixedeval._report.truth.review`) when there are any."""
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return _template().render(title=title, sections=sections, version=__version__, generated=now,
-                              status_text=_STATUS_TEXT)
+                              status_text=_STATUS_TEXT, read_first=list(read_first or ()))
 
 
 def report(
@@ -97,7 +99,11 @@ def report(
         part that fails or whose module is missing says why in its section.
     progress : progress messages on stderr (also off when ``MIXEDEVAL_QUIET`` is set).
 
-    A section whose rendering fails shows the error and the others are still written.
+    A section whose rendering fails shows the error and the others are still written. A section
+    showing a result with a severe warning (:func:`mixedeval.results.is_severe`: unstable standard
+    errors, separation, a failed convergence check, a singular fit on a tested term) is marked
+    "warning", never "ok", and the report opens with a "Read this first" box saying in plain words
+    what each severe warning means and what to do (:mod:`mixedeval._report.truth`).
     """
     progress = bool(progress) and not os.environ.get("MIXEDEVAL_QUIET")
     found = dispatch(results)
@@ -118,7 +124,8 @@ def report(
         print("mixedeval report: rendering sections and figures", file=sys.stderr, flush=True)
     if title is None:
         title = f"mixedeval report: {found.fit.formula}" if found.fit is not None else "mixedeval report"
-    html = render_html(_build_sections(ctx), title)
+    sections, read_first = _build_sections(ctx)
+    html = render_html(sections, title, read_first)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
@@ -127,21 +134,25 @@ def report(
     return out
 
 
-def _build_sections(ctx: Any) -> list[Any]:
+def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:
     """The design section, the model sections that have something to show, one section per
     result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
-    provenance."""
+    provenance; and the "Read this first" entries of their severe warnings (those sections are
+    marked "warning")."""
     sections = [build("model_check", ctx)] if response_type_warnings(ctx) else []
     sections.append(build("design", ctx))
+    sources = {}
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):
             sections.append(build(sid, ctx))
+            sources[sid] = model_sources(ctx, sid, keys)
     count: dict[str, int] = {}
     for kind, obj in ctx.items:
         count[kind.id] = n = count.get(kind.id, 0) + 1
         sid, title = (kind.id, kind.title) if n == 1 else (f"{kind.id}_{n}", f"{kind.title} ({n})")
         sections.append(guarded_build(sid, title, kind.builder, obj, ctx))
+        sources[sid] = item_sources(obj)
     if ctx.extra_tables:
         sections.append(build("extra", ctx))
     sections.append(build("provenance", ctx))
-    return sections
+    return sections, review(sections, sources)

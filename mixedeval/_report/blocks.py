@@ -107,6 +107,8 @@ class Section:
     note: str | None = None
     headline: str | None = None
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    #: plain-word labels of the severe warnings of the results shown (see :mod:`.truth`)
+    severe: list[str] = field(default_factory=list)
 
     def set_status(self, status: str, note: str | None = None) -> "Section":
         if STATUSES.index(status) > STATUSES.index(self.status):

@@ -43,7 +43,6 @@ from ..errors import DataError, FormulaError
 #: simulations per block (DHARMa's default n_sim)
 SIM_BLOCK = 250
 #: lme4 optimizers of glmer (a glmmTMB fit records "nlminb" and ignores the name)
-_GLMER_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap")
 #: in a worker: the model rebuilt for one diagnose call (token -> model), made once per worker
 _WORKER_MODELS: dict[str, Any] = {}
 
@@ -106,7 +105,7 @@ def worker_spec(fit: Any, kind: str) -> _Spec:
         weights = getattr(fit, "weights", None)
         options = {"family": fit.family, "link": None if fit.family == "negative_binomial" else fit.link,
                    "nagq": int(fit.nagq),
-                   "optimizer": fit.optimizer if fit.optimizer in _GLMER_OPTIMIZERS else "bobyqa",
+                   "optimizer": str(fit.optimizer),  # mixedeval's name ("bobyqa+Nelder_Mead"; glmmTMB: nlminb)
                    "weights": None if weights is None else np.asarray(weights, dtype=float)}
     return _Spec(kind=kind, r_formula=_r_formula(fit), data=fit.data, nobs=int(fit.nobs), options=options)
 

@@ -325,9 +325,11 @@ def _glmm_summary(res: RCallResult) -> RCallResult:
 def glmm_fit_and_summarise(formula: str, data: Any, *, family: str, link: str | None, nagq: int, optimizer: str,
                            weights: np.ndarray | None, level: float, calc_derivs: bool) -> RCallResult:
     """``me_glmm_fit_and_summarise``: ``lme4::glmer`` / ``glmer.nb`` / ``glmmTMB::glmmTMB`` and the
-    fit's summary (``value["model"]`` is the R model; ``fixed``/``random`` with mixedeval names)."""
+    fit's summary (``value["model"]`` is the R model; ``fixed``/``random`` with mixedeval names;
+    ``vcov_unstable`` / ``vcov_message``: whether the Hessian-based covariance was replaced by the
+    RX-based one, ``me_glmm_vcov_check``)."""
     return _glmm_summary(call("me_glmm_fit_and_summarise", formula=formula, data=data, family=family, link=link,
-                              nagq=int(nagq), optimizer=optimizer,
+                              nagq=int(nagq), optimizer=_glmm_optimizer_arg(optimizer),
                               weights=None if weights is None else np.asarray(weights, dtype=float),
                               level=float(level), calc_derivs=bool(calc_derivs)))
 
@@ -471,10 +473,20 @@ def power_info(state: Any) -> dict[str, Any]:
             "null_formula": nf if isinstance(nf, str) else None}
 
 
+_LME4_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap", "nlminbwrap")
+
+
+def _glmm_optimizer_arg(optimizer: str) -> list[str] | None:
+    """glmerControl's ``optimizer`` for mixedeval's name: ``"bobyqa"`` -> ["bobyqa"] (both stages),
+    ``"bobyqa+Nelder_Mead"`` -> the two stages; anything else (glmmTMB's nlminb) -> None (lme4's default)."""
+    parts = str(optimizer).split("+")
+    return parts if all(p in _LME4_OPTIMIZERS for p in parts) and len(parts) <= 2 else None
+
+
 def _glmm_args(fit: Any) -> dict[str, Any]:
     """The arguments of ``me_glmm_fit`` that reproduce ``fit`` (R formula text, data, family, link,
     nAGQ, optimizer, weights)."""
-    opt = fit.optimizer if fit.optimizer in ("bobyqa", "Nelder_Mead", "nloptwrap") else "bobyqa"
+    opt = _glmm_optimizer_arg(fit.optimizer)
     w = fit.weights
     return {"formula": fit._r_formula, "data": fit.data, "family": fit.family,  # noqa: SLF001 - the bridge owns it
             "link": None if fit.family == "negative_binomial" else fit.link, "nagq": int(fit.nagq), "optimizer": opt,
@@ -506,11 +518,14 @@ def glmm_compare(fits: Sequence[Any], *, model_names: Sequence[str], mixture: bo
 
 
 def glmm_emmeans(fit: Any, *, specs: Sequence[str], by: Sequence[str] | None, at: Mapping[str, Any] | None,
-                 var: str | None, level: float, type: str) -> RCallResult:  # noqa: A002 - emmeans' name
+                 var: str | None, level: float, type: str, marginal: str = "none",  # noqa: A002 - emmeans' name
+                 sigma: float | None = None) -> RCallResult:
     """``me_glmm_emmeans``: ``emmeans::emmeans`` (or ``emtrends``) of a GLMM summarised with
-    ``type`` ("response" or "link"); ``value["grid"]`` is the emmGrid."""
+    ``type`` ("response" or "link"); ``value["grid"]`` is the emmGrid. ``marginal`` ("none",
+    "bias_adj", "integrate") with ``sigma`` (the random effects' SD) makes the response scale
+    population-averaged; ``value["integrated"]`` holds the exactly integrated means (or None)."""
     res = call("me_glmm_emmeans", m=_m(fit), specs=list(specs), by=list(by) if by else None, at=at, var=var,
-               level=float(level), type=type)
+               level=float(level), type=type, marginal=str(marginal), sigma=None if sigma is None else float(sigma))
     return _replace(res, _emm_summary(res.value))
 
 
@@ -534,7 +549,7 @@ def glmm_optimizer_summary(fit: Any) -> RCallResult:
 
 def glmm_check_optimizer(fit: Any, *, optimizer: str, nagq: int) -> RCallResult:
     """``me_glmm_check_optimizer``: the same summary after refitting with ``optimizer`` and ``nagq``."""
-    args = {**_glmm_args(fit), "optimizer": optimizer, "nagq": int(nagq)}
+    args = {**_glmm_args(fit), "optimizer": _glmm_optimizer_arg(optimizer), "nagq": int(nagq)}
     return _glmm_summary(call("me_glmm_check_optimizer", **args))
 
 
@@ -545,3 +560,38 @@ def r2_glmm_parts(fit: Any) -> RCallResult:
     the null model's intercept and random variance, the mean number of binomial trials, theta."""
     return call("me_r2_glmm_parts", m=_m(fit))
 
+
+
+# ------------------------------------------------------------------------ r/separation.R
+def glmm_separation(fit: Any) -> dict[str, Any]:
+    """``me_glmm_separation``: for a binomial ``glmer`` fit, the cells of the fixed part's factors
+    (``cells``: one column per factor in ``factors``; ``n`` trials and ``successes`` per cell) and
+    Konis' (2007) linear program (``xbar``: the distinct rows -x (successes) / +x (failures) of the
+    fixed-effect matrix, columns ``coef_names``; per row piece: ``piece_unique`` (0-based row of
+    ``xbar``), ``piece_cell`` (0-based cell), ``piece_outcome``)."""
+    v = call("me_glmm_separation", m=_m(fit)).value
+    coef = _as_str_list(v["coef_names"])
+    xbar = np.array(v["xbar"], dtype=float, copy=True).reshape(-1, len(coef))
+    return {
+        "factors": _as_str_list(v["factors"]),
+        "cells": v["cells"],
+        "n": np.atleast_1d(np.array(v["n"], dtype=float)),
+        "successes": np.atleast_1d(np.array(v["successes"], dtype=float)),
+        "coef_names": coef,
+        "xbar": xbar,
+        "piece_unique": np.atleast_1d(np.array(v["piece_unique"], dtype=np.int64)) - 1,
+        "piece_cell": np.atleast_1d(np.array(v["piece_cell"], dtype=np.int64)) - 1,
+        "piece_outcome": np.atleast_1d(np.array(v["piece_outcome"], dtype=np.int64)),
+        "response": str(v["response"]),
+    }
+
+
+def bglmer_fit(fit: Any, *, level: float, intercept_sd: float, slope_sd: float) -> RCallResult:
+    """``me_bglmer_fit``: the binomial GLMM of ``fit`` refitted with ``blme::bglmer`` (normal prior on
+    the fixed effects: ``intercept_sd`` for the intercept, ``slope_sd`` for the other coefficients;
+    no covariance prior), summarised as :func:`glmm_fit_and_summarise` plus ``prior_sd`` /
+    ``prior_terms``."""
+    a = _glmm_args(fit)
+    return _glmm_summary(call("me_bglmer_fit", formula=a["formula"], data=a["data"], link=a["link"],
+                              nagq=a["nagq"], optimizer=a["optimizer"], weights=a["weights"], level=float(level),
+                              calc_derivs=True, intercept_sd=float(intercept_sd), slope_sd=float(slope_sd)))

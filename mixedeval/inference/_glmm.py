@@ -39,16 +39,30 @@ optimizer messages become ``ResultWarning`` objects of kind ``convergence_gradie
 ``convergence_hessian`` or ``convergence`` (glmmTMB: a non-positive-definite Hessian is
 ``convergence_hessian``). Compare optimizers with :meth:`GLMMFit.check_optimizers`.
 
-The default optimizer is ``"bobyqa"`` for both of glmer's stages (lme4's own default is bobyqa
-then Nelder-Mead); ``"Nelder_Mead"`` and ``"nloptwrap"`` are the alternatives. glmmTMB fits use
+The default optimizer is R's: ``glmer()`` / ``glmer.nb()`` called without ``control`` run bobyqa
+for the first (nAGQ = 0) stage and Nelder-Mead for the second (``glmerControl()``'s
+``c("bobyqa", "Nelder_Mead")``), recorded as ``optimizer="bobyqa+Nelder_Mead"``. Any
+glmerControl choice is accepted: one name for both stages (``"bobyqa"``, ``"Nelder_Mead"``,
+``"nloptwrap"``, ``"nlminbwrap"``) or a pair ``("bobyqa", "Nelder_Mead")`` / ``"bobyqa+Nelder_Mead"``.
+bobyqa in both stages is the documented fast option for some models: on VerbAgg it was 4.5x slower
+than the default, on ``glmer.nb`` 4.8x faster (``benchmarks/bench_glmm.py``). glmmTMB fits use
 glmmTMB's own optimizer (``nlminb``) and record ``optimizer="nlminb"``.
+
+Covariance of the fixed effects: lme4 inverts the finite-difference Hessian of the deviance
+(``vcov(m)``, ``use.hessian = TRUE``). Every fit checks it against the RX-based covariance
+(``vcov(m, use.hessian = FALSE)``); when the Hessian is not positive definite or some standard
+error differs by more than 10% (well-behaved fits agree within a few percent; at a boundary or on
+an ill-conditioned optimum the Hessian-based ones can collapse by orders of magnitude), the fit
+uses the RX-based covariance for every table (fixed effects, EMMs, contrasts, Wald tests) and
+carries a ``vcov_unstable`` warning saying which standard error disagreed and by how much (the R
+helper ``me_glmm_vcov_check`` in ``r/glmm.R``).
 
 Factor coding as :func:`mixedeval.lmm` (treatment contrasts, first level the reference).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -83,8 +97,12 @@ LINKS = {
     "beta": ("logit", "probit", "cloglog"),
     "betabinomial": ("logit", "probit", "cloglog"),
 }
-#: lme4 optimizers for glmer / glmer.nb (both stages)
+#: lme4 optimizers for glmer / glmer.nb (one name: both stages); check_optimizers' default set
 GLMM_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap")
+#: every optimizer name glmerControl accepts without extra packages
+LME4_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap", "nlminbwrap")
+#: glmer's own default (glmerControl()$optimizer in lme4 1.1): bobyqa, then Nelder-Mead
+DEFAULT_GLMM_OPTIMIZER = "bobyqa+Nelder_Mead"
 #: the opt-in squeeze of exact 0/1 values for family="beta"
 SQUEEZES = ("smithson_verkuilen",)
 COLUMNS = ("term", "estimate", "std_error", "z_value", "p_value", "conf_low", "conf_high")
@@ -108,12 +126,27 @@ def _normalize_link(family: str, link: str | None) -> str:
     return link
 
 
-def normalize_glmm_optimizer(optimizer: str) -> str:
-    opt = {"nelder-mead": "Nelder_Mead", "nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}.get(
-        str(optimizer).lower(), optimizer)
-    if opt not in GLMM_OPTIMIZERS:
-        raise DataError(f"optimizer {optimizer!r} is not one of {', '.join(GLMM_OPTIMIZERS)} (lme4's glmerControl names)")
+def _one_optimizer(name: Any, given: Any) -> str:
+    low = str(name).strip().lower().replace("-", "_")
+    opt = {"nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}.get(low, str(name).strip())
+    if opt not in LME4_OPTIMIZERS:
+        raise DataError(f"optimizer {given!r} is not one of {', '.join(LME4_OPTIMIZERS)} or a pair of them (lme4's "
+                        "glmerControl names; a pair sets glmer's two stages, e.g. ('bobyqa', 'Nelder_Mead'))")
     return opt
+
+
+def normalize_glmm_optimizer(optimizer: Any) -> str:
+    """mixedeval's name of a glmer optimizer: None -> lme4's default ``"bobyqa+Nelder_Mead"``; a
+    name -> that name (both stages); a pair or ``"a+b"`` -> ``"a+b"`` (stage 1, stage 2)."""
+    if optimizer is None:
+        return DEFAULT_GLMM_OPTIMIZER
+    parts = list(optimizer) if isinstance(optimizer, (list, tuple)) else str(optimizer).split("+")
+    if not 1 <= len(parts) <= 2:
+        raise DataError(f"optimizer {optimizer!r}: give one optimizer name or a pair (stage 1, stage 2)")
+    names = [_one_optimizer(p, optimizer) for p in parts]
+    if len(names) == 2 and names[0] == names[1]:
+        names = names[:1]
+    return "+".join(names)
 
 
 @dataclass(frozen=True, repr=False)
@@ -189,11 +222,15 @@ class GLMMFit(FitResultMixin):
 
         return glmm_anova(self, type=type)
 
-    def emmeans(self, specs, by=None, level: float = 0.95, at=None, type: str = "response"):  # noqa: A002
-        """Estimated marginal means on the response (default) or link scale (emmeans; df = Inf)."""
+    def emmeans(self, specs, by=None, level: float = 0.95, at=None, type: str = "response",  # noqa: A002
+                marginal: bool | str = False):
+        """Estimated marginal means on the response (default) or link scale (emmeans; df = Inf).
+        ``marginal``: False (conditional: a typical group, random effects at zero), True /
+        ``"bias_adj"`` (population-averaged, emmeans' bias adjustment) or ``"integrate"``
+        (population-averaged, exact integral); see :func:`._glmm_infer.glmm_emmeans`."""
         from ._glmm_infer import glmm_emmeans  # noqa: PLC0415 - _glmm_infer imports this module
 
-        return glmm_emmeans(self, specs, by=by, level=level, at=at, type=type)
+        return glmm_emmeans(self, specs, by=by, level=level, at=at, type=type, marginal=marginal)
 
     def emtrends(self, specs, var: str, by=None, level: float = 0.95, at=None, type: str = "link"):  # noqa: A002
         """Slopes of ``var`` per level of ``specs`` (link scale by default; emmeans::emtrends)."""
@@ -227,9 +264,10 @@ def _fixed_frame(raw: Any, link: str) -> Any:
     t = pd.DataFrame({"term": [str(x) for x in raw["term"]],
                       **{c: np.asarray(raw[c], dtype=float) for c in COLUMNS[1:]}})
     if link in _EXP_LABEL:
-        t["exp_estimate"] = np.exp(t["estimate"])
-        t["exp_conf_low"] = np.exp(t["conf_low"])
-        t["exp_conf_high"] = np.exp(t["conf_high"])
+        with np.errstate(over="ignore"):  # a separated term's Wald interval: exp() is inf, which is the value
+            t["exp_estimate"] = np.exp(t["estimate"])
+            t["exp_conf_low"] = np.exp(t["conf_low"])
+            t["exp_conf_high"] = np.exp(t["conf_high"])
     return t
 
 
@@ -355,6 +393,8 @@ def _convergence_kind(msg: str) -> str:
 def _glmm_warnings(res: Any, pre: Sequence[ResultWarning], singular: bool) -> list[ResultWarning]:
     """Structured warnings: lme4/glmmTMB convergence checks by kind, singular fits, R's other warnings."""
     out = list(pre)
+    if bool(res.value.get("vcov_unstable", False)):
+        out.append(ResultWarning("vcov_unstable", str(res.value["vcov_message"]), "mixedeval"))
     conv = res.value["convergence"]
     msgs = conv.get("messages")
     msgs = [] if msgs is None else ([msgs] if isinstance(msgs, str) else list(msgs))
@@ -410,7 +450,7 @@ def glmm(
     link: str | None = None,
     *,
     nagq: int = 1,
-    optimizer: str = "bobyqa",
+    optimizer: str | Sequence[str] | None = None,
     weights: Any = None,
     factors: Sequence[str] = (),
     levels: Mapping[str, Sequence[Any]] | None = None,
@@ -433,7 +473,10 @@ def glmm(
     nagq : Gauss-Hermite points (lme4's ``nAGQ``): 1 = Laplace (default); 0 = the fast path for
         large item tables (fixed effects estimated inside the penalised IRLS step; slightly less
         accurate); > 1 only with a single scalar random effect. glmmTMB fits use Laplace.
-    optimizer : ``"bobyqa"`` (default), ``"Nelder_Mead"`` or ``"nloptwrap"`` (glmer's both stages).
+    optimizer : None (default: R's own, bobyqa then Nelder-Mead, so that the fit equals
+        ``glmer(formula, data, family)`` called without ``control``), one of ``"bobyqa"``,
+        ``"Nelder_Mead"``, ``"nloptwrap"``, ``"nlminbwrap"`` for both stages, or a pair
+        (stage 1, stage 2).
     weights : binomial/betabinomial with a proportion response: the number of trials per row (a
         column name or an array); otherwise prior weights.
     factors, levels, reference : factor coding as :func:`mixedeval.lmm`.
@@ -469,5 +512,19 @@ def glmm(
     res = _bridge.glmm_fit_and_summarise(qformula, frame, family=fam, link=None if link is None else lnk,
                                          nagq=int(nagq), optimizer=opt, weights=w, level=float(level),
                                          calc_derivs=bool(calc_derivs))
-    return _build(res, formula=formula, r_formula=qformula, family=fam, frame=frame, optimizer=r_opt, nagq=int(nagq), level=level,
-                  pre=pre, factors=factors, weights=w)
+    fit = _build(res, formula=formula, r_formula=qformula, family=fam, frame=frame, optimizer=r_opt, nagq=int(nagq),
+                 level=level, pre=pre, factors=factors, weights=w)
+    if fam == "binomial":
+        fit = _with_separation_check(fit)
+    return fit
+
+
+def _with_separation_check(fit: GLMMFit) -> GLMMFit:
+    """The fit with a ``separation`` warning when its fixed part is (quasi-)completely separated
+    (:func:`mixedeval.inference._separation.check_separation`: Konis' linear program)."""
+    from ._separation import check_separation  # noqa: PLC0415 - _separation builds GLMMFit objects of this module
+
+    warns, _cells = check_separation(fit)
+    if not warns:
+        return fit
+    return replace(fit, warnings=tuple(fit.warnings) + tuple(warns))

@@ -18,13 +18,36 @@ marginal means on the response scale with ratio / difference contrasts, and opti
   mean proportions for beta); ``type="link"`` keeps the link scale. The mean column is ``emmean``
   whatever the scale; ``GLMMEMMResult.estimate_label`` says what it holds (``prob``, ``rate``,
   ``response`` or ``link``).
+* conditional vs population-averaged (``GLMMEMMResult.response_scale``): the plain back-transform
+  ``linkinv(emmean)`` is the mean **for a typical group** (every random effect at zero), the
+  *subject-specific* mean of Zeger, Liang & Albert (1988, Biometrics 44:1049). With a logit link
+  and item SD 1.5 it is far from the observed accuracy (a typical question is easier than the
+  average question when most are easy). ``marginal=True`` / ``"bias_adj"`` gives the
+  *population-averaged* mean, averaged over the random-effect distribution, with emmeans' bias
+  adjustment (``emmeans(..., type = "response", bias.adj = TRUE, sigma = sigma)``: Lenth, emmeans
+  vignette "transformations", section "Bias adjustment", cbpp example: ``E[h(eta + u)] ~ h(eta) +
+  h''(eta) sigma^2 / 2``, a second-order Taylor approximation) where ``sigma = sqrt(sum of the
+  random-intercept variances)`` (the total SD of the random effects, as in the vignette).
+  ``marginal="integrate"`` computes the same average exactly, ``h(eta) = E[linkinv(eta + sigma Z)]``
+  with ``Z ~ N(0, 1)``, by quadrature (trapezoidal rule on a fine grid, geometric convergence; see
+  ``me_glmm_integrated_link`` in ``r/glmm.R``) installed as the emmeans grid's link, so SEs are the
+  delta method through ``h'(eta) = E[mu.eta(eta + sigma Z)]`` and intervals ``h(eta +- z SE)``;
+  the uncertainty of ``sigma`` itself is ignored (as emmeans does). The second-order adjustment
+  errs by ~0.015 in probability at sigma ~ 1.1 and more beyond: the exact value is computed with
+  every ``"bias_adj"`` result and a ``bias_adj_approximation`` warning says when they differ by more
+  than 0.005 (1 % for rates). For an accuracy in a headline use ``marginal="integrate"``: on
+  balanced data it reproduces the observed accuracy per system. With factors averaged over, both
+  modes transform the averaged link-scale mean (emmeans' order), not average marginal means.
+  Random slopes are refused (the random-effect variance then depends on the covariates).
 * contrasts (:meth:`GLMMEMMResult.contrasts`): ``scale="ratio"`` (default) contrasts the
   link-scale means; on the response scale of a logit link these are **odds ratios**, of a log
   link **rate ratios** (emmeans back-transforms ``exp(difference)``; the z test is done on the
   log scale, null value 1; the SE is the delta-method SE of the ratio). ``scale="difference"``
   contrasts the means after ``emmeans::regrid`` (response scale): **risk differences**
   (probabilities) or rate differences, with delta-method SEs and z tests against 0. ``p_value``
-  is unadjusted, ``p_adj`` adjusted as in the LMM layer (holm by default).
+  is unadjusted, ``p_adj`` adjusted as in the LMM layer (holm by default). From population-averaged
+  means the differences are population-averaged (``regrid(bias.adjust = TRUE, sigma = sigma)``, or
+  the integrated link); ratios are always **conditional** odds / rate ratios (for a typical group).
 * :func:`glmm_check_optimizers`: refits with glmer's optimizers (bobyqa, Nelder_Mead,
   nloptwrap) and with ``nAGQ = 0`` against the fit's own setting, compared as for LMMs.
 """
@@ -58,6 +81,12 @@ from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
 ANOVA_COLUMNS = ("term", "chisq", "df", "p_value")
 LRT_COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")
 TYPES = ("response", "link")
+#: marginal= modes: population-averaged response-scale means
+MARGINAL_MODES = ("bias_adj", "integrate")
+#: how far (absolute, probabilities; relative, other scales) the bias adjustment may stray from the exact integral
+BIAS_ADJ_TOLERANCE = 0.005
+_WHAT = {"prob": "probability", "rate": "rate"}
+_WHATS = {"probability": "probabilities", "rate": "rates", "mean response": "mean responses"}
 SCALES = ("ratio", "difference")
 _ADJUST = {"holm": "holm", "tukey": "tukey", "bonferroni": "bonferroni", "sidak": "sidak", "fdr": "fdr", "bh": "BH",
            "by": "BY", "hochberg": "hochberg", "hommel": "hommel", "mvt": "mvt", "scheffe": "scheffe",
@@ -176,7 +205,10 @@ class GLMMContrastResult(ResultMixin):
     (unadjusted), p_adj (adjusted by ``p_adjust``), conf_low, conf_high. ``estimate_label`` says
     what ``estimate`` is: ``odds_ratio``, ``rate_ratio``, ``ratio`` (response-scale ratios of
     other links), ``difference`` (response scale, after regrid) or ``link_difference`` (the
-    difference of link-scale means, e.g. a log odds ratio).
+    difference of link-scale means, e.g. a log odds ratio). ``response_scale``:
+    ``"conditional"`` (for a typical group: every ratio, and differences of conditional means),
+    ``"marginal"`` (differences of population-averaged means) or None (link scale);
+    ``response_scale_note`` says it in words.
     """
 
     table: Any
@@ -192,17 +224,21 @@ class GLMMContrastResult(ResultMixin):
     notes: tuple[str, ...]
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
+    response_scale: str | None = None
+    response_scale_note: str = ""
     _grid: Any = field(default=None, repr=False, compare=False)
 
     df_method = "asymptotic"
 
     @property
     def _title(self) -> str:  # type: ignore[override]
-        return f"Contrasts ({self.method}) of GLMM marginal means: {self.estimate_label.replace('_', ' ')}s (emmeans)"
+        title = f"Contrasts ({self.method}) of GLMM marginal means: {self.estimate_label.replace('_', ' ')}s (emmeans)"
+        return f"{title}; {self.response_scale} (see response scale)" if self.response_scale else title
 
     def _scalars(self):
-        return [("estimate", self.estimate_label), ("p-value adjustment (p_adj)", self.p_adjust),
-                ("interval adjustment", self.ci_adjust), ("confidence level", self.level)]
+        out = [("estimate", self.estimate_label), ("p-value adjustment (p_adj)", self.p_adjust),
+               ("interval adjustment", self.ci_adjust), ("confidence level", self.level)]
+        return out + ([("response scale", self.response_scale_note)] if self.response_scale_note else [])
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -212,6 +248,17 @@ class GLMMEMMResult(ResultMixin):
     ``table``: <spec columns>, <by columns>, emmean (or trend), std_error, df (Inf), conf_low,
     conf_high. ``type``: ``"response"`` or ``"link"``; ``estimate_label``: what ``emmean``
     holds (``prob``, ``rate``, ``response``, ``link``).
+
+    ``response_scale``: ``"conditional"`` (response scale, random effects at zero: the
+    probability for a typical item), ``"marginal"`` (population-averaged: averaged over the
+    random effects; what a user computes as accuracy) or None (link scale).
+    ``marginal``: how the population average was taken (``"bias_adj"``, ``"integrate"``) or None;
+    ``re_sd``: the random-effect SD averaged over (``sqrt`` of the summed random-intercept
+    variances of ``re_groups``); ``integrated``: for ``"bias_adj"``, the exactly integrated means
+    beside the approximation (None otherwise); ``response_scale_note``: all this in words (printed
+    in the title and in ``to_dict()``). References: Zeger, Liang & Albert (1988, Biometrics
+    44:1049) for subject-specific vs population-averaged means; Lenth, emmeans vignette
+    "transformations" (bias adjustment in GLMMs).
     """
 
     table: Any
@@ -225,6 +272,12 @@ class GLMMEMMResult(ResultMixin):
     notes: tuple[str, ...]
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
+    response_scale: str | None = None
+    marginal: str | None = None
+    re_sd: float | None = None
+    re_groups: tuple[str, ...] = ()
+    integrated: tuple[float, ...] | None = None
+    response_scale_note: str = ""
     _grid: Any = field(default=None, repr=False, compare=False)
     _fit: Any = field(default=None, repr=False, compare=False)
 
@@ -234,7 +287,11 @@ class GLMMEMMResult(ResultMixin):
     def _title(self) -> str:  # type: ignore[override]
         if self.kind == "emtrends":
             return f"Trends of {self.var} on the {self.type} scale (emmeans::emtrends)"
-        return f"Estimated marginal means on the {self.type} scale (emmeans)"
+        title = f"Estimated marginal means on the {self.type} scale (emmeans)"
+        return f"{title}: {self.response_scale_note}" if self.response_scale else title
+
+    def _scalars(self):
+        return [("response scale", self.response_scale_note)] if self.response_scale_note else []
 
     @property
     def estimate_column(self) -> str:
@@ -250,7 +307,67 @@ class GLMMEMMResult(ResultMixin):
                               random_state=random_state, scale=scale)
 
 
-def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str) -> GLMMEMMResult:
+def _marginal_mode(marginal: Any) -> str | None:
+    if marginal is None or marginal is False or (isinstance(marginal, str) and marginal.lower() in ("none", "")):
+        return None
+    if marginal is True:
+        return "bias_adj"
+    key = str(marginal).lower().replace(".", "_").replace("-", "_") if isinstance(marginal, str) else None
+    if key not in MARGINAL_MODES:
+        raise DataError(f"marginal {marginal!r} is not one of False (conditional), True / 'bias_adj' (emmeans' bias "
+                        "adjustment) or 'integrate' (exact average over the random effects)")
+    return key
+
+
+def random_effect_sd(fit: GLMMFit) -> tuple[float, tuple[str, ...]]:
+    """The total SD of the random intercepts, ``sqrt(sum of their variances)``, and their groups.
+
+    Lenth's emmeans vignette ("transformations", cbpp example) adds the variances of independent
+    random intercepts ("the Pythagorean theorem"). Random slopes are refused: the variance of the
+    random part ``z' b`` then depends on the covariate / factor values at each grid row.
+    """
+    r = fit.random
+    r = r[r["group"].astype(str) != "Residual"]
+    term2 = r["term2"].map(lambda x: x is not None and x == x)
+    slope = r[(r["term"].astype(str) != "(Intercept)") | term2]
+    if len(slope):
+        terms = sorted({f"{g}: {t}" for g, t in zip(slope["group"], slope["term"])})
+        raise DataError("population-averaged means (marginal=...) average over random intercepts only; this model "
+                        f"has random slopes ({', '.join(terms)}), whose variance depends on the covariates at each "
+                        "grid row. Use marginal=False (conditional means), or fit random intercepts only, e.g. "
+                        "(1|item) + (1|item:system) instead of (system|item)")
+    var = np.asarray(r["variance"], dtype=float)
+    if not len(var) or not np.all(np.isfinite(var)):
+        raise DataError("the fit has no finite random-intercept variances to average over")
+    return float(np.sqrt(np.sum(var))), tuple(str(g) for g in r["group"])
+
+
+def _scale_note(label: str, mode: str | None, sd: float | None, groups: tuple[str, ...], type_: str) -> str:
+    if type_ == "link":
+        return ""
+    what = _WHAT.get(label, "mean response")
+    g = " / ".join(dict.fromkeys(groups)) or "group"
+    if mode is None:
+        return (f"{what} for a typical {g} (random effects at zero; conditional, not population-averaged: "
+                "use marginal='integrate' for the population-averaged " + what + ")")
+    how = ("emmeans' second-order bias adjustment" if mode == "bias_adj"
+           else "inverse link integrated over the random-effect distribution")
+    return f"population-averaged {what} (averaged over {g}: {how}, random-effect SD {sd:.6g})"
+
+
+def _bias_adj_warning(t: pd.DataFrame, exact: np.ndarray, label: str) -> list[ResultWarning]:
+    est = np.asarray(t["emmean"], dtype=float)
+    gap = np.abs(est - exact) if label == "prob" else np.abs(est - exact) / np.maximum(np.abs(exact), 1e-300)
+    if not gap.size or not np.nanmax(gap) > BIAS_ADJ_TOLERANCE:
+        return []
+    unit = "" if label == "prob" else " (relative)"
+    return [ResultWarning("bias_adj_approximation", f"the second-order bias adjustment differs from the exact "
+                          f"average over the random effects by up to {np.nanmax(gap):.3g}{unit} (exact values: "
+                          f"{', '.join(f'{x:.4g}' for x in exact)}); use marginal='integrate'", "mixedeval")]
+
+
+def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str,
+         mode: str | None = None) -> GLMMEMMResult:
     specs_t = _names(specs, "specs")
     if not specs_t:
         raise DataError("specs must name at least one variable, e.g. 'system'")
@@ -262,8 +379,12 @@ def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | No
         s = fit.data[var]
         if not pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
             raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    if mode is not None:
+        sd, groups = random_effect_sd(fit)
+    else:
+        sd, groups = None, tuple(str(g) for g in fit.random["group"] if str(g) != "Residual")
     res = _bridge.glmm_emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at, example=""), var=var,
-                               level=float(level), type=type_)
+                               level=float(level), type=type_, marginal=mode or "none", sigma=sd)
     v = res.value
     est_to = "emmean" if var is None else "trend"
     labels = list(_str_tuple(v["pri_vars"])) + list(_str_tuple(v["by_vars"]))
@@ -273,15 +394,46 @@ def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | No
     label = "trend_" + type_ if var is not None else _estimate_label(str(v["est_name"]), type_)
     prov = dict(fit.provenance)
     prov.update({"r_function": f"emmeans::{kind}", "type": type_, "level": float(level), "df_method": "asymptotic"})
+    ws = list(r_warnings(res, "emmeans"))
+    exact = v.get("integrated")
+    exact = None if mode != "bias_adj" or exact is None else np.atleast_1d(np.array(exact, dtype=float, copy=True))
+    if mode is not None:
+        call = ("emmeans::emmeans(..., type = 'response', bias.adj = TRUE, sigma = re_sd)" if mode == "bias_adj"
+                else "emmeans::emmeans(...) with the integrated inverse link (me_glmm_integrated_link)")
+        prov.update({"marginal": mode, "re_sd": sd, "r_call": call})
+    if exact is not None:
+        ws += _bias_adj_warning(t, exact, label)
+    scale = None if type_ == "link" else ("conditional" if mode is None else "marginal")
+    note = _scale_note(label if var is None else "", mode, sd, groups, type_)
     return GLMMEMMResult(table=t, specs=specs_t, by=_str_tuple(v["by_vars"]), kind=kind, var=var, type=type_,
                          estimate_label=label, level=float(level), notes=_str_tuple(v.get("mesg")),
-                         warnings=tuple(r_warnings(res, "emmeans")), provenance=prov, _grid=v["grid"], _fit=fit)
+                         warnings=tuple(ws), provenance=prov, response_scale=scale, marginal=mode, re_sd=sd,
+                         re_groups=groups, integrated=None if exact is None else tuple(float(x) for x in exact),
+                         response_scale_note=note, _grid=v["grid"], _fit=fit)
 
 
 def glmm_emmeans(fit: GLMMFit, specs: Any, by: Any = None, level: float = 0.95, at: Any = None,
-                 type: str | None = None) -> GLMMEMMResult:  # noqa: A002 - emmeans' name
-    """Estimated marginal means of a GLMM (``type="response"`` by default; see the module docstring)."""
-    return _emm(fit, specs, by, level, at, None, _type_name(type, "response"))
+                 type: str | None = None, marginal: bool | str = False) -> GLMMEMMResult:  # noqa: A002
+    """Estimated marginal means of a GLMM (``type="response"`` by default; see the module docstring).
+
+    ``marginal``: ``False`` (default) back-transforms with the random effects at zero: the
+    probability (rate, mean) **for a typical item** ("conditional", subject-specific). ``True`` or
+    ``"bias_adj"``: **population-averaged** means by emmeans' second-order bias adjustment,
+    ``emmeans(..., type = "response", bias.adj = TRUE, sigma = sqrt(sum of the random-intercept
+    variances))`` (Lenth, emmeans vignette "transformations"). ``"integrate"``: population-averaged
+    means by exact quadrature of ``E[linkinv(eta + sigma Z)]``, with delta-method SEs; use it for an
+    accuracy in a headline (it matches the observed accuracy on balanced data; the bias adjustment
+    is a Taylor approximation that errs by ~0.015 at sigma ~ 1.1). Response scale only; random
+    slopes are refused (DataError). Contrasts of marginal means: ``scale="difference"`` gives
+    population-averaged risk differences, ratios stay conditional. Zeger, Liang & Albert (1988)
+    distinguish the two kinds of means.
+    """
+    t = _type_name(type, "response")
+    mode = _marginal_mode(marginal)
+    if mode is not None and t != "response":
+        raise DataError("marginal=... averages the response-scale means over the random effects; on the link scale "
+                        "there is nothing to average (use type='response')")
+    return _emm(fit, specs, by, level, at, None, t, mode)
 
 
 def glmm_emtrends(fit: GLMMFit, specs: Any, var: str, by: Any = None, level: float = 0.95, at: Any = None,
@@ -352,10 +504,29 @@ def glmm_contrasts(emm: GLMMEMMResult, method: Any = "pairwise", adjust: str = "
                  "method": method_name, "adjust": adj, "p_adjust": p_adj, "ci_adjust": ci_adj, "scale": scale})
     if adj == "mvt":
         prov["random_state"] = seed
+    rs, rs_note = _contrast_scale(emm, scale)
+    if emm.marginal is not None:
+        prov["r_function"] = ("emmeans::contrast (after emmeans::regrid" + (", bias.adjust = TRUE, sigma = re_sd)"
+                              if emm.marginal == "bias_adj" else " of the integrated inverse link)")
+                              if scale == "difference" else "emmeans::contrast (conditional link-scale means)")
     return GLMMContrastResult(table=t.reset_index(drop=True), method=method_name, adjust=adj, p_adjust=p_adj,
                               ci_adjust=ci_adj, type=emm.type, scale=scale, estimate_label=_contrast_label(emm, scale),
                               level=level, by=_str_tuple(v["by_vars"]), notes=notes, warnings=tuple(ws),
-                              provenance=prov, _grid=v["grid"])
+                              provenance=prov, response_scale=rs, response_scale_note=rs_note, _grid=v["grid"])
+
+
+def _contrast_scale(emm: GLMMEMMResult, scale: str) -> tuple[str | None, str]:
+    if emm.type == "link" or emm.kind == "emtrends":
+        return None, ""
+    groups = " / ".join(dict.fromkeys(emm.re_groups)) or "group"
+    if scale == "difference":
+        what = _WHAT.get(emm.estimate_label, "mean response")
+        if emm.response_scale == "marginal":
+            return "marginal", f"differences of population-averaged {_WHATS[what]} ({emm.marginal}, random-effect SD " \
+                               f"{emm.re_sd:.6g})"
+        return "conditional", f"differences of the {_WHATS[what]} for a typical {groups} (random effects at zero)"
+    extra = "; the means are population-averaged, the ratios are not" if emm.response_scale == "marginal" else ""
+    return "conditional", f"ratios for a typical {groups} (conditional on the random effects{extra})"
 
 
 # ------------------------------------------------------------------ optimizer check

@@ -64,6 +64,11 @@ from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
+#: R² of a fit whose fixed part is separated (a ``separation`` warning on the fit)
+R2_SEPARATION_NOTE = ("R² is not meaningful under separation: the fixed-effect variance on the latent scale grows "
+                      "without bound with the estimates of the separated cells, so the marginal R² is pushed towards "
+                      "1 by wherever glmer's optimizer happened to stop; report the penalised refit's R² or none")
+
 _PI2 = math.pi ** 2
 _NORMAL = NormalDist()
 
@@ -161,6 +166,8 @@ def glmm_variance(fit: Any) -> GLMMVariance:
     if fit.singular:
         ws.append(ResultWarning("singular", "singular fit: a random-effect variance is (near) zero; its "
                                 "contribution is computed as estimated", "mixedeval"))
+    if any(w.kind == "separation" for w in fit.warnings):
+        ws.append(ResultWarning("separation", R2_SEPARATION_NOTE, "mixedeval"))
     out = GLMMVariance(family=fit.family, link=str(v["link"]), var_fixed=float(v["var_fixed"]),
                        var_random=float(v["var_random"]),
                        terms=tuple((str(g), str(t), float(c)) for g, t, c in zip(groups, tnames, contrib)),

@@ -35,7 +35,7 @@ import pandas as pd
 from ..engine import _bridge
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
-from ._r2_glmm import GLMMICCResult, GLMMR2Result, _ICCFields, _R2Fields, icc_glmm, r2_glmm
+from ._r2_glmm import R2_SEPARATION_NOTE, GLMMICCResult, GLMMR2Result, _ICCFields, _R2Fields, icc_glmm, r2_glmm
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,8 @@ def variance_parts(fit: Any) -> VarianceParts:
 
 def _warnings(fit: Any, parts: VarianceParts) -> tuple[ResultWarning, ...]:
     ws = []
+    if any(w.kind == "separation" for w in getattr(fit, "warnings", ())):
+        ws.append(ResultWarning("separation", R2_SEPARATION_NOTE, "mixedeval"))
     if fit.singular:
         ws.append(ResultWarning("singular", "singular fit: at least one random-effect variance is (near) zero; "
                                 "its contribution is computed as estimated (performance returns NA here)", "mixedeval"))

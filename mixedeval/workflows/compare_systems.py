@@ -216,7 +216,7 @@ def compare_systems(
     effect_size : standardizer of the contrasts' ``effect_size``: ``"total"`` (the SD of all
         variance components) or ``"residual"`` (the residual SD, Hagmann's ``estimate / sigma``);
         see :meth:`EMMResult.contrasts`.
-    optimizer : lme4 optimizer (default nloptwrap for the LMM, bobyqa for a GLMM).
+    optimizer : lme4 optimizer (default nloptwrap for the LMM; for a GLMM, glmer's own default: bobyqa then Nelder-Mead).
     family : ``"gaussian"`` (the linear mixed model) or a GLMM family of :func:`mixedeval.glmm`:
         ``"binomial"`` for 0/1 item outcomes (an LLM right or wrong on each item, over runs) fits
         ``score ~ system + (1|item)`` by ``lme4::glmer``; the GLRT is lme4's likelihood-ratio test
@@ -237,7 +237,7 @@ def compare_systems(
                                            "executor": executor, "progress": progress}
     if family != "gaussian":
         return _compare_glmm_systems(data, score, system, item, reference, adjust, random=random, level=level,
-                                     optimizer=optimizer or "bobyqa", family=family, pb=pb)
+                                     optimizer=optimizer, family=family, pb=pb)
     optimizer = optimizer or "nloptwrap"
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
