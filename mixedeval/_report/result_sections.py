@@ -48,17 +48,31 @@ def generic(sec: Section, obj: Any, ctx: Any = None) -> None:
 
 
 def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
-    """me.compare_logs: the model's contrasts per task and pooled, the likelihood-ratio test, the
-    paired bootstrap (with the interval figure of the means) and the scores read from the logs."""
-    generic(sec, res, ctx)
-    sec.table(res.glrt, "Likelihood-ratio test of the system effect (ML)")
-    sec.table(res.emmeans, "Estimated marginal means of the systems (per task and pooled)")
+    """me.compare_logs: the headline difference in points first (table and forest plot), then the
+    model-based check (likelihood-ratio test, contrasts, EMMs), the paired bootstrap and the data."""
+    sec.text(f"Headline: {res.headline_text()}")
+    sec.kv(_scalars(res), caption="Settings and summary")
+    head = res.table.copy()
+    sec.table(head, "Difference in mean score between two systems on their shared questions (delta = a - b; "
+                    "0.05 is 5 points); epochs averaged within each question. method says how the interval and "
+                    f"the p-value were computed; p_adj adjusts over pairs and tasks ({res.provenance.get('adjust')})")
+    if len(head):
+        forest = head.assign(pair=head["system_a"].astype(str) + " - " + head["system_b"].astype(str))
+        _interval_figure(sec, forest[["task", "pair", "delta", "conf_low", "conf_high"]], "delta",
+                         "Differences with their intervals (a - b), per task", xlabel=f"difference in {res.metric}",
+                         title="Paired differences")
+    sec.table(res.glrt, "Model-based check (secondary): likelihood-ratio test of the system effect (ML)")
+    sec.table(res.contrasts, f"Model-based check (secondary): {res.analysis} contrasts of the systems per task and "
+                             "pooled (odds ratios for the binomial GLMM)")
+    sec.table(res.emmeans, "Model-based check (secondary): estimated marginal means of the systems")
+    sec.table(res.bootstrap, "Paired bootstrap of the epoch-averaged scores (questions, and runs when several)")
     last = res.means["task"].iloc[-1]
     means = res.means[res.means["task"] == last].drop(columns="task")
-    _interval_figure(sec, means, "estimate", f"Bootstrap means with intervals ({last})", xlabel=res.metric,
-                     title="Paired bootstrap")
+    _interval_figure(sec, means, "estimate", f"Mean score per system with bootstrap intervals ({last})",
+                     xlabel=res.metric, title="Paired bootstrap")
     sec.table(res.data_summary, "Scores read from the logs (per system, task and metric)")
-    sec.headline = f"{res.analysis}; system effect p = {fmt_number(res.p_value)}"
+    _warnings(sec, res)
+    sec.headline = res.headline_text()
 
 
 # ------------------------------------------------------------------------------------ resampling

@@ -244,6 +244,21 @@ class GLMMFit(FitResultMixin):
 
         return glmm_check_optimizers(self, optimizers=optimizers, **kwargs)
 
+    def separation(self):
+        """Separation of the fixed part (Konis' linear program): cells, infinite terms
+        (:func:`mixedeval.inference._separation.detect_separation`; binomial glmer fits)."""
+        from ._separation import detect_separation  # noqa: PLC0415 - _separation builds GLMMFit objects
+
+        return detect_separation(self)
+
+    def penalized_refit(self, intercept_sd: float = 10.0, slope_sd: float = 2.5) -> "GLMMFit":
+        """The same model refitted by ``blme::bglmer`` with a weakly informative normal prior on
+        the fixed effects (sd 10 for the intercept, 2.5 for the others on the logit scale; Gelman,
+        Jakulin, Pittau & Su 2008, blme's default): finite estimates under separation."""
+        from ._separation import penalized_refit  # noqa: PLC0415 - _separation builds GLMMFit objects
+
+        return penalized_refit(self, intercept_sd=intercept_sd, slope_sd=slope_sd)
+
     def r2(self, method: str | None = None):
         """Marginal and conditional R² (Nakagawa, Johnson & Schielzeth 2017; :func:`mixedeval.r2`)."""
         return r2(self, method)
