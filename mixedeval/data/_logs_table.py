@@ -5,7 +5,10 @@
 Long form: the table has a ``metric`` and a ``score`` column. Wide form: one column per metric
 (the columns named in ``metric``, else every numeric column that is not a key). ``system`` and
 ``item`` are required; ``task`` defaults to the file name, ``run`` to one run, ``epoch`` (repeated
-samples of an item within one evaluation) to none.
+samples of an item within one evaluation) to none. An optional ``cluster`` (the group of
+questions an item belongs to: a passage, a document, a template; ``columns={"cluster":
+"passage"}`` or a column named ``cluster``) is carried into the table as a ``cluster`` column for
+clustered standard errors (``me.compare_logs(..., cluster="cluster")``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from ..errors import DataError
 from ._logs_rows import Rows
 from .table import read_table
 
-KEYS = ("system", "task", "item", "run", "epoch")
+KEYS = ("system", "task", "item", "run", "epoch", "cluster")
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", ".txt")
 
 
@@ -29,7 +32,8 @@ def _renamed(df: pd.DataFrame, columns: Mapping[str, str] | None, src: str) -> p
     columns = dict(columns or {})
     bad = [k for k in columns if k not in (*KEYS, "metric", "score")]
     if bad:
-        raise DataError(f"columns= maps the canonical names system, task, item, run, epoch, metric, score to your "
+        raise DataError(f"columns= maps the canonical names system, task, item, run, epoch, cluster, metric, score "
+                        f"to your "
                         f"columns; "
                         f"got unknown key(s) {bad}")
     missing = [v for v in columns.values() if v not in df.columns]
@@ -98,5 +102,10 @@ def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[
     c["task_signature"].extend([None] * n)
     c["item_hash"].extend([None] * n)
     c["epoch"].extend(epoch.tolist())
-    for col in rows.extra.values():
-        col.extend([None] * n)
+    extra = {}
+    if "cluster" in long.columns:  # an extra column (the other formats have none); missing stays None
+        cl = long["cluster"]
+        extra["cluster"] = np.where(cl.notna().to_numpy(), strings(cl), None).tolist()
+        rows.extra.setdefault("cluster", [None] * (len(rows) - n))  # rows before this table's
+    for k, col in rows.extra.items():
+        col.extend(extra.get(k, [None] * n))

@@ -1,0 +1,114 @@
+"""CI-sized calibration of me.compare_logs' headline (the precise version with more repetitions:
+benchmarks/calibration_logs.py, whose data model and exact estimand this file uses).
+
+Per scenario, a few hundred simulated pairs of systems with a known difference in expected
+accuracy theta (Gauss-Hermite quadrature; see the benchmark's docstring): the headline path
+(``epoch_means`` then ``_paired.paired_differences``, every data set a "task" of one call) must
+
+* cover theta with its 95% interval within 3 binomial Monte-Carlo SEs of 0.95,
+* reject at 5% within 3 MC SEs of 0.05 when the systems are identical in distribution,
+* report SEs whose mean is within 15% of the SD of the estimates across data sets.
+
+The same criteria applied to the old mistake -- the items + runs bootstrap of the epoch-level
+rows with the epochs counted as runs -- fail (its SE is about 1.35 times the truth), so this
+test can fail.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mixedeval as me
+from mixedeval.workflows._paired import paired_differences
+from mixedeval.workflows.compare_logs import epoch_means
+
+_spec = importlib.util.spec_from_file_location(
+    "calibration_logs", Path(__file__).resolve().parents[1] / "benchmarks" / "calibration_logs.py")
+cal = importlib.util.module_from_spec(_spec)
+sys.modules["calibration_logs"] = cal  # dataclasses look their module up
+_spec.loader.exec_module(cal)
+
+REPS = 400
+SCENARIOS = ["a iid epochs", "b run effects", "c clustered", "d near 1", "e 30 questions"]
+
+
+def _stacked(sc, delta: float, reps: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``reps`` simulated data sets, data set j as task ``j`` (its clusters nested in it)."""
+    frames = []
+    for j in range(reps):
+        df = cal.simulate(sc, delta, rng)
+        df["task"] = f"{j:04d}"
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _headline(sc, delta: float, reps: int, rng: np.random.Generator) -> pd.DataFrame:
+    """One row per data set: the headline's delta, std_error, conf_low, conf_high, p_value."""
+    avg = epoch_means(_stacked(sc, delta, reps, rng))
+    return paired_differences(avg, ["a", "b"], cluster="cluster" if sc.clusters else None, runs=sc.runs > 1,
+                              adjust="none")
+
+
+def _calibrated(cover: np.ndarray, reject: np.ndarray, se: np.ndarray, est: np.ndarray) -> list[str]:
+    """The failed criteria (empty: calibrated)."""
+    fails = []
+    c, r = float(np.mean(cover)), float(np.mean(reject))
+    if abs(c - 0.95) > 3 * np.sqrt(0.95 * 0.05 / cover.size):
+        fails.append(f"coverage {c:.3f}")
+    if abs(r - 0.05) > 3 * np.sqrt(0.95 * 0.05 / reject.size):
+        fails.append(f"type I error {r:.3f}")
+    ratio = float(np.mean(se) / np.std(est, ddof=1))
+    if abs(ratio - 1) > 0.15:
+        fails.append(f"mean SE / SD {ratio:.2f}")
+    return fails
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_headline_is_calibrated(name):
+    sc = cal.SCENARIOS[name]
+    rng = np.random.default_rng(np.random.SeedSequence(2024, spawn_key=(SCENARIOS.index(name),)))
+    theta = cal.truth(sc, cal.DELTA_ALT)
+    alt = _headline(sc, cal.DELTA_ALT, REPS, rng)
+    null = _headline(sc, 0.0, REPS, rng)
+    assert alt["conf_low"].notna().all() and null["p_value"].notna().all()
+    cover = ((alt["conf_low"] <= theta) & (theta <= alt["conf_high"])).to_numpy()
+    fails = _calibrated(cover, (null["p_value"] < 0.05).to_numpy(), alt["std_error"].to_numpy(),
+                        alt["delta"].to_numpy())
+    assert not fails, f"{name}: {fails}"
+
+
+def _boot_epochs_as_runs(df: pd.DataFrame, seed: int) -> tuple[float, float, float, float, float]:
+    b = me.bootstrap(df.drop(columns="run").rename(columns={"epoch": "run"}), score="score", system="system",
+                     item="item", run="run", n_resamples=300, random_state=seed, progress=False)
+    r = b.pairwise(adjust="none").iloc[0]
+    sign = 1.0 if r["system_a"] == "a" else -1.0
+    lo, hi = sorted((sign * r["conf_low"], sign * r["conf_high"]))
+    return sign * r["delta"], r["std_error"], lo, hi, r["p_value"]
+
+
+def test_epochs_counted_as_runs_is_detected_as_miscalibrated():
+    """The old mistake over-covers (SE about 1.35x the truth with 3 epochs): the criteria catch it,
+    while the headline on the same data sets passes them."""
+    sc = cal.SCENARIOS["a iid epochs"]
+    rng = np.random.default_rng(np.random.SeedSequence(2025))
+    theta = cal.truth(sc, cal.DELTA_ALT)
+    n = 150
+    alt = [cal.simulate(sc, cal.DELTA_ALT, rng) for _ in range(n)]
+    null = [cal.simulate(sc, 0.0, rng) for _ in range(n)]
+    old_alt = np.array([_boot_epochs_as_runs(d, i) for i, d in enumerate(alt)])
+    old_null = np.array([_boot_epochs_as_runs(d, n + i) for i, d in enumerate(null)])
+    fails = _calibrated((old_alt[:, 2] <= theta) & (theta <= old_alt[:, 3]), old_null[:, 4] < 0.05, old_alt[:, 1],
+                        old_alt[:, 0])
+    assert any(f.startswith("mean SE / SD") for f in fails), fails
+    ratio = float(np.mean(old_alt[:, 1]) / np.std(old_alt[:, 0], ddof=1))
+    assert ratio > 1.2
+    stack = pd.concat([d.assign(task=f"{j:04d}") for j, d in enumerate(alt)], ignore_index=True)
+    new = paired_differences(epoch_means(stack), ["a", "b"], adjust="none")
+    assert np.allclose(np.sort(new["delta"].to_numpy()), np.sort(old_alt[:, 0]))  # same estimates, other SEs
+    new_ratio = float(new["std_error"].mean() / new["delta"].std(ddof=1))
+    assert abs(new_ratio - 1) < 0.15, new_ratio

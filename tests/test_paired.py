@@ -1,0 +1,244 @@
+"""The headline of me.compare_logs (mixedeval.workflows._paired) against R, computed here in R:
+
+* the paired question-level t of Miller (2024) = ``t.test(x, y, paired = TRUE)``;
+* the clustered SE = ``sandwich::vcovCL(lm(d ~ 1), cluster = ~cluster, type = "HC0",
+  cadjust = TRUE)`` (Inspect AI's ``stderr(cluster=)``), t interval on G - 1 df;
+* the between-run variance of the two-stage SE = the ANOVA estimate from R's ``anova(lm(y ~ item
+  + run))`` mean squares;
+* ``p_adj`` of NaN p-values = ``p.adjust`` (NA ignored, n = number of non-missing);
+* the ``cluster`` column of a generic table read by me.read_eval_logs and used by me.compare_logs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mixedeval as me
+from mixedeval.workflows import _paired
+from mixedeval.workflows.compare_logs import epoch_means
+
+RTOL = 1e-10
+
+
+def _put(name: str, values, strings: bool = False) -> None:
+    import rpy2.robjects as ro
+
+    ro.globalenv[name] = ro.StrVector([str(v) for v in values]) if strings else ro.FloatVector(
+        np.asarray(values, dtype=float))
+
+
+def _long(x: np.ndarray, y: np.ndarray, task: str = "t", clusters=None) -> pd.DataFrame:
+    n = len(x)
+    df = pd.DataFrame({"system": ["a"] * n + ["b"] * n, "task": task, "item": [f"q{i:03d}" for i in range(n)] * 2,
+                       "run": "1", "score": np.concatenate([x, y])})
+    if clusters is not None:
+        df["cluster"] = list(clusters) * 2
+    return df
+
+
+@pytest.mark.parametrize("kind", ["continuous", "epoch means of 0/1"])
+def test_unclustered_equals_r_paired_t_test(R, kind):
+    rng = np.random.default_rng(11)
+    n = 47
+    if kind == "continuous":
+        x, y = rng.normal(0.6, 0.2, n), rng.normal(0.5, 0.25, n)
+    else:
+        x, y = rng.binomial(3, 0.6, n) / 3, rng.binomial(3, 0.5, n) / 3
+    row = _paired.paired_differences(_long(x, y), ["a", "b"], level=0.9).iloc[0]
+    _put("x", x)
+    _put("y", y)
+    tt = R("tt <- t.test(x, y, paired = TRUE, conf.level = 0.9); "
+           "c(tt$estimate, tt$stderr, tt$statistic, tt$parameter, tt$p.value, tt$conf.int)")
+    got = row[["delta", "std_error", "t_value", "df", "p_value", "conf_low", "conf_high"]].to_numpy(dtype=float)
+    np.testing.assert_allclose(got, tt, rtol=RTOL)
+    assert row["n_items"] == n and row["method"] == _paired.METHOD
+
+
+def _clustered_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sizes = rng.integers(1, 6, 17)  # unequal clusters, some singletons
+    cl = np.repeat([f"p{k}" for k in range(sizes.size)], sizes)
+    shared = rng.normal(0, 0.3, sizes.size)[np.repeat(np.arange(sizes.size), sizes)]
+    x = np.clip(0.6 + shared + rng.normal(0, 0.2, cl.size), 0, 1)
+    y = np.clip(0.5 + shared + rng.normal(0, 0.2, cl.size), 0, 1)
+    return x, y, cl
+
+
+def test_clustered_se_equals_sandwich_vcovcl(R):
+    rng = np.random.default_rng(12)
+    x, y, cl = _clustered_case(rng)
+    row = _paired.paired_differences(_long(x, y, clusters=cl), ["a", "b"], cluster="cluster").iloc[0]
+    _put("d", x - y)
+    _put("cl", cl, strings=True)
+    se = R('sqrt(sandwich::vcovCL(lm(d ~ 1), cluster = ~cl, type = "HC0", cadjust = TRUE)[1, 1])')
+    G = R("length(unique(cl))")
+    np.testing.assert_allclose(row["std_error"], se, rtol=RTOL)
+    assert row["df"] == G[0] - 1
+    ci = R(f"mean(d) + c(-1, 1) * qt(0.975, {G[0] - 1}) * {float(se[0])!r}")
+    np.testing.assert_allclose([row["conf_low"], row["conf_high"]], ci, rtol=RTOL)
+    p = R(f"2 * pt(abs(mean(d) / {float(se[0])!r}), {G[0] - 1}, lower.tail = FALSE)")
+    np.testing.assert_allclose(row["p_value"], p, rtol=RTOL)
+    assert row["method"] == _paired.CLUSTER_METHOD
+
+
+def test_clustered_se_equals_inspect_stderr_cluster():
+    std = pytest.importorskip("inspect_ai.scorer._metrics.std")
+    rng = np.random.default_rng(13)
+    x, y, cl = _clustered_case(rng)
+    d = x - y
+    partition = [list(d[cl == c]) for c in pd.unique(cl)]
+    se, _ = _paired.clustered_se(d, cl)
+    np.testing.assert_allclose(se, std._clustered_stderr(partition), rtol=1e-12)
+
+
+def test_singleton_clusters_are_the_hc0_se_times_the_cluster_correction(R):
+    rng = np.random.default_rng(14)
+    x, y = rng.normal(0.5, 0.2, 30), rng.normal(0.45, 0.2, 30)
+    row = _paired.paired_differences(_long(x, y, clusters=range(30)), ["a", "b"], cluster="cluster").iloc[0]
+    _put("d", x - y)
+    # G = n: G / (G - 1) * sum (d - mean)^2 / n^2 = var(d) / n, the unclustered SE exactly
+    np.testing.assert_allclose(row["std_error"], R("sd(d) / sqrt(length(d))"), rtol=RTOL)
+
+
+def test_a_question_in_two_clusters_or_none_is_an_error():
+    x = np.linspace(0, 1, 6)
+    bad = _long(x, x[::-1], clusters=list("aabbcc"))
+    bad.loc[0, "cluster"] = "z"  # item q000 is in cluster z for system a and a for system b
+    with pytest.raises(me.DataError, match="different clusters"):
+        _paired.paired_differences(bad, ["a", "b"], cluster="cluster")
+    bad = _long(x, x[::-1], clusters=list("aabbcc"))
+    bad.loc[3, "cluster"] = None
+    with pytest.raises(me.DataError, match="no cluster"):
+        _paired.paired_differences(bad, ["a", "b"], cluster="cluster")
+
+
+def test_run_variance_equals_the_anova_estimate_from_r(R):
+    rng = np.random.default_rng(15)
+    n, k = 25, 4
+    y = rng.normal(0, 1, (n, 1)) + rng.normal(0, 0.5, (1, k)) + rng.normal(0, 0.3, (n, k))
+    est, df = _paired.run_components(y)
+    _put("yv", y.ravel())  # row-major: item-major
+    ms = R(f"item <- factor(rep(seq_len({n}), each = {k})); run <- factor(rep(seq_len({k}), {n})); "
+           "a <- anova(lm(yv ~ item + run)); c(a['run', 'Mean Sq'], a['Residuals', 'Mean Sq'])")
+    np.testing.assert_allclose(est, (ms[0] - ms[1]) / n, rtol=RTOL)
+    np.testing.assert_allclose(df, (ms[0] - ms[1]) ** 2 / (ms[0] ** 2 / (k - 1) + ms[1] ** 2 / ((n - 1) * (k - 1))),
+                               rtol=RTOL)
+
+
+def test_two_stage_se_adds_the_run_variance_per_system():
+    rng = np.random.default_rng(16)
+    n, R = 30, 3
+    rows = []
+    for s, shift in (("a", 0.1), ("b", 0.0)):
+        base = rng.normal(0.5, 0.2, n)
+        for r in range(R):
+            sc = base + rng.normal(0, 0.1) + rng.normal(0, 0.05, n)
+            rows.append(pd.DataFrame({"system": s, "task": "t", "item": range(n), "run": str(r), "score": sc + shift}))
+    s = pd.concat(rows, ignore_index=True)
+    row = _paired.paired_differences(s, ["a", "b"], runs=True).iloc[0]
+    q = s.groupby(["system", "item"])["score"].mean().unstack(0)
+    d = (q["a"] - q["b"]).to_numpy()
+    parts = [(d.var(ddof=1) / n, n - 1)]
+    for x in ("a", "b"):
+        est, df = _paired.run_components(s[s.system == x].pivot(index="item", columns="run", values="score").to_numpy())
+        parts.append((est / R, df))
+    v = sum(p[0] for p in parts)
+    np.testing.assert_allclose(row["std_error"], np.sqrt(v), rtol=1e-12)
+    np.testing.assert_allclose(row["df"], v**2 / sum(p[0] ** 2 / p[1] for p in parts if p[0] > 0), rtol=1e-12)
+    assert row["method"] == _paired.RUNS_METHOD
+
+
+def test_nan_p_values_are_left_out_of_the_adjustment_as_r_does(R):
+    rng = np.random.default_rng(17)
+    frames = [_long(rng.normal(0.6, 0.2, 20), rng.normal(0.5, 0.2, 20), task="t1"),
+              _long(np.array([0.7]), np.array([0.2]), task="t2"),  # one question: no SE, p is NaN
+              _long(rng.normal(0.6, 0.2, 15), rng.normal(0.55, 0.2, 15), task="t3")]
+    out = _paired.paired_differences(pd.concat(frames, ignore_index=True), ["a", "b"], adjust="holm",
+                                     pooled_label="all")
+    per = out[out["task"] != "all"]
+    assert np.isnan(per["p_value"].iloc[1]) and np.isnan(per["p_adj"].iloc[1])
+    p = per["p_value"].to_numpy()
+    expect = R(f'p.adjust(c({float(p[0])!r}, NA, {float(p[2])!r}), "holm")')
+    np.testing.assert_allclose(per["p_adj"].to_numpy(), expect, rtol=RTOL, equal_nan=True)
+    pooled = out[out["task"] == "all"].iloc[0]  # a task without SE leaves the pooled SE undefined
+    assert np.isnan(pooled["std_error"]) and np.isnan(pooled["p_value"]) and np.isnan(pooled["p_adj"])
+
+
+def test_generic_table_carries_the_cluster_column():
+    df = pd.DataFrame({"system": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"], "passage": ["p", "q", "p", "q"],
+                       "acc": [1.0, 0.0, 1.0, 1.0]})
+    logs = me.read_eval_logs(df, format="table", columns={"cluster": "passage"})
+    assert list(logs.table.sort_values(["system", "item"])["cluster"]) == ["p", "q", "p", "q"]
+    assert set(logs.table["metric"]) == {"acc"}  # the cluster is a key, not a metric
+    logs2 = me.read_eval_logs(df.rename(columns={"passage": "cluster"}), format="table")
+    assert "cluster" in logs2.table.columns
+    assert "cluster" not in me.read_eval_logs(df.drop(columns="passage"), format="table").table.columns
+
+
+def _clustered_logs(rng: np.random.Generator) -> pd.DataFrame:
+    rows = []
+    for i in range(36):
+        p = rng.uniform(0.2, 0.9)
+        for s, shift in (("base", 0.0), ("tuned", 0.1)):
+            for e in range(3):
+                rows.append({"system": s, "item": f"q{i}", "passage": f"p{i // 4}", "epoch": e,
+                             "acc": float(rng.random() < min(p + shift, 1.0))})
+    return pd.DataFrame(rows)
+
+
+def test_compare_logs_cluster_headline_equals_sandwich_on_epoch_means(R):
+    df = _clustered_logs(np.random.default_rng(18))
+    res = me.compare_logs(df, metric="acc", format="table", cluster="passage", analysis="lmm", n_resamples=200,
+                          random_state=1, progress=False)
+    row = res.table.iloc[0]
+    q = df.groupby(["system", "item", "passage"], as_index=False)["acc"].mean()
+    w = q.pivot(index=["item", "passage"], columns="system", values="acc").reset_index()
+    sign = 1.0 if row["system_a"] == "tuned" else -1.0
+    _put("d", sign * (w["tuned"] - w["base"]).to_numpy())
+    _put("cl", w["passage"], strings=True)
+    np.testing.assert_allclose(row["std_error"], R('sqrt(sandwich::vcovCL(lm(d ~ 1), cluster = ~cl, type = "HC0", '
+                                                   'cadjust = TRUE)[1, 1])'), rtol=RTOL)
+    np.testing.assert_allclose(row["delta"], R("mean(d)"), rtol=RTOL)
+    assert row["df"] == 8 and row["method"] == _paired.CLUSTER_METHOD
+    assert res.provenance["cluster"].endswith("(9 clusters)")
+    with pytest.raises(me.DataError, match="not a column"):
+        me.compare_logs(df, metric="acc", format="table", cluster="nope", analysis="lmm", n_resamples=50,
+                        progress=False)
+
+
+def test_epoch_means_keep_the_cluster():
+    df = _clustered_logs(np.random.default_rng(19)).rename(columns={"passage": "cluster"})
+    df["task"], df["run"] = "t", "1"
+    avg = epoch_means(df.rename(columns={"acc": "score"}))
+    assert len(avg) == 72 and avg.groupby("item")["cluster"].nunique().max() == 1
+
+
+def test_compare_logs_with_runs_uses_the_two_stage_se(R):
+    rng = np.random.default_rng(20)
+    rows = []
+    for s, p0 in (("base", 0.55), ("tuned", 0.65)):
+        for r in range(3):
+            shift = rng.normal(0, 0.05)
+            for i in range(40):
+                rows += [{"system": s, "item": f"q{i}", "run": f"seed{r}", "epoch": e,
+                          "acc": float(rng.random() < p0 + shift)} for e in range(2)]
+    df = pd.DataFrame(rows)
+    res = me.compare_logs(df, metric="acc", format="table", analysis="lmm", n_resamples=100, random_state=2,
+                          progress=False)
+    row = res.table.iloc[0]
+    assert row["method"] == _paired.RUNS_METHOD
+    em = df.groupby(["system", "run", "item"], as_index=False)["acc"].mean()  # epochs averaged
+    v = 0.0
+    for x in ("base", "tuned"):
+        y = em[em.system == x].pivot(index="item", columns="run", values="acc")
+        _put("yv", y.to_numpy().ravel())
+        ms = R(f"item <- factor(rep(seq_len({y.shape[0]}), each = {y.shape[1]})); "
+               f"run <- factor(rep(seq_len({y.shape[1]}), {y.shape[0]})); a <- anova(lm(yv ~ item + run)); "
+               "c(a['run', 'Mean Sq'], a['Residuals', 'Mean Sq'])")
+        v += max(0.0, (ms[0] - ms[1]) / y.shape[0]) / y.shape[1]
+    q = em.groupby(["system", "item"])["acc"].mean().unstack(0)
+    d = (q[row["system_a"]] - q[row["system_b"]]).to_numpy()
+    _put("d", d)
+    np.testing.assert_allclose(row["std_error"], np.sqrt(R("var(d) / length(d)")[0] + v), rtol=RTOL)
+    np.testing.assert_allclose(row["delta"], d.mean(), rtol=RTOL)
+    assert v > 0 and row["df"] < len(d) - 1  # the run part is present: Satterthwaite df below n - 1
