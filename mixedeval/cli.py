@@ -338,7 +338,8 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
         raise UsageError("give one or more log paths (or --system NAME=PATH) (see 'mixedeval compare-logs --help')")
     _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
     res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
-                       analysis=args.analysis, trials=args.trials, reference=args.reference, adjust=args.adjust,
+                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
+                       adjust=args.adjust,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet)
     out: dict[str, Any] = {"headline": res.headline_text(), "differences": res.table, "analysis": res.analysis,
@@ -566,6 +567,8 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("--analysis", default="auto", choices=["auto", "glmm", "lmm"])
     g.add_argument("--trials", type=int, help="scores are proportions of this many attempts (k of n): binomial GLMM")
     g.add_argument("--reference", help="reference system")
+    g.add_argument("--cluster", help="column of the logs naming each question's cluster (e.g. an Inspect sample "
+                                     "metadata field such as passage_id): clustered standard errors")
     g.add_argument("--adjust", default="holm", help="p-value adjustment (default holm)")
     g.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
     g.add_argument("--level", type=float, default=0.95)

@@ -244,3 +244,47 @@ def test_cli_compare_logs_writes_tables_and_report(tmp_path):
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "compare-logs", str(LM), "--metric", "accuracy"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "metric(s) ['accuracy'] not found" in p.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None, reason="mixedeval[logs] not installed")
+def test_inspect_metadata_clusters_reach_the_clustered_headline(tmp_path):
+    """Inspect sample metadata become columns; cluster= names one: the headline's SE is the
+    cluster-robust SE of the per-question differences (as Inspect's stderr(cluster=) computes it)."""
+    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import solver
+
+    rng = np.random.default_rng(8)
+    right = {"mockllm/a": 0.75, "mockllm/b": 0.55}
+    answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p else "?" for _ in range(2)] for i in range(24)}
+               for m, p in right.items()}
+
+    @solver
+    def fixed_output(ans):
+        async def solve(state, generate):
+            state.output = ModelOutput.from_content(model=str(state.model),
+                                                    content=ans[str(state.sample_id)][state.epoch - 1])
+            return state
+        return solve
+
+    ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i), metadata={"passage": f"p{i // 4}", "task": "x"})
+          for i in range(24)]
+    for model in right:
+        inspect_eval(Task(dataset=ds, solver=fixed_output(answers[model]), scorer=match(), epochs=2, name="arith"),
+                     model=model, log_dir=str(tmp_path / "logs"), display="none")
+    logs = me.read_eval_logs(tmp_path / "logs")
+    assert {"passage", "metadata_task"} <= set(logs.table.columns)  # a field named like a column gets a prefix
+    res = me.compare_logs(logs, metric="match", cluster="passage", n_resamples=200, random_state=0, progress=False)
+    q = logs.table.groupby(["system", "item", "passage"], as_index=False)["score"].mean()
+    wide = q.pivot(index=["item", "passage"], columns="system", values="score").reset_index()
+    d = (wide["mockllm/a"] - wide["mockllm/b"]).to_numpy()
+    e = d - d.mean()
+    g = wide["passage"].to_numpy()
+    sums = np.array([e[g == c].sum() for c in np.unique(g)])
+    G, n = len(sums), len(d)
+    se = np.sqrt(G / (G - 1) * np.sum(sums**2)) / n
+    row = res.table.iloc[0]
+    assert row["delta"] == pytest.approx(d.mean(), rel=1e-12) and row["std_error"] == pytest.approx(se, rel=1e-10)
+    assert row["df"] == G - 1 and "cluster" in row["method"]

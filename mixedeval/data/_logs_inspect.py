@@ -8,7 +8,9 @@ P -> 0.5, I and N -> 0, yes/true -> 1, no/false -> 0, numeric strings and number
 dict value gives one metric per key (``scorer/key``). Values that inspect could not convert (it
 logs a warning and returns 0) and list values are skipped here and counted in a warning instead.
 ``sample.epoch`` is the ``epoch`` (a repeated sample of the question within this evaluation,
-never a run); several logs of one model and task are its runs (the log's run id).
+never a run); several logs of one model and task are its runs (the log's run id). The sample's
+scalar ``metadata`` fields become columns of the table (a field named like a canonical column gets
+the prefix ``metadata_``), e.g. a question's cluster for ``compare_logs(cluster=...)``.
 
 inspect_ai is an optional dependency (``pip install 'mixedeval[logs]'``).
 """
@@ -67,9 +69,25 @@ def _signature(ev: Any) -> str:
                        "task_args": getattr(ev, "task_args", None)}, sort_keys=True, default=str)
 
 
-def _add_value(rows: Rows, to_float: Any, metric: str, v: Any, key: tuple, src: str) -> None:
+#: names a metadata field may not take as a column (it gets the prefix ``metadata_``)
+_RESERVED = {"system", "task", "item", "run", "epoch", "metric", "score", "source", "format", "run_group",
+             "run_index", "task_signature", "item_hash"}
+
+
+def _metadata(sample: Any) -> dict[str, Any]:
+    """The sample's scalar metadata (str, int, float, bool) as columns; other values are left out."""
+    md = getattr(sample, "metadata", None) or {}
+    out = {}
+    for k, v in md.items():
+        if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and math.isnan(v)):
+            name = str(k)
+            out[f"metadata_{name}" if name in _RESERVED else name] = v
+    return out
+
+
+def _add_value(rows: Rows, to_float: Any, metric: str, v: Any, key: tuple, src: str, meta: dict) -> None:
     if _convertible(v):
-        rows.add(*key[:3], metric, float(to_float(v)), key[3], None, key[5], key[6], None, epoch=key[4])
+        rows.add(*key[:3], metric, float(to_float(v)), key[3], None, key[5], key[6], None, epoch=key[4], **meta)
     else:
         rows.note("non_numeric", f"{metric!r} in {src} (sample {key[2]}): {str(v)[:60]}")
 
@@ -90,11 +108,12 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     sig = _signature(ev)
     run_group = str(getattr(ev, "run_id", None) or getattr(ev, "eval_id", None) or path.stem)
     for s in log.samples or []:
+        meta = _metadata(s)
         for scorer, score in (s.scores or {}).items():
             v = score.value
             key = (sysname, str(ev.task), str(s.id), run_group, int(s.epoch), src, sig)
             if isinstance(v, dict):
                 for k, vk in v.items():
-                    _add_value(rows, to_float, f"{scorer}/{k}", vk, key, src)
+                    _add_value(rows, to_float, f"{scorer}/{k}", vk, key, src, meta)
             else:
-                _add_value(rows, to_float, str(scorer), v, key, src)
+                _add_value(rows, to_float, str(scorer), v, key, src, meta)

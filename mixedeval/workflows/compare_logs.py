@@ -210,6 +210,8 @@ def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, boo
                                  + s["run"].astype(str)).to_numpy()})
     if "cluster" in s.columns:  # task::cluster (nested in tasks)
         f["cluster"] = s["cluster"].astype(str).to_numpy()
+    if "epoch" in s.columns:  # not in the formula; it keeps the epochs of a question distinct rows (no duplicate)
+        f["epoch"] = s["epoch"].astype(str).to_numpy()
     if trials is not None:
         f["successes"] = np.round(f["score"] * trials)
         f["failures"] = trials - f["successes"]
@@ -253,10 +255,28 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
     return full, null, "LMM (lmerTest::lmer, REML)", full_f, warns
 
 
+def _separated(full: Any, analysis_name: str) -> tuple[Any, str, list[ResultWarning]]:
+    """The fit the contrasts come from: ``full``, or, when its fixed part is separated (a system
+    right or wrong on every question of a task: infinite log-odds, meaningless Wald tests), the
+    weakly penalised refit ``blme::bglmer`` (normal prior sd 10 / 2.5; Gelman et al. 2008). The
+    likelihood-ratio test stays on the ML fits, where it is valid."""
+    if not any(w.kind == "separation" for w in getattr(full, "warnings", ())):
+        return full, analysis_name, []
+    pen = full.penalized_refit()
+    note = ResultWarning("separation_penalized", "the GLMM's fixed part is separated, so its contrasts and means come "
+                         "from the weakly penalised refit blme::bglmer (normal prior on the fixed effects, sd 10 for "
+                         "the intercept and 2.5 for the others; Gelman, Jakulin, Pittau & Su 2008); the "
+                         "likelihood-ratio test uses the ML fits; the headline difference in points needs no model",
+                         "mixedeval")
+    return pen, analysis_name + "; contrasts from the penalised refit (blme::bglmer)", [note, *pen.warnings]
+
+
 def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, posthoc_df: str, adjust: str,
                      level: float) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning]]:
-    """Pairwise contrasts and EMMs of the systems, per task (when several) and pooled."""
-    kw = {"level": level} if glmm_fit else {"df_method": posthoc_df, "level": level}
+    """Pairwise contrasts and EMMs of the systems, per task (when several) and pooled. GLMM means
+    are population-averaged (``marginal="integrate"``: the inverse link averaged over the random
+    effects), so that they estimate the accuracy; the odds-ratio contrasts are conditional."""
+    kw = {"level": level, "marginal": "integrate"} if glmm_fit else {"df_method": posthoc_df, "level": level}
     emms, cons, warns = [], [], []
     specs = [("task", None), (None, ALL_TASKS)] if tasks else [(None, only_task)]
     for by, label in specs:
@@ -393,8 +413,10 @@ def compare_logs(
     full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
                                                             {"system": sys_levels}, epochs)
     glrt = compare(null, full, names=["null", "full"])
-    con, emm, w2 = _contrast_tables(full, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
+    con_fit, analysis_name, w_sep = _separated(full, analysis_name)
+    con, emm, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
                                     posthoc_df, adjust, level)
+    w2 = w_sep + w2
     ss = seed_sequence(random_state)
     avg = epoch_means(s.assign(score=s["score"].astype(float)))
     bpw, bmeans, pooled, w3 = _bootstraps(avg.drop(columns="cluster", errors="ignore"), tasks, adjust, n_resamples,
