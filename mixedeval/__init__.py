@@ -68,6 +68,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "EvalLogs": ("mixedeval.data._logs", "EvalLogs"),
     "metrics": ("mixedeval.resampling.metrics", None),
     "compare_logs": ("mixedeval.workflows.compare_logs", "compare_logs"),
+    "questions_needed": ("mixedeval.workflows.plan_eval", "questions_needed"),
+    "summarize": ("mixedeval.workflows.summarize", "summarize"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]

@@ -117,6 +117,8 @@ def report(
         input_files.append(str(data))
         data = as_pandas(data)
     tables = [*(extra_tables or {}).items(), *((f"Table {i}", t) for i, t in enumerate(found.tables, 1))]
+    if data is None and found.fit is None:  # a result read from evaluation logs describes its own data design
+        data, design_factors = _logs_design(found.items, design_factors)
     ctx = Context(fit=found.fit, data=data, design_factors=design_factors, results=outcome.values,
                   absent=outcome.absent, origin=outcome.origin, items=found.items, d_study_grid=d_study_grid,
                   extra_tables=tables, input_files=list(dict.fromkeys(input_files)))
@@ -132,6 +134,22 @@ def report(
     if progress:
         print(f"mixedeval report: wrote {out} ({len(html) / 1e6:.1f} MB)", file=sys.stderr, flush=True)
     return out
+
+
+def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
+    """The score table and design factors (system, task, item, run, epoch; those that vary) of the
+    first result that carries evaluation logs (``.logs``: :func:`mixedeval.compare_logs`)."""
+    for _kind, obj in items:
+        logs = getattr(obj, "logs", None)
+        table = getattr(logs, "table", None)
+        if table is None:
+            continue
+        metric = getattr(obj, "metric", None)
+        t = table[table["metric"] == metric] if metric is not None and "metric" in table.columns else table
+        factors = design_factors or [c for c in ("system", "task", "item", "run", "epoch", "cluster")
+                                     if c in t.columns and t[c].nunique() > 1]
+        return t.reset_index(drop=True), factors
+    return None, design_factors
 
 
 def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:

@@ -48,6 +48,7 @@ from ..workflows.language_disparity import (
 from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance
 from ..workflows.power import MinimumDetectableEffect, PowerCurveResult, PowerResult, SampleSizeResult
 from ..workflows.reproducibility import ReproducibilityResult
+from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
 from . import result_sections as rs
 
@@ -81,6 +82,7 @@ def result_kinds() -> dict[type, Kind]:
         PooledRunBootstrapResult: Kind("pooled_run_bootstrap", "Pooled-run bootstrap", rs.generic),
         CompareSystemsResult: Kind("compare_systems", "System comparison", rs.generic),
         CompareLogsResult: Kind("compare_logs", "System comparison from evaluation logs", rs.compare_logs),
+        SummarizeResult: Kind("summarize", "Summary of scores per task and system", rs.summarize),
         ConditionalCompareResult: Kind("conditional_compare", "Comparison conditional on a data property",
                                        rs.generic),
         VCAResult: Kind("vca", "Variance components and reliability", rs.vca),

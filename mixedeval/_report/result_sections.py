@@ -75,6 +75,31 @@ def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
     sec.headline = res.headline_text()
 
 
+def summarize(sec: Section, res: Any, ctx: Any = None) -> None:
+    """me.summarize: the per task x system table (Inspect's mean, stderr and intervals) with an
+    interval plot of the means, then the paired comparisons of the systems."""
+    sec.kv(_scalars(res), caption="Settings and summary")
+    tab = res.table
+    sec.table(tab, "Per task and system: mean of the epoch-averaged question scores, std_error and conf_low/"
+                   "conf_high as Inspect's stderr() and ci() (t on n - 1 df), wilson_low/wilson_high for 0/1 "
+                   "scores; *_cluster columns: Inspect's clustered stderr/ci (clusters - 1 df); std_error_cr2: "
+                   "clubSandwich's CR2")
+    if len(tab):
+        lo_hi = ("conf_low_cluster", "conf_high_cluster") if "conf_low_cluster" in tab.columns else (
+            "conf_low", "conf_high")
+        plot = tab[["task", "system", "mean_score", *lo_hi]].rename(columns=dict(zip(lo_hi, ("conf_low",
+                                                                                           "conf_high"))))
+        which = "clustered t" if lo_hi[0].endswith("_cluster") else "t"
+        _interval_figure(sec, plot, "mean_score", f"Mean score per task and system with {which} intervals",
+                         xlabel=str(res.metric or "score"), title="Mean scores")
+    pw = res.pairwise
+    sec.table(pw, "Paired differences on shared questions (delta = a - b, Miller 2024); test names the p-value's "
+                  f"test; p_adj adjusts over pairs and tasks ({res.provenance.get('adjust')})")
+    _warnings(sec, res)
+    sec.headline = (f"{int((pw['p_adj'] < 0.05).sum())} of {len(pw)} pairs with adjusted p < 0.05" if len(pw)
+                    else f"{len(tab)} task x system rows, no pair of systems")
+
+
 # ------------------------------------------------------------------------------------ resampling
 def _call_or_attr(obj: Any, name: str) -> Any:
     val = getattr(obj, name, None)

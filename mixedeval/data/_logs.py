@@ -23,6 +23,7 @@ from ._logs_helm import STATS_FILE, read_helm_run
 from ._logs_inspect import looks_like_inspect_json, read_inspect_log
 from ._logs_lmeval import is_samples_file, read_samples_file
 from ._logs_rows import Rows
+from ._logs_systems import LogFile, assign_systems, flatten
 from ._logs_table import TABLE_SUFFIXES, read_score_table
 
 FORMATS = ("auto", "lm-eval", "inspect", "helm", "table")
@@ -49,7 +50,9 @@ class EvalLogs(ResultMixin):
         (``filter`` for lm-eval, ``split`` for HELM). ``run`` is a separate whole evaluation of the
         system (another log, date, seed or trial); ``epoch`` a repeated sample of the item within
         one evaluation (Inspect epochs; ``"1"`` where the format has none).
-    files : one row per file read: source, format, system, task, n_rows.
+    files : one row per file read: source, format, system, task, n_rows, model (the model name
+        the log gives), definition (a dict: the fields that define its system and their values,
+        see ``read_eval_logs(system=...)``), fields (a dict: every field the log records).
     warnings : ResultWarning tuple (dropped items, metrics missing for some systems, values
         that are not numbers, ...).
     """
@@ -78,6 +81,20 @@ class EvalLogs(ResultMixin):
             raise DataError(f"metric {metric!r} is not in these logs; available: {sorted(set(self.table['metric']))}")
         t = self.table
         return t.loc[t["metric"] == metric, ["system", "task", "item", "run", "epoch", "score"]].reset_index(drop=True)
+
+    def systems(self) -> pd.DataFrame:
+        """One row per system: system, model, one column per field that defines the systems (the
+        ``system=`` fields, the fields a default split used, or those that differ between the logs
+        of a ``{name: path}`` dict), n_files."""
+        f = self.files[self.files["system"].isin(set(self.table["system"]))]
+        fields = list(dict.fromkeys(k for d in f["definition"] for k in d if k != "model"))
+        rows = []
+        for name, g in f.groupby("system", sort=True):
+            row = {"system": name, "model": ", ".join(sorted({str(m) for m in g["model"] if m is not None}))}
+            for k in fields:
+                row[k] = ", ".join(sorted({str(d.get(k)) for d in g["definition"] if k in d}))
+            rows.append({**row, "n_files": len(g)})
+        return pd.DataFrame(rows, columns=["system", "model", *fields, "n_files"])
 
     def _scalars(self) -> list[tuple[str, Any]]:
         t = self.table
@@ -167,35 +184,48 @@ def _sources(source: Any, fmt: str) -> list[tuple[Any, str, str | None]]:
 
 
 # ------------------------------------------------------------------------------ reading
-def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, str] | None,
-              metric: Any) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning]]:
-    frames, file_rows, notes = [], [], []
-    for path, f, name in files:
-        rows = Rows(f)
-        if f == "lm-eval":
-            read_samples_file(path, rows, name)
-        elif f == "inspect":
-            read_inspect_log(path, rows, name)
-        elif f == "helm":
-            read_helm_run(path, rows, name)
-        else:
-            read_score_table(path, rows, columns=columns, metric=metric, system=name)
+def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | None, metric: Any) -> Rows:
+    rows = Rows(f)
+    if f == "lm-eval":
+        read_samples_file(path, rows, name)
+    elif f == "inspect":
+        read_inspect_log(path, rows, name)
+    elif f == "helm":
+        read_helm_run(path, rows, name)
+    else:
+        read_score_table(path, rows, columns=columns, metric=metric, system=name)
+    return rows
+
+
+def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, str] | None, metric: Any,
+              system: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str]]:
+    """Read every file; name each log's system (:func:`._logs_systems.assign_systems`)."""
+    frames, logs, notes = [], [], []
+    for i, (path, f, name) in enumerate(files):
+        rows = _read_one(path, f, name, columns, metric)
         df = pd.DataFrame({**rows.cols, **rows.extra})
         df["format"] = f
         frames.append(df)
-        src = "<DataFrame>" if isinstance(path, pd.DataFrame) else str(path)
-        file_rows.append({"source": src, "format": f,
-                          "system": ", ".join(map(str, pd.unique(df["system"]))),
-                          "task": ", ".join(map(str, pd.unique(df["task"]))), "n_rows": len(df)})
+        model = str(rows.fields.get("model") or (df["system"].iloc[0] if len(df) else ""))
+        logs.append(LogFile(i, name, model, ", ".join(map(str, pd.unique(df["task"]))),
+                            flatten(rows.fields) if rows.fields else None))
         notes.append(rows)
+    defining, warnings = assign_systems(logs, system)
+    file_rows = []
+    for (path, f, _name), df, lf in zip(files, frames, logs):
+        if lf.fields is not None:
+            df["system"] = lf.system
+        file_rows.append({"source": "<DataFrame>" if isinstance(path, pd.DataFrame) else str(path), "format": f,
+                          "system": ", ".join(map(str, pd.unique(df["system"]))), "task": lf.task, "n_rows": len(df),
+                          "model": lf.model if lf.fields is not None else None, "definition": dict(lf.definition),
+                          "fields": dict(lf.fields or {})})
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
-    warnings = []
     for kind, text in _NOTES.items():
         n = sum(r.notes[kind] for r in notes)
         if n:
             ex = next(r.examples[kind] for r in notes if kind in r.examples)
             warnings.append(ResultWarning(kind, text.format(n=n, ex=ex)))
-    return table, pd.DataFrame(file_rows), warnings
+    return table, pd.DataFrame(file_rows), warnings, logs, defining
 
 
 def _run_labels(df: pd.DataFrame) -> pd.Series:
@@ -261,6 +291,7 @@ def read_eval_logs(
     systems: Sequence[str] | Mapping[str, str] | None = None,
     columns: Mapping[str, str] | None = None,
     drop_missing: bool = False,
+    system: str | Sequence[str] | None = None,
 ) -> EvalLogs:
     """Read evaluation-harness logs into the canonical long score table.
 
@@ -275,12 +306,32 @@ def read_eval_logs(
         ``"helm"`` (HELM run directories: ``per_instance_stats.json`` with ``run_spec.json``) or
         ``"table"`` (a CSV/TSV/Parquet/JSON long or wide table; see ``columns``).
     metric : keep only this metric (or these metrics); a DataError if one is missing.
-    systems : keep only these systems (a list), or rename systems (a dict old -> new).
+    systems : keep only these systems (a list), or rename systems (a dict old -> new), by the
+        names the systems get (see ``system``).
     columns : for ``format="table"``: the canonical names mapped to your columns, e.g.
         ``{"system": "model", "item": "id", "run": "seed"}``. A long table has ``metric`` and
         ``score`` columns; a wide one has a column per metric.
     drop_missing : items that lack a score for some system or run of a task are an error by
         default (naming the systems and items); True drops them for every system, with a warning.
+    system : the log fields that define a system, alone or combined: ``"model"``,
+        ``"task_args"`` (all task arguments) or ``"task_args.cot"`` (one), ``"solver"`` (the
+        solver names of Inspect's plan; HELM's adapter method), ``"plan"`` (the solvers with
+        their parameters; lm-eval's system instruction / chat template; HELM's prompt settings),
+        ``"model_args"`` (or one key), ``"tags"``, ``"generation_config"`` (or one key:
+        ``"generation_config.temperature"``); lm-eval's come from ``results_<date>.json``
+        (``config.model_args``, ``config.gen_kwargs``, ``n-shot`` as ``task_args.num_fewshot``),
+        HELM's from the run spec's adapter spec. The system's name joins the values:
+        ``system=["model", "task_args.cot"]`` gives ``"mockllm/m | cot=True"``. By default (None)
+        the system is the model name, but one model's logs of a task that differ in task
+        arguments, tags, solver, plan, model arguments or (non-operational) generation settings
+        are split by the fewest differing fields (``"mockllm/m | cot=True"``) with a
+        ``systems_split`` warning naming them, never merged silently; a ``system=`` or a
+        ``{name: path}`` dict that leaves differing fields inside one system gets a
+        ``systems_merged`` warning. The fields that define the systems (and, for a dict source,
+        the fields that differ between its logs) are recorded in ``files["definition"]`` and
+        :meth:`EvalLogs.systems`, and are exempt from the one-configuration-per-task check: two
+        prompting strategies of one model (task args ``cot=True`` / ``False``) are compared with
+        ``system=["model", "task_args.cot"]`` or ``{"direct": path, "cot": path}``.
 
     Returns an :class:`EvalLogs` whose ``table`` has system, task, item, run, metric, score,
     source, format (and format metadata: lm-eval ``filter``, HELM ``split``). ``run`` is a whole
@@ -293,7 +344,8 @@ def read_eval_logs(
     if format not in FORMATS:
         raise DataError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     files, twice = _sources(source, format)
-    table, file_tab, warnings = _read_all(files, columns, metric if format == "table" else None)
+    table, file_tab, warnings, logs, defining = _read_all(files, columns, metric if format == "table" else None,
+                                                          system)
     if twice:
         warnings.append(ResultWarning("duplicated_files", f"{len(twice)} files were named more than once and read "
                                                           f"once (e.g. {twice[0]})"))
@@ -302,13 +354,16 @@ def read_eval_logs(
     table["run"] = _run_labels(table)
     table["epoch"] = _epoch_labels(table["epoch"])
     table = _select_systems(table, systems)
+    if isinstance(systems, Mapping):
+        file_tab["system"] = file_tab["system"].map(lambda s: systems.get(s, s))
     requested = _select_metrics(table, metric)
     table, w_nan = lv.drop_nan_scores(table)
     warnings += w_nan + lv.check_metrics(table, requested)  # before selecting: which systems have the metric
     if requested is not None:
         table = table.loc[table["metric"].isin(requested)]
     lv.check_duplicates(table)
-    lv.check_mixed_tasks(table)
+    kept = set(table["source"].unique())
+    lv.check_mixed_tasks(table, [lf for lf, src in zip(logs, file_tab["source"]) if src in kept], defining)
     table, w_miss = lv.check_missing(table, drop_missing)
     warnings += w_miss
     extra = [c for c in table.columns if c not in COLUMNS and c not in ("run_group", "run_index", "task_signature",

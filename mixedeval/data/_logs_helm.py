@@ -13,7 +13,8 @@ with ``name`` (a ``MetricName``: ``name``, ``split``, optional ``sub_split``, ``
 System: ``adapter_spec.model``; task: the run spec name without its ``model=`` and
 ``model_deployment=`` arguments; run: the suite directory, with the train trial index as the
 replicate; score: the stat's ``mean`` (``sum / count`` when no mean is stored). Perturbed
-instances and stats of perturbed names are not read (counted in a warning).
+instances and stats of perturbed names are not read (counted in a warning). The adapter spec and
+the scenario's args are the fields a system may be defined by (``read_eval_logs(system=...)``).
 """
 from __future__ import annotations
 
@@ -51,6 +52,27 @@ def _score(stat: dict[str, Any]) -> float | None:
     return None
 
 
+#: adapter_spec entries that are decoding settings (generation_config); the others but the model's
+#: and the bookkeeping ones (how many instances and trials were run) make the plan
+_GENERATION = ("temperature", "max_tokens", "stop_sequences", "num_outputs", "top_p", "top_k", "presence_penalty",
+               "frequency_penalty", "random")
+_NOT_PLAN = ("model", "model_deployment", "method", "max_eval_instances", "num_train_trials", "num_trials",
+             "eval_splits", *_GENERATION)
+
+
+def _fields(spec: dict[str, Any], model: str) -> dict[str, Any]:
+    """The fields a system may be defined by: model, task_args (the scenario's args), solver
+    (``adapter_spec.method``), plan (the other prompt settings of the adapter spec: instructions,
+    prefixes, in-context examples), model_args (``model_deployment``), generation_config
+    (temperature, max_tokens, stop sequences, ...); HELM has no tags."""
+    adapter = spec.get("adapter_spec") or {}
+    return {"model": model, "task_args": dict((spec.get("scenario_spec") or {}).get("args") or {}),
+            "solver": adapter.get("method"),
+            "plan": {k: v for k, v in adapter.items() if k not in _NOT_PLAN},
+            "model_args": {k: adapter[k] for k in ("model_deployment",) if adapter.get(k) is not None},
+            "generation_config": {k: adapter[k] for k in _GENERATION if k in adapter}}
+
+
 def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
     """Append the per-instance stats of one HELM run directory (or its per_instance_stats.json)."""
     run_dir = path if path.is_dir() else path.parent
@@ -64,6 +86,7 @@ def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
                                                      or run_dir.name)
     task = _task_name(str(spec.get("name", run_dir.name)))
     sig = json.dumps(spec.get("scenario_spec"), sort_keys=True, default=str)
+    rows.fields = _fields(spec, str(adapter.get("model") or adapter.get("model_deployment") or run_dir.name))
     suite = run_dir.parent.name
     src = str(run_dir / STATS_FILE)
     data = _load(run_dir / STATS_FILE)

@@ -1,8 +1,10 @@
 """Reader of Inspect AI eval logs (``.eval`` and ``.json``), through inspect_ai's own reader.
 
 ``inspect_ai.log.read_eval_log`` gives the header (``log.eval.model``, ``log.eval.task``,
-``log.eval.run_id``, ``log.eval.task_version``, ``log.eval.task_args``, ``log.eval.dataset``)
-and the samples (``sample.id``, ``sample.epoch``, ``sample.scores``: scorer name -> ``Score``).
+``log.eval.run_id``, ``log.eval.task_version``, ``log.eval.task_args``, ``log.eval.dataset``,
+``log.eval.tags``, ``log.eval.model_args``, ``log.eval.model_generate_config``, ``log.plan.steps``:
+the fields a system may be defined by) and the samples (``sample.id``, ``sample.epoch``,
+``sample.scores``: scorer name -> ``Score``).
 Each score value becomes a number as ``inspect_ai.scorer.value_to_float()`` maps it (C -> 1,
 P -> 0.5, I and N -> 0, yes/true -> 1, no/false -> 0, numeric strings and numbers as floats); a
 dict value gives one metric per key (``scorer/key``). Values that inspect could not convert (it
@@ -63,10 +65,33 @@ def _convertible(v: Any) -> bool:
 
 
 def _signature(ev: Any) -> str:
+    """Task version and dataset; the task arguments are a field of the log (:func:`_fields`), checked
+    apart because they may define the systems (``system=["model", "task_args.cot"]``)."""
     ds = getattr(ev, "dataset", None)
     return json.dumps({"task_version": getattr(ev, "task_version", None),
-                       "dataset": getattr(ds, "name", None) if ds is not None else None,
-                       "task_args": getattr(ev, "task_args", None)}, sort_keys=True, default=str)
+                       "dataset": getattr(ds, "name", None) if ds is not None else None}, sort_keys=True, default=str)
+
+
+def _step_text(step: Any) -> str:
+    params = getattr(step, "params", None) or {}
+    args = ", ".join(f"{k}={json.dumps(v, default=str) if not isinstance(v, str) else v}" for k, v in params.items())
+    return f"{step.solver}({args})"
+
+
+def _fields(log: Any) -> dict[str, Any]:
+    """The fields a system may be defined by: model, task_args, solver (the plan's solver names),
+    plan (the solvers with their parameters), model_args, tags, generation_config (the settings
+    given, ``model_generate_config`` without its unset fields)."""
+    ev = log.eval
+    steps = list(getattr(getattr(log, "plan", None), "steps", None) or [])
+    solver = " -> ".join(str(s.solver) for s in steps) if steps else getattr(ev, "solver", None)
+    plan = " -> ".join(_step_text(s) for s in steps) if steps else solver
+    gen = getattr(ev, "model_generate_config", None)
+    gen = gen.model_dump(exclude_none=True) if hasattr(gen, "model_dump") else dict(gen or {})
+    tags = getattr(ev, "tags", None)
+    return {"model": str(ev.model), "task_args": dict(getattr(ev, "task_args", None) or {}), "solver": solver,
+            "plan": plan, "model_args": dict(getattr(ev, "model_args", None) or {}),
+            "tags": ",".join(sorted(map(str, tags))) if tags else None, "generation_config": gen}
 
 
 #: names a metadata field may not take as a column (it gets the prefix ``metadata_``)
@@ -106,6 +131,7 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     if status != "success":
         rows.note("inspect_status", f"{src} has status {status!r}")
     sig = _signature(ev)
+    rows.fields = _fields(log)
     run_group = str(getattr(ev, "run_id", None) or getattr(ev, "eval_id", None) or path.stem)
     for s in log.samples or []:
         meta = _metadata(s)

@@ -11,7 +11,9 @@ evaluator logs (lm_eval/evaluator.py): ``doc_id``, ``doc``, ``target``, ``argume
 ``resps``, ``filtered_resps``, ``filter``, ``metrics`` (the names of the metric fields), the
 hashes ``doc_hash``, ``prompt_hash``, ``target_hash``, and one field per metric (``"acc": 1.0``).
 The results file gives the model name (``model_name``, else ``pretrained=`` in
-``config.model_args``), and per task its ``versions`` and ``n-shot``.
+``config.model_args``), and per task its ``versions`` and ``n-shot``; ``config`` (model type,
+``model_args``, ``gen_kwargs``), ``n-shot`` and the task's prompt entries in ``configs`` are the
+fields a system may be defined by (``read_eval_logs(system=...)``).
 
 Metric names follow lm-eval's results keys without the default filter: ``acc`` for filter
 ``none``, ``exact_match,strict-match`` for another filter. Metric values that are not numbers
@@ -58,6 +60,45 @@ def _model_name(header: dict[str, Any], path: Path) -> str:
     return path.parent.name  # the model_name_sanitized directory
 
 
+def _args(v: Any) -> dict[str, Any]:
+    """lm-eval's ``k=v,k=v`` argument strings (``model_args``, ``gen_kwargs``) or dicts as a dict."""
+    if isinstance(v, dict):
+        return dict(v)
+    out: dict[str, Any] = {}
+    for part in str(v or "").split(","):
+        k, sep, x = part.partition("=")
+        if sep and k.strip():
+            out[k.strip()] = x.strip()
+    return out
+
+
+#: per-task config entries that define the prompt (lm-eval task YAML keys), read as task arguments
+_PROMPT_KEYS = ("description", "doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter",
+                "fewshot_delimiter")
+
+
+def _fields(header: dict[str, Any], task: str, model: str) -> dict[str, Any]:
+    """The fields a system may be defined by: model (the model name), task_args (n-shot as
+    ``num_fewshot`` and the task config's prompt entries), model_args (``config.model_args``, with
+    ``config.model``, the model type, as ``model``), generation_config (``config.gen_kwargs``), plan
+    (system instruction, chat template, few-shot as multi-turn); lm-eval has no solver or tags."""
+    cfg = header.get("config") or {}
+    tcfg = (header.get("configs") or {}).get(task) or {}
+    task_args = {k: tcfg[k] for k in _PROMPT_KEYS if isinstance(tcfg.get(k), (str, int, float, bool))}
+    nshot = (header.get("n-shot") or {}).get(task, tcfg.get("num_fewshot"))
+    if nshot is not None:
+        task_args = {"num_fewshot": nshot, **task_args}
+    margs = _args(cfg.get("model_args"))
+    if cfg.get("model") is not None:
+        margs = {"model": cfg["model"], **margs}
+    plan = {"system_instruction": header.get("system_instruction_sha") or header.get("system_instruction"),
+            "chat_template": header.get("chat_template_sha") or header.get("chat_template"),
+            "fewshot_as_multiturn": header.get("fewshot_as_multiturn")}
+    return {"model": model, "task_args": task_args, "model_args": margs,
+            "generation_config": _args(cfg.get("gen_kwargs")),
+            "plan": {k: v for k, v in plan.items() if v is not None} if header else {}}
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, complex)
 
@@ -73,8 +114,8 @@ def read_samples_file(path: Path, rows: Rows, system: str | None = None) -> None
         rows.note("lmeval_no_results", str(path))
     sysname = system if system is not None else _model_name(header, path)
     version = (header.get("versions") or {}).get(task)
-    nshot = (header.get("n-shot") or {}).get(task)
-    signature = json.dumps({"version": version, "n_shot": nshot}, sort_keys=True, default=str)
+    signature = json.dumps({"version": version}, sort_keys=True, default=str)  # n-shot: task_args.num_fewshot
+    rows.fields = _fields(header, task, _model_name(header, path))
     src = str(path)
     items, metrics, scores, hashes, filters = [], [], [], [], []
     try:

@@ -13,6 +13,10 @@ A reader appends one record per (item x run x metric) score to :class:`Rows` and
   version and n-shot, dataset and task arguments, scenario spec) so that different tasks logged
   under one name are caught; ``item_hash``: a per-item content hash where the format logs one
   (lm-eval's ``doc_hash``), else None; ``extra``: format-specific metadata columns.
+
+``fields`` holds what the file's evaluation was run with, the fields a system may be defined by
+(:mod:`._logs_systems`): ``model``, ``task_args``, ``solver``, ``plan``, ``model_args``,
+``tags``, ``generation_config`` (a value or a dict of values each; one file is one evaluation).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class Rows:
     extra: dict[str, list[Any]] = field(default_factory=dict)
     notes: Counter = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
 
     def add(self, system: Any, task: Any, item: Any, metric: str, score: float, run_group: str,
             run_index: Any, source: str, task_signature: str | None, item_hash: str | None = None,

@@ -5,8 +5,9 @@ ResultWarning on the result:
 
 * duplicated item ids within one run (the same system, task, run, metric and item twice): a
   DataError (a log read twice is caught earlier, by file path);
-* one task name with different task configurations (versions / n-shot / dataset / scenario, or
-  lm-eval ``doc_hash`` values that differ for the same document): a DataError;
+* one task name with different task configurations (versions / dataset / scenario, task
+  arguments such as n-shot or Inspect ``task_args`` that do not define the systems, or lm-eval
+  ``doc_hash`` values that differ for the same document): a DataError;
 * a metric present for some systems of a task only: a ``metric_missing`` warning (a DataError
   when that metric was asked for);
 * items missing for some systems or runs of a task: a DataError naming the systems, the counts
@@ -17,7 +18,8 @@ ResultWarning on the result:
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -47,7 +49,33 @@ def check_duplicates(df: pd.DataFrame) -> None:
         )
 
 
-def check_mixed_tasks(df: pd.DataFrame) -> None:
+def _check_task_args(logs: Sequence[Any], defining: Collection[str]) -> None:
+    """The task arguments of one task's logs agree, apart from those that define the systems."""
+    by_task: dict[str, list] = {}
+    for lf in logs:
+        by_task.setdefault(lf.task, []).append(lf)
+    for task, group in sorted(by_task.items()):
+        keys = sorted({k for lf in group for k in lf.fields if k.startswith("task_args.") and k not in defining})
+        differ = [k for k in keys if len({lf.fields.get(k) for lf in group}) > 1]
+        if not differ:
+            continue
+        configs = {tuple(lf.fields.get(k) for k in differ) for lf in group}
+        vals = "; ".join(f"{k[len('task_args.'):]}: {', '.join(sorted({str(lf.fields.get(k)) for lf in group}))}"
+                         for k in differ)
+        raise DataError(
+            f"task {task!r} comes from {len(configs)} different task configurations (task arguments {vals}) that do "
+            f"not define the systems; if they are what the systems differ by (prompting strategies of one model), say "
+            f"so: system=['model', {', '.join(repr(k) for k in differ)}] (CLI --system-from), or name the systems "
+            "with a {name: path} dict; if they are different tasks, read them separately"
+        )
+
+
+def check_mixed_tasks(df: pd.DataFrame, logs: Sequence[Any] = (), defining: Collection[str] = ()) -> None:
+    """One task name, one configuration: the task signatures (version, n-shot, dataset, scenario)
+    and lm-eval's document hashes agree, and so do the task arguments of ``logs`` (the files read,
+    :class:`._logs_systems.LogFile`) except the fields in ``defining`` (those that define the
+    systems: ``system=["model", "task_args.cot"]``)."""
+    _check_task_args([lf for lf in logs if lf.fields is not None], set(defining))
     sig = df.dropna(subset=["task_signature"]).groupby("task", observed=True)["task_signature"].unique()
     for task, sigs in sig.items():
         if len(sigs) > 1:

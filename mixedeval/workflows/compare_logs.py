@@ -153,13 +153,14 @@ def _cluster_source(source: Any, cluster: str | None) -> tuple[Any, str | None]:
 
 
 def _scores(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool,
-            cluster: str | None = None) -> tuple[EvalLogs, pd.DataFrame]:
+            cluster: str | None = None, system: Any = None) -> tuple[EvalLogs, pd.DataFrame]:
     if isinstance(source, EvalLogs):
         logs = source
-        if systems is not None:
-            raise DataError("systems= selects systems while reading; pass the source path instead of EvalLogs")
+        if systems is not None or system is not None:
+            raise DataError("systems= and system= apply while reading; pass the source path instead of EvalLogs")
     else:
-        logs = read_eval_logs(source, fmt, metric=metric, systems=systems, drop_missing=drop_missing)
+        logs = read_eval_logs(source, fmt, metric=metric, systems=systems, drop_missing=drop_missing,
+                              system=system)
     s = logs.scores(metric)
     if cluster is not None:
         if cluster not in logs.table.columns:
@@ -356,6 +357,7 @@ def compare_logs(
     *,
     format: str = "auto",  # noqa: A002 - read_eval_logs' name
     systems: Sequence[str] | Mapping[str, str] | None = None,
+    system: str | Sequence[str] | None = None,
     drop_missing: bool = False,
     analysis: str = "auto",
     trials: int | None = None,
@@ -376,6 +378,10 @@ def compare_logs(
         ``{system: path}`` dict), or an :class:`EvalLogs` already read.
     metric : the metric to compare (lm-eval ``acc``; Inspect scorer name; HELM ``exact_match``).
     format, systems, drop_missing : as :func:`mixedeval.read_eval_logs`.
+    system : the log fields that define a system (``"model"``, ``"task_args.cot"``, ``"solver"``,
+        ``"tags"``, ...; :func:`mixedeval.read_eval_logs`): ``system=["model", "task_args.cot"]``
+        compares two prompting strategies of one model. By default one model's logs that differ
+        in such fields are split into systems with a warning.
     analysis : ``"auto"`` (binomial GLMM for 0/1 scores or ``trials``, LMM otherwise), ``"glmm"``
         or ``"lmm"``.
     trials : the scores are proportions of ``trials`` attempts per item and run (k of n):
@@ -401,7 +407,7 @@ def compare_logs(
     level = require_level(level)
     posthoc_df = check_posthoc_df(posthoc_df)
     source, cluster = _cluster_source(source, cluster)
-    logs, s = _scores(source, metric, format, systems, drop_missing, cluster)
+    logs, s = _scores(source, metric, format, systems, drop_missing, cluster, system)
     kind = _kind(s["score"], trials)
     frame, runs, tasks = _frame(s, trials)
     sys_levels = sorted(frame["system"].unique())

@@ -1,0 +1,430 @@
+"""``me.summarize``: what Inspect AI prints for one evaluation, per task and system, and the paired
+comparison of every two systems -- from a score table, an :class:`EvalLogs` or log paths.
+
+Each question's score is first reduced over its epochs by the mean (Inspect's default reducer;
+with several runs of a system, also over its runs). On those n question scores x_i of a task and
+system, ``.table`` holds
+
+* ``mean_score``: mean(x);
+* ``std_error``: Inspect's ``stderr()``, ``sd(x, ddof=1) / sqrt(n)``;
+* ``conf_low`` / ``conf_high``: Inspect's ``ci()`` (``method="t"``), ``mean +- t_{n-1} * SE``;
+* ``wilson_low`` / ``wilson_high``: for 0/1 scores, the Wilson score interval of the proportion
+  mean(x) of n (R's ``prop.test(sum(x), n, correct = FALSE)$conf.int``; Inspect's
+  ``ci_wilson()``); NaN for other scores;
+* with ``cluster=`` (a column naming each question's cluster: a passage, a document, a
+  template; clusters are nested in tasks): ``n_clusters``; ``std_error_cluster``, Inspect's
+  ``stderr(cluster=)``, ``sqrt(G / (G - 1) * sum_c (sum_{i in c} (x_i - mean))^2) / n`` (=
+  ``sandwich::vcovCL(lm(x ~ 1), cluster = ~cl, type = "HC0", cadjust = TRUE)``); the interval
+  of Inspect's ``ci(cluster=)`` on G - 1 df in ``conf_low_cluster`` / ``conf_high_cluster``;
+  Inspect's ``ci_wilson(cluster=)`` (Korn-Graubard effective size, t on G - 1 df) in
+  ``wilson_low_cluster`` / ``wilson_high_cluster``;
+* with ``cluster_se="CR2"`` also ``std_error_cr2``: the bias-reduced linearization SE of Bell &
+  McCaffrey (2002), ``clubSandwich::vcovCR(lm(x ~ 1), cluster = cl, type = "CR2")``; for the
+  mean it is ``sqrt(sum_c (sum_{i in c} e_i)^2 / (1 - n_c / n)) / n`` (better with few clusters).
+
+Where Inspect returns 0 for an SE that cannot be estimated (one question, one cluster), the
+table has NaN (and NaN intervals).
+
+``.pairwise``: per task and pair of systems (a before b in code-point order) on their shared
+questions, the paired question-level difference of Miller (2024) (:mod:`._paired`):
+``delta = mean(x_a - x_b)``, ``std_error = sd(d) / sqrt(n)`` (cluster-robust with ``cluster=``,
+G - 1 df; the between-run variance added when some system has several runs), the t interval,
+and the test named in ``test``:
+
+* ``"exact McNemar"`` when every score is 0 or 1 with one epoch and one run (and no cluster):
+  the exact binomial test of the discordant pairs, ``binom.test(b, b + c)`` (=
+  ``exact2x2::mcnemar.exact``), with b = ``n_a_better``, c = ``n_b_better``;
+* otherwise the paired t test of the same SE (``"paired t"``, ``"paired t, cluster-robust"``,
+  ``"paired t, runs"``).
+
+``p_adj`` adjusts ``p_value`` over pairs x tasks (``adjust``, Holm by default). With
+``sign_flip=True`` a column ``p_sign_flip`` holds the sign-flip permutation p-value of the mean
+difference (:func:`mixedeval.sign_flip_test`, ``n_resamples``, ``random_state``; with
+``cluster=`` whole clusters are flipped: the test of the cluster sums of d).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._random import seed_sequence
+from ..data._logs import EvalLogs, read_eval_logs
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_finite, require_level
+from ..errors import DataError
+from ..padjust import adjust_pvalues
+from ..resampling import sign_flip_test
+from ..results import ResultWarning
+from ._common import _WorkflowResult, dedupe_warnings
+from ._paired import check_clusters, clustered_se, paired_differences
+
+CLUSTER_SES = (None, "CR2")
+TABLE_COLUMNS = ("task", "system", "n_items", "n_epochs", "n_runs", "mean_score", "std_error", "conf_low", "conf_high",
+                 "wilson_low", "wilson_high")
+CLUSTER_COLUMNS = ("n_clusters", "std_error_cluster", "conf_low_cluster", "conf_high_cluster", "wilson_low_cluster",
+                   "wilson_high_cluster")
+PAIR_COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "conf_low", "conf_high",
+                "n_a_better", "n_b_better", "test", "t_value", "p_value", "p_adj", "method")
+
+
+@dataclass(frozen=True, repr=False)
+class SummarizeResult(_WorkflowResult):
+    """Result of :func:`summarize`.
+
+    table : per task x system: task, system, n_items, n_epochs (most epochs of a question in one
+        run), n_runs, mean_score, std_error (Inspect's ``stderr()``), conf_low, conf_high
+        (Inspect's ``ci()``), wilson_low, wilson_high (0/1 scores; NaN otherwise); with
+        ``cluster=`` n_clusters, std_error_cluster, conf_low_cluster, conf_high_cluster,
+        wilson_low_cluster, wilson_high_cluster (Inspect's ``stderr/ci/ci_wilson(cluster=)``);
+        with ``cluster_se="CR2"`` std_error_cr2 (clubSandwich's CR2). See the module docstring.
+    pairwise : per task and pair of systems on their shared questions: task, system_a,
+        system_b, n_items, delta (a - b, in score units), std_error, df, conf_low, conf_high
+        (Miller 2024's paired analysis), n_a_better, n_b_better (questions where a / b scored
+        higher), test, t_value, p_value (of ``test``), p_adj (``adjust`` over pairs x tasks),
+        method; with ``sign_flip=True`` p_sign_flip. Empty with one system.
+    metric : the metric summarized (None for a score table without a metric column).
+    """
+
+    table: Any
+    pairwise: Any
+    metric: Any
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    logs: Any = field(default=None, repr=False, compare=False)
+
+    _main_table = "table"
+    _print_tables = ("table", "pairwise")
+    _skip_in_dict = ("logs",)
+    _title = "Summary of scores"
+
+    def _scalars(self):
+        out = [("metric", self.metric)] if self.metric is not None else []
+        return out + [("epochs", self.provenance.get("epochs")), ("p_adj", self.provenance.get("adjust"))]
+
+
+# ------------------------------------------------------------------------------ the data
+def _logs_scores(logs: EvalLogs, metric: Any, cluster: str | None) -> pd.DataFrame:
+    """The canonical rows of one metric (the only one when ``metric`` is None), with ``cluster``."""
+    if metric is None:
+        have = sorted(set(logs.table["metric"]))
+        if len(have) != 1:
+            raise DataError(f"the logs hold {len(have)} metrics ({', '.join(map(str, have[:10]))}); name one with "
+                            "metric=")
+        metric = have[0]
+    s = logs.scores(metric)
+    if cluster is not None:
+        if cluster not in logs.table.columns:
+            raise DataError(f"cluster={cluster!r} is not a column of the logs' table (columns: "
+                            f"{list(logs.table.columns)}); Inspect sample metadata fields become columns")
+        s["cluster"] = logs.table.loc[logs.table["metric"] == metric, cluster].to_numpy()
+    return s
+
+
+def _table_scores(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
+                  cluster: str | None) -> pd.DataFrame:
+    """Canonical columns (system, task, item, run, epoch, score[, cluster]) of a score table."""
+    df.columns = [str(c) for c in df.columns]
+    if "metric" in df.columns:
+        have = list(dict.fromkeys(df["metric"].astype(str)))
+        if metric is None and len(have) > 1:
+            raise DataError(f"the table holds {len(have)} metrics in its 'metric' column ({', '.join(have[:10])}); "
+                            "name one with metric=")
+        if metric is not None:
+            if str(metric) not in have:
+                raise DataError(f"metric {metric!r} is not in the table's 'metric' column; available: {have[:30]}")
+            df = df.loc[df["metric"].astype(str) == str(metric)]
+    elif metric is not None:
+        raise DataError(f"metric={metric!r} selects rows of a 'metric' column, which this table does not have; "
+                        f"name the score column with score= (columns: {list(df.columns)[:20]})")
+    require_columns(df, [c for c in (*cols.values(), cluster) if c is not None], "the score table")
+    require_finite(df, cols["score"])
+    out = pd.DataFrame({"system": df[cols["system"]].astype(str).to_numpy(),
+                        "task": df[cols["task"]].astype(str).to_numpy() if cols["task"] else "(all items)",
+                        "item": df[cols["item"]].astype(str).to_numpy(),
+                        "run": df[cols["run"]].astype(str).to_numpy() if cols["run"] else "1",
+                        "score": df[cols["score"]].to_numpy(dtype=float)})
+    if cols["epoch"]:
+        out["epoch"] = df[cols["epoch"]].astype(str).to_numpy()
+        dup = out.duplicated(["system", "task", "item", "run", "epoch"])
+        if dup.any():
+            r = out.loc[dup].iloc[0]
+            raise DataError(f"{int(dup.sum())} rows repeat a (system, task, item, run, epoch), e.g. system "
+                            f"{r['system']!r}, item {r['item']!r}, epoch {r['epoch']!r}")
+    for k in ("system", "item", *(["task"] if cols["task"] else []), *(["run"] if cols["run"] else [])):
+        if df[cols[k]].isna().any():
+            raise DataError(f"column {cols[k]!r} ({k}) has {int(df[cols[k]].isna().sum())} missing values")
+    if cluster is not None:
+        out["cluster"] = df[cluster].to_numpy()
+    return out
+
+
+def _columns(df: pd.DataFrame, score: str, system: str, item: str, task: str | None, run: str | None,
+             epoch: str | None) -> dict[str, str | None]:
+    """The table's column of each role; ``task``/``run``/``epoch`` default to a column of that name."""
+    names = {"score": score, "system": system, "item": item}
+    for role, given in (("task", task), ("run", run), ("epoch", epoch)):
+        names[role] = given if given is not None else (role if role in map(str, df.columns) else None)
+    for role, name in names.items():
+        if name is not None and not isinstance(name, str):
+            raise DataError(f"{role}= must name a column, got {name!r}")
+    return names
+
+
+def _read(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, format: str,  # noqa: A002
+          systems: Any, drop_missing: bool) -> tuple[pd.DataFrame, EvalLogs | None, Any]:
+    """(canonical scores, the logs or None, the metric) of any accepted input."""
+    if cluster is not None and not isinstance(cluster, str):
+        raise DataError(f"cluster must name a column, got {cluster!r}")
+    if isinstance(data, EvalLogs) and systems is not None:
+        raise DataError("systems= selects systems while reading; pass the log paths instead of EvalLogs")
+    if isinstance(data, EvalLogs) or isinstance(data, (str, Path, list, tuple, Mapping)):
+        logs = data if isinstance(data, EvalLogs) else read_eval_logs(data, format, metric=metric, systems=systems,
+                                                                       drop_missing=drop_missing)
+        s = _logs_scores(logs, metric, cluster)
+        return s, logs, metric if metric is not None else str(logs.table["metric"].iloc[0])
+    df = as_pandas(data, what="data")
+    if not len(df):
+        raise DataError("the score table has no rows")
+    return _table_scores(df, metric, _columns(df, **cols), cluster), None, metric
+
+
+def _prepare(s: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
+    """Checks on the canonical rows; the cluster becomes task::cluster (nested in tasks)."""
+    if not len(s):
+        raise DataError("there are no scores to summarize")
+    if not np.isfinite(s["score"].to_numpy(dtype=float)).all():
+        raise DataError("some scores are NaN or infinite; drop or impute them first")
+    s = s.assign(score=s["score"].astype(float))
+    if cluster is not None:
+        check_clusters(s, "cluster")
+        s["cluster"] = s["task"].astype(str) + "::" + s["cluster"].astype(str)
+    return s
+
+
+# ------------------------------------------------------------------------------ per system
+def wilson_interval(p_hat: float, n: float, critical: float) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``p_hat`` of ``n`` with the critical value given
+    (the normal quantile: R's ``prop.test(..., correct = FALSE)``)."""
+    if n <= 0:
+        return np.nan, np.nan
+    den = 1.0 + critical**2 / n
+    centre = (p_hat + critical**2 / (2.0 * n)) / den
+    half = critical * np.sqrt(p_hat * (1.0 - p_hat) / n + critical**2 / (4.0 * n * n)) / den
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
+def cr2_se(x: np.ndarray, clusters: np.ndarray) -> float:
+    """CR2 SE of mean(x) (Bell & McCaffrey 2002; clubSandwich's ``vcovCR(type = "CR2")`` of
+    ``lm(x ~ 1)``): for the intercept-only model the adjustment of cluster c is
+    ``(I - J / n)^{-1/2}`` on its block, so ``V = sum_c (sum_{i in c} e_i)^2 / (1 - n_c / n) / n^2``."""
+    x = np.asarray(x, dtype=float)
+    codes, _ = pd.factorize(pd.Series(clusters), sort=True)
+    G = int(codes.max()) + 1 if codes.size else 0
+    if G < 2:
+        return np.nan
+    n = x.size
+    sums = np.bincount(codes, weights=x - x.mean(), minlength=G)
+    sizes = np.bincount(codes, minlength=G)
+    return float(np.sqrt(np.sum(sums**2 / (1.0 - sizes / n))) / n)
+
+
+def _t_interval(m: float, se: float, df: float, level: float) -> tuple[float, float]:
+    if not (np.isfinite(se) and df >= 1):
+        return np.nan, np.nan
+    q = float(stats.t.ppf(0.5 + level / 2.0, df))
+    return m - q * se, m + q * se
+
+
+def _system_row(q: pd.DataFrame, level: float, binary: bool, cluster: bool, cr2: bool) -> dict[str, Any]:
+    """The table's row of one task x system from its question scores ``q`` (score[, cluster])."""
+    x = q["score"].to_numpy(dtype=float)
+    n = int(x.size)
+    m = float(x.mean())
+    se = float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+    lo, hi = _t_interval(m, se, n - 1, level)
+    z = float(stats.norm.isf((1.0 - level) / 2.0))
+    wlo, whi = wilson_interval(m, n, z) if binary else (np.nan, np.nan)
+    row = {"n_items": n, "mean_score": m, "std_error": se, "conf_low": lo, "conf_high": hi,
+           "wilson_low": wlo, "wilson_high": whi}
+    if cluster:
+        cl = q["cluster"].to_numpy()
+        cse, G = clustered_se(x, cl)
+        clo, chi = _t_interval(m, cse, G - 1, level)
+        wc = (np.nan, np.nan)
+        if binary and G >= 2:
+            tq = float(stats.t.isf((1.0 - level) / 2.0, G - 1))
+            num = m * (1.0 - m)
+            n_eff = min(num / cse**2, n) if num > 0 and cse > 0 else n  # Korn-Graubard, as Inspect's ci_wilson
+            wc = wilson_interval(m, n_eff, tq)
+        row.update(n_clusters=G, std_error_cluster=cse, conf_low_cluster=clo, conf_high_cluster=chi,
+                   wilson_low_cluster=wc[0], wilson_high_cluster=wc[1])
+    if cr2:
+        row["std_error_cr2"] = cr2_se(x, q["cluster"].to_numpy())
+    return row
+
+
+def _system_table(s: pd.DataFrame, level: float, binary: bool, cluster: bool, cr2: bool) -> pd.DataFrame:
+    keys = ["task", "system", "item", *(["cluster"] if cluster else [])]
+    per_run = s.groupby([*keys, "run"], observed=True, sort=True)["score"].agg(["mean", "size"]).reset_index()
+    qm = per_run.groupby(keys, observed=True, sort=True)["mean"].mean().rename("score").reset_index()
+    rows = []
+    for (task, system), q in qm.groupby(["task", "system"], observed=True, sort=True):
+        pr = per_run[(per_run["task"] == task) & (per_run["system"] == system)]
+        rows.append({"task": task, "system": system, "n_epochs": int(pr["size"].max()), "n_runs": pr["run"].nunique(),
+                     **_system_row(q, level, binary, cluster, cr2)})
+    cols = [*TABLE_COLUMNS, *(CLUSTER_COLUMNS if cluster else ()), *(["std_error_cr2"] if cr2 else [])]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ------------------------------------------------------------------------------ pairs
+def _question_wide(s: pd.DataFrame, task: str, a: str, b: str, cluster: bool) -> pd.DataFrame:
+    """The shared questions of a and b in ``task``: columns a, b (question means)[, cluster]."""
+    sub = s[(s["task"] == task) & s["system"].isin([a, b])]
+    per_run = sub.groupby(["system", "item", "run"], observed=True)["score"].mean()
+    qm = per_run.groupby(level=["system", "item"], observed=True).mean().unstack("system")[[a, b]].dropna()
+    if cluster:
+        qm["cluster"] = sub.drop_duplicates("item").set_index("item")["cluster"].reindex(qm.index)
+    return qm
+
+
+def _pair_extras(s: pd.DataFrame, pw: pd.DataFrame, mcnemar: bool, cluster: bool, runs: bool, sign_flip: bool,
+                 n_resamples: int, random_state: Any) -> pd.DataFrame:
+    """n_a_better, n_b_better, test and its p_value (exact McNemar or the paired t); p_sign_flip."""
+    children = seed_sequence(random_state).spawn(len(pw)) if sign_flip else [None] * len(pw)
+    extra = []
+    for (_, r), ss in zip(pw.iterrows(), children):
+        w = _question_wide(s, r["task"], r["system_a"], r["system_b"], cluster)
+        d = (w[r["system_a"]] - w[r["system_b"]]).to_numpy(dtype=float)
+        b, c = int(np.sum(d > 0)), int(np.sum(d < 0))
+        e = {"n_a_better": b, "n_b_better": c}
+        if mcnemar:
+            e.update(test="exact McNemar", p_value=float(stats.binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0)
+        else:
+            e.update(test="paired t" + (", cluster-robust" if cluster else "") + (", runs" if runs else ""),
+                     p_value=r["p_value"])
+        if sign_flip:
+            if cluster:
+                codes, _ = pd.factorize(w["cluster"], sort=True)
+                d = np.bincount(codes, weights=d)  # whole clusters flipped: the sums of d per cluster
+            e["p_sign_flip"] = (sign_flip_test(d, n_resamples=n_resamples, random_state=ss, progress=False).p_value
+                                if d.size >= 2 else np.nan)
+        extra.append(e)
+    return pd.DataFrame(extra, index=pw.index, columns=["n_a_better", "n_b_better", "test", "p_value",
+                                                        *(["p_sign_flip"] if sign_flip else [])])
+
+
+def _pairwise(s: pd.DataFrame, systems: Sequence[str], level: float, adjust: str, cluster: bool, runs: bool,
+              mcnemar: bool, sign_flip: bool, n_resamples: int, random_state: Any) -> pd.DataFrame:
+    avg = s.groupby(["system", "task", "item", "run", *(["cluster"] if cluster else [])], observed=True,
+                    sort=False)["score"].mean().reset_index()
+    pw = paired_differences(avg, systems, level=level, adjust=adjust, cluster="cluster" if cluster else None,
+                            runs=runs)
+    cols = [*PAIR_COLUMNS, *(["p_sign_flip"] if sign_flip else [])]
+    if not len(pw):
+        return pd.DataFrame(columns=cols)
+    ex = _pair_extras(s, pw, mcnemar, cluster, runs, sign_flip, n_resamples, random_state)
+    pw = pw.drop(columns=["p_value"]).join(ex)
+    pw["p_adj"] = adjust_pvalues(pw["p_value"].to_numpy(dtype=float), adjust)
+    return pw[cols].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------ the workflow
+def _check_options(level: Any, cluster_se: Any, cluster: Any, n_resamples: Any) -> float:
+    level = require_level(level)
+    if cluster_se not in CLUSTER_SES:
+        raise DataError(f"cluster_se must be None (Inspect's clustered SE only) or 'CR2'; got {cluster_se!r}")
+    if cluster_se is not None and cluster is None:
+        raise DataError("cluster_se='CR2' needs cluster= (the column naming each question's cluster)")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise DataError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    return level
+
+
+def summarize(
+    data: Any,
+    metric: str | None = None,
+    *,
+    score: str = "score",
+    system: str = "system",
+    item: str = "item",
+    task: str | None = None,
+    run: str | None = None,
+    epoch: str | None = None,
+    cluster: str | None = None,
+    cluster_se: str | None = None,
+    level: float = 0.95,
+    adjust: str = "holm",
+    sign_flip: bool = False,
+    n_resamples: int = 10_000,
+    random_state: Any = None,
+    format: str = "auto",  # noqa: A002 - read_eval_logs' name
+    systems: Sequence[str] | Mapping[str, str] | None = None,
+    drop_missing: bool = False,
+) -> SummarizeResult:
+    """Inspect-style summary per task x system (mean, stderr, t and Wilson intervals, clustered
+    SEs) and the paired comparison of every two systems; see the module docstring for formulas.
+
+    Parameters
+    ----------
+    data : a score table (pandas, polars, pyarrow; one row per system x item [x task] [x run]
+        [x epoch]), an :class:`EvalLogs`, or what :func:`mixedeval.read_eval_logs` reads (a log
+        file, directory, glob, list, or ``{system: path}`` dict).
+    metric : the metric to summarize: needed for logs holding several metrics; for a table with
+        a ``metric`` column it selects rows.
+    score, system, item : the table's columns (as :func:`mixedeval.bootstrap` names them).
+    task, run, epoch : the table's task, run and epoch columns; default: the column of that name
+        if there is one (else one task, one run; rows repeating a question are its epochs).
+    cluster : a column naming each question's cluster (for logs: an Inspect sample metadata
+        field); adds Inspect's clustered SE and intervals; the pairwise SE is cluster-robust.
+    cluster_se : ``"CR2"`` adds clubSandwich's CR2 SE (``std_error_cr2``).
+    level : confidence level of the intervals.
+    adjust : p-value adjustment over pairs x tasks (R's ``p.adjust`` methods; Holm).
+    sign_flip, n_resamples, random_state : add the sign-flip permutation p-value of every pair.
+    format, systems, drop_missing : as :func:`mixedeval.read_eval_logs` (log input only).
+
+    Returns a :class:`SummarizeResult` (``.table``, ``.pairwise``); the command line is
+    ``mixedeval summarize LOGS... --metric M [--cluster C] [--json]``.
+    """
+    level = _check_options(level, cluster_se, cluster, n_resamples)
+    cols = {"score": score, "system": system, "item": item, "task": task, "run": run, "epoch": epoch}
+    s, logs, metric = _read(data, metric, cols, cluster, format, systems, drop_missing)
+    s = _prepare(s, cluster)
+    v = s["score"].to_numpy(dtype=float)
+    binary = bool(np.isin(v, (0.0, 1.0)).all())
+    n_epochs = int(s.groupby(["system", "task", "item", "run"], observed=True).size().max())
+    runs = bool(s.groupby(["system", "task"], observed=True)["run"].nunique().max() > 1)
+    mcnemar = binary and n_epochs == 1 and not runs and cluster is None
+    table = _system_table(s, level, binary, cluster is not None, cluster_se == "CR2")
+    sys_names = sorted(s["system"].unique())
+    pw = _pairwise(s, sys_names, level, adjust, cluster is not None, runs, mcnemar, sign_flip, n_resamples,
+                   random_state)
+    warns: list[ResultWarning] = list(logs.warnings) if logs is not None else []
+    if runs:
+        warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
+                                   "over runs; the table's std_error is over questions only, the pairwise SE adds "
+                                   "each system's between-run variance"))
+    prov = {"workflow": "summarize", "metric": metric, "level": float(level), "adjust": adjust,
+            "epochs": f"averaged within the question (mean reducer; up to {n_epochs} per question)" if n_epochs > 1
+            else "one per question", "scores": "0/1" if binary else "continuous",
+            "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters, nested in tasks)",
+            "cluster_se": cluster_se, "pairwise_test": "exact McNemar" if mcnemar else "paired t (Miller 2024)",
+            "sign_flip": {"n_resamples": int(n_resamples), "random_state": _jsonable_state(random_state)}
+            if sign_flip else None}
+    return SummarizeResult(table=table, pairwise=pw, metric=metric, warnings=dedupe_warnings(warns), provenance=prov,
+                           logs=logs)
+
+
+def _jsonable_state(random_state: Any) -> Any:
+    """``random_state`` as provenance: an int as it is, anything else by its type."""
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    return None if random_state is None else type(random_state).__name__
+
+
+__all__ = ["SummarizeResult", "summarize"]
