@@ -1,10 +1,11 @@
 """The ``mixedeval`` command line.
 
 Subcommands: ``check`` (environment), ``demo`` (full analysis of a bundled data set, writes the
-HTML report), ``fit`` (a mixed model over a CSV/Parquet/JSON file), ``compare`` (likelihood-ratio
-tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` (variance
+HTML report; ``demo llm``: three LLMs compared from bundled Inspect logs), ``fit`` (a mixed
+model over a CSV/Parquet/JSON file), ``compare`` (likelihood-ratio tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` (variance
 components and reliability), ``disparity`` (language disparity metrics), ``compare-logs``
-(systems compared from evaluation-harness logs). DATA is a file (.csv,
+(systems compared from evaluation-harness logs), ``summarize`` (Inspect-style means, stderr and
+intervals per task and system, paired tests of every two systems). DATA is a file (.csv,
 .tsv, .parquet, .json) or the name of a bundled data set. Tables go to stdout (``--json``:
 machine-readable), progress to stderr (``--quiet`` silences it). Errors print one line
 ``mixedeval: error: ...`` to stderr and exit with status 2 (1 for an internal error); with
@@ -27,7 +28,7 @@ from ._console import print_json, print_table
 from ._report import report
 from .data._design_spec import design
 from .data.table import as_pandas
-from .demo import run_demo
+from .demo import run_demo, run_llm_demo
 from .diagnostics.core import MIN_SIMULATIONS
 from .engine.check import check_r
 from .errors import DataError, MixedEvalError
@@ -39,7 +40,9 @@ from .resampling import bootstrap
 from .resampling._stats import STATISTICS
 from .workflows.compare_logs import compare_logs
 from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
+from .workflows.plan_eval import questions_needed
 from .workflows.language_disparity import language_disparity
+from .workflows.summarize import summarize
 from .workflows.variance_components import variance_components
 
 EXIT_USAGE = 2
@@ -241,7 +244,30 @@ def _power_model(args: argparse.Namespace) -> Any:
                   languages=args.languages, variances=variances, family=args.family, intercept=args.intercept)
 
 
+def _cmd_questions_needed(args: argparse.Namespace) -> int:
+    """``power --from-logs``: questions needed from a pilot log (closed form and simulation)."""
+    if args.points is not None and args.effect:
+        raise DataError("give --effect (score units) or --points, not both")
+    if args.points is None and (not args.effect or len(args.effect) != 1):
+        raise DataError("power --from-logs needs one --effect (score units, 0.03) or --points (3)")
+    effect = args.points / 100.0 if args.points is not None else args.effect[0]
+    pair = [x.strip() for x in args.pair.split(",")] if args.pair else None
+    try:
+        epochs = [int(k) for k in args.epochs.split(",") if k.strip()] if args.epochs else None
+    except ValueError:
+        raise DataError(f"--epochs {args.epochs!r} must be comma-separated integers, e.g. 1,3,5") from None
+    _progress(args, f"questions needed to detect {effect:g} at power {args.target} ({args.n_sim} simulations)")
+    res = questions_needed(args.from_logs, effect, target=args.target, alpha=args.alpha,
+                           epochs=epochs, metric=args.metric, systems=pair, n_sim=args.n_sim,
+                           random_state=args.random_state)
+    out: dict[str, Any] = {"questions_needed": res.table, "estimates": res.estimates,
+                           "systems": list(res.systems), "warnings": [str(w) for w in res.warnings]}
+    return _emit(args, out)
+
+
 def cmd_power(args: argparse.Namespace) -> int:
+    if getattr(args, "from_logs", None):
+        return _cmd_questions_needed(args)
     model = _power_model(args)
     kw: dict[str, Any] = {"test": args.test, "alpha": args.alpha, "n_sim": args.n_sim,
                           "random_state": args.random_state, "progress": not args.quiet, "term": args.term}
@@ -339,7 +365,7 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
     _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
     res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
                        analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
-                       adjust=args.adjust,
+                       adjust=args.adjust, system=args.system_from or None,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet)
     out: dict[str, Any] = {"headline": res.headline_text(), "differences": res.table, "analysis": res.analysis,
@@ -348,6 +374,23 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
                       progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    source: Any = list(args.paths)
+    if not source:
+        raise UsageError("give one or more log paths (see 'mixedeval summarize --help')")
+    _progress(args, f"reading the logs and summarizing {args.metric!r}")
+    res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
+                    cluster=args.cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
+                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state)
+    out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
+                           "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
@@ -410,8 +453,18 @@ def cmd_disparity(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    return run_demo(dataset=args.dataset, out=args.out, n_sim=args.n_sim, n_resamples=args.n_resamples,
-                    random_state=args.random_state, progress=not args.quiet, as_json=args.json)
+    if args.example not in ("mt", "llm"):
+        raise UsageError(f"no demo {args.example!r}: 'mixedeval demo' (machine translation) or 'mixedeval demo llm'")
+    if args.example == "llm":  # three mock LLMs compared from the bundled Inspect AI logs
+        if args.dataset is not None:
+            raise UsageError("--dataset chooses the data of the machine-translation demo; 'demo llm' reads the "
+                             "bundled Inspect logs (see 'mixedeval demo --help')")
+        return run_llm_demo(out=args.out or "mixedeval-llm-report.html", n_sim=args.n_sim,
+                            n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
+                            as_json=args.json)
+    return run_demo(dataset=args.dataset or "kreutzer_ter", out=args.out or "mixedeval-report.html", n_sim=args.n_sim,
+                    n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
+                    as_json=args.json)
 
 
 # ------------------------------------------------------------------------------------ parser
@@ -451,9 +504,18 @@ def _add_demo(sub: Any) -> None:
                                    "REML fit, likelihood-ratio test, ANOVA with partial eta-squared, EMMs and Holm "
                                    "contrasts, R2, ICC, residual diagnostics, paired bootstrap and the variance "
                                    "components of the annotation study, printed as tables and written as an HTML "
-                                   "report.")
-    d.add_argument("--dataset", default="kreutzer_ter", help="bundled data set (default: kreutzer_ter)")
-    d.add_argument("--out", default="mixedeval-report.html", help="report path (default: mixedeval-report.html)")
+                                   "report. 'mixedeval demo llm': three mock LLMs compared from the bundled Inspect "
+                                   "AI logs (two tasks of 60 questions in clusters of 3, 3 epochs; "
+                                   "scripts/make_llm_example.py) with me.compare_logs(..., cluster='cluster'): the "
+                                   "headline difference with its interval, all pairs, and the HTML report.")
+    # no choices=: after an unknown option (demo --n-boot 5) argparse must say "unrecognized arguments", not
+    # "invalid choice: '5'"; cmd_demo checks the value
+    d.add_argument("example", nargs="?", default="mt", metavar="{mt,llm}",
+                   help="mt: machine translation, the bundled Kreutzer TER data (default); llm: LLMs compared from "
+                        "the bundled Inspect AI logs")
+    d.add_argument("--dataset", default=None, help="bundled data set of the mt demo (default: kreutzer_ter)")
+    d.add_argument("--out", "--report", dest="out", default=None, metavar="HTML",
+                   help="report path (default: mixedeval-report.html; mixedeval-llm-report.html for llm)")
     d.add_argument("--n-sim", type=int, default=250, help="simulations for the residual diagnostics (default 250)")
     d.add_argument("--n-resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     d.add_argument("--random-state", type=int, default=123, metavar="INT",
@@ -509,9 +571,15 @@ def _add_power(sub: Any) -> None:
     w.add_argument("--random-state", type=int, default=None, metavar="INT")
     w.add_argument("--along", default="items", help="factor extended by --values / --sample-size (default items)")
     w.add_argument("--values", metavar="N1,N2,...", help="power curve at these sizes of --along")
-    w.add_argument("--target", type=float, default=0.8, help="target power (default 0.8)")
+    w.add_argument("--target", "--power", dest="target", type=float, default=0.8, help="target power (default 0.8)")
     w.add_argument("--sample-size", action="store_true", help="smallest size of --along reaching --target")
     w.add_argument("--mde", action="store_true", help="minimum detectable effect at --target")
+    w.add_argument("--from-logs", nargs="+", metavar="PATH",
+                   help="questions needed from pilot logs: Miller's closed form beside a simulation, per --epochs")
+    w.add_argument("--metric", default="acc", help="--from-logs: the metric (default acc; Inspect: the scorer name)")
+    w.add_argument("--points", type=float, help="--from-logs: the difference to detect in points (3 = 0.03)")
+    w.add_argument("--epochs", metavar="K1,K2,...", help="--from-logs: epochs to plan for (default 1 and the pilot's)")
+    w.add_argument("--pair", metavar="A,B", help="--from-logs: the two systems (needed when the logs have more)")
     w.set_defaults(func=cmd_power)
 
 
@@ -562,6 +630,11 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("paths", nargs="*", help="log files, directories (searched recursively) or globs")
     g.add_argument("--system", action="append", metavar="NAME=PATH",
                    help="name a system explicitly (repeatable; instead of PATH arguments)")
+    g.add_argument("--system-from", action="append", metavar="FIELD",
+                   help="a log field that defines the systems (repeatable; their values join into the name): model, "
+                        "task_args or task_args.KEY, solver, plan, model_args[.KEY], tags, generation_config[.KEY]; "
+                        "e.g. --system-from model --system-from task_args.cot. Default: the model name, split by the "
+                        "fields its logs differ in, with a warning")
     g.add_argument("--metric", required=True, help="metric to compare (e.g. acc, exact_match, an Inspect scorer)")
     g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
     g.add_argument("--analysis", default="auto", choices=["auto", "glmm", "lmm"])
@@ -575,6 +648,30 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
     g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
     g.set_defaults(func=cmd_compare_logs)
+
+
+def _add_summarize(sub: Any) -> None:
+    g = sub.add_parser("summarize", parents=[_common(data=False)],
+                       help="per task and system: mean, stderr and intervals as Inspect AI computes them, and "
+                            "paired tests of every two systems",
+                       description="Read evaluation logs (Inspect AI, lm-eval, HELM, score tables) and print per "
+                                   "task x system the mean of the epoch-averaged question scores, Inspect's "
+                                   "stderr() and ci(), a Wilson interval for 0/1 scores (with --cluster also "
+                                   "Inspect's clustered stderr), and per pair of systems the paired difference "
+                                   "(Miller 2024) with the paired t or exact McNemar test and Holm-adjusted p.")
+    g.add_argument("paths", nargs="+", help="log files, directories (searched recursively) or globs")
+    g.add_argument("--metric", required=True, help="metric to summarize (an Inspect scorer, lm-eval acc, ...)")
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
+    g.add_argument("--cluster", help="column of the logs naming each question's cluster (an Inspect sample "
+                                     "metadata field): Inspect's clustered stderr(cluster=)")
+    g.add_argument("--cluster-se", default=None, choices=["CR2"], help="also clubSandwich's CR2 clustered SE")
+    g.add_argument("--adjust", default="holm", help="p-value adjustment over pairs x tasks (default holm)")
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--sign-flip", action="store_true", help="add the sign-flip permutation p-value of each pair")
+    g.add_argument("--n-resamples", type=int, default=10_000, help="sign-flip replicates (default 10000)")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the sign-flip test (default 0)")
+    g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
+    g.set_defaults(func=cmd_summarize)
 
 
 def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -644,6 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_vca(sub, common)
     _add_disparity(sub, common)
     _add_compare_logs(sub)
+    _add_summarize(sub)
     return p
 
 

@@ -2,6 +2,10 @@
 
 ``load(name)`` returns a fresh pandas DataFrame; ``list()`` describes the data sets. The files
 and their provenance note (``PROVENANCE.md``) live in ``mixedeval/datasets_files/``.
+
+``path("llm_inspect_logs")`` is a folder of Inspect AI logs (three mock models, two tasks;
+written by ``scripts/make_llm_example.py``): read it with :func:`mixedeval.read_eval_logs` or
+:func:`mixedeval.compare_logs`.
 """
 from __future__ import annotations
 
@@ -69,6 +73,18 @@ DATASETS: dict[str, DatasetInfo] = {
 }
 
 
+#: bundled folders of evaluation-harness logs: name -> (folder in datasets_files/, description)
+LOG_FOLDERS: dict[str, tuple[str, str]] = {
+    "llm_inspect_logs": (
+        "llm_inspect_logs",
+        "Inspect AI .eval logs of three mock models (mockllm/small, mockllm/medium, mockllm/large) on two tasks "
+        "(arithmetic, number_facts) of 60 questions in 20 clusters of 3 (sample metadata 'cluster'), 3 epochs, "
+        "scorer match(); generated offline by scripts/make_llm_example.py (our own data, Apache-2.0). Read it with "
+        "me.compare_logs(me.datasets.path('llm_inspect_logs'), metric='match', cluster='cluster').",
+    ),
+}
+
+
 def _path(info: DatasetInfo) -> Path:
     return Path(str(resources.files("mixedeval") / "datasets_files" / info.file))
 
@@ -85,20 +101,31 @@ def list():  # noqa: A001 - the documented name
 
 
 def path(name: str) -> Path:
-    """Path of the bundled file behind ``name``."""
+    """Path of the bundled file behind ``name``; for a folder of logs (``llm_inspect_logs``), the folder."""
+    if name in LOG_FOLDERS:
+        return Path(str(resources.files("mixedeval") / "datasets_files" / LOG_FOLDERS[name][0]))
     return _path(_info(name))
 
 
 def sha256(name: str) -> str:
-    """SHA-256 of the bundled file (for provenance blocks)."""
-    return hashlib.sha256(path(name).read_bytes()).hexdigest()
+    """SHA-256 of the bundled file (for provenance blocks); of a folder, over its files' names and bytes."""
+    p = path(name)
+    if not p.is_dir():
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for f in sorted(q for q in p.iterdir() if q.is_file()):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def _info(name: str) -> DatasetInfo:
+    if name in LOG_FOLDERS:
+        raise DataError(f"{name!r} is a folder of evaluation logs, not a table: read it with "
+                        f"me.read_eval_logs(me.datasets.path({name!r})) or me.compare_logs(...)")
     try:
         return DATASETS[name]
     except KeyError:
-        raise DataError(f"unknown data set {name!r}; available: {', '.join(DATASETS)}") from None
+        raise DataError(f"unknown data set {name!r}; available: {', '.join([*DATASETS, *LOG_FOLDERS])}") from None
 
 
 def load(name: str):
@@ -128,4 +155,4 @@ def load(name: str):
     return df
 
 
-__all__ = ["DATASETS", "DatasetInfo", "list", "load", "path", "sha256"]
+__all__ = ["DATASETS", "LOG_FOLDERS", "DatasetInfo", "list", "load", "path", "sha256"]

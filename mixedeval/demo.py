@@ -12,6 +12,12 @@ interactions) with phi, G and a D study.
 For ``hu2025_records``: the language-disparity analysis of Hu, Vulić & Korhonen (2025) with the
 robustness refit.
 
+``mixedeval demo llm`` (:func:`run_llm_demo`): three mock LLMs compared from the bundled Inspect
+AI logs (``me.datasets.path("llm_inspect_logs")``, written by ``scripts/make_llm_example.py``)
+with ``me.compare_logs(..., metric="match", cluster="cluster")``: the headline difference with
+its cluster-robust interval, the table of all pairs per task and pooled, the model-based check,
+and the HTML report.
+
 Each step is timed; a step that fails is reported (stderr, JSON ``failures``, and its report
 section) and the others still run.
 """
@@ -34,6 +40,7 @@ from .errors import DataError
 from .inference._lmm import lmm
 from .inference.compare import compare
 from .resampling import bootstrap
+from .workflows.compare_logs import compare_logs
 from .workflows.language_disparity import language_disparity
 from .workflows.variance_components import variance_components
 
@@ -191,3 +198,60 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
         print(f"\nreport: {path}" if path is not None else "\nreport: not written")
         print(f"total time: {total:.1f} s")
     return 1 if steps.failures else 0
+
+
+LLM_LOGS = "llm_inspect_logs"
+LLM_METRIC = "match"
+_LLM_COLUMNS = ["task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "p_value", "p_adj",
+                "conf_low", "conf_high"]
+
+
+def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_resamples: int = 2000,
+                 random_state: Any = 123, progress: bool = True, as_json: bool = False) -> int:
+    """``mixedeval demo llm``: compare the three mock models of the bundled Inspect AI logs
+    (two tasks of 60 questions in clusters of 3, 3 epochs, scorer ``match``) with
+    ``me.compare_logs(me.datasets.path("llm_inspect_logs"), metric="match", cluster="cluster")``;
+    print the headline and the differences (or JSON with ``as_json``) and write the HTML report
+    to ``out``. ``n_resamples`` bootstrap resamples and the report's ``n_sim`` simulations are
+    drawn with ``random_state``. Returns 0, or 1 when a step failed."""
+    if int(n_resamples) < 2:
+        raise DataError(f"--n-resamples {n_resamples}: the bootstrap needs at least 2 resamples")
+    steps = _Steps(progress, random_state)
+    t0 = time.perf_counter()
+    logs = datasets.path(LLM_LOGS)
+    res = steps.run("compare the models from their Inspect logs (metric match, clusters)", compare_logs, logs,
+                    metric=LLM_METRIC, cluster="cluster", n_resamples=int(n_resamples), random_state=random_state,
+                    progress=progress)
+    if res is None:
+        raise DataError(f"the bundled logs could not be compared: {steps.failures}")
+    path = steps.run("HTML report", report, res, path=out, n_sim=int(n_sim), random_state=random_state,
+                     progress=progress, input_file=str(logs),
+                     title="mixedeval demo: three LLMs compared from their Inspect AI logs")
+    total = round(time.perf_counter() - t0, 3)
+    tables = {"differences": res.table, "means": res.means, "contrasts": res.contrasts, "glrt": res.glrt}
+    if as_json:
+        print_json({"dataset": LLM_LOGS, "headline": res.headline_text(), "analysis": res.analysis,
+                    "formula": res.formula, "tables": tables, "warnings": [str(w) for w in res.warnings],
+                    "report": str(path) if path is not None else None, "timings": steps.timings,
+                    "total_seconds": total, "failures": steps.failures})
+    else:
+        _print_llm(res, logs)
+        print(f"\nreport: {path}" if path is not None else "\nreport: not written")
+        print(f"total time: {total:.1f} s")
+    return 1 if steps.failures else 0
+
+
+def _print_llm(res: Any, logs: Any) -> None:
+    """The LLM demo's text output: data, headline, differences, accuracies, warnings."""
+    s = res.data_summary
+    print(f"mixedeval demo llm: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
+          f"({', '.join(sorted(s['task'].unique()))}), {int(s['n_items'].max())} questions each, "
+          f"{int(s['n_epochs'].max())} epochs; Inspect AI logs in {logs}")
+    print(f"\nheadline: {res.headline_text()}")
+    print_table("differences in accuracy (a - b; epochs averaged within the question; cluster-robust SE)",
+                res.table[[c for c in _LLM_COLUMNS if c in res.table.columns]])
+    print_table("accuracy per model", res.means[["task", "system", "estimate", "conf_low", "conf_high"]])
+    print(f"\nmodel-based check (secondary): {res.analysis}: {res.formula}; likelihood-ratio p = {res.p_value:.3g}")
+    for w in res.warnings:
+        print(f"warning: {w}")
+

@@ -458,4 +458,6 @@ def test_wheel_carries_the_r_library_and_data(tmp_path):
     for r_file in sorted((repo / "r").glob("*.R")):
         assert f"mixedeval/_r/{r_file.name}" in names
     assert "mixedeval/datasets_files/kreutzer_ter.csv" in names
+    for log in sorted((repo / "mixedeval" / "datasets_files" / "llm_inspect_logs").glob("*.eval")):
+        assert f"mixedeval/datasets_files/llm_inspect_logs/{log.name}" in names  # a subfolder: its own glob
     assert "mixedeval/_report/templates/report.html.j2" in names
