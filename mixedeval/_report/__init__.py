@@ -146,8 +146,9 @@ def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
             continue
         metric = getattr(obj, "metric", None)
         t = table[table["metric"] == metric] if metric is not None and "metric" in table.columns else table
+        several_runs = "run" in t.columns and bool(t.groupby("system")["run"].nunique().max() > 1)
         factors = design_factors or [c for c in ("system", "task", "item", "run", "epoch", "cluster")
-                                     if c in t.columns and t[c].nunique() > 1]
+                                     if c in t.columns and t[c].nunique() > 1 and (c != "run" or several_runs)]
         return t.reset_index(drop=True), factors
     return None, design_factors
 

@@ -50,12 +50,13 @@ def generic(sec: Section, obj: Any, ctx: Any = None) -> None:
 def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
     """me.compare_logs: the headline difference in points first (table and forest plot), then the
     model-based check (likelihood-ratio test, contrasts, EMMs), the paired bootstrap and the data."""
-    sec.text(f"Headline: {res.headline_text()}")
     sec.kv(_scalars(res), caption="Settings and summary")
     head = res.table.copy()
-    sec.table(head, "Difference in mean score between two systems on their shared questions (delta = a - b; "
-                    "0.05 is 5 points); epochs averaged within each question. method says how the interval and "
-                    f"the p-value were computed; p_adj adjusts over pairs and tasks ({res.provenance.get('adjust')})")
+    methods = "; ".join(dict.fromkeys(str(m) for m in head.get("method", [])))
+    sec.table(head.drop(columns="method", errors="ignore"),
+              "Difference in mean score between two systems on their shared questions (delta = a - b; 0.05 is 5 "
+              f"points); epochs averaged within each question. Method: {methods or 'none'}; p_adj adjusts over "
+              f"pairs and tasks ({res.provenance.get('adjust')})")
     if len(head):
         forest = head.assign(pair=head["system_a"].astype(str) + " - " + head["system_b"].astype(str))
         _interval_figure(sec, forest[["task", "pair", "delta", "conf_low", "conf_high"]], "delta",
@@ -66,10 +67,11 @@ def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
                              "pooled (odds ratios for the binomial GLMM)")
     sec.table(res.emmeans, "Model-based check (secondary): estimated marginal means of the systems")
     sec.table(res.bootstrap, "Paired bootstrap of the epoch-averaged scores (questions, and runs when several)")
-    last = res.means["task"].iloc[-1]
-    means = res.means[res.means["task"] == last].drop(columns="task")
-    _interval_figure(sec, means, "estimate", f"Mean score per system with bootstrap intervals ({last})",
-                     xlabel=res.metric, title="Paired bootstrap")
+    for task in dict.fromkeys(res.means["task"]):  # one panel per task, then the pooled one
+        means = res.means[res.means["task"] == task].drop(columns="task")
+        _interval_figure(sec, means, "estimate", f"Mean {res.metric} per system with 95% bootstrap intervals: {task}",
+                         xlabel=res.metric, title=str(task))
+    _rank_intervals(sec, res)
     sec.table(res.data_summary, "Scores read from the logs (per system, task and metric)")
     _warnings(sec, res)
     sec.headline = res.headline_text()
@@ -98,6 +100,23 @@ def summarize(sec: Section, res: Any, ctx: Any = None) -> None:
     _warnings(sec, res)
     sec.headline = (f"{int((pw['p_adj'] < 0.05).sum())} of {len(pw)} pairs with adjusted p < 0.05" if len(pw)
                     else f"{len(tab)} task x system rows, no pair of systems")
+
+
+def _rank_intervals(sec: Section, res: Any) -> None:
+    """Ranks of the systems over the bootstrap replicates of the pooled comparison: the share of
+    replicates at each rank and the interval of the rank (rank 1 = best)."""
+    boot = getattr(res, "boot_result", None)
+    if boot is None or len(getattr(boot, "systems", ())) < 2:
+        return
+    ranks = sec.guarded("ranks()", _call_or_attr, boot, "ranks")
+    if ranks is None:
+        return
+    sec.table(ranks, "Ranks of the systems over the bootstrap replicates (rank 1 = best): the share of replicates "
+                     "at each rank, the expected rank and the rank's 95% interval; systems whose intervals overlap "
+                     "cannot be told apart")
+    fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
+    if fig is not None:
+        sec.figure(fig, "How often each system takes each rank")
 
 
 # ------------------------------------------------------------------------------------ resampling
