@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
+from inspect_helpers import answer_solver
 from mixedeval.workflows import compare_logs as cl_mod
 
 from conftest import OPTIMIZER_RTOL
@@ -191,9 +192,7 @@ def test_lmm_analysis_of_binary_scores_on_request():
 def test_inspect_logs_of_two_models_end_to_end(tmp_path):
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import match
-    from inspect_ai.solver import solver
 
     rng = np.random.default_rng(5)
     n = 30
@@ -201,13 +200,7 @@ def test_inspect_logs_of_two_models_end_to_end(tmp_path):
     answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p else "?" for _ in range(3)] for i in range(n)}
                for m, p in right.items()}
 
-    @solver
-    def fixed_output(ans):
-        async def solve(state, generate):
-            state.output = ModelOutput.from_content(model=str(state.model),
-                                                    content=ans[str(state.sample_id)][state.epoch - 1])
-            return state
-        return solve
+    fixed_output = answer_solver()
 
     ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i)) for i in range(n)]
     for model in right:
@@ -252,22 +245,14 @@ def test_inspect_metadata_clusters_reach_the_clustered_headline(tmp_path):
     cluster-robust SE of the per-question differences (as Inspect's stderr(cluster=) computes it)."""
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import match
-    from inspect_ai.solver import solver
 
     rng = np.random.default_rng(8)
     right = {"mockllm/a": 0.75, "mockllm/b": 0.55}
     answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p else "?" for _ in range(2)] for i in range(24)}
                for m, p in right.items()}
 
-    @solver
-    def fixed_output(ans):
-        async def solve(state, generate):
-            state.output = ModelOutput.from_content(model=str(state.model),
-                                                    content=ans[str(state.sample_id)][state.epoch - 1])
-            return state
-        return solve
+    fixed_output = answer_solver()
 
     ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i), metadata={"passage": f"p{i // 4}", "task": "x"})
           for i in range(24)]

@@ -29,6 +29,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
+from inspect_helpers import answer_solver
 from conftest import OPTIMIZER_RTOL
 
 
@@ -145,9 +146,7 @@ def _inspect_logs(path) -> None:
     """Three mock models, 60 questions in 20 clusters of 3, epochs=3, scorer match()."""
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import match
-    from inspect_ai.solver import solver
 
     rng = np.random.default_rng(22)
     cluster = rng.normal(0, 1.0, 20)
@@ -156,13 +155,7 @@ def _inspect_logs(path) -> None:
     answers = {m: {f"q{i}": [str(2 * i) if rng.random() < 1 / (1 + np.exp(-(s + cluster[i // 3] + item[i])))
                               else "?" for _ in range(3)] for i in range(60)} for m, s in skill.items()}
 
-    @solver
-    def fixed_output(ans):
-        async def solve(state, generate):
-            state.output = ModelOutput.from_content(model=str(state.model),
-                                                    content=ans[str(state.sample_id)][state.epoch - 1])
-            return state
-        return solve
+    fixed_output = answer_solver()
 
     ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i), metadata={"cluster": f"c{i // 3}"})
           for i in range(60)]

@@ -19,6 +19,7 @@ import pytest
 from scipy import stats
 
 import mixedeval as me
+from inspect_helpers import answer_solver
 from mixedeval.errors import DataError
 from mixedeval.workflows.plan_eval import closed_form_power, closed_form_questions
 
@@ -142,9 +143,7 @@ def inspect_logs(tmp_path_factory):
         pytest.skip("mixedeval[logs] not installed")
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import match
-    from inspect_ai.solver import solver
 
     rng = np.random.default_rng(23)
     n = 40
@@ -152,13 +151,7 @@ def inspect_logs(tmp_path_factory):
     answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p[m][i] else "?" for _ in range(3)] for i in range(n)}
                for m in p}
 
-    @solver
-    def fixed_output(ans):
-        async def solve(state, generate):
-            state.output = ModelOutput.from_content(model=str(state.model),
-                                                    content=ans[str(state.sample_id)][state.epoch - 1])
-            return state
-        return solve
+    fixed_output = answer_solver()
 
     ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i)) for i in range(n)]
     out = tmp_path_factory.mktemp("pilot") / "logs"

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
+from inspect_helpers import answer_solver
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None, reason="mixedeval[logs] not installed")
 
@@ -31,21 +32,13 @@ def _write_logs(path, right: dict[str, float], epochs: int, seed: int, task: str
     that sets the output; returns the answers."""
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import match
-    from inspect_ai.solver import solver
 
     rng = np.random.default_rng(seed)
     answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p else "?" for _ in range(epochs)] for i in range(N)}
                for m, p in right.items()}
 
-    @solver
-    def fixed_output(ans):
-        async def solve(state, generate):
-            state.output = ModelOutput.from_content(model=str(state.model),
-                                                    content=ans[str(state.sample_id)][state.epoch - 1])
-            return state
-        return solve
+    fixed_output = answer_solver()
 
     ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i), metadata={"passage": PASSAGE[i]}) for i in range(N)]
     for model in right:
