@@ -405,3 +405,34 @@ def test_generic_nan_scores_are_missing_items(tmp_path):
     logs = me.read_eval_logs(df, format="table", drop_missing=True)
     assert [w.kind for w in logs.warnings] == ["missing_scores", "missing_rows"]
     assert set(logs.table["item"]) == {"2"}
+
+
+def test_lm_eval_doc_fields_and_helm_instance_fields_as_metadata(tmp_path):
+    """metadata=[...] carries lm-eval doc fields and HELM instance fields as columns; compare_logs
+    asks for its cluster= field itself; a field found nowhere is a DataError."""
+    out = _copy_lm(tmp_path)
+    for f in out.rglob("samples_boolq_*.jsonl"):  # a passage id per document, read back by plain json
+        recs = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        for r in recs:
+            r["doc"]["passage_id"] = f"p{r['doc_id'] // 3}"
+            r["doc"]["split"] = "validation"  # named like a column: carried as metadata_split
+        f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    logs = me.read_eval_logs(out, metric="acc", metadata=["passage_id", "split"])
+    t = logs.table[logs.table["task"] == "boolq"]
+    expected = [f"p{int(i) // 3}" for i in t["item"]]
+    assert t["passage_id"].tolist() == expected and set(t["metadata_split"]) == {"validation"}
+    assert logs.table.loc[logs.table["task"] != "boolq", "passage_id"].isna().all()
+    with pytest.raises(me.DataError, match="nowhere|found in no log"):
+        me.read_eval_logs(out, metric="acc", metadata=["no_such_field"])
+    sub = {k: sorted((out / d).glob("samples_boolq_*.jsonl"))[0]
+           for k, d in {"a": "EleutherAI__pythia-70m", "b": "EleutherAI__pythia-160m"}.items()}
+    res = me.compare_logs(sub, metric="acc", cluster="passage_id", n_resamples=100, random_state=0, progress=False)
+    assert "cluster" in res.table["method"].iloc[0]
+    helm = tmp_path / "helm"
+    shutil.copytree(HELM, helm)
+    for stats in helm.rglob("per_instance_stats.json"):
+        ids = sorted({str(e["instance_id"]) for e in json.loads(stats.read_text())})
+        (stats.parent / "instances.json").write_text(json.dumps(
+            [{"id": i, "split": "test", "sub_split": f"s{n % 2}", "input": {"text": "x"}} for n, i in enumerate(ids)]))
+    h = me.read_eval_logs(helm, metadata=["sub_split"]).table
+    assert set(h["sub_split"]) == {"s0", "s1"}

@@ -184,25 +184,27 @@ def _sources(source: Any, fmt: str) -> list[tuple[Any, str, str | None]]:
 
 
 # ------------------------------------------------------------------------------ reading
-def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | None, metric: Any) -> Rows:
+def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | None, metric: Any,
+              metadata: Sequence[str] = ()) -> Rows:
     rows = Rows(f)
     if f == "lm-eval":
-        read_samples_file(path, rows, name)
+        read_samples_file(path, rows, name, metadata=metadata)
     elif f == "inspect":
         read_inspect_log(path, rows, name)
     elif f == "helm":
-        read_helm_run(path, rows, name)
+        read_helm_run(path, rows, name, metadata=metadata)
     else:
         read_score_table(path, rows, columns=columns, metric=metric, system=name)
     return rows
 
 
 def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, str] | None, metric: Any,
-              system: Any = None) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str]]:
+              system: Any = None, metadata: Sequence[str] = ()
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str]]:
     """Read every file; name each log's system (:func:`._logs_systems.assign_systems`)."""
     frames, logs, notes = [], [], []
     for i, (path, f, name) in enumerate(files):
-        rows = _read_one(path, f, name, columns, metric)
+        rows = _read_one(path, f, name, columns, metric, metadata)
         df = pd.DataFrame({**rows.cols, **rows.extra})
         df["format"] = f
         frames.append(df)
@@ -254,6 +256,16 @@ def _epoch_labels(ep: pd.Series) -> pd.Series:
     return out.map(lambda v: str(int(v)) if isinstance(v, (int, np.integer, float, np.floating)) else str(v))
 
 
+def _check_metadata(table: pd.DataFrame, metadata: Sequence[str]) -> None:
+    """Every requested metadata field was found in some log (a DataError naming the missing ones)."""
+    missing = [m for m in metadata if not any(c in table.columns and table[c].notna().any()
+                                              for c in (m, f"metadata_{m}"))]
+    if missing:
+        raise DataError(f"metadata field(s) {missing} were found in no log (lm-eval: keys of each sample's 'doc'; "
+                        "HELM: fields of instances.json beside per_instance_stats.json; Inspect: the samples' "
+                        "scalar metadata, carried without asking)")
+
+
 def _select_metrics(df: pd.DataFrame, metric: Any) -> list[str] | None:
     """The requested metrics (None: all); a metric that is not in the logs is a DataError."""
     if metric is None:
@@ -292,6 +304,7 @@ def read_eval_logs(
     columns: Mapping[str, str] | None = None,
     drop_missing: bool = False,
     system: str | Sequence[str] | None = None,
+    metadata: str | Sequence[str] = (),
 ) -> EvalLogs:
     """Read evaluation-harness logs into the canonical long score table.
 
@@ -332,6 +345,11 @@ def read_eval_logs(
         :meth:`EvalLogs.systems`, and are exempt from the one-configuration-per-task check: two
         prompting strategies of one model (task args ``cot=True`` / ``False``) are compared with
         ``system=["model", "task_args.cot"]`` or ``{"direct": path, "cot": path}``.
+    metadata : per-item fields to carry as columns (e.g. a question's cluster or passage id):
+        lm-eval ``doc`` fields (``samples_*.jsonl``: ``doc[name]``), HELM instance fields
+        (``instances.json`` beside the stats: ``split``, ``sub_split``, ``id`` or any scalar
+        field). Inspect samples' scalar ``metadata`` fields are always carried. A field named like
+        a canonical column gets the prefix ``metadata_``; a field found in no log is a DataError.
 
     Returns an :class:`EvalLogs` whose ``table`` has system, task, item, run, metric, score,
     source, format (and format metadata: lm-eval ``filter``, HELM ``split``). ``run`` is a whole
@@ -344,8 +362,10 @@ def read_eval_logs(
     if format not in FORMATS:
         raise DataError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     files, twice = _sources(source, format)
+    metadata = [metadata] if isinstance(metadata, str) else [str(m) for m in metadata]
     table, file_tab, warnings, logs, defining = _read_all(files, columns, metric if format == "table" else None,
-                                                          system)
+                                                          system, metadata)
+    _check_metadata(table, metadata)
     if twice:
         warnings.append(ResultWarning("duplicated_files", f"{len(twice)} files were named more than once and read "
                                                           f"once (e.g. {twice[0]})"))

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DataError
-from ._logs_rows import Rows
+from ._logs_rows import Rows, metadata_column, scalar
 
 STATS_FILE = "per_instance_stats.json"
 
@@ -73,8 +74,22 @@ def _fields(spec: dict[str, Any], model: str) -> dict[str, Any]:
             "generation_config": {k: adapter[k] for k in _GENERATION if k in adapter}}
 
 
-def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
-    """Append the per-instance stats of one HELM run directory (or its per_instance_stats.json)."""
+def _instances(run_dir: Path, metadata: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """instance id -> the requested scalar fields of ``instances.json`` (HELM's ``Instance``: id,
+    split, sub_split, input, references, ...); {} when nothing is requested or the file is absent."""
+    p = run_dir / "instances.json"
+    if not metadata or not p.exists():
+        return {}
+    data = _load(p)
+    if not isinstance(data, list):
+        raise DataError(f"{str(p)!r} must hold a list of HELM instances (id, split, input, references)")
+    return {str(inst.get("id")): {metadata_column(k): scalar(inst.get(k)) for k in metadata}
+            for inst in data if isinstance(inst, dict)}
+
+
+def read_helm_run(path: Path, rows: Rows, system: str | None = None, metadata: Sequence[str] = ()) -> None:
+    """Append the per-instance stats of one HELM run directory (or its per_instance_stats.json);
+    ``metadata`` names fields of ``instances.json`` carried as columns."""
     run_dir = path if path.is_dir() else path.parent
     spec_path = run_dir / "run_spec.json"
     if not spec_path.exists():
@@ -90,6 +105,8 @@ def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
     suite = run_dir.parent.name
     src = str(run_dir / STATS_FILE)
     data = _load(run_dir / STATS_FILE)
+    inst_meta = _instances(run_dir, metadata)
+    empty = {metadata_column(k): None for k in metadata}
     if not isinstance(data, list):
         raise DataError(f"{src!r} must hold a list of per-instance stats (instance_id, train_trial_index, stats)")
     for inst in data:
@@ -114,4 +131,4 @@ def read_helm_run(path: Path, rows: Rows, system: str | None = None) -> None:
             if name.get("sub_split"):
                 metric = f"{metric}/{name['sub_split']}"
             rows.add(sysname, task, str(iid), metric, score, suite, int(trial), src, sig, None,
-                     split=name.get("split"))
+                     split=name.get("split"), **inst_meta.get(str(iid), empty))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
-from ._logs_rows import Rows
+from ._logs_rows import Rows, metadata_column
 
 _INSTALL = ("reading Inspect AI logs needs the inspect_ai package, an optional dependency of mixedeval: "
             "pip install 'mixedeval[logs]' (or pip install inspect-ai)")
@@ -94,11 +94,6 @@ def _fields(log: Any) -> dict[str, Any]:
             "tags": ",".join(sorted(map(str, tags))) if tags else None, "generation_config": gen}
 
 
-#: names a metadata field may not take as a column (it gets the prefix ``metadata_``)
-_RESERVED = {"system", "task", "item", "run", "epoch", "metric", "score", "source", "format", "run_group",
-             "run_index", "task_signature", "item_hash"}
-
-
 def _metadata(sample: Any) -> dict[str, Any]:
     """The sample's scalar metadata (str, int, float, bool) as columns; other values are left out."""
     md = getattr(sample, "metadata", None) or {}
@@ -106,7 +101,7 @@ def _metadata(sample: Any) -> dict[str, Any]:
     for k, v in md.items():
         if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and math.isnan(v)):
             name = str(k)
-            out[f"metadata_{name}" if name in _RESERVED else name] = v
+            out[metadata_column(name)] = v
     return out
 
 

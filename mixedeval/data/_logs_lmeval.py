@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DataError
-from ._logs_rows import Rows
+from ._logs_rows import Rows, metadata_column, scalar
 
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
 
@@ -103,8 +104,9 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, complex)
 
 
-def read_samples_file(path: Path, rows: Rows, system: str | None = None) -> None:
-    """Append the per-document scores of one samples_<task>_<date>.jsonl file to ``rows``."""
+def read_samples_file(path: Path, rows: Rows, system: str | None = None, metadata: Sequence[str] = ()) -> None:
+    """Append the per-document scores of one samples_<task>_<date>.jsonl file to ``rows``;
+    ``metadata`` names ``doc`` fields carried as columns (scalars; other values become None)."""
     m = SAMPLES_RE.match(path.name)
     if m is None:
         raise DataError(f"{str(path)!r} is not an lm-evaluation-harness samples file (samples_<task>_<date>.jsonl)")
@@ -118,6 +120,7 @@ def read_samples_file(path: Path, rows: Rows, system: str | None = None) -> None
     rows.fields = _fields(header, task, _model_name(header, path))
     src = str(path)
     items, metrics, scores, hashes, filters = [], [], [], [], []
+    meta: dict[str, list[Any]] = {metadata_column(k): [] for k in metadata}
     try:
         fh = path.open(encoding="utf-8")
     except OSError as exc:
@@ -141,6 +144,9 @@ def read_samples_file(path: Path, rows: Rows, system: str | None = None) -> None
                     scores.append(float(v))
                     hashes.append(rec.get("doc_hash"))
                     filters.append(filt)
+                    doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
+                    for k in metadata:
+                        meta[metadata_column(k)].append(scalar(doc.get(k)))
                 else:
                     rows.note("non_numeric", f"{name!r} in {src} (doc_id {doc_id}): {str(v)[:60]}")
-    rows.extend(sysname, task, items, metrics, scores, date, None, src, signature, hashes, filter=filters)
+    rows.extend(sysname, task, items, metrics, scores, date, None, src, signature, hashes, filter=filters, **meta)

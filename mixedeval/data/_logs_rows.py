@@ -83,3 +83,19 @@ class Rows:
 
     def __len__(self) -> int:
         return len(self.cols["system"])
+
+
+#: names a metadata field may not take as a column (it gets the prefix ``metadata_``)
+RESERVED = frozenset({"system", "task", "item", "run", "epoch", "metric", "score", "source", "format", "run_group",
+                      "run_index", "task_signature", "item_hash", "filter", "split"})
+
+
+def metadata_column(name: str) -> str:
+    """The table column of a metadata field: its name, or ``metadata_<name>`` for a reserved one."""
+    return f"metadata_{name}" if name in RESERVED else name
+
+
+def scalar(v: Any) -> Any:
+    """A metadata value as a column value: str, int, float or bool as is, anything else None."""
+    return v if isinstance(v, (str, int, float, bool)) else None
+

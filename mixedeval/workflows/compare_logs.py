@@ -160,13 +160,14 @@ def _scores(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool
             raise DataError("systems= and system= apply while reading; pass the source path instead of EvalLogs")
     else:
         logs = read_eval_logs(source, fmt, metric=metric, systems=systems, drop_missing=drop_missing,
-                              system=system)
+                              system=system, metadata=[cluster] if cluster is not None else ())
     s = logs.scores(metric)
     if cluster is not None:
-        if cluster not in logs.table.columns:
+        col = cluster if cluster in logs.table.columns else f"metadata_{cluster}"
+        if col not in logs.table.columns:
             raise DataError(f"cluster={cluster!r} is not a column of the logs' table (columns: "
                             f"{list(logs.table.columns)}); a generic table names it with a 'cluster' column")
-        s["cluster"] = logs.table.loc[logs.table["metric"] == metric, cluster].to_numpy()
+        s["cluster"] = logs.table.loc[logs.table["metric"] == metric, col].to_numpy()
         s.loc[s["cluster"].notna(), "cluster"] = s["task"].astype(str) + "::" + s["cluster"].astype(str)
         check_clusters(s, "cluster")
     n_sys = s["system"].nunique()
