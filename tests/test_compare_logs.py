@@ -81,13 +81,15 @@ def _contrast_p(R, model: str, spec: str, kind: str) -> np.ndarray:
 def test_binary_metric_goes_to_the_binomial_glmm_equal_to_r(R):
     res = me.compare_logs(LM, metric="acc", n_resamples=200, random_state=0, progress=False)
     assert res.analysis.startswith("binomial GLMM")
-    assert res.formula == "score ~ system * task + (1|item) + (1|sysrun)"  # several runs of pythia-70m
+    # several runs of pythia-70m give (1|sysrun); R puts its variance at zero, so it is dropped and said
     raw = _raw_lm("acc")
     _to_r(R, "cl_d", raw)
-    R('cl_m1 <- lme4::glmer(score ~ system * task + (1|item) + (1|sysrun), data = cl_d, family = binomial, '
-      'control = lme4::glmerControl(optimizer = "bobyqa"))')
-    R('cl_m0 <- lme4::glmer(score ~ task + (1|item) + (1|sysrun), data = cl_d, family = binomial, '
-      'control = lme4::glmerControl(optimizer = "bobyqa"))')
+    R('cl_ms <- lme4::glmer(score ~ system * task + (1|item) + (1|sysrun), data = cl_d, family = binomial)')
+    assert R('as.data.frame(lme4::VarCorr(cl_ms))$sdcor[2]')[0] < 1e-4 and bool(R("lme4::isSingular(cl_ms)")[0])
+    assert res.formula == "score ~ system * task + (1|item)"
+    assert any(w.kind == "random_effects_dropped" and "(1|sysrun)" in w.message for w in res.warnings)
+    R('cl_m1 <- lme4::glmer(score ~ system * task + (1|item), data = cl_d, family = binomial)')
+    R('cl_m0 <- lme4::glmer(score ~ task + (1|item), data = cl_d, family = binomial)')
     # two optimizer runs (ours and this one) on the same data: OPTIMIZER_RTOL
     np.testing.assert_allclose(res.fit.fixed["estimate"], R("lme4::fixef(cl_m1)"), rtol=OPTIMIZER_RTOL, atol=1e-8)
     np.testing.assert_allclose(res.glrt["chisq"].iloc[1], R("anova(cl_m0, cl_m1)$Chisq[2]")[0], rtol=OPTIMIZER_RTOL)
@@ -208,7 +210,10 @@ def test_inspect_logs_of_two_models_end_to_end(tmp_path):
                      model=model, log_dir=str(tmp_path / "logs"), display="none")
     res = me.compare_logs(tmp_path / "logs", metric="match", n_resamples=500, random_state=1, progress=False)
     assert res.analysis.startswith("binomial GLMM") and "(1|sysrun)" not in res.formula  # epochs are not runs
-    assert "(1|system:item)" in res.formula  # a question x system cell: its epochs are correlated
+    # a question x system cell gets (1|system:item) (its epochs are correlated); answers drawn i.i.d. per
+    # epoch put its variance at zero, and the GLMM is refitted without it, saying so
+    assert "(1|system:item)" in res.formula or any(
+        w.kind == "random_effects_dropped" and "(1|system:item)" in w.message for w in res.warnings)
     est = res.means.set_index("system")["estimate"]
     for m in right:
         expected = np.mean([a == str(2 * int(q[1:])) for q, v in answers[m].items() for a in v])
@@ -273,3 +278,21 @@ def test_inspect_metadata_clusters_reach_the_clustered_headline(tmp_path):
     row = res.table.iloc[0]
     assert row["delta"] == pytest.approx(d.mean(), rel=1e-12) and row["std_error"] == pytest.approx(se, rel=1e-10)
     assert row["df"] == G - 1 and "cluster" in row["method"]
+
+
+def test_glmm_differences_sit_on_the_headline_scale():
+    """The GLMM's population-averaged differences (marginal='integrate', scale='difference') are the
+    fit's own emmeans contrasts, and per task they are close to the observed paired differences on
+    balanced data; to_dict() and the printout lead with the headline."""
+    rng = np.random.default_rng(3)
+    rows = [(s, f"q{i}", e, float(rng.random() < 1 / (1 + np.exp(-(0.4 + b + eff)))))
+            for i, b in enumerate(rng.normal(0, 1.2, 80)) for s, eff in (("a", 0.0), ("b", 0.6)) for e in (1, 2, 3)]
+    df = pd.DataFrame(rows, columns=["system", "item", "epoch", "acc"])
+    res = me.compare_logs(df, metric="acc", format="table", n_resamples=200, random_state=0, progress=False)
+    direct = res.fit.emmeans("system", marginal="integrate").contrasts(adjust="holm", scale="difference").table
+    np.testing.assert_allclose(res.model_differences["estimate"], direct["estimate"], rtol=1e-10)
+    np.testing.assert_allclose(res.model_differences["std_error"], direct["std_error"], rtol=1e-10)
+    assert abs(res.model_differences["estimate"].iloc[0] - res.table["delta"].iloc[0]) < 0.02
+    d = res.to_dict()
+    assert list(d)[0] == "headline" and d["headline"] == res.headline_text()
+    assert str(res).find("headline") < str(res).find("model-based check")

@@ -63,6 +63,9 @@ def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
                          "Differences with their intervals (a - b), per task", xlabel=f"difference in {res.metric}",
                          title="Paired differences")
     sec.table(res.glrt, "Model-based check (secondary): likelihood-ratio test of the system effect (ML)")
+    if getattr(res, "model_differences", None) is not None:
+        sec.table(res.model_differences, "Model-based check (secondary): the GLMM's differences of population-averaged "
+                                         "accuracies, on the headline's scale")
     sec.table(res.contrasts, f"Model-based check (secondary): {res.analysis} contrasts of the systems per task and "
                              "pooled (odds ratios for the binomial GLMM)")
     sec.table(res.emmeans, "Model-based check (secondary): estimated marginal means of the systems")

@@ -80,6 +80,9 @@ class CompareLogsResult(_WorkflowResult):
         of systems, task, system_a, system_b, n_items, delta (mean score of a minus b, on the
         score's scale: 0.05 is 5 accuracy points), std_error, df, t_value, p_value, p_adj
         (``adjust`` over pairs x tasks), conf_low, conf_high, method (see the module docstring).
+    model_differences : the binomial GLMM's pairwise differences of the population-averaged
+        accuracies (emmeans ``regrid`` of the ``marginal="integrate"`` means: the headline's scale),
+        per task and pooled; None for the LMM.
     contrasts : the model's pairwise contrasts of the systems, per task and pooled over tasks:
         task, contrast, estimate (difference for the LMM, odds ratio for the GLMM), std_error,
         df, the statistic (t_value / z_value), p_value (unadjusted), p_adj (adjusted by
@@ -96,6 +99,7 @@ class CompareLogsResult(_WorkflowResult):
 
     table: Any
     contrasts: Any
+    model_differences: Any
     glrt: Any
     emmeans: Any
     bootstrap: Any
@@ -111,7 +115,11 @@ class CompareLogsResult(_WorkflowResult):
     boot_result: Any = field(default=None, repr=False, compare=False)
 
     _main_table = "table"
-    _print_tables = ("table", "contrasts", "bootstrap", "means")
+    _print_tables = ("table", "model_differences", "contrasts", "bootstrap", "means")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the headline in words first, then the tables and settings."""
+        return {"headline": self.headline_text(), **super().to_dict()}
     _skip_in_dict = ("fit", "logs", "boot_result")
     _title = "System comparison from evaluation logs"
 
@@ -222,11 +230,30 @@ def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, boo
 
 
 # ------------------------------------------------------------------------------ the model
+#: grouping terms of the log GLMM that are dropped when their variance is estimated at zero
+_PRUNABLE = ("system:item", "sysrun", "system:cluster", "cluster")
+
+
+def _zero_terms(fit: Any, extra: Sequence[str]) -> list[str]:
+    """The optional grouping terms estimated at (practically) zero: a standard deviation below
+    lme4's singularity tolerance (1e-4 on the link scale) in a singular fit, or below 0.01 (an odds
+    factor of 1.01) in a fit whose convergence check failed -- such a flat direction is what stalls
+    the optimizer near the boundary."""
+    kinds = {w.kind for w in getattr(fit, "warnings", ())}
+    tol = 0.01 if kinds & {"convergence", "convergence_gradient", "convergence_hessian"} else (
+        1e-4 if getattr(fit, "singular", False) else 0.0)
+    r = fit.random
+    sd = dict(zip(r["group"].astype(str), r["std_dev"].astype(float)))
+    return [t for t in extra if t in _PRUNABLE and sd.get(t, 1.0) < tol]
+
+
 def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks: bool, trials: int | None,
-                levels: Mapping, epochs: bool = False) -> tuple[Any, Any, str, str, list[ResultWarning]]:
+                levels: Mapping, epochs: bool = False, extra: Sequence[str] | None = None,
+                dropped: Sequence[str] = ()) -> tuple[Any, Any, str, str, list[ResultWarning]]:
     clustered = "cluster" in frame.columns
-    extra = ((["system:item"] if epochs else []) + (["sysrun"] if runs else [])
-             + (["cluster", "system:cluster"] if clustered else []))
+    if extra is None:
+        extra = ((["system:item"] if epochs else []) + (["sysrun"] if runs else [])
+                 + (["cluster", "system:cluster"] if clustered else []))
     lhs = "score"
     fixed = "system * task" if tasks else "system"
     null_fixed = "task" if tasks else "1"
@@ -239,7 +266,8 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
         warns.append(ResultWarning("binary_as_lmm", "the binomial GLMM is not available in this version: the 0/1 "
                                    "scores are analysed with the LMM and the paired bootstrap"))
         use_glmm = False
-    factors = ["system", "task", "item", *(["sysrun"] if runs else []), *(["cluster"] if clustered else [])]
+    factors = ["system", "task", "item", *(["sysrun"] if "sysrun" in extra else []),
+               *(["cluster"] if any("cluster" in t for t in extra) else [])]
     lv = {**levels, "task": sorted(frame["task"].unique())}
     if use_glmm:
         if trials is not None:
@@ -249,7 +277,17 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
         else:
             full_f, null_f = model_formula(lhs, fixed, "item", extra), model_formula(lhs, null_fixed, "item", extra)
         full = glmm(full_f, frame, family="binomial", factors=factors, levels=lv)
+        zero = _zero_terms(full, extra)
+        if zero:  # parsimonious model: refit without the components estimated at zero
+            kept = [t for t in extra if t not in zero]
+            return _fit_models(frame, kind, analysis, runs, tasks, trials, levels, epochs, kept, zero)
         null = glmm(null_f, frame, family="binomial", factors=factors, levels=lv)
+        if dropped:
+            warns.append(ResultWarning("random_effects_dropped", "the variance of " + ", ".join(
+                f"(1|{t})" for t in dropped) + " was estimated as (practically) zero (SD below 1e-4 in a singular "
+                "fit, or below 0.01 where the optimizer stalled on it), so the GLMM was refitted without it (a "
+                "parsimonious model: Bates, Kliegl, Vasishth & Baayen 2015); the likelihood-ratio test and contrasts "
+                "come from the refit, whose likelihood is (nearly) the same", "mixedeval"))
         return full, null, "binomial GLMM (lme4::glmer, Laplace)", full_f, warns
     full_f, null_f = model_formula(lhs, fixed, "item", extra), model_formula(lhs, null_fixed, "item", extra)
     full = lmm(full_f, frame, reml=True, factors=factors, levels=lv)
@@ -274,27 +312,31 @@ def _separated(full: Any, analysis_name: str) -> tuple[Any, str, list[ResultWarn
 
 
 def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, posthoc_df: str, adjust: str,
-                     level: float) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning]]:
+                     level: float) -> tuple[pd.DataFrame, pd.DataFrame, Any, list[ResultWarning]]:
     """Pairwise contrasts and EMMs of the systems, per task (when several) and pooled. GLMM means
     are population-averaged (``marginal="integrate"``: the inverse link averaged over the random
-    effects), so that they estimate the accuracy; the odds-ratio contrasts are conditional."""
+    effects), so that they estimate the accuracy; the odds-ratio contrasts are conditional; the
+    GLMM's differences of the population-averaged means (``scale="difference"``) are on the
+    headline's scale (None for the LMM, whose contrasts are differences already)."""
     kw = {"level": level, "marginal": "integrate"} if glmm_fit else {"df_method": posthoc_df, "level": level}
-    emms, cons, warns = [], [], []
+    emms, cons, diffs, warns = [], [], [], []
     specs = [("task", None), (None, ALL_TASKS)] if tasks else [(None, only_task)]
     for by, label in specs:
         emm = fit.emmeans("system", by=by, **kw)
         con = emm.contrasts(method="pairwise", adjust=adjust)
-        warns += list(getattr(emm, "warnings", ())) + list(getattr(con, "warnings", ()))
-        e, c = emm.table.copy(), con.table.copy()
-        if label is not None:
-            e.insert(0, "task", label)
-            c.insert(0, "task", label)
-        else:  # by task: emmeans puts the by column after the contrast; move it first
-            e.insert(0, "task", e.pop("task"))
-            c.insert(0, "task", c.pop("task"))
-        emms.append(e)
-        cons.append(c)
-    return pd.concat(cons, ignore_index=True), pd.concat(emms, ignore_index=True), warns
+        dif = emm.contrasts(method="pairwise", adjust=adjust, scale="difference") if glmm_fit else None
+        warns += [w for r in (emm, con, dif) if r is not None for w in getattr(r, "warnings", ())]
+        for tab, out in ((emm.table, emms), (con.table, cons), (None if dif is None else dif.table, diffs)):
+            if tab is None:
+                continue
+            t = tab.copy()
+            if label is not None:
+                t.insert(0, "task", label)
+            else:  # by task: emmeans puts the by column after the contrast; move it first
+                t.insert(0, "task", t.pop("task"))
+            out.append(t)
+    model_diff = pd.concat(diffs, ignore_index=True) if diffs else None
+    return pd.concat(cons, ignore_index=True), pd.concat(emms, ignore_index=True), model_diff, warns
 
 
 # ------------------------------------------------------------------------------ the headline
@@ -421,7 +463,7 @@ def compare_logs(
                                                             {"system": sys_levels}, epochs)
     glrt = compare(null, full, names=["null", "full"])
     con_fit, analysis_name, w_sep = _separated(full, analysis_name)
-    con, emm, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
+    con, emm, model_diff, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
                                     posthoc_df, adjust, level)
     w2 = w_sep + w2
     ss = seed_sequence(random_state)
@@ -438,7 +480,8 @@ def compare_logs(
                  "epochs": "averaged within the question" if epochs else "one per question",
                  "headline": str(head["method"].iloc[0]) if len(head) else None,
                  "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)"})
-    res = CompareLogsResult(table=head, contrasts=con, glrt=glrt.table, emmeans=emm, bootstrap=bpw, means=bmeans,
+    res = CompareLogsResult(table=head, contrasts=con, model_differences=model_diff, glrt=glrt.table, emmeans=emm,
+                            bootstrap=bpw, means=bmeans,
                             data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                             analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
                             provenance=prov, fit=full, logs=logs, boot_result=pooled)
