@@ -201,7 +201,7 @@ def test_compare_logs_cluster_headline_equals_sandwich_on_epoch_means(R):
     np.testing.assert_allclose(row["delta"], R("mean(d)"), rtol=RTOL)
     assert row["df"] == 8 and row["method"] == _paired.CLUSTER_METHOD
     assert res.provenance["cluster"].endswith("(9 clusters)")
-    with pytest.raises(me.DataError, match="not a column"):
+    with pytest.raises(me.DataError, match="not a column|found in no log"):
         me.compare_logs(df, metric="acc", format="table", cluster="nope", analysis="lmm", n_resamples=50,
                         progress=False)
 
