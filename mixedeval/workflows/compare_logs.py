@@ -280,7 +280,7 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
         zero = _zero_terms(full, extra)
         if zero:  # parsimonious model: refit without the components estimated at zero
             kept = [t for t in extra if t not in zero]
-            return _fit_models(frame, kind, analysis, runs, tasks, trials, levels, epochs, kept, zero)
+            return _fit_models(frame, kind, analysis, runs, tasks, trials, levels, epochs, kept, [*dropped, *zero])
         null = glmm(null_f, frame, family="binomial", factors=factors, levels=lv)
         if dropped:
             warns.append(ResultWarning("random_effects_dropped", "the variance of " + ", ".join(
