@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _lazy
 from .errors import DataError, FormulaError, MixedEvalError, RError, RNotAvailableError
+from .errors import ExecutorError, ExecutorWarning, MainGuardError, WorkerLostError
 
 __version__ = "0.2.0"
 
@@ -72,6 +73,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "summarize": ("mixedeval.workflows.summarize", "summarize"),
 }
 
-__all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
+__all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
+           "ExecutorError", "ExecutorWarning", "MainGuardError", "WorkerLostError"]
 
 _lazy.install(__name__, _LAZY)

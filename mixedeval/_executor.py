@@ -18,6 +18,14 @@ back in task order, and tasks run numpy's BLAS with the caller's thread count (t
 on which OpenBLAS' last bits depend. (Machines with other CPUs may still differ in the last bits,
 as any two runs on them would.) Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
 message) are raised in the caller. Progress bars (tqdm) count finished tasks with every executor.
+
+When things go wrong (issue 26; :mod:`mixedeval._pool`): a call with worker processes that stops
+before all its tasks are done (Ctrl-C, a task's error, a dead worker) kills its pool, so nothing
+keeps running and the next call starts a fresh pool; workers die with their parent; shared inputs
+leave no file behind; lost workers, a closed Dask Client and a script without the ``__main__``
+guard are :class:`mixedeval.errors.ExecutorError` subclasses that say what to do; more workers than
+CPUs warn (:class:`mixedeval.errors.ExecutorWarning`), more than ``MAX_WORKERS_PER_CPU`` per CPU are
+refused.
 """
 from __future__ import annotations
 

@@ -230,14 +230,18 @@ def lost_worker_error(pool: Pool, what: str) -> Exception:
             "that imports the script again (multiprocessing's 'spawn'), which would run the script's code "
             "once more in every worker. Put the script's top-level code under the guard:\n\n"
             f"{_GUARD_FIX}\n\n{NOTHING_LOST}")
-    # the pool SIGTERMs the survivors of a broken pool: the culprit is another signal, if any
-    killed = sorted((-c for c in codes if c is not None and c < 0), key=lambda s: s == signal.SIGTERM)
-    if killed:
-        sig = signal.Signals(killed[0]).name if killed[0] in signal.valid_signals() else f"signal {killed[0]}"
-        how = f"was killed ({sig}"
-        how += ": often the out-of-memory killer)" if sig == "SIGKILL" else ")"
+    # the pool SIGTERMs the survivors of a broken pool: the culprit is another signal or an exit status
+    signals = [-c for c in codes if c is not None and c < 0 and c != -signal.SIGTERM]
+    statuses = [c for c in codes if c is not None and c > 0]
+    if signals:
+        sig = signal.Signals(signals[0]).name if signals[0] in signal.valid_signals() else f"signal {signals[0]}"
+        how = {"SIGKILL": "was killed (SIGKILL: often the out-of-memory killer)",
+               "SIGSEGV": "crashed (SIGSEGV: e.g. a deep recursion in R or a fault in compiled code)"}.get(
+            sig, f"was stopped by {sig}")
+    elif statuses:
+        how = f"exited with status {statuses[0]} (its own error, if any, is printed above on the standard error)"
     else:
-        how = f"exited unexpectedly (exit status {next((c for c in codes if c), 'unknown')})"
+        how = "was stopped (SIGTERM)" if codes else "stopped"
     return WorkerLostError(
         f"A worker process of {what} {how} while running this call's tasks. {NOTHING_LOST} Run the call "
         "again (a fresh pool is started); if memory ran out, use fewer workers (executor=None runs in this "

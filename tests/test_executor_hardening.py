@@ -262,6 +262,25 @@ def test_task_error_stops_the_other_tasks():
     assert not any(p.is_alive() for p in workers)
 
 
+def test_workers_started_from_a_short_lived_thread_outlive_it():
+    """The kernel's parent-death signal follows the thread that started a worker: workers started
+    for a call made in a thread that then ends must not die with that thread."""
+    with _executor._POOLS_LOCK:
+        old = _executor._POOLS.pop(2, None)
+    if old is not None:
+        old.kill()
+    box: dict = {}
+    th = threading.Thread(target=lambda: box.setdefault("out", resolve_executor(2).map(abs, [(-i,) for i in range(6)])))
+    th.start()
+    th.join(timeout=120)
+    assert box["out"] == list(range(6))
+    workers = list(_executor._POOLS[2].workers)
+    assert workers and all(p.is_alive() for p in workers)
+    time.sleep(1.0)  # a parent-death signal would have arrived by now
+    assert all(p.is_alive() for p in workers)
+    assert resolve_executor(2).map(abs, [(-7,)]) == [7]
+
+
 def test_impossible_worker_counts_are_refused_and_too_many_warned_about():
     cpus = available_cpus()
     with pytest.raises(DataError, match=r"executor=1000000: .* refused \(at most"):
