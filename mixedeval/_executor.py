@@ -181,7 +181,8 @@ class _DaskRunner(Runner):
                 futures[fut] = i
             return _collect(futures, as_completed, len(tasks), progress, desc)
         except _dask_lost_errors() as exc:
-            _check_client(client)
+            if not _client_running(client):  # closed while the call ran: its futures were cancelled
+                raise _closed_client_error() from None
             raise WorkerLostError(
                 f"The Dask cluster lost this call's tasks or shared data ({type(exc).__name__}): its workers "
                 f"died or were restarted while the call ran. {_pool.NOTHING_LOST} Run the call again once the "
@@ -206,12 +207,16 @@ def _client_running(client: Any) -> bool:
         getattr(client, "scheduler", True) is not None
 
 
+def _closed_client_error() -> ExecutorError:
+    return ExecutorError(
+        "The Dask Client passed as executor= is closed (client.close() was called, its `with` block ended, "
+        f"or its cluster shut down). {_pool.NOTHING_LOST} Pass a running Client (e.g. "
+        "Client(LocalCluster(n_workers=2))) or executor=None to run in this process.")
+
+
 def _check_client(client: Any) -> None:
     if not _client_running(client):
-        raise ExecutorError(
-            "The Dask Client passed as executor= is closed (client.close() was called, its `with` block ended, "
-            f"or its cluster shut down). {_pool.NOTHING_LOST} Pass a running Client (e.g. "
-            "Client(LocalCluster(n_workers=2))) or executor=None to run in this process.")
+        raise _closed_client_error()
 
 
 def _collect(futures: dict, as_completed: Callable, n: int, progress: bool, desc: str) -> list[Any]:

@@ -349,3 +349,23 @@ def test_killed_dask_workers_are_a_worker_lost_error_and_a_rerun_gives_the_same_
         again = me.paired_bootstrap_test(x, y, executor=client, **small)
     here = me.paired_bootstrap_test(x, y, **small)
     np.testing.assert_array_equal(again.null_distribution, here.null_distribution)
+
+
+def test_dask_client_closed_during_the_call_is_an_executor_error(one_worker_cluster):
+    from distributed import Client
+
+    x, y = _paired()
+    client = Client(one_worker_cluster)
+
+    def close_when_busy():
+        deadline = time.monotonic() + 120
+        while not any(client.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.close()
+
+    th = threading.Thread(target=close_when_busy, daemon=True)
+    th.start()
+    with pytest.raises(ExecutorError, match="is closed") as info:
+        me.paired_bootstrap_test(x, y, n_resamples=40_000, random_state=1, progress=False, executor=client)
+    th.join()
+    assert "Nothing was lost" in str(info.value)
