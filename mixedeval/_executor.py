@@ -123,6 +123,8 @@ class _ProcessRunner(Runner):
         with _POOLS_LOCK:
             pool = _POOLS.get(self.n_workers)
             if pool is None or getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False):
+                if pool is not None:  # broken while idle (a worker killed between calls)
+                    pool.kill()
                 pool = _pool.Pool(self.n_workers)
                 _POOLS[self.n_workers] = pool
             return pool

@@ -12,6 +12,10 @@
   worker started). The kernel's signal is tied to the *thread* that started the process, so
   workers are always started from the main thread or from one long-lived daemon thread, never from
   a short-lived caller thread. Without workers, multiprocessing's resource tracker exits too.
+* **Temporary files**: a pool's workers keep their temporary files (R's session folders) in
+  the pool's own folder ``<tmp>/mixedeval-workers-<pid>-*``, removed when the pool is killed or
+  at exit; after a SIGKILL of the parent, the next pool started on the machine removes the
+  folders of parents that no longer exist.
 * **Shared inputs leave no file behind**: they are written to an anonymous file (Linux
   ``O_TMPFILE`` in the temporary folder, else ``memfd_create``), which the workers open through
   ``/proc/<parent>/fd/<n>``; the kernel frees it when the parent closes it or dies. Elsewhere a
@@ -28,6 +32,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import shutil
 import signal
 import sys
 import tempfile
@@ -46,6 +51,8 @@ __all__ = ["Pool", "SharedBlob", "shared_value", "refuse_in_bootstrapping_child"
 
 #: exit status of a worker that found itself re-importing a script without the ``__main__`` guard
 NO_GUARD_EXIT = 87
+#: a pool's temporary folder (its workers' TMPDIR: R's session folders) is <tmp>/<prefix><parent pid>-<random>
+_FOLDER_PREFIX = "mixedeval-workers-"
 #: seconds between two looks of a worker's watchdog at its parent
 WATCH_INTERVAL = 0.25
 
@@ -60,9 +67,12 @@ _WORKER_SHARED: dict[str, Any] = {}
 
 
 # ------------------------------------------------------------------------------------ in a worker
-def _worker_init(parent_pid: int) -> None:
-    """Initializer of every worker: die with the parent, leave Ctrl-C to the parent."""
+def _worker_init(parent_pid: int, tmpdir: str) -> None:
+    """Initializer of every worker: die with the parent, leave Ctrl-C to the parent, keep R's
+    (and Python's) temporary files in the pool's folder, which the parent removes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["TMPDIR"] = tmpdir  # read by R when it starts in this worker
+    tempfile.tempdir = None
     _set_parent_death_signal()
     if os.getppid() != parent_pid:  # the parent died before the kernel was asked
         os._exit(1)
@@ -188,8 +198,10 @@ class Pool(cf.ProcessPoolExecutor):
     """A spawn process pool whose workers die with the parent and which can be killed at once."""
 
     def __init__(self, n_workers: int) -> None:
+        _sweep_stale_folders()
+        self.tmpdir = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         super().__init__(n_workers, mp_context=multiprocessing.get_context("spawn"),
-                         initializer=_worker_init, initargs=(os.getpid(),))
+                         initializer=_worker_init, initargs=(os.getpid(), self.tmpdir))
         self.n_workers = n_workers
         self.workers: list[multiprocessing.Process] = []  # every process started, for their exit codes
 
@@ -209,6 +221,7 @@ class Pool(cf.ProcessPoolExecutor):
                         p.kill()
                 for p in self.workers:
                     p.join(timeout=5)
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
                 return
             except KeyboardInterrupt:
                 continue
@@ -218,6 +231,35 @@ class Pool(cf.ProcessPoolExecutor):
         for p in self.workers:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
         return [p.exitcode for p in self.workers]
+
+
+def _sweep_stale_folders() -> None:
+    """Remove the temporary folders of pools whose parent died without cleaning up (SIGKILL):
+    ``mixedeval-workers-<pid>-*`` of this user whose process no longer exists."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(_FOLDER_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(base, name)
+        try:
+            pid = int(name[len(_FOLDER_PREFIX):].split("-", 1)[0])
+            if os.stat(path).st_uid != os.getuid() or _alive(pid):
+                continue
+        except (ValueError, OSError):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def lost_worker_error(pool: Pool, what: str) -> Exception:

@@ -106,14 +106,14 @@ def _workers(pid: int) -> list:
         return []
 
 
-def _wait_busy_workers(proc: subprocess.Popen, n: int = 2, timeout: float = 120.0) -> list:
-    """The ``n`` workers of ``proc`` once they have run tasks (CPU time beyond their start-up)."""
+def _wait_busy_workers(proc: subprocess.Popen, n: int = 2, timeout: float = 120.0, cpu: float = 2.0) -> list:
+    """The ``n`` workers of ``proc`` once they have run tasks (``cpu`` seconds, beyond their start-up)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         ws = _workers(proc.pid)
         try:
-            if len(ws) >= n and all(sum(w.cpu_times()[:2]) > 2.0 for w in ws):
+            if len(ws) >= n and all(sum(w.cpu_times()[:2]) > cpu for w in ws):
                 return ws
         except psutil.Error:
             pass
@@ -160,6 +160,47 @@ def test_ctrl_c_stops_the_call_its_workers_and_the_process(tmp_path, how):
         _cleanup(proc.pid)
 
 
+FIT_MANY = """
+import sys
+import mixedeval as me
+
+
+def main():
+    ter = me.datasets.load("kreutzer_ter")
+    specs = [{"formula": "ter ~ system + (1|sentence_id) + (1|replication)", "name": f"fit_{i}",
+              "optimizer": ["bobyqa", "Nelder_Mead"][i % 2]} for i in range(40)]
+    me.fit_many(specs, ter, executor=2, progress=False)
+    print("finished", flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
+def test_ctrl_c_stops_a_fit_many_with_r_in_the_workers(tmp_path):
+    """The issue's case, smaller: R fits running in both workers when the terminal's Ctrl-C comes."""
+    proc, tmp = _start(tmp_path, FIT_MANY)
+    try:
+        workers = _wait_busy_workers(proc, timeout=180, cpu=6.0)  # R started, fits running
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the process did not exit within 10 s of SIGINT")
+        assert time.monotonic() - t0 < 10 and "finished" not in out
+        assert proc.returncode == 130 and "Traceback" not in err, err[-3000:]
+        assert not _wait_gone(proc.pid, 5.0)
+        assert not any(psutil.pid_exists(w.pid) and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+        assert list(tmp.iterdir()) == []
+    finally:
+        _cleanup(proc.pid)
+
+
 def test_sigkill_of_the_parent_takes_its_workers(tmp_path):
     proc, tmp = _start(tmp_path, LOOP)
     try:
@@ -169,9 +210,17 @@ def test_sigkill_of_the_parent_takes_its_workers(tmp_path):
         left = _wait_gone(proc.pid, 5.0)  # workers and multiprocessing's resource tracker
         assert not left, [(p.pid, p.cmdline()) for p in left]
         assert not any(psutil.pid_exists(w.pid) and w.status() != psutil.STATUS_ZOMBIE for w in workers)
-        assert list(tmp.iterdir()) == []  # the shared input was never a named file
+        # the shared input was never a named file; the pool's folder (the workers' TMPDIR) stays ...
+        assert [p.name.startswith(f"mixedeval-workers-{proc.pid}-") for p in tmp.iterdir()] == [True]
     finally:
         _cleanup(proc.pid)
+    # ... until the next pool on the machine starts (and that one's is removed when it exits)
+    nxt = subprocess.run([sys.executable, "-c", "from mixedeval._executor import resolve_executor\n"
+                          "print(resolve_executor(2).map(abs, [(-1,), (-2,)]))"],
+                         env=dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                         timeout=120)
+    assert nxt.stdout.strip() == "[1, 2]", nxt.stderr
+    assert list(tmp.iterdir()) == []
 
 
 def test_script_without_main_guard_is_told_the_fix(tmp_path):
