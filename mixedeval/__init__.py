@@ -72,6 +72,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "summarize": ("mixedeval.workflows.summarize", "summarize"),
     "rank_intervals": ("mixedeval.inference.rankings", "rank_intervals"),
     "RankIntervals": ("mixedeval.inference.rankings", "RankIntervals"),
+    "read_battles": ("mixedeval.data._battles", "read_battles"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
