@@ -116,6 +116,8 @@ class RankIntervals(ResultMixin):
     critical_value : float
         The max-|t| critical value (for ``"bootstrap_centered"``: the quantile of max |d* - d|).
     method, level, higher_is_better, n_draws : the settings used.
+    estimate_scale : what ``estimate`` holds when a result's ``ranks()`` made it (e.g. the link
+        scale of a GLMM's means); empty for direct calls.
     """
 
     table: pd.DataFrame
@@ -126,20 +128,23 @@ class RankIntervals(ResultMixin):
     level: float
     higher_is_better: bool
     n_draws: int
+    estimate_scale: str = ""
     warnings: tuple[Any, ...] = field(default=())
 
     _main_table = "table"
     _title = "Simultaneous rank intervals"
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("method", self.method), ("level (simultaneous)", self.level),
+        scale = [("estimates", self.estimate_scale)] if self.estimate_scale else []
+        return scale + [("method", self.method), ("level (simultaneous)", self.level),
                 ("critical value", round(self.critical_value, 4)),
                 ("direction", "higher is better" if self.higher_is_better else "lower is better")]
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({"table": self.table, "pairwise": self.pairwise, "rank_distribution": self.rank_distribution,
                          "critical_value": self.critical_value, "method": self.method, "level": self.level,
-                         "higher_is_better": self.higher_is_better, "n_draws": self.n_draws})
+                         "higher_is_better": self.higher_is_better, "n_draws": self.n_draws,
+                         "estimate_scale": self.estimate_scale})
 
 
 # ---------------------------------------------------------------------------------------------

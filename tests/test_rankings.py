@@ -250,3 +250,59 @@ def test_bad_input():
         me.rank_intervals(pd.Series([1.0, 2.0], index=["a", "a"]), vcov=np.eye(2))
     with pytest.raises(DataError, match="level"):
         me.rank_intervals(est, vcov=np.eye(2), level=95)
+
+
+def _glht_from_r(R, est_expr: str, vcov_expr: str):
+    R(f"est <- {est_expr}; V <- {vcov_expr}; nm <- names(est); dimnames(V) <- list(nm, nm); "
+      "K <- contrMat(setNames(rep(1, length(est)), nm), 'Tukey'); set.seed(1); "
+      "s <- summary(multcomp::glht(multcomp::parm(est, V), linfct = K))")
+    return {"estimate": R("as.numeric(s$test$coefficients)"), "std_error": R("as.numeric(s$test$sigma)"),
+            "p_adj": R("as.numeric(s$test$pvalues)"), "contrast": [str(x) for x in R("rownames(K)", raw=True)],
+            "est": R("as.numeric(est)"), "names": [str(x) for x in R("nm", raw=True)]}
+
+
+def test_lmm_emm_ranks_use_emmeans_vcov(R, ter):
+    """LMM means: the estimates and vcov come from R's emmeans (independent R fit here), the
+    pairwise statistics equal glht's on them; TER is an error rate (lower is better)."""
+    R("suppressMessages({library(multcomp); library(lmerTest)}); "
+      "m_rank <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df); "
+      "e_rank <- emmeans::emmeans(m_rank, 'system', lmer.df = 'satterthwaite')")
+    r = _glht_from_r(R, "setNames(predict(e_rank), as.character(summary(e_rank)$system))", "vcov(e_rank)")
+    emm = me.lmm("ter ~ system + (1|sentence_id)", data=ter).emmeans("system")
+    res = emm.ranks(higher_is_better=False, random_state=2, n_sim=100_000)
+    assert res.estimate_scale == "emmean"
+    t = res.table.set_index("name").loc[r["names"]]
+    np.testing.assert_allclose(t["estimate"], r["est"], rtol=1e-8)
+    np.testing.assert_allclose(t["estimate"], emm.table.set_index("system").loc[r["names"], "emmean"], rtol=1e-8)
+    pw = res.pairwise
+    assert [f"{a} - {b}" for a, b in zip(pw["name_a"], pw["name_b"])] == r["contrast"]
+    np.testing.assert_allclose(pw["estimate"], r["estimate"], rtol=1e-8)
+    np.testing.assert_allclose(pw["std_error"], r["std_error"], rtol=1e-8)
+    np.testing.assert_allclose(pw["p_adj"], r["p_adj"], atol=5e-3)
+    # lower is better: the smallest TER is ranked first
+    assert res.table["estimate"].is_monotonic_increasing
+
+
+def test_glmm_emm_ranks_on_the_link_scale(R, tmp_path):
+    rng = np.random.default_rng(4)
+    items = np.repeat(np.arange(60), 4)
+    systems = np.tile(["s1", "s2", "s3", "s4"], 60)
+    eta = np.array([-0.5, 0.0, 0.6, 0.7])[np.tile(np.arange(4), 60)] + rng.normal(0, 0.8, 60)[items]
+    df = pd.DataFrame({"item": items.astype(str), "system": systems,
+                       "y": (rng.random(240) < 1 / (1 + np.exp(-eta))).astype(int)})
+    path = tmp_path / "glmm.csv"
+    df.to_csv(path, index=False)
+    R(f"suppressMessages(library(multcomp)); gd <- read.csv('{path}', colClasses = c(item = 'character', "
+      "system = 'character')); gd$system <- factor(gd$system, levels = c('s1','s2','s3','s4')); "
+      "gm <- lme4::glmer(y ~ system + (1|item), data = gd, family = binomial); ge <- emmeans::emmeans(gm, 'system')")
+    r = _glht_from_r(R, "setNames(predict(ge, type = 'link'), levels(gd$system))", "vcov(ge)")
+    emm = me.glmm("y ~ system + (1|item)", df, family="binomial").emmeans("system")
+    res = emm.ranks(random_state=5, n_sim=100_000)
+    assert res.estimate_scale == "link"
+    # two optimizer runs (ours and R's glmer above) agree to about 1e-6, not bit for bit
+    np.testing.assert_allclose(res.table.set_index("name").loc[r["names"], "estimate"], r["est"], rtol=1e-5)
+    np.testing.assert_allclose(res.pairwise["std_error"], r["std_error"], rtol=1e-5)
+    np.testing.assert_allclose(res.pairwise["p_adj"], r["p_adj"], atol=5e-3)
+    with pytest.raises(DataError, match="without by="):
+        me.glmm("y ~ system + g + (1|item)", df.assign(g=np.where(items < 30, "a", "b")),
+                family="binomial").emmeans("system", by="g").ranks()
