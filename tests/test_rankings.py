@@ -306,3 +306,20 @@ def test_glmm_emm_ranks_on_the_link_scale(R, tmp_path):
     with pytest.raises(DataError, match="without by="):
         me.glmm("y ~ system + g + (1|item)", df.assign(g=np.where(items < 30, "a", "b")),
                 family="binomial").emmeans("system", by="g").ranks()
+
+
+def test_bootstrap_result_rank_intervals_and_backward_compatible_ranks():
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame({"system": np.repeat(["x", "y", "z"], 50), "item": np.tile(np.arange(50), 3)})
+    df["score"] = rng.normal(np.repeat([0.0, 0.05, 0.8], 50), 0.4)
+    boot = me.bootstrap(df, score="score", system="system", item="item", n_resamples=1000, random_state=1)
+    plain = boot.ranks()
+    assert "rank_low" not in plain.columns
+    both = boot.ranks(simultaneous=True)
+    pd.testing.assert_frame_equal(both[plain.columns], plain)
+    direct = me.rank_intervals(pd.Series(boot.estimate, index=list(boot.systems)), draws=boot.distribution.T)
+    t = direct.table.set_index("name").loc[["x", "y", "z"]]
+    for c in ("rank", "rank_low", "rank_high", "letters"):
+        assert both[c].tolist() == t[c].tolist()
+    assert both["rank_low"].tolist() == [2, 2, 1] and both["rank_high"].tolist() == [3, 3, 1]
+    assert boot.rank_intervals(method="normal").method == "normal"
