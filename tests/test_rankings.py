@@ -323,3 +323,23 @@ def test_bootstrap_result_rank_intervals_and_backward_compatible_ranks():
         assert both[c].tolist() == t[c].tolist()
     assert both["rank_low"].tolist() == [2, 2, 1] and both["rank_high"].tolist() == [3, 3, 1]
     assert boot.rank_intervals(method="normal").method == "normal"
+
+
+def test_rank_interval_plot_and_report_section(tmp_path):
+    import re
+
+    from mixedeval._report.figures import rank_interval_plot
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"system": np.repeat(["x", "y", "z", "w"], 40), "item": np.tile(np.arange(40), 4)})
+    df["score"] = rng.normal(np.repeat([0.0, 0.05, 0.8, 1.5], 40), 0.4)
+    boot = me.bootstrap(df, score="score", system="system", item="item", n_resamples=400, random_state=1)
+    ri = boot.rank_intervals()
+    fig = rank_interval_plot(ri.table, title="ranks")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()][0].startswith("w (")  # best at the top
+    assert sorted(t.get_text() for t in ax.texts) == sorted(ri.table["letters"])
+    html = me.report(boot, path=tmp_path / "boot.html", progress=False).read_text(encoding="utf-8")
+    sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["bootstrap"]
+    assert "Simultaneous 95% rank intervals" in sec and "Simultaneous rank intervals with compact letters" in sec
+    assert "rank_low" in sec and "letters" in sec
