@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import mixedeval as me
 from mixedeval import _cld
@@ -88,6 +89,9 @@ def test_rank_bounds_from_pairwise_decisions_by_hand():
     est = pd.Series([0.0, 0.1, 0.5, 1.0, 1.05], index=list("ABCDE"))
     res = me.rank_intervals(est, vcov=np.eye(5) * 0.01, random_state=0, n_sim=50_000)
     t = res.table.set_index("name")
+    # no simulated maximum reaches |t| = 7.4 (E - A): the Bonferroni bound, not 0
+    e_a = res.pairwise.query("name_a == 'E' and name_b == 'A'").iloc[0]
+    assert e_a["p_adj"] == pytest.approx(10 * 2 * stats.norm.sf(e_a["statistic"]), rel=1e-12) and e_a["p_adj"] > 0
     assert list(res.table["name"]) == list("EDCBA")
     assert t.loc[list("EDCBA"), "rank"].tolist() == [1, 2, 3, 4, 5]
     assert t.loc[list("EDCBA"), "rank_low"].tolist() == [1, 1, 3, 4, 4]
@@ -183,6 +187,9 @@ def test_bootstrap_draws_rank_distribution_reuses_bootstrap_ranks():
     d_star = D[:, b] - D[:, a]
     t_max = (np.abs(d_star - (est.to_numpy()[b] - est.to_numpy()[a])) / d_star.std(axis=0, ddof=1)).max(axis=1)
     assert res.critical_value == pytest.approx(np.quantile(t_max, 0.95), rel=1e-12)
+    stat = (est.to_numpy()[b] - est.to_numpy()[a]) / d_star.std(axis=0, ddof=1)
+    count = (t_max[None, :] >= np.abs(stat)[:, None] * (1 - 1e-12)).sum(axis=1)
+    np.testing.assert_allclose(res.pairwise["p_adj"], (count + 1) / (t_max.size + 1), rtol=1e-12)
 
 
 def _coverage(method: str, reps: int, rng: np.random.Generator) -> tuple[float, float]:
