@@ -350,3 +350,13 @@ def test_rank_interval_plot_and_report_section(tmp_path):
     sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["bootstrap"]
     assert "Simultaneous 95% rank intervals" in sec and "Simultaneous rank intervals with compact letters" in sec
     assert "rank_low" in sec and "letters" in sec
+
+
+def test_report_emmeans_section_shows_rank_intervals(tmp_path, ter):
+    import re
+
+    emm = me.lmm("ter ~ system + (1|sentence_id)", data=ter).emmeans("system")
+    html = me.report(emm, path=tmp_path / "emm.html", compute_missing=False, progress=False).read_text(encoding="utf-8")
+    sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["emmeans"]
+    assert "Simultaneous 95% rank intervals of the means" in sec and "rank_high" in sec
+    assert "Simultaneous rank intervals of the means with compact letters" in sec
