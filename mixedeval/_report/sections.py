@@ -16,7 +16,8 @@ import pandas as pd
 from ..data.design import describe_design
 from ..diagnostics import plots
 from .blocks import Section, as_frame, fmt_number, fmt_p, one_line
-from .figures import interval_plot, rank_interval_plot
+from .figures import interval_plot
+from .result_sections import rank_interval_block
 from .provenance import collect
 
 #: model section id -> heading, in report order
@@ -345,16 +346,12 @@ def _emm_ranks(sec: Section, res: Any) -> None:
     """Simultaneous rank intervals of the means (joint normal of the EMMs; rank 1 = highest)."""
     if not callable(getattr(res, "ranks", None)) or getattr(res, "by", ()) or getattr(res, "kind", "") != "emmeans":
         return
-    ri = sec.guarded("ranks()", res.ranks, random_state=1)
-    if ri is None:
-        return
-    scale = f" ({ri.estimate_scale} scale)" if ri.estimate_scale == "link" else ""
-    sec.table(ri.table, f"Simultaneous {ri.level:.0%} rank intervals of the means{scale}, rank 1 = highest (all means "
-                        "at once, Mogstad et al. 2024, from emmeans' covariance of the means) and compact letters: "
-                        "means sharing a letter are not significantly different")
-    fig = sec.guarded("rank interval plot", rank_interval_plot, ri.table)
-    if fig is not None:
-        sec.figure(fig, "Simultaneous rank intervals of the means with compact letters")
+    scale = " (link scale)" if hasattr(res, "estimate_label") else ""
+    rank_interval_block(sec, "ranks()", lambda: res.ranks(random_state=1),
+                        f"Simultaneous {{level}} rank intervals of the means{scale}, rank 1 = highest (all means at "
+                        "once, Mogstad et al. 2024, from emmeans' covariance of the means) and compact letters: means "
+                        "sharing a letter are not significantly different",
+                        "Simultaneous rank intervals of the means with compact letters")
 
 
 def _effect_size_note(res: Any) -> str:
