@@ -301,7 +301,8 @@ def _check_columns(records: list[tuple[int, Any]], cols: dict, src: str) -> None
                         f"columns: {sorted(keys)[:12]}; name yours with model_a=, model_b=, winner=")
 
 
-def read_battles(source: Any, format: str | None = None, *, model_a: str = "model_a", model_b: str = "model_b",
+def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the format of the file
+                 model_a: str = "model_a", model_b: str = "model_b",
                  winner: str = "winner", prompt: str | None = "question_id", judge: str | None = "judge",
                  baseline: str | None = None, drop_failed: bool = False) -> pd.DataFrame:
     """Read judged pairwise comparisons into one table, one row per judgment.
