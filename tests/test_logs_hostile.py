@@ -22,6 +22,7 @@ import mixedeval as me
 from mixedeval._resources import format_bytes
 from mixedeval.cli import main
 from mixedeval.data import _logs_walk
+from mixedeval.data._logs_json import JSON_MEMORY_FACTOR
 
 DATE = "2024-06-01T10-00-00.000001"
 
@@ -141,7 +142,7 @@ def test_lm_eval_line_longer_than_the_memory_limit_allows(tmp_path):
     big = _sample(1, doc={"q": "x" * 3_000_000})
     d, _, samples = _lm_dir(tmp_path, [_sample(0), big])
     assert len(me.read_eval_logs(d).table) == 2  # fine under the default limit
-    me.set_memory_limit("8MiB")  # 8 MiB / 8 per byte: lines up to 1 MiB
+    me.set_memory_limit("8MiB")  # 8 MiB / JSON_MEMORY_FACTOR (10) per byte: lines up to 0.8 MiB
     _fails(d, str(samples), "reading line 2 (at byte", "above mixedeval's memory limit")
 
 
@@ -158,7 +159,7 @@ def test_lm_eval_huge_line_without_newline_is_refused_without_reading_it(tmp_pat
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 32 * 2**20  # read at most the 8 MiB cap, not the gigabyte
+    assert peak < 32 * 2**20  # read at most the 6.4 MiB cap, not the gigabyte
 
 
 # ------------------------------------------------------------------------------ HELM
@@ -238,9 +239,9 @@ def test_helm_file_larger_than_the_memory_limit(tmp_path):
     stats = [{"instance_id": f"id{i}", "stats": [_stat("exact_match", 1.0)]} for i in range(20_000)]
     d, _, stats_path = _helm_dir(tmp_path, stats=stats)
     size = stats_path.stat().st_size
-    me.set_memory_limit(int(size * 8) - 1)  # just below size x JSON_MEMORY_FACTOR
-    _fails(d, str(stats_path), "reading the whole JSON file need about", "above mixedeval's memory limit")
-    me.set_memory_limit(int(size * 8) + 10_000_000)
+    me.set_memory_limit(size * JSON_MEMORY_FACTOR - 1)  # just below the estimate
+    _fails(d, str(stats_path), "reading the whole JSON file would need about", "above mixedeval's memory limit")
+    me.set_memory_limit(size * JSON_MEMORY_FACTOR + 10_000_000)
     assert len(me.read_eval_logs(d).table) == 20_000
 
 
@@ -281,7 +282,7 @@ def test_eval_zip_bomb_declared_large_is_refused_before_inflating(tmp_path):
     _import_inspect()
     bomb = _zip(tmp_path / "bomb.eval", {"header.json": HEADER, "samples/1_epoch_1.json": b"\0" * (64 << 20)})
     assert bomb.stat().st_size < 1 << 20  # highly compressible: 64 MiB in under 1 MiB
-    me.set_memory_limit("256MiB")  # 64 MiB x 8 per byte of JSON is above it
+    me.set_memory_limit("256MiB")  # 64 MiB x JSON_MEMORY_FACTOR is above it
     tracemalloc.start()
     try:
         _fails(bomb, str(bomb), "its 2 entries as declared", "'samples/1_epoch_1.json'", "64.0 MiB",
@@ -326,7 +327,7 @@ def test_inspect_json_log_larger_than_the_memory_limit(tmp_path):
     log = tmp_path / "big.json"
     log.write_text(json.dumps({"version": 2, "eval": {"task": "t"}, "samples": [{"x": "y" * 2_000_000}]}))
     me.set_memory_limit("8MiB")
-    _fails(log, str(log), "reading the whole JSON log need about", "above mixedeval's memory limit")
+    _fails(log, str(log), "reading the whole JSON log would need about", "above mixedeval's memory limit")
 
 
 # ------------------------------------------------------------------------------ tables
@@ -336,7 +337,7 @@ def test_table_larger_than_the_memory_limit(tmp_path):
                   "metric": "acc", "score": 1.0}).to_csv(csv, index=False)
     assert len(me.read_eval_logs(csv, format="table").table) == 40_000
     me.set_memory_limit(csv.stat().st_size * 30 - 1)  # TEXT_TABLE_FACTOR
-    _fails(csv, str(csv), "reading the table need about", f"{format_bytes(csv.stat().st_size)} of text x 30",
+    _fails(csv, str(csv), "reading the table would need about", f"{format_bytes(csv.stat().st_size)} of text x 30",
            format="table")
     pq = tmp_path / "scores.parquet"
     pd.read_csv(csv).to_parquet(pq)
@@ -353,7 +354,7 @@ def test_sparse_multi_gigabyte_csv_is_refused_before_reading(tmp_path):
         pytest.skip("the filesystem does not make sparse files")
     me.set_memory_limit("4GiB")
     t0 = time.perf_counter()
-    _fails(csv, str(csv), "reading the table need about", "2.0 GiB of text x 30", format="table")
+    _fails(csv, str(csv), "reading the table would need about", "2.0 GiB of text x 30", format="table")
     assert time.perf_counter() - t0 < 5
 
 
@@ -441,3 +442,22 @@ def test_cli_exits_2_on_a_zip_bomb_subprocess(tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 2, r.stderr
     assert str(bomb) in r.stderr and "above mixedeval's memory limit" in r.stderr
+
+
+# ------------------------------------------------------------------------------ odd corners
+def test_running_out_of_memory_while_parsing_is_a_data_error(tmp_path, monkeypatch):
+    d, res, _ = _lm_dir(tmp_path)
+
+    def no_memory(*a, **k):
+        raise MemoryError()
+    monkeypatch.setattr(json, "loads", no_memory)
+    _fails(d, str(res), "ran out of memory while parsing")
+
+
+def test_eval_entry_of_an_unknown_compression_and_a_broken_inspect_json(tmp_path):
+    pytest.importorskip("inspect_ai")
+    odd = _zip(tmp_path / "odd.eval", {"header.json": HEADER}, zipfile.ZIP_BZIP2)
+    _fails(odd, str(odd), "at entry 'header.json'", "cannot be inflated", "compression method 12")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"version": 2, "eval": {"task": "t", "model": ')
+    _fails(broken, "inspect_ai could not read", str(broken))

@@ -23,14 +23,13 @@ from ..errors import DataError
 from ._logs_schema import Spec, validate
 
 #: Bytes of memory the parsed Python objects of a JSON document take per byte of the file, at the
-#: peak of reading it (the raw bytes, the decoded text and the objects). Measured on the HELM and
-#: lm-eval test fixtures: 3.6 (per_instance_stats.json), 4.3 (results_*.json), 6.4 (a
-#: samples_*.jsonl); documents of tiny containers (``[{}, {}, ...]``) can exceed it, which is why
-#: a MemoryError while reading is a DataError too.
-JSON_MEMORY_FACTOR = 8
+#: peak of reading it (the raw bytes, the decoded text and the objects). benchmarks/bench_logs_guards.py
+#: measured 4.7 (a HELM per_instance_stats.json), 9.6 (lm-eval samples lines) and 4.1 (inspect_ai's
+#: read_eval_log per inflated byte of an .eval); documents of tiny containers (``[{}, {}, ...]``) can
+#: exceed it, which is why a MemoryError while reading is a DataError too.
+JSON_MEMORY_FACTOR = 10
 
-_FIX = ("Raise the limit with me.set_memory_limit (or MIXEDEVAL_MEMORY_LIMIT) if the machine has the memory, or "
-        "check that the file is the log it claims to be")
+_FIX = "If the file really is that large and the machine has the memory, raise the limit; else the file is damaged"
 
 
 def file_size(path: Path) -> int:
@@ -44,7 +43,7 @@ def file_size(path: Path) -> int:
 def check_size(src: str, n_bytes: float, factor: float, what: str) -> None:
     """A DataError when ``n_bytes`` (of a file or an archive entry) times ``factor`` exceeds the
     memory limit; ``what`` says what the bytes are (e.g. ``"its 4 entries inflated"``)."""
-    check_memory(n_bytes * factor, f"{src}: reading {what}", _FIX,
+    check_memory(n_bytes * factor, f"{src}: reading {what} would", _FIX,
                  detail=f"{format_bytes(n_bytes)} x {factor:g}, the memory per byte of parsed JSON")
 
 
@@ -66,8 +65,8 @@ def parse_json(raw: bytes, src: str, where: str = "", offset: int = 0) -> Any:
         pos = f"line {exc.lineno} column {exc.colno}" if not where else f"{where} column {exc.colno}"
         raise DataError(f"{src}: at {pos}: not valid JSON ({exc.msg})") from None
     except MemoryError:
-        raise DataError(f"{src}:{at} ran out of memory while parsing ({format_bytes(len(raw))} of JSON). "
-                        f"{_FIX}") from None
+        raise DataError(f"{src}:{at} ran out of memory while parsing ({format_bytes(len(raw))} of JSON); free "
+                        "memory or lower mixedeval's memory limit so that the check refuses it first") from None
 
 
 def load_json(path: Path, spec: Spec, what: str) -> Any:
@@ -81,7 +80,8 @@ def load_json(path: Path, spec: Spec, what: str) -> Any:
     except OSError as exc:
         raise DataError(f"could not read {src!r}: {exc.strerror or exc}") from exc
     except MemoryError:
-        raise DataError(f"{src}: ran out of memory reading {format_bytes(size)}. {_FIX}") from None
+        raise DataError(f"{src}: ran out of memory reading {format_bytes(size)}; free memory or lower "
+                        "mixedeval's memory limit so that the check refuses it first") from None
     return validate(parse_json(raw, src), spec, src, what=what)
 
 

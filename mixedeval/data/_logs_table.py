@@ -102,8 +102,8 @@ def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[
         return
     src = str(path)
     need, how = _estimate(Path(path), src)
-    check_memory(need, f"{src}: reading the table", "Raise the limit with me.set_memory_limit (or "
-                 "MIXEDEVAL_MEMORY_LIMIT) if the machine has the memory, or split the table", detail=how)
+    check_memory(need, f"{src}: reading the table would", "If the machine has the memory, raise the limit; else "
+                 "split the table", detail=how)
     try:
         _read_score_table(path, src, rows, columns, metric, system)
     except MemoryError:
