@@ -306,9 +306,11 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
                        adjust=args.adjust, system=args.system_from or None,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
-                       progress=not args.quiet)
-    out: dict[str, Any] = {"headline": res.headline_text(), "differences": res.table, "analysis": res.analysis,
-                           "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
+                       progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
+                       n_sim=args.n_sim)
+    out: dict[str, Any] = {"headline": res.headline_text(), "next_run": res.plan_text(), "differences": res.table,
+                           "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
+                           "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
                            "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",

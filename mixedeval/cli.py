@@ -268,7 +268,9 @@ def _add_compare_logs(sub: Any) -> None:
                        description="Read evaluation logs (lm-evaluation-harness --log_samples output, Inspect AI "
                                    ".eval/.json logs, HELM run directories, or score tables), fit the binomial GLMM "
                                    "(0/1 scores) or the LMM (continuous scores) with an item random intercept, and "
-                                   "add per-task and pooled contrasts and the paired bootstrap of the mean.")
+                                   "add per-task and pooled contrasts and the paired bootstrap of the mean. The output "
+                                   "opens with the paired difference in points, the accuracies with Inspect's "
+                                   "intervals and how many questions the next run needs.")
     g.add_argument("paths", nargs="*", help="log files, directories (searched recursively) or globs")
     g.add_argument("--system", action="append", metavar="NAME=PATH",
                    help="name a system explicitly (repeatable; instead of PATH arguments)")
@@ -289,6 +291,12 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("--level", type=float, default=0.95)
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
     g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
+    g.add_argument("--effect", type=float, help="the next run's plan: the difference to detect, in score units "
+                                               "(0.03 is 3 points; default: the size observed)")
+    g.add_argument("--target", type=float, default=0.8, help="the next run's plan: the power wanted (default 0.8)")
+    g.add_argument("--n-sim", type=int, default=1000, help="the next run's plan: simulations per size beside Miller's "
+                                                           "closed form (0: closed form only; default 1000)")
+    g.add_argument("--no-plan", action="store_true", help="skip the sample-size plan for the next run")
     g.set_defaults(func=cmd_compare_logs)
 
 

@@ -62,6 +62,16 @@ def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
         _interval_figure(sec, forest[["task", "pair", "delta", "conf_low", "conf_high"]], "delta",
                          "Differences with their intervals (a - b), per task", xlabel=f"difference in {res.metric}",
                          title="Paired differences")
+    if getattr(res, "accuracies", None) is not None:
+        sec.table(res.accuracies, "Accuracy per task and system with the intervals Inspect AI prints: mean of the "
+                                  "epoch-averaged question scores, std_error and conf_low/conf_high as stderr() and "
+                                  "ci() (t on n - 1 df), wilson_low/wilson_high for 0/1 scores, *_cluster: "
+                                  "stderr(cluster=)")
+    if getattr(res, "plan", None) is not None:
+        sec.text(f"Next run: {res.plan_text()}")
+        sec.table(res.plan.table.drop(columns=["alpha", "target"], errors="ignore"),
+                  "How many questions the next run needs (the logs as a pilot for the headline pair): Miller's "
+                  "closed form and the simulated paired t test, per number of epochs")
     sec.table(res.glrt, "Model-based check (secondary): likelihood-ratio test of the system effect (ML)")
     if getattr(res, "model_differences", None) is not None:
         sec.table(res.model_differences, "Model-based check (secondary): the GLMM's differences of population-averaged "
