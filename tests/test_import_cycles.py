@@ -132,3 +132,39 @@ def test_the_acyclic_contract_breaks_on_a_cycle(cyclic_package):
                          text=True, timeout=120, env={"PYTHONPATH": str(cyclic_package), "PATH": "/usr/bin:/bin"})
     assert out.returncode != 0 and "BROKEN" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
     assert ".b -> .a" in out.stdout or ".a -> .b" in out.stdout
+
+
+def test_public_functions_dispatch_through_the_fit():
+    """me.anova / emmeans / emtrends / check_optimizers import no model family: they call the fit's
+    own method, with every argument by name (the R parity of each family is in its own tests)."""
+    import mixedeval as me
+    from mixedeval.errors import DataError
+    from mixedeval.inference._clmm import CLMMFit
+    from mixedeval.inference._glmm import GLMMFit
+    from mixedeval.inference._lmm import LMMFit
+
+    methods = ("_anova", "_emmeans", "_emtrends", "_check_optimizers")
+    for cls in (LMMFit, GLMMFit):
+        assert all(callable(getattr(cls, m, None)) for m in methods), cls
+    assert callable(CLMMFit._emmeans) and not hasattr(CLMMFit, "_anova") and not hasattr(CLMMFit, "_emtrends")
+
+    class Fake:
+        def __getattr__(self, name):
+            if name not in methods:
+                raise AttributeError(name)
+            return lambda *args, **kwargs: (name, args, kwargs)
+
+    fit = Fake()
+    assert me.anova(fit, type=2) == ("_anova", (), {"type": 2, "ddf": "satterthwaite", "level": 0.95})
+    assert me.emmeans(fit, "system", by="task", at={"x": 1}) == (
+        "_emmeans", ("system",), {"by": "task", "df_method": "satterthwaite", "level": 0.95, "at": {"x": 1},
+                                  "type": None})
+    assert me.emtrends(fit, "system", var="x", type="link")[2]["var"] == "x"
+    assert me.check_optimizers(fit, rtol=0.1) == (
+        "_check_optimizers", (), {"optimizers": ("nloptwrap", "bobyqa", "Nelder_Mead"), "rtol": 0.1, "loglik_tol": 1e-3})
+    for call, fits in ((lambda o: me.anova(o), "mixedeval.lmm or mixedeval.glmm"),
+                       (lambda o: me.emmeans(o, "system"), "mixedeval.lmm, mixedeval.glmm or mixedeval.clmm"),
+                       (lambda o: me.emtrends(o, "system", var="x"), "mixedeval.lmm or mixedeval.glmm"),
+                       (lambda o: me.check_optimizers(o), "mixedeval.lmm or mixedeval.glmm")):
+        with pytest.raises(DataError, match=f"takes a model fitted by {re.escape(fits)}; got a dict"):
+            call({})
