@@ -259,7 +259,7 @@ def _process_runner(n: int, spelled: str) -> Runner:
             f"executor={spelled} starts {n} worker processes on {cpus} CPUs: each is a whole Python process with "
             "its own R (about 150-550 MB once R runs), and workers beyond the CPUs only compete for them "
             "(the results are the same). executor='processes' starts one per CPU."), stacklevel=3)
-    if n == 1:
+    if n == 1 and spelled != "'processes'":  # executor=1: this process; 'processes' keeps its pool
         return Runner()
     _pool.refuse_in_bootstrapping_child()
     return _ProcessRunner(n)
