@@ -30,6 +30,7 @@ refused.
 from __future__ import annotations
 
 import atexit
+import numbers
 import concurrent.futures as cf
 import os
 import sys
@@ -276,7 +277,7 @@ def resolve_executor(executor: Any) -> Runner:
             raise DataError(f"executor {executor!r} is not understood: use None, an int (worker processes), "
                             "'processes' (one per CPU) or a dask.distributed.Client")
         return _process_runner(available_cpus(), "'processes'")
-    if isinstance(executor, (int,)) and not isinstance(executor, bool):
+    if isinstance(executor, numbers.Integral) and not isinstance(executor, bool):
         if executor < 1:
             raise DataError(f"executor={executor}: the number of worker processes must be at least 1")
         return _process_runner(int(executor), str(executor))

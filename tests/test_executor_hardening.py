@@ -335,7 +335,8 @@ def test_impossible_worker_counts_are_refused_and_too_many_warned_about():
     with pytest.raises(DataError, match=r"executor=1000000: .* refused \(at most"):
         resolve_executor(10**6)
     with pytest.raises(DataError, match="refused"):
-        me.paired_bootstrap_test(np.ones(5), np.zeros(5), n_resamples=10, executor=10**6)
+        me.paired_bootstrap_test(np.ones(5), np.zeros(5), n_resamples=10, executor=np.int64(10**6))
+    assert resolve_executor(np.int64(2)).n_workers == 2  # a numpy integer is a count too
     with pytest.warns(ExecutorWarning, match=f"starts {cpus + 1} worker processes on {cpus} CPUs"):
         resolve_executor(cpus + 1)  # only resolved: no process starts here
     with warnings.catch_warnings():
