@@ -70,6 +70,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "compare_logs": ("mixedeval.workflows.compare_logs", "compare_logs"),
     "questions_needed": ("mixedeval.workflows.plan_eval", "questions_needed"),
     "summarize": ("mixedeval.workflows.summarize", "summarize"),
+    "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
+    "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]

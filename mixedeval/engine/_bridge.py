@@ -595,3 +595,23 @@ def bglmer_fit(fit: Any, *, level: float, intercept_sd: float, slope_sd: float) 
     return _glmm_summary(call("me_bglmer_fit", formula=a["formula"], data=a["data"], link=a["link"],
                               nagq=a["nagq"], optimizer=a["optimizer"], weights=a["weights"], level=float(level),
                               calc_derivs=True, intercept_sd=float(intercept_sd), slope_sd=float(slope_sd)))
+
+
+# ------------------------------------------------------------------------ r/bradley_terry.R
+def _bt_value(res: RCallResult, p: int) -> RCallResult:
+    v = dict(res.value)
+    v["vcov"] = np.array(v["vcov"].to_numpy(dtype=float), copy=True).reshape(p, p)
+    return _replace(res, v)
+
+
+def bt_glm(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
+    """``me_bt_glm``: ``glm(cbind(y, n - y) ~ 0 + x1 + ... + xp, binomial)`` of a Bradley-Terry
+    design (``data``: y, n and the design columns ``xnames``); ``fixed`` (term, estimate,
+    std_error, z_value, p_value, conf_low, conf_high), ``vcov`` (p x p), deviance, converged."""
+    return _bt_value(call("me_bt_glm", data=data, xnames=list(xnames), level=float(level)), len(xnames))
+
+
+def bt_glmer(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
+    """``me_bt_glmer``: the design of :func:`bt_glm` with ``+ (1 | prompt)`` (``lme4::glmer``,
+    Laplace); adds ``prompt_sd``, ``loglik``, ``singular`` and lme4's ``convergence`` messages."""
+    return _bt_value(call("me_bt_glmer", data=data, xnames=list(xnames), level=float(level)), len(xnames))
