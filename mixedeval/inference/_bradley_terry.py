@@ -60,13 +60,16 @@ class BTFit:
 def _graph(d: BTDesign, directed: bool) -> sp.csr_matrix:
     c = d.counts
     if not directed:
-        w = c.sum(axis=1)
-        return sp.csr_matrix((w, (d.a, d.b)), shape=(d.k, d.k))
+        g = sp.csr_matrix((c.sum(axis=1), (d.a, d.b)), shape=(d.k, d.k))
+        g.eliminate_zeros()
+        return g
     tie = c[:, 2] if d.ties != "drop" else np.zeros(len(c))
     rows = np.r_[d.a, d.b]
     cols = np.r_[d.b, d.a]
     w = np.r_[c[:, 0] + tie, c[:, 1] + tie]
-    return sp.csr_matrix((w, (rows, cols)), shape=(d.k, d.k))
+    g = sp.csr_matrix((w, (rows, cols)), shape=(d.k, d.k))
+    g.eliminate_zeros()  # csgraph counts stored zeros as edges
+    return g
 
 
 def _names(d: BTDesign, labels: np.ndarray, comp: int) -> list[str]:

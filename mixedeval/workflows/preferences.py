@@ -87,7 +87,6 @@ class BradleyTerryResult(_WorkflowResult):
     anchor_rating: float
     ties: str
     level: float
-    n_resamples: int
     interval_method: str
     resample_units: tuple[str, ...]
     n_battles: int
@@ -104,6 +103,11 @@ class BradleyTerryResult(_WorkflowResult):
     _print_tables = ("table", "judges", "covariates", "ranks")
     _skip_in_dict = ("draws", "vcov")
     _title = "Bradley-Terry strengths"
+
+    @property
+    def n_resamples(self) -> int:
+        """Bootstrap replicates behind the intervals (0: Wald intervals)."""
+        return int(self.provenance.get("n_resamples", 0))
 
     @property
     def strengths(self):
@@ -306,7 +310,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
         covariates=_covariate_table(d, fit, draws, level), ranks=_ranks(d, fit, draws, level, random_state),
-        reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level, n_resamples=n,
+        reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
         interval_method=method, resample_units=units if n else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
         prompt_sd=fit.prompt_sd, warnings=dedupe_warnings(warns),
