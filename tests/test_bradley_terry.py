@@ -327,3 +327,43 @@ def test_confounded_position_effect_is_an_error():
     with pytest.raises(DataError, match="cannot be separated"):
         me.bradley_terry(df, ties="drop", n_resamples=0)
     assert me.bradley_terry(df, ties="drop", position_bias=False, n_resamples=0).table["estimate"].abs().max() < 1e-9
+
+
+def test_swapped_positions_and_a_style_covariate_equal_glm(tmp_path):
+    """position="b_first" battles enter the position bias with -1 (the answer of b was shown
+    first); a covariate (answer-length difference) is one more column of the design."""
+    df, _ = simulate_battles(k=5, n=2500, judges=["j1", "j2"], seed=4)
+    rng = np.random.default_rng(4)
+    df["position"] = np.where(rng.random(len(df)) < 0.5, "a_first", "b_first")
+    df.loc[df.index % 17 == 0, "position"] = None
+    df["len_diff"] = rng.normal(size=len(df)) + (df.winner == "model_a") * 0.3
+    res = me.bradley_terry(df, judge="judge", position="position", covariates=["len_diff"], ties="drop",
+                           n_resamples=0)
+    _to_r(df, tmp_path)
+    R('''bt <- bt[bt$winner != "tie", ]
+         lev <- sort(unique(c(bt$model_a, bt$model_b)), method = "radix")
+         X <- sapply(lev[-1], function(m) (bt$model_a == m) - (bt$model_b == m))
+         unknown <- is.na(bt$position) | bt$position == ""  # read.csv reads the missing ones as ""
+         first <- ifelse(unknown, 0, ifelse(bt$position == "a_first", 1, -1))
+         X <- cbind(X, model.matrix(~ 0 + factor(bt$judge)) * first, bt$len_diff)
+         y <- as.numeric(bt$winner == "model_a")
+         g <- glm(y ~ 0 + X, family = binomial, control = glm.control(epsilon = 1e-14, maxit = 100))
+         0''')
+    est, se = R("unname(coef(g))"), R("unname(sqrt(diag(vcov(g))))")
+    tab = res.table.set_index("model").sort_index()
+    np.testing.assert_allclose(tab["estimate"].to_numpy()[1:], est[:4], rtol=RTOL)
+    np.testing.assert_allclose(res.judges["estimate"], est[4:6], rtol=RTOL)
+    np.testing.assert_allclose(res.covariates["estimate"], est[6:], rtol=RTOL)
+    np.testing.assert_allclose(res.covariates["std_error"], se[6:], rtol=RTOL)
+
+
+def test_rank_intervals_come_from_the_prompt_bootstrap(battles):
+    res = me.bradley_terry(battles, prompt="prompt", judge="judge", n_resamples=200, random_state=5)
+    ranks = res.ranks.set_index("name")
+    assert set(ranks.index) == set(res.table["model"])
+    assert (ranks["rank_low"] <= ranks["rank"]).all() and (ranks["rank"] <= ranks["rank_high"]).all()
+    assert res.rank_result.method == "bootstrap" and res.rank_result.n_draws == 200
+    best = res.table["model"].iloc[0]
+    assert ranks.loc[best, "rank"] == 1
+    wm = res.win_matrix()
+    np.testing.assert_allclose(wm.to_numpy() + wm.to_numpy().T, np.where(np.eye(len(wm)), np.nan, 1.0))

@@ -1,9 +1,12 @@
 """The battle table of a Bradley-Terry analysis, checked and aggregated once.
 
-A battle is one judgment: ``model_a`` (the answer shown first) against ``model_b`` with a
-``winner`` in {"model_a", "model_b", "tie", "tie (bothbad)"} (Chatbot Arena's values; a tie of
-two bad answers is a tie). The table is aggregated into *cells* -- one per (model_a, model_b,
-judge) with the counts of a-wins, b-wins and ties -- and, for the resampling, into the same
+A battle is one judgment: ``model_a`` against ``model_b`` with a ``winner`` in {"model_a",
+"model_b", "tie", "tie (bothbad)"} (Chatbot Arena's values; a tie of two bad answers is a tie).
+Which answer the judge saw first is ``first`` = +1 (model_a first: the Arena's left answer, the
+default without a ``position`` column), -1 (model_b first: ``position == "b_first"``, as
+:func:`mixedeval.read_battles` records swapped games) or 0 (unknown: the battle carries no
+position effect). The table is aggregated into *cells* -- one per (model_a, model_b, judge,
+first) with the counts of a-wins, b-wins and ties -- and, for the resampling, into the same
 counts per *unit* (prompt, or row when no prompt column is given) as a sparse (units x 3 cells)
 matrix: a bootstrap replicate's counts are a weighted sum of the units' rows, one matrix product
 for a whole block of replicates. With ``covariates`` (per-battle differences such as the answer
@@ -12,8 +15,8 @@ length of a minus that of b) every battle is its own cell.
 Parameters (the order of every parameter vector of :mod:`._bt_numpy` and of the R design):
 the strengths of all models but the reference (log-odds scale, reference = 0), then one
 position effect per judge (the log-odds that the answer shown first wins, beyond the
-strengths; with ``position_bias``), then the covariates' coefficients, then (Davidson ties
-only) one tie propensity ``log(nu)`` per judge.
+strengths; with ``position_bias``; its design column is ``first``), then the covariates'
+coefficients, then (Davidson ties only) one tie propensity ``log(nu)`` per judge.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ class BTDesign:
     a: np.ndarray
     b: np.ndarray
     judge: np.ndarray
+    first: np.ndarray
     cov: np.ndarray | None
     cov_names: tuple[str, ...]
     counts: np.ndarray
@@ -80,7 +84,7 @@ class BTDesign:
         (position effects) and covariates, (cells, n_position + q)."""
         cols = []
         if self.position_bias:
-            cols.append(np.eye(len(self.judges))[self.judge])
+            cols.append(np.eye(len(self.judges))[self.judge] * self.first[:, None])
         if self.cov is not None:
             cols.append(self.cov)
         return np.hstack(cols) if cols else np.zeros((len(self.a), 0))
@@ -139,6 +143,24 @@ def _covariates(df: pd.DataFrame, covariates: Sequence[str]) -> np.ndarray | Non
     return out
 
 
+#: values of a ``position`` column -> first (+1: model_a shown first, -1: model_b first)
+POSITIONS = {"a_first": 1, "b_first": -1}
+
+
+def _first(df: pd.DataFrame, position: str | None) -> np.ndarray:
+    if position is None:
+        return np.ones(len(df), dtype=np.int64)
+    s = df[position]
+    known = s.notna().to_numpy()
+    codes = pd.Series(s.astype(str).to_numpy()).map(POSITIONS)
+    bad = known & codes.isna().to_numpy()
+    if bad.any():
+        vals = sorted(set(s[bad].astype(str)))[:6]
+        raise DataError(f"column {position!r} has values {vals}; use 'a_first', 'b_first' or a missing value "
+                        "(unknown order) as mixedeval.read_battles writes them")
+    return np.where(known, codes.fillna(0).to_numpy(), 0).astype(np.int64)
+
+
 def _check_self_battles(ma: np.ndarray, mb: np.ndarray, df: pd.DataFrame, model_a: str, model_b: str) -> None:
     same = ma == mb
     if same.any():
@@ -166,14 +188,15 @@ def _unit_matrix(unit: np.ndarray, cell: np.ndarray, outcome: np.ndarray, n_cell
 
 
 def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: str | None, judge: str | None,
-                 ties: str, position_bias: bool, covariates: Sequence[str] | None, anchor: str | None) -> BTDesign:
+                 ties: str, position_bias: bool, covariates: Sequence[str] | None, anchor: str | None,
+                 position: str | None = None) -> BTDesign:
     """Check the battle table and aggregate it (see the module docstring)."""
     if not isinstance(df, pd.DataFrame):
         raise DataError(f"battles must be a pandas DataFrame, not {type(df).__name__}")
     if ties not in TIES:
         raise DataError(f"ties must be one of {', '.join(map(repr, TIES))}; got {ties!r}")
     covariates = list(covariates or [])
-    require_columns(df, [model_a, model_b, winner, prompt, judge, *covariates], "battles")
+    require_columns(df, [model_a, model_b, winner, prompt, judge, position, *covariates], "battles")
     require_nonempty(df, "battles")
     ma, mb = _labels(df, model_a, "model_a"), _labels(df, model_b, "model_b")
     _check_self_battles(ma, mb, df, model_a, model_b)
@@ -181,28 +204,31 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
     jd = _labels(df, judge, "judge") if judge else np.full(len(df), ALL_JUDGES, dtype=object)
     units = _labels(df, prompt, "prompt") if prompt else np.arange(len(df))
     cov = _covariates(df, covariates)
+    first = _first(df, position)
     keep = out != 2 if ties == "drop" else np.ones(len(df), dtype=bool)
     if not keep.any():
         raise DataError("every battle is a tie; with ties='drop' nothing is left: use ties='davidson' or 'half'")
     models, ref = _levels(ma[keep], mb[keep], anchor)
     judges = tuple(sorted(set(jd[keep])))
-    pos = {m: i for i, m in enumerate(models)}
-    ai = np.array([pos[m] for m in ma[keep]])
-    bi = np.array([pos[m] for m in mb[keep]])
-    jpos = {j: i for i, j in enumerate(judges)}
-    ji = np.array([jpos[j] for j in jd[keep]])
+    ai = pd.Categorical(ma[keep], categories=list(models)).codes.astype(np.int64)
+    bi = pd.Categorical(mb[keep], categories=list(models)).codes.astype(np.int64)
+    ji = pd.Categorical(jd[keep], categories=list(judges)).codes.astype(np.int64)
+    fi = first[keep]
     if cov is None:
-        key = (ai * len(models) + bi) * len(judges) + ji
+        nj = len(judges)
+        key = ((ai * len(models) + bi) * nj + ji) * 3 + (fi + 1)
         cells, cell = np.unique(key, return_inverse=True)
-        ca, cb, cj = cells // len(judges) // len(models), cells // len(judges) % len(models), cells % len(judges)
+        pair, cj, cf = cells // 3 // nj, cells // 3 % nj, cells % 3 - 1
+        ca, cb = pair // len(models), pair % len(models)
     else:
         cell = np.arange(int(keep.sum()))
-        ca, cb, cj = ai, bi, ji
+        ca, cb, cj, cf = ai, bi, ji, fi
     n_cells = len(ca)
     counts = np.zeros((n_cells, 3))
     np.add.at(counts, (cell, out[keep]), 1.0)
     umat, n_units = _unit_matrix(units[keep], cell, out[keep], n_cells)
     return BTDesign(models=models, ref=ref, judges=judges, a=ca.astype(np.int64), b=cb.astype(np.int64),
-                    judge=cj.astype(np.int64), cov=None if cov is None else cov[keep], cov_names=tuple(covariates),
+                    judge=cj.astype(np.int64), first=np.asarray(cf, dtype=float),
+                    cov=None if cov is None else cov[keep], cov_names=tuple(covariates),
                     counts=counts, units=umat, unit_label="prompt" if prompt else "row", n_units=n_units, ties=ties,
                     position_bias=bool(position_bias))

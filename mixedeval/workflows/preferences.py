@@ -1,8 +1,10 @@
 """``me.bradley_terry``: strengths of models from pairwise judgments (Chatbot Arena, AlpacaEval,
 Arena-Hard, MT-Bench pairwise), with intervals whose unit is the prompt.
 
-Model. A battle shows ``model_a``'s answer first and ``model_b``'s second; per battle the
-log-odds that a wins (ties aside) is ``eta = s_a - s_b + position[judge] + beta' x`` where ``s``
+Model. Per battle of ``model_a`` against ``model_b`` the log-odds that a wins (ties aside) is
+``eta = s_a - s_b + first * position[judge] + beta' x``, ``first`` = +1 when a's answer was
+shown first (the default: the Arena's left answer), -1 when b's was (``position`` column
+"b_first", e.g. the swapped second game of MT-Bench and Arena-Hard), 0 when unknown; ``s``
 are the strengths (log-odds scale, the reference model at 0), ``position[judge]`` the judge's
 position bias (log-odds that the answer shown first wins between equally strong models;
 ``position_bias=True``) and ``x`` the ``covariates`` (per-battle differences a - b, e.g. answer
@@ -49,6 +51,7 @@ from ..data.validate import require_level
 from ..errors import DataError
 from ..inference._bradley_terry import BTFit, fit_bt
 from ..inference._bt_design import TIES, BTDesign, build_design
+from ..inference.rankings import RankIntervals, rank_intervals
 from ..resampling._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
@@ -73,8 +76,10 @@ class BradleyTerryResult(_WorkflowResult):
         models; "leniency": Davidson's log(nu), the judge's propensity to call a tie), estimate,
         std_error, conf_low, conf_high, n_battles.
     covariates : term, estimate, std_error, conf_low, conf_high (log-odds per unit of the difference).
-    ranks : the rank intervals of ``mixedeval.inference.rankings.rank_intervals`` from the bootstrap
-        replicates (None when that module is unavailable).
+    ranks : simultaneous rank intervals of the strengths (:func:`mixedeval.rank_intervals` on the
+        bootstrap replicates; the joint normal with n_resamples=0): name, estimate, rank, rank_low,
+        rank_high, letters (models sharing a letter are not told apart: tie groups); the whole
+        :class:`RankIntervals` (pairwise tests, rank distribution) is ``rank_result``.
     """
 
     table: Any
@@ -97,11 +102,12 @@ class BradleyTerryResult(_WorkflowResult):
     prompt_sd: float | None
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
+    rank_result: RankIntervals | None = field(default=None, repr=False, compare=False)
     draws: Any = field(default=None, repr=False, compare=False)
     vcov: Any = field(default=None, repr=False, compare=False)
 
     _print_tables = ("table", "judges", "covariates", "ranks")
-    _skip_in_dict = ("draws", "vcov")
+    _skip_in_dict = ("draws", "vcov", "rank_result")
     _title = "Bradley-Terry strengths"
 
     @property
@@ -136,6 +142,15 @@ def _contrasts(d: BTDesign, anchor: str | None) -> tuple[np.ndarray, np.ndarray]
     return lmat, lmat - center[None]
 
 
+def _map(draws: np.ndarray | None, lmat: np.ndarray) -> np.ndarray | None:
+    """``draws @ lmat.T`` over the parameters ``lmat`` uses (NaN elsewhere, e.g. the position bias of
+    a judge left out of a replicate, does not leak into the strengths)."""
+    if draws is None:
+        return None
+    cols = np.flatnonzero(np.abs(lmat).sum(axis=0))
+    return draws[:, cols] @ lmat[:, cols].T
+
+
 def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
     """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
     if draws is None:
@@ -166,8 +181,8 @@ def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
     lmat, emat = _contrasts(d, anchor)
     est, elo_c = lmat @ fit.theta, emat @ fit.theta
     se_model = _wald_se(lmat, fit.vcov)
-    se, lo, hi = _interval(est, se_model, None if draws is None else draws @ lmat.T, level)
-    _, elo_lo, elo_hi = _interval(elo_c, _wald_se(emat, fit.vcov), None if draws is None else draws @ emat.T, level)
+    se, lo, hi = _interval(est, se_model, _map(draws, lmat), level)
+    _, elo_lo, elo_hi = _interval(elo_c, _wald_se(emat, fit.vcov), _map(draws, emat), level)
     tab = pd.DataFrame({"model": list(d.models), "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi,
                         "model_std_error": se_model, "elo": anchor_rating + ELO_SCALE * elo_c,
                         "elo_conf_low": anchor_rating + ELO_SCALE * elo_lo,
@@ -181,7 +196,7 @@ def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) 
     i, j = np.nonzero(~np.eye(d.k, dtype=bool))
     dmat = lmat[i] - lmat[j]
     diff = dmat @ fit.theta
-    _, lo, hi = _interval(diff, _wald_se(dmat, fit.vcov), None if draws is None else draws @ dmat.T, level)
+    _, lo, hi = _interval(diff, _wald_se(dmat, fit.vcov), _map(draws, dmat), level)
     logistic = stats.logistic.cdf
     return pd.DataFrame({"model": [d.models[x] for x in i], "opponent": [d.models[x] for x in j],
                          "estimate": logistic(diff), "conf_low": logistic(lo), "conf_high": logistic(hi)})
@@ -216,16 +231,15 @@ def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: f
 
 
 def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, random_state: Any):
-    """Rank intervals from the ``ranks`` branch's generic module (bootstrap replicates, else the
-    joint normal of the estimates); None while that module is not merged."""
-    try:
-        from ..inference.rankings import rank_intervals  # noqa: PLC0415 - optional until merged
-    except ImportError:  # TODO(lead): drop this guard once mixedeval.inference.rankings is merged
-        return None
+    """Simultaneous rank intervals (:func:`mixedeval.rank_intervals`) from the bootstrap replicates
+    of the strengths (replicates where a model had no battles left out), else from their joint
+    normal distribution (vcov)."""
     lmat, _ = _contrasts(d, None)
     est = pd.Series(lmat @ fit.theta, index=list(d.models))
     if draws is not None:
-        return rank_intervals(est, draws=draws @ lmat.T, level=level, random_state=random_state)
+        sd = _map(draws, lmat)
+        sd = sd[np.isfinite(sd).all(axis=1)]
+        return rank_intervals(est, draws=sd, level=level, random_state=random_state)
     return rank_intervals(est, vcov=lmat @ fit.vcov @ lmat.T, level=level, random_state=random_state)
 
 
@@ -235,7 +249,10 @@ def _design_warnings(d: BTDesign) -> list[ResultWarning]:
         out.append(ResultWarning("unit_rows", "no prompt column: each battle is its own resampling unit (FastChat's "
                                  "row bootstrap); battles on the same prompt are correlated, so pass prompt= for "
                                  "intervals whose unit is the prompt"))
-    one_side = [m for i, m in enumerate(d.models) if (d.a == i).any() != (d.b == i).any()]
+    shown = d.counts.sum(axis=1) > 0
+    first = set(d.a[shown & (d.first > 0)]) | set(d.b[shown & (d.first < 0)])
+    second = set(d.b[shown & (d.first > 0)]) | set(d.a[shown & (d.first < 0)])
+    one_side = [d.models[i] for i in sorted(first ^ second)]
     if one_side and d.position_bias:
         out.append(ResultWarning("one_side", f"models {one_side[:6]} appear on one side only (always shown first or "
                                  "always second): their strengths rest on the estimated position bias"))
@@ -271,7 +288,8 @@ def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, 
 
 
 def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
-                  prompt: str | None = None, judge: str | None = None, ties: str = "davidson",
+                  prompt: str | None = None, judge: str | None = None, position: str | None = None,
+                  ties: str = "davidson",
                   position_bias: bool = True, covariates: Sequence[str] | None = None, anchor: str | None = None,
                   anchor_rating: float = 1000.0, prompt_effect: str | None = None, level: float = 0.95,
                   n_resamples: int = 1000, resample_judges: bool = False, random_state: Any = None,
@@ -282,6 +300,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         "model_a", "model_b", "tie", "tie (bothbad)".
     prompt, judge : columns naming the prompt (the resampling unit) and the judge (one position
         bias and, with Davidson ties, one leniency per judge).
+    position : column saying which answer the judge saw first ("a_first", "b_first", missing =
+        unknown), as :func:`mixedeval.read_battles` writes it; None: model_a was shown first.
     ties : "davidson", "half" or "drop".  position_bias : estimate the judges' position bias.
     covariates : columns of per-battle differences a - b (style control).
     anchor, anchor_rating : the model whose Elo is ``anchor_rating`` (None: the mean Elo is).
@@ -296,7 +316,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
     d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
-                     position_bias=position_bias, covariates=covariates, anchor=anchor)
+                     position_bias=position_bias, covariates=covariates, anchor=anchor, position=position)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect)
     warns = list(fit.warnings) + _design_warnings(d)
     draws = None
@@ -304,12 +324,13 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor)
         warns += bw
     units = ("prompt", "judge") if resample_judges else (d.unit_label,)
+    ranks = _ranks(d, fit, draws, level, random_state)
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (likelihood standard errors)")
     return BradleyTerryResult(
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
-        covariates=_covariate_table(d, fit, draws, level), ranks=_ranks(d, fit, draws, level, random_state),
+        covariates=_covariate_table(d, fit, draws, level), ranks=ranks.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
         interval_method=method, resample_units=units if n else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
@@ -317,4 +338,4 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         provenance=provenance("bradley_terry", ss if n else None, engine=fit.engine, ties=ties,
                               position_bias=bool(position_bias), prompt_effect=prompt_effect,
                               resample_units=list(units) if n else [], n_resamples=n),
-        draws=draws, vcov=fit.vcov)
+        rank_result=ranks, draws=draws, vcov=fit.vcov)
