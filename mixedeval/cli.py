@@ -5,7 +5,8 @@ HTML report; ``demo llm``: three LLMs compared from bundled Inspect logs), ``fit
 model over a CSV/Parquet/JSON file), ``compare`` (likelihood-ratio tests of nested models), ``bootstrap`` (hierarchical paired bootstrap), ``vca`` (variance
 components and reliability), ``disparity`` (language disparity metrics), ``compare-logs``
 (systems compared from evaluation-harness logs), ``summarize`` (Inspect-style means, stderr and
-intervals per task and system, paired tests of every two systems). DATA is a file (.csv,
+intervals per task and system, paired tests of every two systems), ``preferences``
+(Bradley-Terry strengths from pairwise judgments). DATA is a file (.csv,
 .tsv, .parquet, .json) or the name of a bundled data set. Tables go to stdout (``--json``:
 machine-readable), progress to stderr (``--quiet`` silences it). Errors print one line
 ``mixedeval: error: ...`` to stderr and exit with status 2 (1 for an internal error); with
@@ -467,6 +468,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     as_json=args.json)
 
 
+# ------------------------------------------------------------------------------- preferences
+def _battle_column(df: Any, name: str | None, default: str) -> str | None:
+    """The column to use: the one named on the command line, else ``default`` when the table has
+    it with values (read_battles writes prompt/judge/position even where a format lacks them)."""
+    if name:
+        return name
+    return default if default in df.columns and df[default].notna().any() else None
+
+
+def cmd_preferences(args: argparse.Namespace) -> int:
+    """``mixedeval preferences BATTLES``: Bradley-Terry strengths from pairwise judgments."""
+    from .data._battles import read_battles  # noqa: PLC0415 - heavy modules load only for this subcommand
+    from .workflows.preferences import bradley_terry  # noqa: PLC0415 - heavy modules load only for this subcommand
+
+    df = read_battles(args.battles, format=args.format)
+    cols = {k: _battle_column(df, getattr(args, k), k) for k in ("prompt", "judge", "position")}
+    _progress(args, f"fitting the Bradley-Terry model to {len(df)} battles"
+                    + (f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
+    res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=args.covariate,
+                        anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
+                        n_resamples=args.n_resamples, resample_judges=args.resample_judges,
+                        random_state=args.random_state, executor=args.workers, **cols)
+    out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
+                           "ranks": res.ranks, "intervals": res.interval_method,
+                           "warnings": [str(w) for w in res.warnings]}
+    if args.win_probabilities:
+        out["win_probabilities"] = res.win_probabilities
+    out = {k: v for k, v in out.items() if v is not None}
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def _add_preferences(sub: Any) -> None:
+    g = sub.add_parser("preferences", parents=[_common(data=False)],
+                       help="Bradley-Terry strengths and Elo ratings from pairwise judgments (arena battles)",
+                       description="Read judged pairwise comparisons (a Chatbot Arena table, AlpacaEval "
+                                   "annotations, MT-Bench or Arena-Hard judgments) and print each model's strength "
+                                   "and Elo rating with intervals from a bootstrap over prompts, each judge's "
+                                   "position bias, and rank intervals with tie groups.")
+    g.add_argument("battles", help="battle file (.csv, .json, .jsonl, .parquet)")
+    g.add_argument("--format", default=None, choices=["arena", "alpacaeval", "mtbench", "arenahard"],
+                   help="file format (default: recognised from the fields)")
+    g.add_argument("--prompt", help="column naming the prompt (default: 'prompt' when the file has one)")
+    g.add_argument("--judge", help="column naming the judge (default: 'judge' when the file has one)")
+    g.add_argument("--position", help="column saying which answer was shown first (a_first / b_first); default: "
+                                      "'position' when the file has one, else model_a was shown first")
+    g.add_argument("--ties", default="davidson", choices=["davidson", "half", "drop"],
+                   help="davidson (default): a tie model with a leniency per judge; half: half a win each "
+                        "(FastChat); drop: leave ties out")
+    g.add_argument("--no-position-bias", action="store_true", help="do not estimate the judges' position bias")
+    g.add_argument("--covariate", action="append", help="column of a per-battle difference a - b, e.g. answer "
+                                                         "length (style control; repeatable)")
+    g.add_argument("--anchor", help="model whose Elo rating is --anchor-rating (default: the mean rating is)")
+    g.add_argument("--anchor-rating", type=float, default=1000.0, help="Elo of the anchor (default 1000)")
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
+                                                                  "0: intervals from the likelihood alone)")
+    g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
+    g.add_argument("--workers", type=int, default=None, help="local worker processes for the bootstrap")
+    g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
+    g.set_defaults(func=cmd_preferences)
+
+
 # ------------------------------------------------------------------------------------ parser
 def _common(json_report: bool = True, data: bool = True) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
@@ -742,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_disparity(sub, common)
     _add_compare_logs(sub)
     _add_summarize(sub)
+    _add_preferences(sub)
     return p
 
 
