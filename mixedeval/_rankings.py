@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtr
 
 from . import _cld
 from ._random import as_generator
@@ -108,7 +109,9 @@ class RankIntervals(ResultMixin):
         One row per pair (in the input order, multcomp's Tukey order ``name_b - name_a``):
         ``name_a, name_b, estimate`` (a - b), ``std_error``, ``statistic`` (estimate /
         std_error), ``p_adj`` (single-step adjusted p-value: share of simulated / bootstrap
-        max-|t| at or above |statistic|), ``conf_low, conf_high`` (simultaneous), ``significant``.
+        max-|t| at or above |statistic|; bootstrap (count + 1) / (B + 1); joint normal: never
+        below the unadjusted p-value, the Bonferroni bound where no simulated maximum reaches it),
+        ``conf_low, conf_high`` (simultaneous), ``significant``.
     rank_distribution : DataFrame
         ``name, p_rank_1 .. p_rank_k, expected_rank, rank_conf_low, rank_conf_high`` (marginal,
         per-name quantiles, not simultaneous) from the bootstrap replicates or the simulated
@@ -116,6 +119,8 @@ class RankIntervals(ResultMixin):
     critical_value : float
         The max-|t| critical value (for ``"bootstrap_centered"``: the quantile of max |d* - d|).
     method, level, higher_is_better, n_draws : the settings used.
+    estimate_scale : what ``estimate`` holds when a result's ``ranks()`` made it (e.g. the link
+        scale of a GLMM's means); empty for direct calls.
     """
 
     table: pd.DataFrame
@@ -126,20 +131,23 @@ class RankIntervals(ResultMixin):
     level: float
     higher_is_better: bool
     n_draws: int
+    estimate_scale: str = ""
     warnings: tuple[Any, ...] = field(default=())
 
     _main_table = "table"
     _title = "Simultaneous rank intervals"
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("method", self.method), ("level (simultaneous)", self.level),
+        scale = [("estimates", self.estimate_scale)] if self.estimate_scale else []
+        return scale + [("method", self.method), ("level (simultaneous)", self.level),
                 ("critical value", round(self.critical_value, 4)),
                 ("direction", "higher is better" if self.higher_is_better else "lower is better")]
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({"table": self.table, "pairwise": self.pairwise, "rank_distribution": self.rank_distribution,
                          "critical_value": self.critical_value, "method": self.method, "level": self.level,
-                         "higher_is_better": self.higher_is_better, "n_draws": self.n_draws})
+                         "higher_is_better": self.higher_is_better, "n_draws": self.n_draws,
+                         "estimate_scale": self.estimate_scale})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +279,19 @@ def _null_max(method: str, Z: np.ndarray, d_hat: np.ndarray, a: np.ndarray, b: n
     return out
 
 
+def _p_adj(maxstat: np.ndarray, stat: np.ndarray, method: str) -> np.ndarray:
+    """Single-step adjusted p-values: the share of max statistics at or above |statistic|.
+    Bootstrap: (count + 1) / (B + 1). Joint normal: at least the unadjusted normal p-value, and
+    where no simulated maximum reaches |statistic| the Bonferroni bound min(1, m p) instead of
+    0 (the simulation cannot resolve smaller values; DESIGN rule 8)."""
+    srt = np.sort(maxstat)
+    count = srt.size - np.searchsorted(srt, np.abs(stat) * (1 - 1e-12), side="left")
+    if method != "normal":
+        return (count + 1.0) / (srt.size + 1.0)
+    p_raw = 2.0 * ndtr(-np.abs(stat))
+    return np.where(count == 0, np.minimum(1.0, stat.size * p_raw), np.maximum(count / srt.size, p_raw))
+
+
 def _pairwise(names: list[str], est: np.ndarray, se: np.ndarray, maxstat: np.ndarray, crit: float,
               method: str, higher_is_better: bool) -> pd.DataFrame:
     a, b = _pair_index(len(names))
@@ -278,8 +299,7 @@ def _pairwise(names: list[str], est: np.ndarray, se: np.ndarray, maxstat: np.nda
     scale = np.ones_like(se) if method == "bootstrap_centered" else se
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(scale > 0, d / np.where(scale > 0, scale, 1.0), np.where(d == 0, 0.0, np.sign(d) * np.inf))
-    srt = np.sort(maxstat)
-    p_adj = 1.0 - np.searchsorted(srt, np.abs(stat) * (1 - 1e-12), side="left") / srt.size
+    p_adj = _p_adj(maxstat, stat, method)
     return pd.DataFrame({
         "name_a": [names[i] for i in b], "name_b": [names[i] for i in a], "estimate": d,
         "std_error": se, "statistic": stat, "p_adj": p_adj,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import mixedeval as me
 from mixedeval import _cld
@@ -88,6 +89,9 @@ def test_rank_bounds_from_pairwise_decisions_by_hand():
     est = pd.Series([0.0, 0.1, 0.5, 1.0, 1.05], index=list("ABCDE"))
     res = me.rank_intervals(est, vcov=np.eye(5) * 0.01, random_state=0, n_sim=50_000)
     t = res.table.set_index("name")
+    # no simulated maximum reaches |t| = 7.4 (E - A): the Bonferroni bound, not 0
+    e_a = res.pairwise.query("name_a == 'E' and name_b == 'A'").iloc[0]
+    assert e_a["p_adj"] == pytest.approx(10 * 2 * stats.norm.sf(e_a["statistic"]), rel=1e-12) and e_a["p_adj"] > 0
     assert list(res.table["name"]) == list("EDCBA")
     assert t.loc[list("EDCBA"), "rank"].tolist() == [1, 2, 3, 4, 5]
     assert t.loc[list("EDCBA"), "rank_low"].tolist() == [1, 1, 3, 4, 4]
@@ -183,6 +187,9 @@ def test_bootstrap_draws_rank_distribution_reuses_bootstrap_ranks():
     d_star = D[:, b] - D[:, a]
     t_max = (np.abs(d_star - (est.to_numpy()[b] - est.to_numpy()[a])) / d_star.std(axis=0, ddof=1)).max(axis=1)
     assert res.critical_value == pytest.approx(np.quantile(t_max, 0.95), rel=1e-12)
+    stat = (est.to_numpy()[b] - est.to_numpy()[a]) / d_star.std(axis=0, ddof=1)
+    count = (t_max[None, :] >= np.abs(stat)[:, None] * (1 - 1e-12)).sum(axis=1)
+    np.testing.assert_allclose(res.pairwise["p_adj"], (count + 1) / (t_max.size + 1), rtol=1e-12)
 
 
 def _coverage(method: str, reps: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -250,3 +257,96 @@ def test_bad_input():
         me.rank_intervals(pd.Series([1.0, 2.0], index=["a", "a"]), vcov=np.eye(2))
     with pytest.raises(DataError, match="level"):
         me.rank_intervals(est, vcov=np.eye(2), level=95)
+
+
+def _glht_from_r(R, est_expr: str, vcov_expr: str):
+    R(f"est <- {est_expr}; V <- {vcov_expr}; nm <- names(est); dimnames(V) <- list(nm, nm); "
+      "K <- contrMat(setNames(rep(1, length(est)), nm), 'Tukey'); set.seed(1); "
+      "s <- summary(multcomp::glht(multcomp::parm(est, V), linfct = K))")
+    return {"estimate": R("as.numeric(s$test$coefficients)"), "std_error": R("as.numeric(s$test$sigma)"),
+            "p_adj": R("as.numeric(s$test$pvalues)"), "contrast": [str(x) for x in R("rownames(K)", raw=True)],
+            "est": R("as.numeric(est)"), "names": [str(x) for x in R("nm", raw=True)]}
+
+
+def test_lmm_emm_ranks_use_emmeans_vcov(R, ter):
+    """LMM means: the estimates and vcov come from R's emmeans (independent R fit here), the
+    pairwise statistics equal glht's on them; TER is an error rate (lower is better)."""
+    R("suppressMessages({library(multcomp); library(lmerTest)}); "
+      "m_rank <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df); "
+      "e_rank <- emmeans::emmeans(m_rank, 'system', lmer.df = 'satterthwaite')")
+    r = _glht_from_r(R, "setNames(predict(e_rank), as.character(summary(e_rank)$system))", "vcov(e_rank)")
+    emm = me.lmm("ter ~ system + (1|sentence_id)", data=ter).emmeans("system")
+    res = emm.ranks(higher_is_better=False, random_state=2, n_sim=100_000)
+    assert res.estimate_scale == "emmean"
+    t = res.table.set_index("name").loc[r["names"]]
+    np.testing.assert_allclose(t["estimate"], r["est"], rtol=1e-8)
+    np.testing.assert_allclose(t["estimate"], emm.table.set_index("system").loc[r["names"], "emmean"], rtol=1e-8)
+    pw = res.pairwise
+    assert [f"{a} - {b}" for a, b in zip(pw["name_a"], pw["name_b"])] == r["contrast"]
+    np.testing.assert_allclose(pw["estimate"], r["estimate"], rtol=1e-8)
+    np.testing.assert_allclose(pw["std_error"], r["std_error"], rtol=1e-8)
+    np.testing.assert_allclose(pw["p_adj"], r["p_adj"], atol=5e-3)
+    # lower is better: the smallest TER is ranked first
+    assert res.table["estimate"].is_monotonic_increasing
+
+
+def test_glmm_emm_ranks_on_the_link_scale(R, tmp_path):
+    rng = np.random.default_rng(4)
+    items = np.repeat(np.arange(60), 4)
+    systems = np.tile(["s1", "s2", "s3", "s4"], 60)
+    eta = np.array([-0.5, 0.0, 0.6, 0.7])[np.tile(np.arange(4), 60)] + rng.normal(0, 0.8, 60)[items]
+    df = pd.DataFrame({"item": items.astype(str), "system": systems,
+                       "y": (rng.random(240) < 1 / (1 + np.exp(-eta))).astype(int)})
+    path = tmp_path / "glmm.csv"
+    df.to_csv(path, index=False)
+    R(f"suppressMessages(library(multcomp)); gd <- read.csv('{path}', colClasses = c(item = 'character', "
+      "system = 'character')); gd$system <- factor(gd$system, levels = c('s1','s2','s3','s4')); "
+      "gm <- lme4::glmer(y ~ system + (1|item), data = gd, family = binomial); ge <- emmeans::emmeans(gm, 'system')")
+    r = _glht_from_r(R, "setNames(predict(ge, type = 'link'), levels(gd$system))", "vcov(ge)")
+    emm = me.glmm("y ~ system + (1|item)", df, family="binomial").emmeans("system")
+    res = emm.ranks(random_state=5, n_sim=100_000)
+    assert res.estimate_scale == "link"
+    # two optimizer runs (ours and R's glmer above) agree to about 1e-6, not bit for bit
+    np.testing.assert_allclose(res.table.set_index("name").loc[r["names"], "estimate"], r["est"], rtol=1e-5)
+    np.testing.assert_allclose(res.pairwise["std_error"], r["std_error"], rtol=1e-5)
+    np.testing.assert_allclose(res.pairwise["p_adj"], r["p_adj"], atol=5e-3)
+    with pytest.raises(DataError, match="without by="):
+        me.glmm("y ~ system + g + (1|item)", df.assign(g=np.where(items < 30, "a", "b")),
+                family="binomial").emmeans("system", by="g").ranks()
+
+
+def test_bootstrap_result_rank_intervals_and_backward_compatible_ranks():
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame({"system": np.repeat(["x", "y", "z"], 50), "item": np.tile(np.arange(50), 3)})
+    df["score"] = rng.normal(np.repeat([0.0, 0.05, 0.8], 50), 0.4)
+    boot = me.bootstrap(df, score="score", system="system", item="item", n_resamples=1000, random_state=1)
+    plain = boot.ranks()
+    assert "rank_low" not in plain.columns
+    both = boot.ranks(simultaneous=True)
+    pd.testing.assert_frame_equal(both[plain.columns], plain)
+    direct = me.rank_intervals(pd.Series(boot.estimate, index=list(boot.systems)), draws=boot.distribution.T)
+    t = direct.table.set_index("name").loc[["x", "y", "z"]]
+    for c in ("rank", "rank_low", "rank_high", "letters"):
+        assert both[c].tolist() == t[c].tolist()
+    assert both["rank_low"].tolist() == [2, 2, 1] and both["rank_high"].tolist() == [3, 3, 1]
+    assert boot.rank_intervals(method="normal").method == "normal"
+
+
+def test_rank_interval_plot_and_report_section(tmp_path):
+    import re
+
+    from mixedeval._report.figures import rank_interval_plot
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"system": np.repeat(["x", "y", "z", "w"], 40), "item": np.tile(np.arange(40), 4)})
+    df["score"] = rng.normal(np.repeat([0.0, 0.05, 0.8, 1.5], 40), 0.4)
+    boot = me.bootstrap(df, score="score", system="system", item="item", n_resamples=400, random_state=1)
+    ri = boot.rank_intervals()
+    fig = rank_interval_plot(ri.table, title="ranks")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()][0].startswith("w (")  # best at the top
+    assert sorted(t.get_text() for t in ax.texts) == sorted(ri.table["letters"])
+    html = me.report(boot, path=tmp_path / "boot.html", progress=False).read_text(encoding="utf-8")
+    sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["bootstrap"]
+    assert "Simultaneous 95% rank intervals" in sec and "Simultaneous rank intervals with compact letters" in sec
+    assert "rank_low" in sec and "letters" in sec

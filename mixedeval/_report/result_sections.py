@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import Section, as_frame, fmt_cell, fmt_number
-from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap
+from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap, rank_interval_plot
 
 
 def _warnings(sec: Section, obj: Any) -> None:
@@ -120,6 +120,22 @@ def _rank_intervals(sec: Section, res: Any) -> None:
     fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
     if fig is not None:
         sec.figure(fig, "How often each system takes each rank")
+    _simultaneous_ranks(sec, boot)
+
+
+def _simultaneous_ranks(sec: Section, boot: Any) -> None:
+    """Simultaneous rank intervals (Mogstad et al. 2024) and compact letters from the replicates."""
+    if not callable(getattr(boot, "rank_intervals", None)):
+        return
+    ri = sec.guarded("rank_intervals()", boot.rank_intervals)
+    if ri is None:
+        return
+    sec.table(ri.table, f"Simultaneous {ri.level:.0%} rank intervals (all systems at once; studentized bootstrap "
+                        "of all pairwise differences, Mogstad et al. 2024) and compact letters: systems sharing a "
+                        "letter are not significantly different")
+    fig = sec.guarded("rank interval plot", rank_interval_plot, ri.table)
+    if fig is not None:
+        sec.figure(fig, "Simultaneous rank intervals with compact letters")
 
 
 # ------------------------------------------------------------------------------------ resampling
@@ -160,6 +176,7 @@ def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
         fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
         if fig is not None:
             sec.figure(fig, "Rank probabilities P(rank = k) over the bootstrap draws")
+        _simultaneous_ranks(sec, boot)
     _warnings(sec, boot)
 
 

@@ -597,6 +597,14 @@ def bglmer_fit(fit: Any, *, level: float, intercept_sd: float, slope_sd: float) 
                               calc_derivs=True, intercept_sd=float(intercept_sd), slope_sd=float(slope_sd)))
 
 
+def emm_vcov(grid: Any) -> dict[str, np.ndarray]:
+    """``me_emm_vcov``: the estimates of an emmGrid on its link scale (``predict(grid, type =
+    "link")``) and their covariance matrix (``vcov(grid)``), for rank intervals."""
+    v = call("me_emm_vcov", grid=grid).value
+    est = np.atleast_1d(np.array(v["estimate"], dtype=float, copy=True))
+    return {"estimate": est, "vcov": np.array(v["vcov"], dtype=float, copy=True).reshape(est.size, est.size)}
+
+
 # ------------------------------------------------------------------------ r/bradley_terry.R
 def _bt_value(res: RCallResult, p: int) -> RCallResult:
     v = dict(res.value)

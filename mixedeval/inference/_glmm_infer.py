@@ -297,6 +297,17 @@ class GLMMEMMResult(ResultMixin):
     def estimate_column(self) -> str:
         return "trend" if self.kind == "emtrends" else "emmean"
 
+    def ranks(self, level: float = 0.95, higher_is_better: bool = True, random_state: Any = None,
+              n_sim: int = 100_000):
+        """Simultaneous rank intervals of the means on the link scale (log-odds, log-rate: Wald
+        tests on the scale where the model is normal; ranks on it are the ranks of the
+        conditional means), from ``vcov`` of the emmGrid (R's emmeans); see
+        :func:`mixedeval.rank_intervals`."""
+        from .rankings import _emm_ranks  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return _emm_ranks(self, level=level, higher_is_better=higher_is_better, random_state=random_state,
+                          n_sim=n_sim, scale="link")
+
     def contrasts(self, method: str | Mapping[str, Sequence[float]] = "pairwise", adjust: str = "holm",
                   by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
                   random_state: Any = 1, scale: str = "ratio") -> GLMMContrastResult:

@@ -302,6 +302,18 @@ class EMMResult(_EmmeansOutput):
         return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, random_state=random_state,
                          effect_size=effect_size)
 
+    def ranks(self, level: float = 0.95, higher_is_better: bool = True, random_state: Any = None,
+              n_sim: int = 100_000):
+        """Simultaneous rank intervals of the means (:func:`mixedeval.rank_intervals` with the
+        joint normal of the means: ``vcov`` of the emmGrid from R's emmeans; the df of the means
+        are not used, so with few groups the intervals are slightly liberal), rank distribution
+        and compact letters. ``higher_is_better=False`` ranks the smallest mean first (error
+        rates such as TER)."""
+        from .rankings import _emm_ranks  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return _emm_ranks(self, level=level, higher_is_better=higher_is_better, random_state=random_state,
+                          n_sim=n_sim, scale=self.estimate_column)
+
 
 def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, var: str | None) -> EMMResult:
     specs_t = _names(specs, "specs")
