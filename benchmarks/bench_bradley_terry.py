@@ -9,7 +9,8 @@ on +-log(10), and sklearn's ``LogisticRegression(fit_intercept=False, penalty=No
 same weighted log-likelihood with the same tolerance (sklearn's lbfgs solver is scipy's L-BFGS-B).
 The baseline is timed on ``--baseline-resamples`` samples and extrapolated to 1,000 (said in
 the output). Both sides use ties as half wins and no position effect (FastChat's model);
-me.bradley_terry resamples prompts (50,000 prompts of 20 battles), FastChat rows.
+me.bradley_terry resamples prompts (50,000 prompts of 20 battles), FastChat rows. Both timings
+leave out the rank intervals (ranks=False; FastChat computes none).
 
     .venv/bin/python benchmarks/bench_bradley_terry.py [--battles 1000000] [--models 100]
         [--prompts 50000] [--n-resamples 1000] [--baseline-resamples 10] [--workers 2]
@@ -101,7 +102,7 @@ def main() -> None:
 
     me.bradley_terry(df.head(2000), ties="half", position_bias=False, n_resamples=0)  # start R (not timed)
     t0 = time.perf_counter()
-    fit = me.bradley_terry(df, prompt="prompt", ties="half", position_bias=False, n_resamples=0)
+    fit = me.bradley_terry(df, prompt="prompt", ties="half", position_bias=False, n_resamples=0, ranks=False)
     t_fit = time.perf_counter() - t0
     print(f"me.bradley_terry fit only ({fit.provenance['engine']}): {t_fit:.2f} s")
     t0 = time.perf_counter()
@@ -115,7 +116,7 @@ def main() -> None:
     for label, ex in (("in-process", None), (f"{a.workers} worker processes", a.workers)):
         t0 = time.perf_counter()
         res = me.bradley_terry(df, prompt="prompt", ties="half", position_bias=False, n_resamples=a.n_resamples,
-                               random_state=0, executor=ex)
+                               random_state=0, executor=ex, ranks=False)
         timings[label] = time.perf_counter() - t0
         print(f"me.bradley_terry fit + {a.n_resamples}-replicate prompt bootstrap, {label}: {timings[label]:.1f} s")
     _, t_base = fastchat_bootstrap(df, a.baseline_resamples)

@@ -37,7 +37,7 @@ STRENGTHS = np.array([0.0, 0.4, -0.3, 0.8, 0.1])
 def one(rep: int, a: argparse.Namespace, truth: np.ndarray) -> dict[str, np.ndarray]:
     df = simulate_prompt_correlated(strengths=STRENGTHS, n_prompts=a.prompts, per_prompt=a.per_prompt,
                                     sd_prompt=a.sd_prompt, seed=10_000 + rep)
-    kw = dict(ties="drop", position_bias=False, n_resamples=a.n_resamples, random_state=rep)
+    kw = dict(ties="drop", position_bias=False, n_resamples=a.n_resamples, random_state=rep, ranks=False)
     out = {}
     names = [f"m{i}" for i in range(1, len(STRENGTHS))]
     for label, prompt in (("prompt bootstrap", "prompt"), ("row bootstrap", None)):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .blocks import Section
-from .figures import _figure, interval_plot
+from .figures import _figure, interval_plot, rank_interval_plot
 
 
 def win_heatmap(matrix: Any, title: str = ""):
@@ -67,8 +67,7 @@ def _ranks(sec: Section, res: Any) -> None:
         return
     sec.table(r, f"Simultaneous {res.level:.0%} rank intervals (all models at once; rank 1 = best); models sharing "
                  "a letter cannot be told apart (tie groups)")
-    fig = sec.guarded("rank interval plot", interval_plot, list(r["name"]), r["rank"], r["rank_low"], r["rank_high"],
-                      xlabel="rank (1 = best)", title="Rank intervals")
+    fig = sec.guarded("rank interval plot", rank_interval_plot, r, title="Rank intervals")
     if fig is not None:
         sec.figure(fig, "Rank of each model with its simultaneous interval")
 

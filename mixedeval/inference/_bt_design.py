@@ -105,25 +105,26 @@ class BTDesign:
         return out
 
 
-def _labels(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
+def _labels(df: pd.DataFrame, column: str, role: str, as_str: bool = True) -> np.ndarray:
     s = df[column]
     miss = s.isna().to_numpy()
     if miss.any():
         rows = ", ".join(map(str, df.index[miss][:5]))
         raise DataError(f"column {column!r} ({role}) has {int(miss.sum())} missing values (rows {rows}); drop those "
                         f"battles (df.dropna(subset=[{column!r}])) or fill in the {role}")
-    return s.astype(str).to_numpy()
+    return s.astype(str).to_numpy() if as_str else s.to_numpy()
 
 
 def _outcomes(df: pd.DataFrame, winner: str) -> np.ndarray:
     w = _labels(df, winner, "winner")
-    codes = pd.Series(w).map(WINNERS)
-    bad = codes.isna().to_numpy()
+    labels = list(WINNERS)
+    idx = pd.Index(labels).get_indexer(w)
+    bad = idx < 0
     if bad.any():
         vals = sorted(set(w[bad]))[:8]
         raise DataError(f"column {winner!r} has values {vals} that are not a winner; use one of "
                         f"{', '.join(repr(v) for v in WINNERS)} (e.g. map your labels with df[{winner!r}].map(...))")
-    return codes.to_numpy(dtype=np.int64)
+    return np.array([WINNERS[v] for v in labels], dtype=np.int64)[idx]
 
 
 def _covariates(df: pd.DataFrame, covariates: Sequence[str]) -> np.ndarray | None:
@@ -181,7 +182,7 @@ def _levels(ma: np.ndarray, mb: np.ndarray, anchor: str | None) -> tuple[tuple[s
 
 
 def _unit_matrix(unit: np.ndarray, cell: np.ndarray, outcome: np.ndarray, n_cells: int) -> tuple[sp.csr_matrix, int]:
-    uniq, u = np.unique(unit, return_inverse=True)
+    u, uniq = pd.factorize(unit)  # hashing: np.unique's sort of a million labels takes seconds
     m = sp.coo_matrix((np.ones(len(u)), (u, cell * 3 + outcome)), shape=(len(uniq), 3 * n_cells)).tocsr()
     m.sum_duplicates()
     return m, len(uniq)
@@ -202,7 +203,7 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
     _check_self_battles(ma, mb, df, model_a, model_b)
     out = _outcomes(df, winner)
     jd = _labels(df, judge, "judge") if judge else np.full(len(df), ALL_JUDGES, dtype=object)
-    units = _labels(df, prompt, "prompt") if prompt else np.arange(len(df))
+    units = _labels(df, prompt, "prompt", as_str=False) if prompt else np.arange(len(df))
     cov = _covariates(df, covariates)
     first = _first(df, position)
     keep = out != 2 if ties == "drop" else np.ones(len(df), dtype=bool)

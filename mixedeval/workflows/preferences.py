@@ -292,8 +292,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   ties: str = "davidson",
                   position_bias: bool = True, covariates: Sequence[str] | None = None, anchor: str | None = None,
                   anchor_rating: float = 1000.0, prompt_effect: str | None = None, level: float = 0.95,
-                  n_resamples: int = 1000, resample_judges: bool = False, random_state: Any = None,
-                  executor: Any = None) -> BradleyTerryResult:
+                  n_resamples: int = 1000, resample_judges: bool = False, ranks: bool = True,
+                  random_state: Any = None, executor: Any = None) -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
 
     battles : one row per judgment; ``model_a`` is the answer shown first, ``winner`` one of
@@ -308,6 +308,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         ``anchor`` is also the reference of the log-odds strengths (else the first model by name).
     prompt_effect : None or "random" (glmer with (1 | prompt); ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
+    ranks : compute the simultaneous rank intervals (False skips them: their compact letter display
+        takes minutes beyond ~50 models).
     random_state, executor : the draws' seed and where the replicates run (same numbers everywhere).
     """
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties)
@@ -324,13 +326,13 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor)
         warns += bw
     units = ("prompt", "judge") if resample_judges else (d.unit_label,)
-    ranks = _ranks(d, fit, draws, level, random_state)
+    rank_res = _ranks(d, fit, draws, level, random_state) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (likelihood standard errors)")
     return BradleyTerryResult(
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
-        covariates=_covariate_table(d, fit, draws, level), ranks=ranks.table,
+        covariates=_covariate_table(d, fit, draws, level), ranks=None if rank_res is None else rank_res.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
         interval_method=method, resample_units=units if n else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
@@ -338,4 +340,4 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         provenance=provenance("bradley_terry", ss if n else None, engine=fit.engine, ties=ties,
                               position_bias=bool(position_bias), prompt_effect=prompt_effect,
                               resample_units=list(units) if n else [], n_resamples=n),
-        rank_result=ranks, draws=draws, vcov=fit.vcov)
+        rank_result=rank_res, draws=draws, vcov=fit.vcov)
