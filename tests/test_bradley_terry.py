@@ -367,3 +367,24 @@ def test_rank_intervals_come_from_the_prompt_bootstrap(battles):
     assert ranks.loc[best, "rank"] == 1
     wm = res.win_matrix()
     np.testing.assert_allclose(wm.to_numpy() + wm.to_numpy().T, np.where(np.eye(len(wm)), np.nan, 1.0))
+
+
+def test_covariate_bootstrap_is_the_fit_of_each_replicate():
+    """With covariates every battle is a cell; a replicate's covariate estimate equals the fit of the
+    battles of the drawn prompts (each battle repeated as often as its prompt was drawn)."""
+    from mixedeval._random import seed_sequence
+    from mixedeval.resampling import _draws as dr
+
+    df, _ = simulate_battles(k=4, n=600, n_prompts=60, seed=6)
+    df["len_diff"] = np.random.default_rng(6).normal(size=len(df)) + (df.winner == "model_a") * 0.5
+    res = me.bradley_terry(df, prompt="prompt", covariates=["len_diff"], ties="drop", n_resamples=64,
+                           random_state=2, ranks=False)
+    assert res.ranks is None and res.rank_result is None
+    rng = dr.block_generator(seed_sequence(2), 0)
+    units = pd.factorize(df.loc[df.winner != "tie", "prompt"])[1]
+    w = rng.multinomial(len(units), np.full(len(units), 1 / len(units)), size=dr.BLOCK)[3]
+    times = dict(zip(units, w))
+    rep = df[df.winner != "tie"].loc[lambda x: x.index.repeat(x.prompt.map(times))]
+    refit = me.bradley_terry(rep, covariates=["len_diff"], ties="drop", n_resamples=0, ranks=False)
+    np.testing.assert_allclose(res.draws[3, -1], refit.covariates["estimate"].iloc[0], rtol=1e-7)
+    assert np.isfinite(res.covariates[["conf_low", "conf_high"]].to_numpy()).all()

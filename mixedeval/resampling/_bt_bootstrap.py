@@ -59,7 +59,7 @@ def check_memory(d: BTDesign, n_resamples: int) -> None:
     """DataError before anything is drawn when the replicates (n_resamples x parameters) and
     one block's temporaries exceed mixedeval's memory limit (e.g. n_resamples=1e12)."""
     kept = 8.0 * n_resamples * (d.n_params + 1 + d.k)
-    block = 8.0 * dr.BLOCK * (d.n_units + 3 * len(d.a)) + _BATCH_BYTES
+    block = 8.0 * (dr.BLOCK * d.n_units + _batch(d) * 3 * len(d.a)) + _BATCH_BYTES
     res.check_memory(kept + block, "the Bradley-Terry bootstrap's replicates",
                      "lower n_resamples (1,000 to 10,000 replicates are plenty for 95% percentile intervals)",
                      detail=(f"n_resamples={res.format_count(n_resamples)} x {d.n_params + 1 + d.k} values x 8 bytes "
