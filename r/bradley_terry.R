@@ -36,19 +36,31 @@ me_bt_glm <- function(data, xnames, level = 0.95) {
        deviance = stats::deviance(m), converged = isTRUE(m$converged), iterations = as.integer(m$iter))
 }
 
-# The same design with a random intercept per prompt:
-# glmer(cbind(y, n - y) ~ 0 + x1 + ... + xp + (1 | prompt), family = binomial), Laplace.
-# The random intercept shifts the log-odds that the answer shown first wins, per prompt. Integer
-# counts only: lme4's Laplace deviance rounds non-integer binomial counts (dbinom in aic()).
-me_bt_glmer <- function(data, xnames, level = 0.95, nagq = 1L) {
-  f <- stats::as.formula(paste("cbind(y, n - y) ~ 0 +", paste(xnames, collapse = " + "), "+ (1 | prompt)"))
+# The same design with random effects: `prompt` adds a random intercept per prompt (a normal shift,
+# per prompt, of the log-odds that model_a wins); `judge` a random position bias per judge
+# (0 + first | judge), `first` = +1 / -1 / 0 when model_a's / model_b's answer was shown first /
+# unknown (the fixed position columns are then not in xnames).
+# glmer(cbind(y, n - y) ~ 0 + x1 + ... + xp + <terms>, family = binomial), Laplace. Integer counts
+# only: lme4's Laplace deviance rounds non-integer binomial counts (dbinom in aic()).
+me_bt_glmer <- function(data, xnames, level = 0.95, prompt = TRUE, judge = FALSE, nagq = 1L) {
+  terms <- c(if (isTRUE(prompt)) "(1 | prompt)", if (isTRUE(judge)) "(0 + first | judge)")
+  f <- stats::as.formula(paste("cbind(y, n - y) ~ 0 +", paste(c(xnames, terms), collapse = " + ")))
   ctrl <- lme4::glmerControl(check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
   m <- lme4::glmer(f, data = data, family = stats::binomial(), nAGQ = as.integer(nagq), control = ctrl)
   v <- as.matrix(stats::vcov(m))
   conv <- m@optinfo$conv$lme4$messages
-  list(fixed = me_bt_coef_table(lme4::fixef(m), sqrt(diag(v)), level),
-       vcov = as.data.frame(unname(v)),
-       prompt_sd = unname(attr(lme4::VarCorr(m)$prompt, "stddev")),
-       loglik = as.numeric(stats::logLik(m)), singular = lme4::isSingular(m, tol = 1e-4),
-       convergence = if (is.null(conv)) character(0) else as.character(conv))
+  vc <- lme4::VarCorr(m)
+  out <- list(fixed = me_bt_coef_table(lme4::fixef(m), sqrt(diag(v)), level),
+              vcov = as.data.frame(unname(v)),
+              prompt_sd = if (isTRUE(prompt)) unname(attr(vc$prompt, "stddev")) else NA_real_,
+              judge_sd = if (isTRUE(judge)) unname(attr(vc$judge, "stddev")) else NA_real_,
+              judge_modes = NULL,
+              loglik = as.numeric(stats::logLik(m)), singular = lme4::isSingular(m, tol = 1e-4),
+              convergence = if (is.null(conv)) character(0) else as.character(conv))
+  if (isTRUE(judge)) {
+    re <- lme4::ranef(m, condVar = TRUE)$judge
+    out$judge_modes <- data.frame(judge = rownames(re), estimate = re[, 1],
+                                  std_error = sqrt(as.numeric(attr(re, "postVar"))), stringsAsFactors = FALSE)
+  }
+  out
 }

@@ -23,14 +23,17 @@ def _pairs(rng: np.random.Generator, k: int, n: int) -> tuple[np.ndarray, np.nda
 
 
 def simulate_battles(*, k: int = 6, n: int = 3000, n_prompts: int = 300, strengths=None, position=0.3,
-                     nu: float = 0.8, judges=None, seed: int = 1) -> tuple[pd.DataFrame, np.ndarray]:
-    """Davidson battles (independent); returns the table and the true strengths."""
+                     nu: float = 0.8, judges=None, seed: int = 1, positions: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
+    """Davidson battles (independent); returns the table and the true strengths. The position bias
+    of judge i is ``position * (1 + i)``; with ``positions`` the answer shown first is drawn at
+    random and recorded in a ``position`` column ("a_first" / "b_first"), else it is model_a's."""
     rng = np.random.default_rng(seed)
     s = rng.normal(size=k) if strengths is None else np.asarray(strengths, dtype=float)
     a, b = _pairs(rng, k, n)
     jd = rng.choice(judges, n) if judges else None
     h = np.asarray([position * (1 + i) for i in range(len(judges))])[np.searchsorted(judges, jd)] if judges else position
-    eta = s[a] - s[b] + h
+    first = np.where(rng.random(n) < 0.5, 1, -1) if positions else np.ones(n, dtype=int)
+    eta = s[a] - s[b] + first * h
     pa, pb = np.exp(eta / 2), np.exp(-eta / 2)
     den = pa + pb + nu
     u = rng.random(n)
@@ -39,6 +42,8 @@ def simulate_battles(*, k: int = 6, n: int = 3000, n_prompts: int = 300, strengt
                        "prompt": [f"p{i}" for i in rng.integers(0, n_prompts, n)]})
     if judges:
         df["judge"] = jd
+    if positions:
+        df["position"] = np.where(first == 1, "a_first", "b_first")
     return df, s
 
 

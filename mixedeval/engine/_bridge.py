@@ -619,7 +619,11 @@ def bt_glm(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
     return _bt_value(call("me_bt_glm", data=data, xnames=list(xnames), level=float(level)), len(xnames))
 
 
-def bt_glmer(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
-    """``me_bt_glmer``: the design of :func:`bt_glm` with ``+ (1 | prompt)`` (``lme4::glmer``,
-    Laplace); adds ``prompt_sd``, ``loglik``, ``singular`` and lme4's ``convergence`` messages."""
-    return _bt_value(call("me_bt_glmer", data=data, xnames=list(xnames), level=float(level)), len(xnames))
+def bt_glmer(data: Any, *, xnames: Sequence[str], level: float, prompt: bool, judge: bool) -> RCallResult:
+    """``me_bt_glmer``: the design of :func:`bt_glm` with ``+ (1 | prompt)`` (``prompt``) and
+    ``+ (0 + first | judge)`` (``judge``: a random position bias; ``data`` then has ``first`` and
+    ``judge``) by ``lme4::glmer`` (Laplace); adds ``prompt_sd``, ``judge_sd``, ``judge_modes``
+    (judge, estimate, std_error: conditional modes and their conditional SDs), ``loglik``,
+    ``singular`` and lme4's ``convergence`` messages."""
+    return _bt_value(call("me_bt_glmer", data=data, xnames=list(xnames), level=float(level), prompt=bool(prompt),
+                          judge=bool(judge)), len(xnames))

@@ -10,8 +10,11 @@ Who computes what:
 * ``ties="davidson"``: Davidson's trinomial likelihood is not a GLM; the Newton iteration of
   :mod:`._bt_numpy` maximises it exactly (tested against an ``optim()`` maximisation in R);
 * ``prompt_effect="random"``: ``lme4::glmer(cbind(y, n - y) ~ 0 + X + (1 | prompt), binomial)``
-  (Laplace) on the cells per prompt; dropped ties only (lme4's Laplace deviance rounds the
-  non-integer counts of half ties).
+  (Laplace) on the cells per prompt; with random judges (``judge_effect="random"`` of
+  :func:`mixedeval.bradley_terry`) the position columns leave X and ``(0 + first | judge)``
+  enters with a fixed ``first`` (the mean position bias): each judge's bias is the mean plus its
+  conditional mode; dropped ties only (lme4's Laplace deviance rounds the non-integer counts of
+  half ties).
 
 The checks that come first: the comparison graph must be connected (otherwise strengths of
 different components are not comparable: a DataError names the components); a model that won
@@ -170,36 +173,64 @@ def _prompt_cells(d: BTDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return uniq // len(d.a), uniq % len(d.a), counts
 
 
-def _fit_r_glmer(d: BTDesign, level: float) -> BTFit:
-    if d.ties != "drop" or d.unit_label != "prompt":
-        raise DataError("prompt_effect='random' needs a prompt column and ties='drop' (glmer fits binomial "
-                        "outcomes: Davidson ties are not a GLMM, and lme4's Laplace likelihood rounds the "
-                        "non-integer counts of half ties)")
-    prompt, cells, counts = _prompt_cells(d)
+def _glmer_frame(d: BTDesign, prompt: bool, judge: bool) -> tuple[pd.DataFrame, list[str]]:
+    """The cells (per prompt with a prompt effect) with y, n, x1..xp and the grouping columns."""
+    if prompt:
+        pidx, cells, counts = _prompt_cells(d)
+    else:
+        pidx, cells, counts = None, np.arange(len(d.a)), d.counts
     frame, xnames = _design_frame(d, counts, cells)
     keep = (counts[:, 0] + counts[:, 1]) > 0
-    frame["prompt"] = pd.Categorical(prompt[keep])
-    res = _bridge.bt_glmer(frame, xnames=xnames, level=level)
-    v = res.value
+    if prompt:
+        frame["prompt"] = pd.Categorical(pidx[keep])
+    if judge:  # the mean position bias (fixed) and each judge's deviation (random slope)
+        frame["first"] = d.first[cells][keep]
+        frame["judge"] = pd.Categorical.from_codes(d.judge[cells][keep], categories=list(d.judges))
+        xnames = [*xnames, "first"]
+    return frame, xnames
+
+
+def _glmer_warnings(res: Any, v: dict) -> list[ResultWarning]:
     warns = list(r_warnings(res))
     warns += [ResultWarning("convergence", str(m), "lme4") for m in np.atleast_1d(v["convergence"])]
     if bool(v["singular"]):
-        warns.append(ResultWarning("singular", "the prompt random intercept is estimated at zero (singular fit)"))
-    return BTFit(design=d, theta=np.asarray(v["fixed"]["estimate"], dtype=float), vcov=v["vcov"],
+        warns.append(ResultWarning("singular", "a random-effect standard deviation (prompt intercept or judges' "
+                                   "position bias) is estimated at zero (singular fit)"))
+    return warns
+
+
+def _fit_r_glmer(d: BTDesign, level: float, prompt: bool, judge: bool) -> BTFit:
+    if d.ties != "drop" or (prompt and d.unit_label != "prompt"):
+        raise DataError("prompt_effect='random' / judge_effect='random' need ties='drop' (glmer fits binomial "
+                        "outcomes: Davidson ties are not a GLMM, and lme4's Laplace likelihood rounds the "
+                        "non-integer counts of half ties) and, for the prompt effect, a prompt column")
+    frame, xnames = _glmer_frame(d, prompt, judge)
+    res = _bridge.bt_glmer(frame, xnames=xnames, level=level, prompt=prompt, judge=judge)
+    v = res.value
+    terms = ", ".join(t for t, on in (("(1 | prompt)", prompt), ("first + (0 + first | judge)", judge)) if on)
+    theta, vcov = np.asarray(v["fixed"]["estimate"], dtype=float), v["vcov"]
+    extra = {}
+    if judge:  # the last fixed effect is the mean position bias
+        extra = {"judge_modes": v["judge_modes"], "judge_sd": float(v["judge_sd"]),
+                 "judge_mean": (float(theta[-1]), float(np.sqrt(vcov[-1, -1])))}
+        theta, vcov = theta[:-1], vcov[:-1, :-1]
+    return BTFit(design=d, theta=theta, vcov=vcov,
                  loglik=float(v["loglik"]), converged=not len(np.atleast_1d(v["convergence"])),
-                 engine="R lme4::glmer (binomial, +1/-1 design, (1 | prompt), Laplace)",
-                 prompt_sd=float(v["prompt_sd"]), warnings=tuple(warns))
+                 engine=f"R lme4::glmer (binomial, +1/-1 design, {terms}, Laplace)",
+                 prompt_sd=float(v["prompt_sd"]) if prompt else None, warnings=tuple(_glmer_warnings(res, v)),
+                 extra=extra)
 
 
-def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None) -> BTFit:
-    """Check the design and fit it (see the module docstring)."""
+def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge_random: bool = False) -> BTFit:
+    """Check the design and fit it (see the module docstring); ``judge_random``: the judges'
+    position bias as a random slope of ``first`` (the design then has no position columns)."""
     if prompt_effect not in PROMPT_EFFECTS:
         raise DataError(f"prompt_effect must be None or 'random'; got {prompt_effect!r}")
     check_connected(d)
     check_identified(d)
     sep = separation_warning(d)
-    if prompt_effect == "random":
-        fit = _fit_r_glmer(d, level)
+    if prompt_effect == "random" or judge_random:
+        fit = _fit_r_glmer(d, level, prompt=prompt_effect == "random", judge=judge_random)
     elif d.ties != "davidson" and len(d.a) * d.n_params <= R_DESIGN_LIMIT:
         fit = _fit_r_glm(d, level)
     else:

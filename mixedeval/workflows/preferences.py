@@ -74,7 +74,9 @@ class BradleyTerryResult(_WorkflowResult):
         s_opponent), positions balanced, no tie), conf_low, conf_high. ``win_matrix()`` pivots it.
     judges : judge, parameter ("position_bias": log-odds the answer shown first wins between equal
         models; "leniency": Davidson's log(nu), the judge's propensity to call a tie), estimate,
-        std_error, conf_low, conf_high, n_battles.
+        std_error, conf_low, conf_high, n_battles. With judge_effect="random": the mean position bias
+        (provenance["position_bias_mean"]) plus each judge's conditional mode; the SE combines the
+        mean's SE and the conditional SD (the judges' SD: provenance["judge_sd"]).
     covariates : term, estimate, std_error, conf_low, conf_high (log-odds per unit of the difference).
     ranks : simultaneous rank intervals of the strengths (:func:`mixedeval.rank_intervals` on the
         bootstrap replicates; the joint normal with n_resamples=0): name, estimate, rank, rank_low,
@@ -211,7 +213,23 @@ def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float
     return idx, names, est, se, lo, hi
 
 
+def _random_judge_table(d: BTDesign, fit: BTFit, level: float) -> pd.DataFrame:
+    """Each judge's position bias: the mean (fixed effect) plus the judge's conditional mode; its
+    standard error combines the mean's SE and the conditional SD (as if independent)."""
+    modes = fit.extra["judge_modes"]
+    mean, se_mean = fit.extra["judge_mean"]
+    z = stats.norm.ppf(0.5 + level / 2)
+    est = mean + modes["estimate"].to_numpy(dtype=float)
+    se = np.sqrt(se_mean ** 2 + modes["std_error"].to_numpy(dtype=float) ** 2)
+    per_judge = np.bincount(d.judge, d.counts.sum(axis=1), len(d.judges)).astype(np.int64)
+    return pd.DataFrame({"judge": modes["judge"].astype(str).to_numpy(), "parameter": "position_bias",
+                         "estimate": est, "std_error": se, "conf_low": est - z * se, "conf_high": est + z * se,
+                         "n_battles": [per_judge[d.judges.index(str(j))] for j in modes["judge"]]})
+
+
 def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame | None:
+    if "judge_modes" in fit.extra:
+        return _random_judge_table(d, fit, level)
     if not d.n_position + d.n_tau:
         return None
     idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("position", "tie"))
@@ -259,6 +277,15 @@ def _design_warnings(d: BTDesign) -> list[ResultWarning]:
     return out
 
 
+def _check_judge_effect(judge_effect: Any, judge: str | None, position_bias: bool) -> bool:
+    if judge_effect not in ("fixed", "random"):
+        raise DataError(f"judge_effect must be 'fixed' or 'random'; got {judge_effect!r}")
+    if judge_effect == "random" and (not judge or not position_bias):
+        raise DataError("judge_effect='random' models the judges' position bias as random: it needs a judge column "
+                        "(judge=...) and position_bias=True")
+    return judge_effect == "random"
+
+
 def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any) -> tuple[float, int, float]:
     level = require_level(level)
     n = 0 if n_resamples in (0, None) else check_n_resamples(n_resamples, minimum=2)
@@ -291,7 +318,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   prompt: str | None = None, judge: str | None = None, position: str | None = None,
                   ties: str = "davidson",
                   position_bias: bool = True, covariates: Sequence[str] | None = None, anchor: str | None = None,
-                  anchor_rating: float = 1000.0, prompt_effect: str | None = None, level: float = 0.95,
+                  anchor_rating: float = 1000.0, prompt_effect: str | None = None, judge_effect: str = "fixed",
+                  level: float = 0.95,
                   n_resamples: int = 1000, resample_judges: bool = False, ranks: bool = True,
                   random_state: Any = None, executor: Any = None) -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
@@ -307,6 +335,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     anchor, anchor_rating : the model whose Elo is ``anchor_rating`` (None: the mean Elo is).
         ``anchor`` is also the reference of the log-odds strengths (else the first model by name).
     prompt_effect : None or "random" (glmer with (1 | prompt); ties="drop").
+    judge_effect : "fixed" (one position bias per judge) or "random" (glmer with
+        first + (0 + first | judge): normal position biases around a mean; ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
     ranks : compute the simultaneous rank intervals (False skips them: their compact letter display
         takes minutes beyond ~50 models).
@@ -317,10 +347,18 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     if resample_judges and not judge:
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
+    judge_random = _check_judge_effect(judge_effect, judge, position_bias)
     d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
-                     position_bias=position_bias, covariates=covariates, anchor=anchor, position=position)
-    fit = fit_bt(d, level=level, prompt_effect=prompt_effect)
+                     position_bias=position_bias and not judge_random, covariates=covariates, anchor=anchor,
+                     position=position)
+    fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
     warns = list(fit.warnings) + _design_warnings(d)
+    mixed = prompt_effect == "random" or judge_random
+    if n and mixed:
+        warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
+                                   f"variances are in the model); the bootstrap (n_resamples={n}) refits "
+                                   "fixed-effect models and is not run with them"))
+        n = 0
     draws = None
     if n:
         draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor)
@@ -328,7 +366,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     units = ("prompt", "judge") if resample_judges else (d.unit_label,)
     rank_res = _ranks(d, fit, draws, level, random_state) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
-              if n else "Wald (likelihood standard errors)")
+              if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
     return BradleyTerryResult(
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
@@ -339,5 +377,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         prompt_sd=fit.prompt_sd, warnings=dedupe_warnings(warns),
         provenance=provenance("bradley_terry", ss if n else None, engine=fit.engine, ties=ties,
                               position_bias=bool(position_bias), prompt_effect=prompt_effect,
+                              judge_effect=judge_effect, judge_sd=fit.extra.get("judge_sd"),
+                              position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
                               resample_units=list(units) if n else [], n_resamples=n),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
