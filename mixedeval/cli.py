@@ -488,6 +488,7 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                     + (f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
     res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=args.covariate,
                         anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
+                        prompt_effect=args.prompt_effect, judge_effect=args.judge_effect,
                         n_resamples=args.n_resamples, resample_judges=args.resample_judges,
                         random_state=args.random_state, executor=args.workers, **cols)
     out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
@@ -529,6 +530,10 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
                                                                   "0: intervals from the likelihood alone)")
     g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
+    g.add_argument("--prompt-effect", default=None, choices=["random"],
+                   help="random: a prompt random intercept (lme4::glmer; needs --ties drop)")
+    g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
+                   help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
     g.add_argument("--workers", type=int, default=None, help="local worker processes for the bootstrap")
     g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
