@@ -78,3 +78,31 @@ def test_unknown_winner_values_exit_2_with_json_error(tmp_path):
     out = _cli(str(path), "--json", "--quiet")
     assert out.returncode == 2
     assert "error" in json.loads(out.stdout)
+
+
+def test_mtbench_judgments_with_swapped_games(tmp_path):
+    """MT-Bench pair judgments (FastChat llm_judge): every pair judged twice with the positions
+    swapped; the reader's position column lets the judge's position bias be estimated."""
+    rng = np.random.default_rng(12)
+    s = {"m-a": 0.0, "m-b": 0.6, "m-c": -0.4, "m-d": 0.2}
+    names = list(s)
+    records = []
+    for q in range(120):
+        for i in range(4):
+            for j in range(i + 1, 4):
+                games = []
+                for first in (1, -1):  # game 1: model_1 shown first; game 2: model_2 first
+                    eta = s[names[i]] - s[names[j]] + first * 0.8
+                    games.append("model_1" if rng.random() < 1 / (1 + np.exp(-eta)) else "model_2")
+                records.append({"question_id": q, "model_1": names[i], "model_2": names[j], "g1_winner": games[0],
+                                "g2_winner": games[1], "judge": ["gpt-4", "pair-v2"], "turn": 1})
+    path = tmp_path / "gpt-4_pair.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = _cli(str(path), "--ties", "drop", "--n-resamples", "64", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    bias = pd.DataFrame(got["judges"]).set_index("parameter").loc["position_bias"]
+    assert bias["conf_low"] > 0.4 and bias["conf_high"] < 1.2  # simulated 0.8
+    exp = me.bradley_terry(me.read_battles(path), prompt="prompt", judge="judge", position="position", ties="drop",
+                           n_resamples=64, random_state=0)
+    np.testing.assert_allclose(pd.DataFrame(got["strengths"])["estimate"], exp.table["estimate"], rtol=1e-12)
