@@ -238,16 +238,23 @@ def _pair_se(V: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(V[a, a] + V[b, b] - 2 * V[a, b], 0.0))
 
 
-def _max_abs_t(Z: np.ndarray, a: np.ndarray, b: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """max over pairs of |Z_b - Z_a| / se (pairs with se = 0 count 0), per row of Z."""
-    out = np.zeros(Z.shape[0])
-    ok = se > 0
-    for start in range(0, a.size, 256):
-        sl = slice(start, start + 256)
-        aa, bb, ss, kk = a[sl], b[sl], se[sl], ok[sl]
-        if kk.any():
-            t = np.abs(Z[:, bb[kk]] - Z[:, aa[kk]]) / ss[kk]
-            np.maximum(out, t.max(axis=1), out=out)
+def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """max over pairs (i < j, Tukey order) of |Zt[j] - Zt[i] - shift_ij| / scale_ij per column of
+    ``Zt`` (names x replicates); pairs with scale 0 count 0. One contiguous block per i."""
+    k, n = Zt.shape
+    out = np.zeros(n)
+    start = 0
+    for i in range(k - 1):
+        sl = slice(start, start + k - 1 - i)
+        start = sl.stop
+        ok = scale[sl] > 0
+        if not ok.any():
+            continue
+        d = Zt[i + 1:][ok] - Zt[i]
+        d -= shift[sl][ok, None]
+        np.abs(d, out=d)
+        d /= scale[sl][ok, None]
+        np.maximum(out, d.max(axis=0), out=out)
     return out
 
 
@@ -259,23 +266,14 @@ def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
     return rng.standard_normal((n_sim, V.shape[0])) @ root.T
 
 
-def _null_max(method: str, Z: np.ndarray, d_hat: np.ndarray, a: np.ndarray, b: np.ndarray,
-              se: np.ndarray) -> np.ndarray:
-    """The max statistic per replicate (centred on the estimates for the bootstrap)."""
+def _null_max(method: str, Z: np.ndarray, d_hat: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """The max statistic per replicate: |Z_j - Z_i| / se_ij for the joint normal, centred on the
+    observed differences for the bootstrap (studentized unless ``"bootstrap_centered"``)."""
+    shift = np.zeros_like(d_hat) if method == "normal" else d_hat
+    scale = np.where(se > 0, 1.0, 0.0) if method == "bootstrap_centered" else se
     out = np.zeros(Z.shape[0])
     for start in range(0, Z.shape[0], _CHUNK):
-        block = Z[start:start + _CHUNK]
-        if method == "normal":
-            out[start:start + _CHUNK] = _max_abs_t(block, a, b, se)
-        else:
-            dev = np.zeros(block.shape[0])
-            for s in range(0, a.size, 256):
-                sl = slice(s, s + 256)
-                c = np.abs(block[:, b[sl]] - block[:, a[sl]] - d_hat[sl])
-                if method == "bootstrap":
-                    c = np.where(se[sl] > 0, c / np.where(se[sl] > 0, se[sl], 1.0), 0.0)
-                np.maximum(dev, c.max(axis=1), out=dev)
-            out[start:start + _CHUNK] = dev
+        out[start:start + _CHUNK] = _pair_max(np.ascontiguousarray(Z[start:start + _CHUNK].T), shift, scale)
     return out
 
 
@@ -387,7 +385,7 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         se = (D[:, b] - D[:, a]).std(axis=0, ddof=1)
         Z, rank_sim = D, D
     d_hat = est[b] - est[a]
-    maxstat = _null_max(method, Z, d_hat, a, b, se)
+    maxstat = _null_max(method, Z, d_hat, se)
     crit = float(np.quantile(maxstat, level))
     pw = _pairwise(names, est, se, maxstat, crit, method, bool(higher_is_better))
     table, dist = _tables(names, est, pw, rank_sim, level, bool(higher_is_better))

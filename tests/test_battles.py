@@ -196,3 +196,10 @@ def test_bad_rows_name_file_line_and_expectation(tmp_path):
         me.read_battles(path, format="lmsys")
     with pytest.raises(DataError, match="does not exist"):
         me.read_battles(tmp_path / "nope.json")
+
+
+def test_json_lines_under_a_json_suffix_are_numbered_by_line(tmp_path):
+    path = tmp_path / "battles.json"
+    path.write_text(json.dumps(ARENA[0]) + "\n\n" + json.dumps(dict(ARENA[1], winner="left")) + "\n")
+    with pytest.raises(DataError, match=r"battles.json: line 3: field 'winner' is 'left'"):
+        me.read_battles(path)

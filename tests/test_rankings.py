@@ -350,3 +350,26 @@ def test_rank_interval_plot_and_report_section(tmp_path):
     sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["bootstrap"]
     assert "Simultaneous 95% rank intervals" in sec and "Simultaneous rank intervals with compact letters" in sec
     assert "rank_low" in sec and "letters" in sec
+
+
+def test_report_emmeans_section_shows_rank_intervals(tmp_path, ter):
+    import re
+
+    emm = me.lmm("ter ~ system + (1|sentence_id)", data=ter).emmeans("system")
+    html = me.report(emm, path=tmp_path / "emm.html", compute_missing=False, progress=False).read_text(encoding="utf-8")
+    sec = dict(re.findall(r'<section id="([a-z0-9_]+)"[^>]*>(.*?)</section>', html, flags=re.S))["emmeans"]
+    assert "Simultaneous 95% rank intervals of the means" in sec and "rank_high" in sec
+    assert "Simultaneous rank intervals of the means with compact letters" in sec
+
+
+def test_rank_distribution_of_the_joint_normal_by_hand():
+    """Two independent estimates 0.1 apart with se 0.1: P(A ranks first) = Phi(0.1 / sqrt(0.02))."""
+    res = me.rank_intervals(pd.Series({"A": 0.1, "B": 0.0}), vcov=np.eye(2) * 0.01, random_state=3, n_sim=200_000)
+    dist = res.rank_distribution.set_index("name")
+    p = stats.norm.cdf(0.1 / np.sqrt(0.02))
+    assert dist.loc["A", "p_rank_1"] == pytest.approx(p, abs=4 * np.sqrt(p * (1 - p) / 200_000))
+    assert dist.loc["B", "p_rank_1"] == pytest.approx(1 - dist.loc["A", "p_rank_1"], abs=1e-12)
+    assert dist.loc["A", "expected_rank"] == pytest.approx(2 - dist.loc["A", "p_rank_1"], abs=1e-12)
+    d = res.to_dict()
+    assert d["method"] == "normal" and d["table"][0]["name"] == "A"
+    assert "critical value" in repr(res)

@@ -123,19 +123,25 @@ def _rank_intervals(sec: Section, res: Any) -> None:
     _simultaneous_ranks(sec, boot)
 
 
-def _simultaneous_ranks(sec: Section, boot: Any) -> None:
-    """Simultaneous rank intervals (Mogstad et al. 2024) and compact letters from the replicates."""
-    if not callable(getattr(boot, "rank_intervals", None)):
-        return
-    ri = sec.guarded("rank_intervals()", boot.rank_intervals)
+def rank_interval_block(sec: Section, what: str, compute: Any, caption: str, figure_caption: str) -> None:
+    """A :class:`mixedeval.RankIntervals` computed by ``compute()`` (guarded) as a table and a
+    :func:`rank_interval_plot`; ``caption`` may use ``{level}`` (the simultaneous level)."""
+    ri = sec.guarded(what, compute)
     if ri is None:
         return
-    sec.table(ri.table, f"Simultaneous {ri.level:.0%} rank intervals (all systems at once; studentized bootstrap "
-                        "of all pairwise differences, Mogstad et al. 2024) and compact letters: systems sharing a "
-                        "letter are not significantly different")
+    sec.table(ri.table, caption.format(level=f"{ri.level:.0%}"))
     fig = sec.guarded("rank interval plot", rank_interval_plot, ri.table)
     if fig is not None:
-        sec.figure(fig, "Simultaneous rank intervals with compact letters")
+        sec.figure(fig, figure_caption)
+
+
+def _simultaneous_ranks(sec: Section, boot: Any) -> None:
+    """Simultaneous rank intervals (Mogstad et al. 2024) and compact letters from the replicates."""
+    if callable(getattr(boot, "rank_intervals", None)):
+        rank_interval_block(sec, "rank_intervals()", boot.rank_intervals,
+                            "Simultaneous {level} rank intervals (all systems at once; studentized bootstrap of all "
+                            "pairwise differences, Mogstad et al. 2024) and compact letters: systems sharing a letter "
+                            "are not significantly different", "Simultaneous rank intervals with compact letters")
 
 
 # ------------------------------------------------------------------------------------ resampling

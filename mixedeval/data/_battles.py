@@ -81,7 +81,8 @@ class _Failed(Exception):
 # records with their line numbers
 # ---------------------------------------------------------------------------------------------
 
-def _json_records(p: Path) -> Iterator[tuple[int, Any]]:
+def _json_records(p: Path) -> tuple[str, list[tuple[int, Any]]]:
+    """("record", records of a JSON list) or ("line", the objects of JSON Lines by line number)."""
     text = p.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
         try:
@@ -89,8 +90,11 @@ def _json_records(p: Path) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             raise DataError(f"{p}: line {exc.lineno}: malformed JSON ({exc.msg}); expected a JSON list of "
                             "objects or JSON Lines (one object per line)") from exc
-        yield from enumerate(data, start=1)
-        return
+        return "record", list(enumerate(data, start=1))
+    return "line", list(_json_lines(p, text))
+
+
+def _json_lines(p: Path, text: str) -> Iterator[tuple[int, Any]]:
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -107,21 +111,22 @@ def _frame_records(df: pd.DataFrame) -> Iterator[tuple[int, Any]]:
         yield i, dict(zip(cols, row))
 
 
-def _records(source: Any) -> tuple[str, list[tuple[int, Any]]]:
+def _records(source: Any) -> tuple[str, str, list[tuple[int, Any]]]:
+    """(source name, what a number counts: line / record / row, numbered records)."""
     if isinstance(source, pd.DataFrame):
-        return "<DataFrame>", list(_frame_records(source))
+        return "<DataFrame>", "row", list(_frame_records(source))
     if isinstance(source, list):
-        return "<list>", list(enumerate(source, start=1))
+        return "<list>", "record", list(enumerate(source, start=1))
     if not isinstance(source, (str, Path)):
         from .table import as_pandas  # noqa: PLC0415 - pyarrow / polars tables only
 
-        return "<table>", list(_frame_records(as_pandas(source, what="battles")))
+        return "<table>", "row", list(_frame_records(as_pandas(source, what="battles")))
     p = Path(source)
     if not p.exists():
         raise DataError(f"battle file {str(p)!r} does not exist")
     suffix = p.suffix.lower()
     if suffix in (".json", ".jsonl", ".ndjson"):
-        return str(p), list(_json_records(p))
+        return (str(p), *_json_records(p))
     try:
         if suffix in (".csv", ".tsv"):
             df = pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",", keep_default_na=False, na_values=[""])
@@ -133,7 +138,7 @@ def _records(source: Any) -> tuple[str, list[tuple[int, Any]]]:
         raise
     except Exception as exc:  # noqa: BLE001 - the reader's own message, with the file
         raise DataError(f"could not read {str(p)!r}: {exc}") from exc
-    return str(p), list(_frame_records(df))
+    return str(p), "row", list(_frame_records(df))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,10 +271,8 @@ def _detect(records: list[tuple[int, Any]], src: str, arena_cols: set[str]) -> s
                     f"format= one of {list(FORMATS)}")
 
 
-def _rows(records: list[tuple[int, Any]], fmt: str, cols: dict, src: str, drop_failed: bool
+def _rows(records: list[tuple[int, Any]], fmt: str, cols: dict, src: str, where: str, drop_failed: bool
           ) -> tuple[list[dict], int]:
-    where = "line" if src.endswith((".jsonl", ".ndjson")) else ("record" if src.endswith(".json") or
-                                                                src == "<list>" else "row")
     out, failed = [], 0
     for i, rec in records:
         try:
@@ -298,7 +301,8 @@ def _check_columns(records: list[tuple[int, Any]], cols: dict, src: str) -> None
                         f"columns: {sorted(keys)[:12]}; name yours with model_a=, model_b=, winner=")
 
 
-def read_battles(source: Any, format: str | None = None, *, model_a: str = "model_a", model_b: str = "model_b",
+def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the format of the file
+                 model_a: str = "model_a", model_b: str = "model_b",
                  winner: str = "winner", prompt: str | None = "question_id", judge: str | None = "judge",
                  baseline: str | None = None, drop_failed: bool = False) -> pd.DataFrame:
     """Read judged pairwise comparisons into one table, one row per judgment.
@@ -323,7 +327,7 @@ def read_battles(source: Any, format: str | None = None, *, model_a: str = "mode
     """
     if format is not None and format not in FORMATS:
         raise DataError(f"format must be None or one of {list(FORMATS)}, not {format!r}")
-    src, records = _records(source)
+    src, where, records = _records(source)
     if not records:
         raise DataError(f"{src}: no battles (the file is empty)")
     fmt = format or _detect(records, src, {model_a, model_b, winner})
@@ -333,7 +337,7 @@ def read_battles(source: Any, format: str | None = None, *, model_a: str = "mode
         _check_columns(records, cols, src)
         cols["prompt"] = prompt if prompt in records[0][1] else None
         cols["judge"] = judge if judge in records[0][1] else None
-    rows, failed = _rows(records, fmt, cols, src, drop_failed)
+    rows, failed = _rows(records, fmt, cols, src, where, drop_failed)
     if failed:
         warnings.warn(f"{src}: {failed} failed judgment(s) left out (drop_failed=True)", stacklevel=2)
     df = pd.DataFrame(rows)
