@@ -74,6 +74,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "rank_intervals": ("mixedeval.inference.rankings", "rank_intervals"),
     "RankIntervals": ("mixedeval.inference.rankings", "RankIntervals"),
     "read_battles": ("mixedeval.data._battles", "read_battles"),
+    "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
+    "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
