@@ -203,3 +203,13 @@ def test_json_lines_under_a_json_suffix_are_numbered_by_line(tmp_path):
     path.write_text(json.dumps(ARENA[0]) + "\n\n" + json.dumps(dict(ARENA[1], winner="left")) + "\n")
     with pytest.raises(DataError, match=r"battles.json: line 3: field 'winner' is 'left'"):
         me.read_battles(path)
+
+
+def test_an_arena_table_prompt_column_is_found_by_either_name(tmp_path):
+    rows = "model_a,model_b,winner,prompt\na,b,model_a,p1\nb,a,tie,p2\n"
+    (tmp_path / "p.csv").write_text(rows)
+    (tmp_path / "q.csv").write_text(rows.replace(",prompt\n", ",question_id\n"))
+    assert me.read_battles(tmp_path / "p.csv")["prompt"].tolist() == ["p1", "p2"]
+    assert me.read_battles(tmp_path / "q.csv")["prompt"].tolist() == ["p1", "p2"]
+    with pytest.raises(me.DataError, match="no prompt column 'nope'"):
+        me.read_battles(tmp_path / "p.csv", prompt="nope")

@@ -64,6 +64,8 @@ from ..errors import DataError
 
 FORMATS = ("arena", "alpacaeval", "mtbench", "arenahard")
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+#: an arena table's prompt column when ``prompt=None``: FastChat's name first
+PROMPT_COLUMNS = ("question_id", "prompt")
 COLUMNS = ["model_a", "model_b", "winner", "prompt", "judge", "position", "game", "turn", "source", "line"]
 
 #: Arena-Hard verdict labels (show_result.py label_to_score): winner side and strength
@@ -299,11 +301,13 @@ def _check_columns(records: list[tuple[int, Any]], cols: dict, src: str) -> None
     if need:
         raise DataError(f"{src}: no column {need} (arena battles need model_a, model_b and winner columns); "
                         f"columns: {sorted(keys)[:12]}; name yours with model_a=, model_b=, winner=")
+    if cols["prompt"] is not None and cols["prompt"] not in keys:
+        raise DataError(f"{src}: no prompt column {cols['prompt']!r}; columns: {sorted(keys)[:12]}")
 
 
 def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the format of the file
                  model_a: str = "model_a", model_b: str = "model_b",
-                 winner: str = "winner", prompt: str | None = "question_id", judge: str | None = "judge",
+                 winner: str = "winner", prompt: str | None = None, judge: str | None = "judge",
                  baseline: str | None = None, drop_failed: bool = False) -> pd.DataFrame:
     """Read judged pairwise comparisons into one table, one row per judgment.
 
@@ -313,7 +317,8 @@ def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the 
     format : None (detected from the fields), ``"arena"``, ``"alpacaeval"``, ``"mtbench"`` or
         ``"arenahard"`` (see the module docstring and docs/tutorials/battles_formats.md).
     model_a, model_b, winner, prompt, judge : column names of an arena table (``prompt`` and
-        ``judge`` may be None or absent); the other formats have fixed field names.
+        ``judge`` may be absent; ``prompt`` None takes ``question_id`` (FastChat's name) or else
+        ``prompt`` when the table has one); the other formats have fixed field names.
     baseline : Arena-Hard v0.1 records name no baseline: the config's baseline model.
     drop_failed : leave out judgments the judge did not give (MT-Bench ``"error"``, null
         AlpacaEval preferences, null Arena-Hard scores) instead of raising; counted in
@@ -335,7 +340,9 @@ def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the 
             "baseline": baseline}
     if fmt == "arena":
         _check_columns(records, cols, src)
-        cols["prompt"] = prompt if prompt in records[0][1] else None
+        first = records[0][1]
+        cols["prompt"] = prompt if prompt in first else next((c for c in PROMPT_COLUMNS if prompt is None and c in first),
+                                                             None)
         cols["judge"] = judge if judge in records[0][1] else None
     rows, failed = _rows(records, fmt, cols, src, where, drop_failed)
     if failed:
