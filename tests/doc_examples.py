@@ -93,7 +93,7 @@ def mentioned_subcommands(text: str) -> set[str]:
     """Subcommands named in bash command lines and in inline code spans (`mixedeval fit ...`)."""
     mentioned = {argv[0] for _, argv in command_lines(text) if not argv[0].startswith("-")}
     for span in re.findall(r"`([^`\n]+)`", prose(text)):
-        if "import mixedeval" in span:
+        if re.search(r"\bimport\b", span):  # Python (`from mixedeval import diagnostics`), not a command
             continue
         for m in re.finditer(r"(?:^|[\s/])mixedeval\s+([a-z][\w|-]*)", span):
             mentioned.update(m.group(1).split("|"))

@@ -83,7 +83,7 @@ def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 def _help_text(parser: argparse.ArgumentParser) -> str:
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal width: fix it for the page
+    os.environ["COLUMNS"] = "88"  # argparse wraps at the terminal width: the page's code block width
     try:
         return parser.format_help()
     finally:
@@ -119,7 +119,8 @@ def cli_reference() -> str:
     helps = _helps(parser)
     out = ["## `mixedeval`", "", "```text", _help_text(parser).rstrip(), "```", ""]
     for name, sub in subs.items():
-        out += [f"## `mixedeval {name}`", "", helps.get(name, "").rstrip(".").capitalize() + ".", ""]
+        lead = helps.get(name, "").rstrip(".")
+        out += [f"## `mixedeval {name}`", "", lead[:1].upper() + lead[1:] + ".", ""]
         out += ["```text", _help_text(sub).rstrip(), "```", ""]
         out += _options_table(sub) + [""]
     return "\n".join(out)
