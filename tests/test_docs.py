@@ -190,14 +190,18 @@ def test_reserved_pages_join_the_nav_only_when_present(tmp_path):
     nav = [{"Home": "index.md"}, {"Tutorials": [{"LLM": "tutorials/llm-logs.md"}, {"Other": "tutorials/power.md"}]},
            {"Concepts": [{"Glossary": "concepts/glossary.md"}, {"Stats": "concepts/statistics.md"}]}]
     assert hooks.add_reserved([dict(d) for d in nav], tmp_path) == nav
-    for path in ("tutorials/preferences.md", "concepts/rankings.md", "concepts/limits.md"):
+    for path in ("tutorials/battles_formats.md", "concepts/rankings.md", "concepts/limits.md"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("# x\n")
-    out = hooks.add_reserved(nav, tmp_path)
-    assert [next(iter(e.values())) for e in out[1]["Tutorials"]] == [
-        "tutorials/llm-logs.md", "tutorials/preferences.md", "tutorials/power.md"]
+    out = hooks.add_reserved([dict(d) for d in nav], tmp_path)
+    assert [next(iter(e.values())) for e in out[1]["Tutorials"]] == [  # no preferences page: after llm-logs
+        "tutorials/llm-logs.md", "tutorials/battles_formats.md", "tutorials/power.md"]
     assert [next(iter(e.values())) for e in out[2]["Concepts"]] == [
         "concepts/glossary.md", "concepts/statistics.md", "concepts/rankings.md", "concepts/limits.md"]
+    (tmp_path / "tutorials/preferences.md").write_text("# x\n")
+    out = hooks.add_reserved([{k: list(v) if isinstance(v, list) else v for k, v in d.items()} for d in nav], tmp_path)
+    assert [next(iter(e.values())) for e in out[1]["Tutorials"]] == [
+        "tutorials/llm-logs.md", "tutorials/preferences.md", "tutorials/battles_formats.md", "tutorials/power.md"]
 
 
 def test_benchmarks_page_cites_every_script():

@@ -27,15 +27,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI_MARKER = "<!-- cli-reference -->"
 PARSER_NAMES = ("build_parser", "_parser", "parser", "make_parser")
 
-# docs path -> (nav section, title, the page it follows in that section; None: at the end)
-RESERVED: dict[str, tuple[str, str, str | None]] = {
-    "tutorials/preferences.md": ("Tutorials", "Preferences and judged battles", "tutorials/llm-logs.md"),
-    "tutorials/battles_formats.md": ("Tutorials", "Battle formats", "tutorials/preferences.md"),
-    "concepts/rankings.md": ("Concepts", "Rankings", "concepts/statistics.md"),
-    "concepts/executor.md": ("Concepts", "Executors", None),
-    "concepts/log_formats.md": ("Concepts", "Log formats", None),
-    "concepts/limits.md": ("Concepts", "Limits", None),
-    "concepts/architecture.md": ("Concepts", "Architecture", None),
+# docs path -> (nav section, title, the pages it may follow in that section, first present wins; () at the end)
+RESERVED: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "tutorials/preferences.md": ("Tutorials", "Preferences and judges", ("tutorials/llm-logs.md",)),
+    "tutorials/battles_formats.md": ("Tutorials", "Judged comparisons (battles)",
+                                     ("tutorials/preferences.md", "tutorials/llm-logs.md")),
+    "concepts/rankings.md": ("Concepts", "Rankings", ("concepts/statistics.md",)),
+    "concepts/executor.md": ("Concepts", "Executors", ()),
+    "concepts/log_formats.md": ("Concepts", "Log formats", ()),
+    "concepts/limits.md": ("Concepts", "Limits", ()),
+    "concepts/architecture.md": ("Concepts", "Architecture", ()),
 }
 
 
@@ -154,7 +155,8 @@ def add_reserved(nav: list, docs_dir: Path) -> list:
         if entries is None:
             entries = []
             nav.append({section: entries})
-        where = [i for i, e in enumerate(entries) if after is not None and after in _paths([e])]
+        where = next(([i for i, e in enumerate(entries) if a in _paths([e])] for a in after
+                      if any(a in _paths([e]) for e in entries)), [])
         entries.insert(where[0] + 1 if where else len(entries), {title: path})
         present.add(path)
     return nav
