@@ -1,12 +1,13 @@
-"""Issue 15 point 7: the README's list of what takes ``executor`` is the package's.
+"""Issue 15 point 7: the documentation's list of what takes ``executor`` is the package's.
 
-The README paragraph "`executor` is accepted by ..." (section "Scaling out") names every public
+The paragraph "`executor` is accepted by ..." of the documentation (docs/tutorials/dask.md, "Scaling
+out with Dask"; whichever single page of docs/ holds it) names every public
 function (``me.name``, and functions of the exported subpackages such as ``dg.diagnose_fit``) and
 every method of a public result class that has an ``executor`` parameter, and no ``me.name``
 without one; each of them takes ``executor`` as a keyword defaulting to ``None`` (in process,
 the behaviour without Dask) and documents it in its docstring, or says which function's
 parameters it shares. Signatures are inspected, so a loop that gains ``executor`` without the
-README saying so fails here.
+documentation saying so fails here.
 """
 from __future__ import annotations
 
@@ -19,14 +20,18 @@ from pathlib import Path
 import mixedeval as me
 from mixedeval.results import ResultMixin
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _paragraph() -> str:
-    text = README.read_text(encoding="utf-8")
-    m = re.search(r"`executor` is accepted by(.*?)\n\s*\n", text, re.DOTALL)
-    assert m, "README lacks the paragraph '`executor` is accepted by ...' listing the functions"
-    return m.group(1)
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        m = re.search(r"`executor` is accepted by(.*?)\n\s*\n", page.read_text(encoding="utf-8"), re.DOTALL)
+        if m:
+            found.append((page, m.group(1)))
+    assert found, "no page of docs/ has the paragraph '`executor` is accepted by ...' listing the functions"
+    assert len(found) == 1, f"several pages list what takes executor (keep one list): {[str(p) for p, _ in found]}"
+    return found[0][1]
 
 
 def _listed() -> tuple[set[str], set[str], set[str]]:
@@ -96,10 +101,10 @@ def _documents_executor(doc: str) -> bool:
 def test_readme_lists_exactly_the_functions_that_take_executor():
     functions, dotted, _ = _listed()
     have = set(_functions_with_executor())
-    assert not functions - have, f"README lists functions without an executor parameter: {sorted(functions - have)}"
-    assert not have - functions, f"functions with executor missing from the README list: {sorted(have - functions)}"
+    assert not functions - have, f"the docs list functions without an executor parameter: {sorted(functions - have)}"
+    assert not have - functions, f"functions with executor missing from the docs list: {sorted(have - functions)}"
     missing = sorted(k for k in _module_functions_with_executor() if k.split(".")[-1] not in dotted)
-    assert not missing, f"subpackage functions with executor missing from the README list: {missing}"
+    assert not missing, f"subpackage functions with executor missing from the docs list: {missing}"
 
 
 def test_readme_names_every_method_that_takes_executor():
@@ -107,9 +112,9 @@ def test_readme_names_every_method_that_takes_executor():
     have = _methods_with_executor()
     assert have, "no result method takes executor (the language-disparity bootstrap does)"
     missing = sorted(k for k in have if k.split(".")[1] not in methods)
-    assert not missing, f"result methods with executor missing from the README list: {missing}"
+    assert not missing, f"result methods with executor missing from the docs list: {missing}"
     named = {k.split(".")[1] for k in have}
-    assert methods <= named, f"README names .{sorted(methods - named)}(executor=...), which no result method has"
+    assert methods <= named, f"the docs name .{sorted(methods - named)}(executor=...), which no result method has"
 
 
 def test_executor_is_a_keyword_defaulting_to_in_process_and_documented():

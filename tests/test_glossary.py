@@ -1,4 +1,4 @@
-"""The glossary (README "Conventions") enforced on every public callable by inspecting signatures.
+"""The glossary (docs/concepts/glossary.md) enforced on every public callable by inspecting signatures.
 
 * randomness: one parameter, ``random_state``; no ``seed``/``rng``/``nsim``-style synonyms;
 * runs of a stochastic system: the column parameter is ``run``;
