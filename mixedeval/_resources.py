@@ -637,8 +637,19 @@ class LoopGuard:
         need = float(bytes_per_unit) * self.total + float(fixed_bytes)
         if need <= 8 * 2**20:  # below 8 MiB: not worth reading /proc
             return
-        check_memory(need, f"{self.what} with {self.count}", self.fix,
+        check_memory(need, self._subject(), self.fix,
                      detail or f"{format_count(self.total)} {self.unit} x {format_bytes(bytes_per_unit)} each")
+
+    def _subject(self) -> str:
+        """'the 1,000,000 simulations of power (lrt) (n_sim=1,000,000)'."""
+        return f"the {format_count(self.total)} {self.unit} of {self.what} ({self.count})"
+
+    def check_matrix(self, n_rows: int, copies: int, columns: str) -> None:
+        """:meth:`check_memory` of an ``n_rows`` x ``total`` matrix of doubles held ``copies`` times."""
+        per_copy = 8.0 * n_rows * self.total
+        self.check_memory(8.0 * copies * n_rows,
+                          detail=(f"{format_count(n_rows)} observations x {format_count(self.total)} {columns} x 8 "
+                                  f"bytes = {format_bytes(per_copy)} per copy, about {copies} copies"))
 
     def estimate(self, done: int) -> float:
         """Seconds the whole loop (all repeats) would take, from the ``done`` units timed so far."""
@@ -657,7 +668,7 @@ class LoopGuard:
         took = time.perf_counter() - self._t0
         spread = f" on {self.workers} workers" if self.workers > 1 else ""
         times = f", {self.repeats} times" if self.repeats > 1 else ""
-        check_time(self.estimate(done), f"{self.what} with {self.count}", self.fix,
+        check_time(self.estimate(done), self._subject(), self.fix,
                    detail=(f"{format_count(self.total)} {self.unit}{spread}{times}; the first "
                            f"{format_count(done)} took {format_seconds(took)}"))
 

@@ -149,10 +149,7 @@ def guard(n_obs: int, n_sim: int, runner: Any) -> res.LoopGuard:
                       unit="simulations", workers=workers,
                       fix="Use a smaller n_sim (250, DHARMa's default, is enough for the tests; 1,000 for smoother "
                           "plots), or raise the limit.")
-    g.check_memory(SIM_VALUE_BYTES * n_obs,
-                   detail=(f"{res.format_count(n_obs)} observations x {res.format_count(n_sim)} simulations x 8 "
-                           f"bytes = {res.format_bytes(8.0 * n_obs * n_sim)} per copy, about "
-                           f"{SIM_VALUE_BYTES // 8} copies"))
+    g.check_matrix(n_obs, SIM_VALUE_BYTES // 8, "simulations")
     return g
 
 

@@ -258,10 +258,7 @@ def pb_guard(nobs: int, nsim: int, runner: Any, repeats: int) -> res.LoopGuard:
                       workers=runner.n_workers if runner.name != "in-process" else 1, repeats=repeats,
                       fix="Use a smaller n_resamples (1,000 gives a p-value of 0.05 to +-0.014), the chi-square "
                           "test (n_resamples=None), or raise the limit.")
-    g.check_memory(PB_VALUE_BYTES * nobs,
-                   detail=(f"{res.format_count(nobs)} observations x {res.format_count(nsim)} simulated responses "
-                           f"x 8 bytes = {res.format_bytes(8.0 * nobs * nsim)} per copy, about "
-                           f"{PB_VALUE_BYTES // 8} copies"))
+    g.check_matrix(nobs, PB_VALUE_BYTES // 8, "simulated responses")
     return g
 
 
