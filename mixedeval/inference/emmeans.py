@@ -438,13 +438,27 @@ def _adjust_warnings(adjust: str, p_adj: str, ci_adj: str, have: list[ResultWarn
     return out
 
 
+def contrast_weights(name: Any, w: Any) -> list[float]:
+    """The weights of custom contrast ``name`` as floats; a DataError naming the contrast and the
+    (0-based) position of a weight that is not a finite number (None, NaN, a string, a bool)."""
+    items = list(w) if isinstance(w, (list, tuple, np.ndarray, pd.Series)) else [w]
+    out = []
+    for i, x in enumerate(items):
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        if not ok or not np.isfinite(float(x)):
+            raise DataError(f"custom contrast {name!r}: weight {i} (0-based) is {x!r}; weights must be finite numbers, "
+                            "one per level in the order of the means table, e.g. {'B - A': [-1, 1, 0]}")
+        out.append(float(x))
+    return out
+
+
 def _check_weights(emm: EMMResult, weights: Mapping[str, Sequence[float]], by_t: tuple[str, ...]) -> dict[str, list[float]]:
     t = emm.table
     n_groups = len(t.drop_duplicates(list(by_t))) if by_t else 1
     n_levels = len(t) // n_groups
     out: dict[str, list[float]] = {}
     for name, w in weights.items():
-        arr = np.atleast_1d(np.asarray(w, dtype=float))
+        arr = np.asarray(contrast_weights(name, w), dtype=float)
         if arr.ndim != 1 or arr.size != n_levels or not np.all(np.isfinite(arr)):
             raise DataError(f"custom contrast {name!r} needs {n_levels} finite weights (one per level, in the order "
                             f"of the table within each by group); got {arr.size}")

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from .. import _resources as res
 from .._random import r_seed
 from ..data._design_spec import Design, extend_levels, factor_name, with_sizes
-from ..data._formula import parse_formula
+from ..data._formula import parse_formula, quote_name
 from ..engine import _bridge
 from ..errors import DataError
 from ..inference._glmm import GLMMFit
@@ -84,6 +84,19 @@ def from_design(d: Design) -> Model:
                  source="design", design=d, scale=float(np.sqrt(total)) if total > 0 else 1.0)
 
 
+def _r_term(term: Any, terms: list[tuple[str, ...]]) -> str | None:
+    """R's label (``term.labels``) of ``term`` among the formula's fixed ``terms`` (tuples of
+    column names), or None: a column that needs back-quotes is matched with or without them
+    (``my system`` or ```my system```) and labelled with them, as R does."""
+    if not isinstance(term, str):
+        return None
+    want = tuple(p.strip().strip("`") for p in term.split(":"))
+    for t in terms:
+        if t == want or ":".join(t) == term:
+            return ":".join(quote_name(v) for v in t)
+    return None
+
+
 def from_fit(fit: Any, term: str, system: str | None, item: str | None) -> Model:
     """The model of a pilot fit: its fixed effects, theta and sigma as estimated (the term's
     coefficients are replaced by the effect at setup), its data and formula."""
@@ -105,14 +118,15 @@ def from_fit(fit: Any, term: str, system: str | None, item: str | None) -> Model
         raise DataError(f"the response of {fit.formula!r} must be a data column for a power simulation; compute "
                         "the transformed response as a column and fit that")
     terms = [":".join(t) for t in parsed.fixed_expanded]
-    if term not in terms:
+    r_term = _r_term(term, [tuple(t) for t in parsed.fixed_expanded])
+    if r_term is None:
         raise DataError(f"term {term!r} is not a fixed-effect term of {fit.formula!r} (terms: {', '.join(terms)}); "
                         "pass term='<the term to test>'")
     data = fit.data.dropna().reset_index(drop=True)
     par = _bridge.power_pilot(fit)
     variance = fit.random.loc[fit.random["term2"].isna(), "variance"].sum() if family == "gaussian" else 1.0
     return Model(formula=parsed.r_formula, data=data, beta=par["beta"], theta=par["theta"], sigma=par["sigma"],
-                 variances=None, family=family, term=term, system=system, item=item, source="fit",
+                 variances=None, family=family, term=r_term, system=system, item=item, source="fit",
                  scale=float(np.sqrt(variance)) if variance > 0 else 1.0)
 
 
@@ -123,14 +137,14 @@ def as_model(model: Any, term: str | None, system: str | None, item: str | None)
         if term not in (None, "system"):
             raise DataError(f"a design tests its 'system' term, not {term!r}")
         return from_design(model)
-    return from_fit(model, term or "system", system if system is not None else (term or "system"), item)
+    return from_fit(model, term or "system", system if system is not None else (term or "system").strip("`"), item)
 
 
 def extend(m: Model, along: str, n: int) -> Model:
     """``m`` with ``n`` levels of ``along`` (a design factor, or a column of the pilot data)."""
     if m.design is not None:
         return from_design(with_sizes(m.design, **{factor_name(along): int(n)}))
-    if along == m.term:
+    if along == m.term or quote_name(str(along)) == m.term:
         raise DataError(f"cannot extend along the tested term {along!r}")
     return replace(m, data=extend_levels(m.data, along, int(n)))
 
