@@ -51,7 +51,7 @@ def plain_text(fig: Any) -> Any:
     The figure is laid out once (tick labels are made then) with the same settings, so its tick
     labels are plain too."""
     import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
-    from matplotlib.text import Text  # noqa: PLC0415
+    from matplotlib.text import Text  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
 
     def plain() -> None:
         for t in fig.findobj(Text):

@@ -249,7 +249,7 @@ def _pb_refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> tuple[np
 PB_VALUE_BYTES = 24
 
 
-def pb_guard(nobs: int, nsim: int, runner: Any, repeats: int) -> res.LoopGuard:
+def _pb_guard(nobs: int, nsim: int, runner: Any, repeats: int) -> res.LoopGuard:
     """The loop guard of ``nsim`` bootstrap replicates (:class:`mixedeval._resources.LoopGuard`):
     the simulated responses (nobs x nsim) are checked before R draws them, the time after the
     first chunk of refits."""
@@ -294,7 +294,7 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
     runner = resolve_executor(executor)
     for k in range(1, len(ordered_fits)):
         small, large = ordered_fits[k - 1], ordered_fits[k]
-        g = pb_guard(int(large.nobs), nsim, runner, len(ordered_fits) - k)
+        g = _pb_guard(int(large.nobs), nsim, runner, len(ordered_fits) - k)
         # every comparison restarts from the seed, as a fresh set.seed(seed); PBmodcomp(...) would
         state = _bridge.pb_setup(large, small, n_resamples=nsim, r_seed=seed)
         desc = f"parametric bootstrap {labels[k]} vs {labels[k - 1]}"
