@@ -641,8 +641,8 @@ class LoopGuard:
                      detail or f"{format_count(self.total)} {self.unit} x {format_bytes(bytes_per_unit)} each")
 
     def _subject(self) -> str:
-        """'the 1,000,000 simulations of power (lrt) (n_sim=1,000,000)'."""
-        return f"the {format_count(self.total)} {self.unit} of {self.what} ({self.count})"
+        """'the simulations of power (lrt) (n_sim=1,000,000)'."""
+        return f"the {self.unit} of {self.what} ({self.count})"
 
     def check_matrix(self, n_rows: int, copies: int, columns: str) -> None:
         """:meth:`check_memory` of an ``n_rows`` x ``total`` matrix of doubles held ``copies`` times."""

@@ -105,7 +105,7 @@ def test_loop_guard_extrapolates_the_first_block_by_hand(monkeypatch):
     with pytest.raises(DataError) as exc:
         g.block_done(10)
     msg = str(exc.value)
-    assert msg == (f"the 1,000 units of a loop (n=1,000) would take about {rs.format_seconds(154.5)} (1,000 units on "
+    assert msg == (f"the units of a loop (n=1,000) would take about {rs.format_seconds(154.5)} (1,000 units on "
                    "4 workers, 3 times; the first 10 took 2 s), above mixedeval's time limit of 2.6 min (given to "
                    "me.set_time_limit; change it with me.set_time_limit or MIXEDEVAL_TIME_LIMIT). Do less.")
     g.block_done(20)  # only the first block is judged: a loop is never stopped half-way
@@ -118,7 +118,7 @@ def test_loop_guard_extrapolates_the_first_block_by_hand(monkeypatch):
 def test_loop_guard_memory_is_checked_before_the_loop():
     g = rs.LoopGuard("a loop", 10**12, count="n=10**12", unit="units", fix="Do less.")
     msg, took = refused(g.check_memory, 100.0)
-    assert took < 0.5 and "the 1,000,000,000,000 units of a loop (n=10**12) need about 90.9 TiB" in msg
+    assert took < 0.5 and "the units of a loop (n=10**12) need about 90.9 TiB" in msg
     assert "1,000,000,000,000 units x 100 B each" in msg and "Do less." in msg
     me.set_memory_limit("none")
     g.check_memory(100.0)  # the override
@@ -128,7 +128,7 @@ def test_loop_guard_memory_is_checked_before_the_loop():
 def test_power_refuses_a_trillion_simulations_at_once(design):
     msg, took = refused(me.power, design, 0.4, n_sim=10**12, random_state=1)
     assert took < QUICK
-    assert "the 1,000,000,000,000 simulations of power (lrt) (n_sim=1,000,000,000,000) need about 181.9 TiB" in msg
+    assert "the simulations of power (lrt) (n_sim=1,000,000,000,000) need about 181.9 TiB" in msg
     assert "memory limit" in msg and "smaller n_sim" in msg
 
 
@@ -141,7 +141,7 @@ def test_power_time_guard_judges_the_first_batch_and_the_override_runs_it(design
     me.set_time_limit(1e-3)
     msg, took = refused(me.power, design, 0.4, n_sim=40, batch_size=5, random_state=1)
     assert took < QUICK
-    assert "the 40 simulations of power (lrt) (n_sim=40) would take about" in msg
+    assert "the simulations of power (lrt) (n_sim=40) would take about" in msg
     assert "the first 5 took" in msg and "time limit of 0.001 s (given to me.set_time_limit" in msg
     monkeypatch.setenv(rs.TIME_ENV_VAR, "none")
     me.set_time_limit(None)  # the environment variable switches the guard off
@@ -195,7 +195,7 @@ def test_diagnose_time_guard_and_override(fits):
     fit = fits[1]
     me.set_time_limit(1e-4)
     msg, took = refused(fit.diagnose, n_sim=500)
-    assert took < QUICK and "the 500 simulations of the simulated-residual diagnostics" in msg
+    assert took < QUICK and "the simulations of the simulated-residual diagnostics" in msg
     assert "the first 250 took" in msg
     me.set_time_limit("1h")
     d = fit.diagnose(n_sim=500)
@@ -217,7 +217,7 @@ def test_glmm_diagnose_is_guarded():
 def test_compare_refuses_a_trillion_bootstrap_samples(fits):
     msg, took = refused(me.compare, *fits, n_resamples=10**12)
     assert took < QUICK
-    assert "the 1,000,000,000,000 replicates (2 refits each) of the parametric bootstrap" in msg
+    assert "the replicates (2 refits each) of the parametric bootstrap" in msg
     assert "180 observations x 1,000,000,000,000 simulated responses" in msg and "need about 3.8 PiB" in msg
     assert "n_resamples=None" in msg  # the way around it
 
@@ -239,7 +239,7 @@ def vca():
 
 def test_vca_bootstrap_refuses_and_override(vca):
     msg, took = refused(vca.bootstrap, n_resamples=10**12, progress=False)
-    assert took < QUICK and "the 1,000,000,000,000 refits of the variance-component bootstrap" in msg
+    assert took < QUICK and "the refits of the variance-component bootstrap" in msg
     assert "need about 2.6 PiB" in msg
     me.set_time_limit(1e-4)
     msg, took = refused(vca.bootstrap, n_resamples=60, random_state=1, progress=False)
@@ -252,7 +252,7 @@ def test_language_disparity_bootstrap_refuses_and_override():
     hu = me.datasets.load("hu2025_records")
     res = me.language_disparity(hu, "score", "model", "language", "task", drop_aggregates=True)
     msg, took = refused(res.bootstrap, n_resamples=10**12, progress=False)
-    assert took < QUICK and "the 1,000,000,000,000 refits of the language-disparity bootstrap" in msg
+    assert took < QUICK and "the refits of the language-disparity bootstrap" in msg
     me.set_time_limit(1e-4)
     msg, took = refused(res.bootstrap, n_resamples=20, chunk_size=5, progress=False)
     assert took < QUICK and "the first 5 took" in msg
@@ -265,7 +265,7 @@ def test_fit_many_time_and_memory_guards():
     specs = ["score ~ system + (1|item)"] * 50
     me.set_time_limit(1e-3)
     msg, took = refused(me.fit_many, specs, df, progress=False)
-    assert took < QUICK and "the 50 fits of fit_many (50 specifications)" in msg and "the first 1 took" in msg
+    assert took < QUICK and "the fits of fit_many (50 specifications)" in msg and "the first 1 took" in msg
     me.set_time_limit(None)
     me.set_memory_limit(10**6)
     msg, took = refused(me.fit_many, specs * 20, df, return_fits=True, progress=False)
@@ -277,7 +277,7 @@ def test_fit_many_time_and_memory_guards():
 
 def test_questions_needed_simulation_is_guarded():
     msg, took = refused(me.questions_needed, effect=0.05, mean=0.7, correlation=0.5, n_sim=10**12)
-    assert took < QUICK and "simulated evaluations of questions_needed's simulation" in msg
+    assert took < QUICK and "the simulated evaluations of questions_needed's simulation" in msg
     assert "n_sim=0 for the closed form only" in msg
     res = me.questions_needed(effect=0.05, mean=0.7, correlation=0.5, n_sim=200, random_state=1)
     assert len(res.table) >= 2 and (res.table["n_sim"] == 200).any()
