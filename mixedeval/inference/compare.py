@@ -262,9 +262,12 @@ def _pb_guard(nobs: int, nsim: int, runner: Any, repeats: int) -> res.LoopGuard:
     return g
 
 
-def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, runner: Any, g: res.LoopGuard):
+def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, executor: Any,
+                   g: res.LoopGuard | None = None):
     """The bootstrap LR statistics (in replicate order) and the refits' warnings; the first chunk
-    is timed by ``g``."""
+    is timed by the guard ``g`` (default: :func:`_pb_guard`'s, memory not checked again)."""
+    runner = resolve_executor(executor)
+    g = g or _pb_guard(0, nsim, runner, 1)
     step = max(1, min(25, nsim // 20))
     g.start()
     if runner.name == "in-process":
