@@ -228,9 +228,11 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
                      progress=progress, input_file=str(logs),
                      title="mixedeval demo: three LLMs compared from their Inspect AI logs")
     total = round(time.perf_counter() - t0, 3)
-    tables = {"differences": res.table, "means": res.means, "contrasts": res.contrasts, "glrt": res.glrt}
+    tables = {"differences": res.table, "accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts,
+              "glrt": res.glrt}
     if as_json:
-        print_json({"dataset": LLM_LOGS, "headline": res.headline_text(), "analysis": res.analysis,
+        print_json({"dataset": LLM_LOGS, "headline": res.headline_text(), "next_run": res.plan_text(),
+                    "analysis": res.analysis,
                     "formula": res.formula, "tables": tables, "warnings": [str(w) for w in res.warnings],
                     "report": str(path) if path is not None else None, "timings": steps.timings,
                     "total_seconds": total, "failures": steps.failures})
@@ -250,7 +252,11 @@ def _print_llm(res: Any, logs: Any) -> None:
     print(f"\nheadline: {res.headline_text()}")
     print_table("differences in accuracy (a - b; epochs averaged within the question; cluster-robust SE)",
                 res.table[[c for c in _LLM_COLUMNS if c in res.table.columns]])
-    print_table("accuracy per model", res.means[["task", "system", "estimate", "conf_low", "conf_high"]])
+    acc = res.accuracies
+    print_table("accuracy per model (Inspect's stderr and clustered 95% interval)",
+                acc[[c for c in ("task", "system", "mean_score", "std_error_cluster", "conf_low_cluster",
+                                 "conf_high_cluster") if c in acc.columns]])
+    print(f"\nnext run: {res.plan_text()}")
     print(f"\nmodel-based check (secondary): {res.analysis}: {res.formula}; likelihood-ratio p = {res.p_value:.3g}")
     for w in res.warnings:
         print(f"warning: {w}")

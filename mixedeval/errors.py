@@ -15,6 +15,12 @@ class DataError(MixedEvalError, ValueError):
     column and the fix."""
 
 
+class UsageError(MixedEvalError, ValueError):
+    """The command line itself is wrong (unknown option, missing argument, bad combination);
+    ``mixedeval.cli.UsageError`` (here so that the subcommand handlers raise it without
+    importing the command line's module)."""
+
+
 class RError(MixedEvalError, RuntimeError):
     """R signalled an error. ``r_message`` holds R's own message; the R session survives."""
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
-from inspect_helpers import answer_solver
+from inspect_helpers import reduced_scores, write_match_logs
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None, reason="mixedeval[logs] not installed")
 
@@ -27,24 +27,13 @@ PASSAGE = [f"p{c}" for c in np.repeat(np.arange(8), [1, 2, 3, 4, 2, 5, 3, 4])]
 RTOL = 1e-10
 
 
+def _meta(i: int) -> dict:
+    return {"passage": PASSAGE[i]}
+
+
 def _write_logs(path, right: dict[str, float], epochs: int, seed: int, task: str = "arith") -> dict:
-    """Inspect logs of ``right`` (model -> P(correct)) on N questions, written offline by a solver
-    that sets the output; returns the answers."""
-    from inspect_ai import Task, eval as inspect_eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import match
-
-    rng = np.random.default_rng(seed)
-    answers = {m: {f"q{i}": [str(2 * i) if rng.random() < p else "?" for _ in range(epochs)] for i in range(N)}
-               for m, p in right.items()}
-
-    fixed_output = answer_solver()
-
-    ds = [Sample(id=f"q{i}", input=f"{i}+{i}?", target=str(2 * i), metadata={"passage": PASSAGE[i]}) for i in range(N)]
-    for model in right:
-        inspect_eval(Task(dataset=ds, solver=fixed_output(answers[model]), scorer=match(), epochs=epochs, name=task),
-                     model=model, log_dir=str(path), display="none")
-    return answers
+    """Inspect logs of ``right`` (model -> P(correct)) on N questions (tests/inspect_helpers.py)."""
+    return write_match_logs(path, right, epochs, seed, N, metadata=_meta, task=task)
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +51,8 @@ def one_epoch_logs(tmp_path_factory):
 
 
 def _reduced(path) -> dict[str, list]:
-    """Per model, Inspect's own epoch-reduced sample scores (``log.reductions``, mean reducer) as
-    SampleScore objects with the sample metadata; and Inspect's logged stderr."""
-    from inspect_ai.log import list_eval_logs, read_eval_log
-    from inspect_ai.scorer import SampleScore, Score
-
-    out = {}
-    for info in list_eval_logs(str(path)):
-        log = read_eval_log(info)
-        (red,) = [r for r in log.reductions if r.scorer == "match"]
-        meta = {f"q{i}": {"passage": PASSAGE[i]} for i in range(N)}
-        scores = [SampleScore(score=Score(value=s.value), sample_id=s.sample_id, sample_metadata=meta[s.sample_id])
-                  for s in red.samples]
-        logged = log.results.scores[0].metrics["stderr"].value
-        out[log.eval.model] = (sorted(scores, key=lambda s: int(s.sample_id[1:])), logged)
-    return out
+    """Per model, Inspect's own epoch-reduced sample scores and its logged stderr."""
+    return reduced_scores(path, metadata=_meta)
 
 
 def _r_vec(R, name, values, kind="float"):

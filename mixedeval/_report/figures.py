@@ -130,6 +130,31 @@ def rank_heatmap(ranks: Any, system_col: str = "system", prefix: str = "p_rank_"
     return fig
 
 
+def rank_interval_plot(table: Any, title: str = "", xlabel: str = "rank (1 = best)"):
+    """Simultaneous rank intervals: one row per name, best at the top (the ``table`` of
+    :func:`mixedeval.rank_intervals`: name, estimate, rank, rank_low, rank_high, letters), a
+    horizontal bar from rank_low to rank_high, a dot at the rank of the estimate, the estimate in
+    the row label and the compact letters at the right (names sharing a letter are not
+    significantly different)."""
+    t = table.sort_values(["rank", "rank_low"], kind="stable").reset_index(drop=True)
+    n = len(t)
+    k = int(max(n, int(t["rank_high"].max()) if n else 1))
+    fig = _figure((6.4, max(2.0, 0.42 * n + 1.2)))
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    ax.hlines(y, t["rank_low"].to_numpy(dtype=float) - 0.3, t["rank_high"].to_numpy(dtype=float) + 0.3,
+              color=_BLUE, lw=6, alpha=0.35)
+    ax.plot(t["rank"].to_numpy(dtype=float), y, "o", color=_BLUE, ms=6)
+    labels = [f"{name} ({est:.3g})" for name, est in zip(t["name"], t["estimate"])]
+    _label_rows(ax, y, labels, xlabel, title, fontsize=7 if n > 25 else 9)
+    ax.set_xlim(0.3, k + 1.6)
+    ax.set_xticks(range(1, k + 1) if k <= 20 else np.unique(np.linspace(1, k, 10).round().astype(int)))
+    if "letters" in t.columns:
+        for yi, letters in zip(y, t["letters"]):
+            ax.text(k + 0.8, yi, str(letters), va="center", ha="left", fontsize=8, family="monospace")
+    return fig
+
+
 def d_study_plot(table: Any, coefficients: Sequence[str] | None = None, title: str = ""):
     """Reliability coefficients of a D-study over facet sizes.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import Section, as_frame, fmt_cell, fmt_number
-from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap
+from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap, rank_interval_plot
 
 
 def _warnings(sec: Section, obj: Any) -> None:
@@ -62,6 +62,16 @@ def compare_logs(sec: Section, res: Any, ctx: Any = None) -> None:
         _interval_figure(sec, forest[["task", "pair", "delta", "conf_low", "conf_high"]], "delta",
                          "Differences with their intervals (a - b), per task", xlabel=f"difference in {res.metric}",
                          title="Paired differences")
+    if getattr(res, "accuracies", None) is not None:
+        sec.table(res.accuracies, "Accuracy per task and system with the intervals Inspect AI prints: mean of the "
+                                  "epoch-averaged question scores, std_error and conf_low/conf_high as stderr() and "
+                                  "ci() (t on n - 1 df), wilson_low/wilson_high for 0/1 scores, *_cluster: "
+                                  "stderr(cluster=)")
+    if getattr(res, "plan", None) is not None:
+        sec.text(f"Next run: {res.plan_text()}")
+        sec.table(res.plan.table.drop(columns=["alpha", "target"], errors="ignore"),
+                  "How many questions the next run needs (the logs as a pilot for the headline pair): Miller's "
+                  "closed form and the simulated paired t test, per number of epochs")
     sec.table(res.glrt, "Model-based check (secondary): likelihood-ratio test of the system effect (ML)")
     if getattr(res, "model_differences", None) is not None:
         sec.table(res.model_differences, "Model-based check (secondary): the GLMM's differences of population-averaged "
@@ -120,6 +130,28 @@ def _rank_intervals(sec: Section, res: Any) -> None:
     fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
     if fig is not None:
         sec.figure(fig, "How often each system takes each rank")
+    _simultaneous_ranks(sec, boot)
+
+
+def rank_interval_block(sec: Section, what: str, compute: Any, caption: str, figure_caption: str) -> None:
+    """A :class:`mixedeval.RankIntervals` computed by ``compute()`` (guarded) as a table and a
+    :func:`rank_interval_plot`; ``caption`` may use ``{level}`` (the simultaneous level)."""
+    ri = sec.guarded(what, compute)
+    if ri is None:
+        return
+    sec.table(ri.table, caption.format(level=f"{ri.level:.0%}"))
+    fig = sec.guarded("rank interval plot", rank_interval_plot, ri.table)
+    if fig is not None:
+        sec.figure(fig, figure_caption)
+
+
+def _simultaneous_ranks(sec: Section, boot: Any) -> None:
+    """Simultaneous rank intervals (Mogstad et al. 2024) and compact letters from the replicates."""
+    if callable(getattr(boot, "rank_intervals", None)):
+        rank_interval_block(sec, "rank_intervals()", boot.rank_intervals,
+                            "Simultaneous {level} rank intervals (all systems at once; studentized bootstrap of all "
+                            "pairwise differences, Mogstad et al. 2024) and compact letters: systems sharing a letter "
+                            "are not significantly different", "Simultaneous rank intervals with compact letters")
 
 
 # ------------------------------------------------------------------------------------ resampling
@@ -160,6 +192,7 @@ def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
         fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
         if fig is not None:
             sec.figure(fig, "Rank probabilities P(rank = k) over the bootstrap draws")
+        _simultaneous_ranks(sec, boot)
     _warnings(sec, boot)
 
 

@@ -17,6 +17,7 @@ from ..data.design import describe_design
 from ..diagnostics import plots
 from .blocks import Section, as_frame, fmt_number, fmt_p, one_line
 from .figures import interval_plot
+from .result_sections import rank_interval_block
 from .provenance import collect
 
 #: model section id -> heading, in report order
@@ -335,9 +336,22 @@ def emmeans(sec: Section, ctx: Context) -> None:
                           title=f"EMMs with {level}% confidence intervals")
         if fig is not None:
             sec.figure(fig, f"Estimated marginal means with {level}% confidence intervals")
+        _emm_ranks(sec, res)
         best = tab.loc[tab["emmean"].idxmax()]
         lab = " | ".join(str(best[c]) for c in _label_columns(tab, "emmean"))
         sec.headline = f"{len(tab)} means; highest {lab} = {fmt_number(float(best['emmean']))}"
+
+
+def _emm_ranks(sec: Section, res: Any) -> None:
+    """Simultaneous rank intervals of the means (joint normal of the EMMs; rank 1 = highest)."""
+    if not callable(getattr(res, "ranks", None)) or getattr(res, "by", ()) or getattr(res, "kind", "") != "emmeans":
+        return
+    scale = " (link scale)" if hasattr(res, "estimate_label") else ""
+    rank_interval_block(sec, "ranks()", lambda: res.ranks(random_state=1),
+                        f"Simultaneous {{level}} rank intervals of the means{scale}, rank 1 = highest (all means at "
+                        "once, Mogstad et al. 2024, from emmeans' covariance of the means) and compact letters: means "
+                        "sharing a letter are not significantly different",
+                        "Simultaneous rank intervals of the means with compact letters")
 
 
 def _effect_size_note(res: Any) -> str:

@@ -7,7 +7,6 @@ inspect_ai's reader), HELM run directories (:mod:`._logs_helm`) and generic long
 """
 from __future__ import annotations
 
-import glob as _glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from ._logs_lmeval import is_samples_file, read_samples_file
 from ._logs_rows import Rows
 from ._logs_systems import LogFile, assign_systems, flatten
 from ._logs_table import TABLE_SUFFIXES, read_score_table
+from ._logs_walk import dir_files, glob_files
 
 FORMATS = ("auto", "lm-eval", "inspect", "helm", "table")
 COLUMNS = ("system", "task", "item", "run", "epoch", "metric", "score", "source", "format")
@@ -125,14 +125,14 @@ def _expand(entry: Any, fmt: str) -> list[tuple[Path, str]]:
         return [(entry, "table")]  # type: ignore[list-item]
     s = str(entry)
     if any(ch in s for ch in "*?["):
-        paths = [Path(p) for p in sorted(_glob.glob(s, recursive=True))]
+        paths = glob_files(s)
         if not paths:
             raise DataError(f"the pattern {s!r} matches no file")
     else:
         p = Path(s)
         if not p.exists():
             raise DataError(f"{s!r} does not exist; pass a log file, a directory of logs, a glob or a list of these")
-        paths = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        paths = dir_files(p) if p.is_dir() else [p]
     out = []
     for q in paths:
         suf = q.suffix.lower()

@@ -24,17 +24,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DataError
+from ._logs_json import load_json
 from ._logs_rows import Rows, metadata_column, scalar
+from ._logs_schema import HELM_INSTANCES, HELM_RUN_SPEC, HELM_STATS
 
 STATS_FILE = "per_instance_stats.json"
-
-
-def _load(path: Path) -> Any:
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"could not read the HELM file {str(path)!r}: {exc}") from exc
 
 
 def _task_name(run_name: str) -> str:
@@ -80,11 +74,8 @@ def _instances(run_dir: Path, metadata: Sequence[str]) -> dict[str, dict[str, An
     p = run_dir / "instances.json"
     if not metadata or not p.exists():
         return {}
-    data = _load(p)
-    if not isinstance(data, list):
-        raise DataError(f"{str(p)!r} must hold a list of HELM instances (id, split, input, references)")
-    return {str(inst.get("id")): {metadata_column(k): scalar(inst.get(k)) for k in metadata}
-            for inst in data if isinstance(inst, dict)}
+    data = load_json(p, HELM_INSTANCES, "HELM instances")
+    return {str(inst.get("id")): {metadata_column(k): scalar(inst.get(k)) for k in metadata} for inst in data}
 
 
 def read_helm_run(path: Path, rows: Rows, system: str | None = None, metadata: Sequence[str] = ()) -> None:
@@ -95,7 +86,7 @@ def read_helm_run(path: Path, rows: Rows, system: str | None = None, metadata: S
     if not spec_path.exists():
         raise DataError(f"the HELM run directory {str(run_dir)!r} has no run_spec.json beside {STATS_FILE}; "
                         "copy the whole run directory")
-    spec = _load(spec_path)
+    spec = load_json(spec_path, HELM_RUN_SPEC, "a HELM run spec")
     adapter = spec.get("adapter_spec") or {}
     sysname = system if system is not None else str(adapter.get("model") or adapter.get("model_deployment")
                                                      or run_dir.name)
@@ -104,22 +95,18 @@ def read_helm_run(path: Path, rows: Rows, system: str | None = None, metadata: S
     rows.fields = _fields(spec, str(adapter.get("model") or adapter.get("model_deployment") or run_dir.name))
     suite = run_dir.parent.name
     src = str(run_dir / STATS_FILE)
-    data = _load(run_dir / STATS_FILE)
+    data = load_json(run_dir / STATS_FILE, HELM_STATS, "HELM per-instance stats")
     inst_meta = _instances(run_dir, metadata)
     empty = {metadata_column(k): None for k in metadata}
-    if not isinstance(data, list):
-        raise DataError(f"{src!r} must hold a list of per-instance stats (instance_id, train_trial_index, stats)")
     for inst in data:
-        try:
-            iid, trial, stats = inst["instance_id"], inst.get("train_trial_index", 0), inst["stats"]
-        except (KeyError, TypeError) as exc:
-            raise DataError(f"{src!r}: an entry lacks {exc} (HELM PerInstanceStats: instance_id, "
-                            "train_trial_index, stats)") from exc
+        iid, stats = inst["instance_id"], inst["stats"]
+        trial = inst.get("train_trial_index")
+        trial = 0 if trial is None else trial
         if inst.get("perturbation"):
             rows.note("helm_perturbed", f"instance {iid} in {src}", len(stats))
             continue
         for stat in stats:
-            name = stat.get("name") or {}
+            name = stat["name"]
             if name.get("perturbation"):
                 rows.note("helm_perturbed", f"instance {iid} in {src}")
                 continue

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ._logs_json import JSON_MEMORY_FACTOR, check_size, file_size
 from ._logs_rows import Rows, metadata_column
+from ._logs_zip import check_eval_archive
 
 _INSTALL = ("reading Inspect AI logs needs the inspect_ai package, an optional dependency of mixedeval: "
             "pip install 'mixedeval[logs]' (or pip install inspect-ai)")
@@ -116,6 +118,10 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows``."""
     read_eval_log, to_float = _inspect()
     src = str(path)
+    if path.suffix.lower() == ".eval":
+        check_eval_archive(path)  # before inspect_ai inflates the entries whole
+    else:
+        check_size(src, file_size(path), JSON_MEMORY_FACTOR, "the whole JSON log")
     try:
         log = read_eval_log(src)
     except Exception as exc:  # inspect raises its own errors for unreadable logs

@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DataError
+from ._logs_json import iter_jsonl, load_json
 from ._logs_rows import Rows, metadata_column, scalar
+from ._logs_schema import LMEVAL_RESULTS, LMEVAL_SAMPLE
 
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
 
@@ -39,15 +41,12 @@ def is_samples_file(p: Path) -> bool:
 
 
 def _results_header(path: Path, date: str) -> dict[str, Any]:
-    """The results_<date>.json beside a samples file ({} when there is none)."""
+    """The results_<date>.json beside a samples file ({} when there is none), validated against
+    :data:`._logs_schema.LMEVAL_RESULTS`."""
     res = path.parent / f"results_{date}.json"
     if not res.exists():
         return {}
-    try:
-        with res.open(encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"could not read the lm-evaluation-harness results file {str(res)!r}: {exc}") from exc
+    return load_json(res, LMEVAL_RESULTS, "an lm-evaluation-harness results file")
 
 
 def _model_name(header: dict[str, Any], path: Path) -> str:
@@ -121,32 +120,19 @@ def read_samples_file(path: Path, rows: Rows, system: str | None = None, metadat
     src = str(path)
     items, metrics, scores, hashes, filters = [], [], [], [], []
     meta: dict[str, list[Any]] = {metadata_column(k): [] for k in metadata}
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"could not read {src!r}: {exc}") from exc
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                doc_id, names = rec["doc_id"], rec["metrics"]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(f"{src!r} line {lineno} is not an lm-evaluation-harness sample record "
-                                f"(doc_id, metrics, ...): {exc}") from exc
-            filt = rec.get("filter", "none")
-            for name in names:
-                v = rec.get(name)
-                if isinstance(v, bool) or _is_number(v):
-                    items.append(str(doc_id))
-                    metrics.append(name if filt in (None, "none") else f"{name},{filt}")
-                    scores.append(float(v))
-                    hashes.append(rec.get("doc_hash"))
-                    filters.append(filt)
-                    doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
-                    for k in metadata:
-                        meta[metadata_column(k)].append(scalar(doc.get(k)))
-                else:
-                    rows.note("non_numeric", f"{name!r} in {src} (doc_id {doc_id}): {str(v)[:60]}")
+    for _lineno, rec in iter_jsonl(path, LMEVAL_SAMPLE, "an lm-evaluation-harness samples file"):
+        doc_id, filt = rec["doc_id"], rec.get("filter") or "none"
+        doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
+        for name in rec["metrics"]:
+            v = rec.get(name)
+            if isinstance(v, bool) or _is_number(v):
+                items.append(str(doc_id))
+                metrics.append(name if filt == "none" else f"{name},{filt}")
+                scores.append(float(v))
+                hashes.append(rec.get("doc_hash"))
+                filters.append(filt)
+                for k in metadata:
+                    meta[metadata_column(k)].append(scalar(doc.get(k)))
+            else:
+                rows.note("non_numeric", f"{name!r} in {src} (doc_id {doc_id}): {str(v)[:60]}")
     rows.extend(sysname, task, items, metrics, scores, date, None, src, signature, hashes, filter=filters, **meta)

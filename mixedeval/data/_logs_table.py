@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as pt
 
+from .._resources import check_memory, format_bytes
 from ..errors import DataError
+from ._logs_json import file_size
 from ._logs_rows import Rows
 from .table import read_table
 
@@ -62,10 +64,60 @@ def _wide_metrics(df: pd.DataFrame, metric: Any, src: str) -> list[str]:
     return names
 
 
+#: Bytes of memory reading a text table (CSV, TSV, JSON) into the score table takes per byte of
+#: the file, at the peak: the parsed columns, the strings of every key cell and the checks' copies
+#: (benchmarks/logs_table_memory.py measured 29 on a long table of short fields).
+TEXT_TABLE_FACTOR = 30
+#: The same per cell (rows x columns of the Parquet metadata) for Parquet, whose file size says
+#: little (compressed, dictionary-encoded): benchmarks/logs_table_memory.py measured 184.
+PARQUET_CELL_BYTES = 200
+#: ... and per byte of the Parquet metadata's uncompressed size, a floor for tables of long strings.
+PARQUET_FACTOR = 4
+
+
+def _estimate(path: Path, src: str) -> tuple[float, str]:
+    """The memory reading ``path`` needs (bytes) and how it was estimated, before reading it."""
+    size = file_size(path)
+    if path.suffix.lower() not in (".parquet", ".pq"):
+        return size * TEXT_TABLE_FACTOR, f"{format_bytes(size)} of text x {TEXT_TABLE_FACTOR}"
+    try:
+        import pyarrow.parquet as pq  # noqa: PLC0415 - pandas' Parquet engine, needed for Parquet only
+
+        md = pq.ParquetFile(path).metadata
+    except Exception as exc:  # noqa: BLE001 - not a Parquet file, or no engine: read_table says which
+        raise DataError(f"could not read the Parquet metadata of {src!r}: {exc}") from exc
+    cells = md.num_rows * md.num_columns
+    unc = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    return (max(cells * PARQUET_CELL_BYTES, unc * PARQUET_FACTOR),
+            f"{cells:,} cells x {PARQUET_CELL_BYTES} bytes, or {format_bytes(unc)} uncompressed x {PARQUET_FACTOR}")
+
+
 def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[str, str] | None = None,
                      metric: Any = None, system: str | None = None) -> None:
-    """Append the scores of a long or wide table (a file or a DataFrame, not modified)."""
-    src = str(path) if not isinstance(path, pd.DataFrame) else "<DataFrame>"
+    """Append the scores of a long or wide table (a file or a DataFrame, not modified); a file's
+    estimated memory is checked against the limit first, and running out of memory (or of
+    Arrow's capacity) while reading is a DataError naming the file."""
+    if isinstance(path, pd.DataFrame):
+        _read_score_table(path, "<DataFrame>", rows, columns, metric, system)
+        return
+    src = str(path)
+    need, how = _estimate(Path(path), src)
+    check_memory(need, f"{src}: reading the table would", "If the machine has the memory, raise the limit; else "
+                 "split the table", detail=how)
+    try:
+        _read_score_table(path, src, rows, columns, metric, system)
+    except MemoryError:
+        raise DataError(f"{src}: ran out of memory while reading the table ({how}); split it or free "
+                        "memory") from None
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "pyarrow":
+            raise
+        raise DataError(f"{src}: pyarrow could not hold the table ({type(exc).__name__}: {exc}); split "
+                        "it") from None
+
+
+def _read_score_table(path: Path | pd.DataFrame, src: str, rows: Rows, columns: Mapping[str, str] | None,
+                      metric: Any, system: str | None) -> None:
     df = read_table(path) if not isinstance(path, pd.DataFrame) else path
     if system is not None and "system" not in dict(columns or {}):
         df = df.assign(system=system)

@@ -11,6 +11,7 @@ import pandas as pd
 from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultWarning
+from ._group import as_group
 from .residuals import is_integer_response, pit_residuals
 from .result import TEST_COLUMNS, Diagnostics
 from .simtests import test_categorical, test_dispersion, test_outliers, test_uniformity, test_zero_inflation
@@ -90,23 +91,6 @@ def _validate_trials(trials: Any, n: int, observed: np.ndarray, sims: np.ndarray
         raise DataError("`observed` and `simulated` must be numbers of successes, at most `trials` per "
                         "observation; pass counts (proportion x trials), not proportions above the trials.")
     return tr
-
-
-def as_group(group: Any, n: int, label: str = "group"):
-    """A grouping variable as a pandas Categorical without unused levels (levels of a Categorical
-    keep their order, other values are sorted); missing values or a wrong length raise DataError."""
-    if group is None:
-        return None
-    values = group.array if isinstance(group, (pd.Series, pd.Index)) else group
-    cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
-    if len(cat) != n:
-        raise DataError(f"grouping variable `{label}` has {len(cat)} values but there are {n} observations.")
-    if cat.isna().any():
-        raise DataError(
-            f"grouping variable `{label}` has {int(cat.isna().sum())} missing values; fill or drop them "
-            "(the same rows must be dropped from the simulations)."
-        )
-    return cat.remove_unused_categories()
 
 
 def _freeze(a: np.ndarray | None) -> np.ndarray | None:

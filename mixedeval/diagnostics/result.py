@@ -1,4 +1,5 @@
-"""Result objects of the simulated-residual diagnostics."""
+"""Result objects of the simulated-residual diagnostics, and the simulation p-value and generic
+simulation test (DHARMa's ``getP`` and ``testGeneric``) that the tests of :mod:`.simtests` build on."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,7 +8,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import pandas as pd
 
+from .._format import fmt_p
+from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
+from ._ks import ALTERNATIVES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -175,6 +179,62 @@ class Diagnostics(ResultMixin):
 
     def test_generic(self, fun: Callable[[np.ndarray], float], alternative: str = "two-sided", name: str = "generic") -> SimulationTest:
         """Shortcut for :func:`mixedeval.diagnostics.test_generic` on this object."""
-        from .simtests import test_generic  # noqa: PLC0415 - cycle: diagnostics.result <-> diagnostics.simtests
-
         return test_generic(self, fun, alternative=alternative, name=name)
+
+
+# ------------------------------------------------------------------------------------------------
+# The simulation p-value (DHARMa's getP) and the generic simulation test: the other tests of
+# :mod:`.simtests` build on them and Diagnostics.test_generic runs the test. They live here, beside
+# the result classes they return, so that simtests imports this module and not the other way round
+# (simtests re-exports them: mixedeval.diagnostics.test_generic is unchanged).
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ALTERNATIVES:
+        hint = " (R's 'two.sided' is spelled 'two-sided')" if alternative == "two.sided" else ""
+        raise DataError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}{hint}")
+
+
+def _verdict(p: float, alpha: float) -> str:
+    return "warning" if p < alpha else "ok"
+
+
+def simulation_p_value(simulated: np.ndarray, observed: float, alternative: str = "two-sided") -> float:
+    """DHARMa's ``getP``: where the observed summary falls among the simulated summaries."""
+    simulated = np.asarray(simulated, dtype=float)
+    ge = float(np.mean(simulated >= observed))
+    le = float(np.mean(simulated <= observed))
+    if alternative == "greater":
+        return ge
+    if alternative == "less":
+        return le
+    return min(min(le, ge) * 2, 1.0)
+
+
+def _ratio_and_p(observed: float, simulated: np.ndarray, alternative: str, alpha: float) -> tuple[float, float, str]:
+    """testGeneric's statistic (observed / mean simulated), getP p-value and the verdict."""
+    p = simulation_p_value(simulated, observed, alternative)
+    mean_sim = float(np.mean(simulated))
+    ratio = observed / mean_sim if mean_sim != 0 else (float("nan") if observed == 0 else float("inf"))
+    return ratio, p, _verdict(p, alpha)
+
+
+def test_generic(
+    diag: Diagnostics,
+    fun: Callable[[np.ndarray], float],
+    alternative: str = "two-sided",
+    name: str = "generic",
+    alpha: float | None = None,
+) -> SimulationTest:
+    """DHARMa's ``testGeneric``: ``fun`` on the observed response and on each simulation.
+
+    Statistic = fun(y) / mean(fun(simulations)) (``ratioObsSim``); p-value by ``getP``.
+    ``fun`` takes a 1-D array of length n_obs and returns a number.
+    """
+    _check_alternative(alternative)
+    alpha = diag.alpha if alpha is None else alpha
+    observed = float(fun(np.asarray(diag.observed)))
+    sims_by_col = np.ascontiguousarray(diag.simulated.T)
+    simulated = np.array([float(fun(col)) for col in sims_by_col])
+    ratio, p, verdict = _ratio_and_p(observed, simulated, alternative, alpha)
+    text = f"observed/simulated {ratio:.3g}, p={fmt_p(p)}"
+    reason = f"{name} statistic differs from the simulations ({text})" if verdict == "warning" else f"{name} statistic as simulated ({text})"
+    return SimulationTest(name, ratio, p, alternative, verdict, reason, "DHARMa generic simulation test", observed_summary=observed, simulated_summaries=simulated)

@@ -28,7 +28,7 @@ is spelled ``"two-sided"`` in mixedeval).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,32 +38,20 @@ from .._format import fmt_p
 from .._random import as_generator
 from ..errors import DataError
 from ..padjust import adjust_pvalues
-from ._ks import ALTERNATIVES, ks_test_uniform
+from ._ks import ks_test_uniform
 from ._levene import levene_median
 from .residuals import pit_residuals
-from .result import GROUP_TEST_COLUMNS, Diagnostics, SimulationTest
-
-
-def _check_alternative(alternative: str) -> None:
-    if alternative not in ALTERNATIVES:
-        hint = " (R's 'two.sided' is spelled 'two-sided')" if alternative == "two.sided" else ""
-        raise DataError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}{hint}")
-
-
-def _verdict(p: float, alpha: float) -> str:
-    return "warning" if p < alpha else "ok"
-
-
-def simulation_p_value(simulated: np.ndarray, observed: float, alternative: str = "two-sided") -> float:
-    """DHARMa's ``getP``: where the observed summary falls among the simulated summaries."""
-    simulated = np.asarray(simulated, dtype=float)
-    ge = float(np.mean(simulated >= observed))
-    le = float(np.mean(simulated <= observed))
-    if alternative == "greater":
-        return ge
-    if alternative == "less":
-        return le
-    return min(min(le, ge) * 2, 1.0)
+from ._group import as_group
+from .result import (  # noqa: F401 - the generic test and the p-value rule are also this module's
+    GROUP_TEST_COLUMNS,
+    Diagnostics,
+    SimulationTest,
+    _check_alternative,
+    _ratio_and_p,
+    _verdict,
+    simulation_p_value,
+    test_generic,
+)
 
 
 def test_uniformity(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
@@ -80,14 +68,6 @@ def test_uniformity(diag: Diagnostics, alternative: str = "two-sided", alpha: fl
         else f"scaled residuals consistent with U(0,1) ({text})"
     )
     return SimulationTest("uniformity", ks.statistic, ks.p_value, alternative, verdict, reason, ks.method, details={"exact": ks.exact, "ties": ks.ties})
-
-
-def _ratio_and_p(observed: float, simulated: np.ndarray, alternative: str, alpha: float) -> tuple[float, float, str]:
-    """testGeneric's statistic (observed / mean simulated), getP p-value and the verdict."""
-    p = simulation_p_value(simulated, observed, alternative)
-    mean_sim = float(np.mean(simulated))
-    ratio = observed / mean_sim if mean_sim != 0 else (float("nan") if observed == 0 else float("inf"))
-    return ratio, p, _verdict(p, alpha)
 
 
 def test_dispersion(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
@@ -208,29 +188,6 @@ def test_outliers(
     return SimulationTest("outliers", stat, p, alternative, verdict, reason, method, details=details)
 
 
-def test_generic(
-    diag: Diagnostics,
-    fun: Callable[[np.ndarray], float],
-    alternative: str = "two-sided",
-    name: str = "generic",
-    alpha: float | None = None,
-) -> SimulationTest:
-    """DHARMa's ``testGeneric``: ``fun`` on the observed response and on each simulation.
-
-    Statistic = fun(y) / mean(fun(simulations)) (``ratioObsSim``); p-value by ``getP``.
-    ``fun`` takes a 1-D array of length n_obs and returns a number.
-    """
-    _check_alternative(alternative)
-    alpha = diag.alpha if alpha is None else alpha
-    observed = float(fun(np.asarray(diag.observed)))
-    sims_by_col = np.ascontiguousarray(diag.simulated.T)
-    simulated = np.array([float(fun(col)) for col in sims_by_col])
-    ratio, p, verdict = _ratio_and_p(observed, simulated, alternative, alpha)
-    text = f"observed/simulated {ratio:.3g}, p={fmt_p(p)}"
-    reason = f"{name} statistic differs from the simulations ({text})" if verdict == "warning" else f"{name} statistic as simulated ({text})"
-    return SimulationTest(name, ratio, p, alternative, verdict, reason, "DHARMa generic simulation test", observed_summary=observed, simulated_summaries=simulated)
-
-
 def test_zero_inflation(diag: Diagnostics, alternative: str = "two-sided", alpha: float | None = None) -> SimulationTest:
     """``testZeroInflation`` (observed vs simulated number of zeros) for integer responses; for a
     continuous (Gaussian) response the test is meaningless and is reported as not applicable."""
@@ -259,8 +216,6 @@ def test_categorical(diag: Diagnostics, group: Any = None, alpha: float | None =
     (``level, n, statistic, p_value, p_adj, exact, verdict``). ``group`` defaults to the grouping
     variable stored on ``diag``.
     """
-    from .core import as_group  # noqa: PLC0415 - cycle: diagnostics.core <-> diagnostics.simtests
-
     alpha = diag.alpha if alpha is None else alpha
     cat = diag.group if group is None else as_group(group, diag.n_obs, label)
     if cat is None:

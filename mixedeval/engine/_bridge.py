@@ -595,3 +595,11 @@ def bglmer_fit(fit: Any, *, level: float, intercept_sd: float, slope_sd: float) 
     return _glmm_summary(call("me_bglmer_fit", formula=a["formula"], data=a["data"], link=a["link"],
                               nagq=a["nagq"], optimizer=a["optimizer"], weights=a["weights"], level=float(level),
                               calc_derivs=True, intercept_sd=float(intercept_sd), slope_sd=float(slope_sd)))
+
+
+def emm_vcov(grid: Any) -> dict[str, np.ndarray]:
+    """``me_emm_vcov``: the estimates of an emmGrid on its link scale (``predict(grid, type =
+    "link")``) and their covariance matrix (``vcov(grid)``), for rank intervals."""
+    v = call("me_emm_vcov", grid=grid).value
+    est = np.atleast_1d(np.array(v["estimate"], dtype=float, copy=True))
+    return {"estimate": est, "vcov": np.array(v["vcov"], dtype=float, copy=True).reshape(est.size, est.size)}

@@ -25,6 +25,7 @@ import pandas as pd
 from pandas.api import types as pt
 
 from ..errors import DataError
+from . import _runtime
 
 _NA_REAL_BITS = np.uint64(0x7FF00000000007A2)  # R's NA_real_: a NaN with payload 1954
 _NA_INT = np.iinfo(np.int32).min
@@ -38,10 +39,8 @@ def _ri():
 
 def _helper(name: str):
     """A conversion helper of ``r/engine.R`` (from the helpers' own environment, not the global one)."""
-    from . import session  # noqa: PLC0415 - cycle: engine.session <-> engine.convert
-
-    with session.lock:
-        return session.helper(name)
+    with _runtime.lock:
+        return _runtime.helper(name)
 
 
 # ----------------------------------------------------------------------------- Python -> R

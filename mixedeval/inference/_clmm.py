@@ -55,7 +55,7 @@ from .._random import r_seed
 from ..results import ResultMixin, ResultWarning
 from ._fit_common import FitResultMixin
 from ._lmm import prepare_model_data, r_provenance
-from .emmeans import (
+from ._emm_tables import (
     METHODS,
     ContrastResult,
     _adjust_name,
@@ -67,6 +67,7 @@ from .emmeans import (
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
+    require_no_type,
 )
 
 LINKS = ("logit", "probit", "cloglog", "loglog", "cauchit")
@@ -131,6 +132,11 @@ class CLMMFit(FitResultMixin):
                 level: float = 0.95, at: Mapping[str, Any] | None = None) -> "CLMMEMMResult":
         """Estimated marginal means by emmeans (:func:`clmm_emmeans`)."""
         return clmm_emmeans(self, specs, by=by, mode=mode, level=level, at=at)
+
+    # ------------------- what the public function mixedeval.emmeans runs on a clmm fit
+    def _emmeans(self, specs, *, by, df_method: str, level: float, at, type: str | None):  # noqa: A002
+        require_no_type(type)  # latent scale; fit.emmeans(mode="prob") for category probabilities
+        return self.emmeans(specs, by=by, level=level, at=at)
 
 
 def _label(v: Any) -> str:

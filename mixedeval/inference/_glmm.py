@@ -76,17 +76,19 @@ from ..engine.conditions import normalize as _normalize_condition, r_warnings
 from ..errors import DataError
 from ..results import ResultWarning
 from ._fit_common import FitResultMixin
+from ._glmm_infer import glmm_anova, glmm_check_optimizers, glmm_emmeans, glmm_emtrends
 from ._lmm import prepare_model_data, r_provenance
+from ._options import (  # noqa: F401 - FAMILIES, the optimizer names and their normalizer are also this module's
+    DEFAULT_GLMM_OPTIMIZER,
+    FAMILIES,
+    GLMM_OPTIMIZERS,
+    LME4_OPTIMIZERS,
+    OPTIMIZERS,
+    normalize_glmm_optimizer,
+)
+from ._separation import check_separation, detect_separation, penalized_refit
 from .r2 import icc, r2
 
-#: family name -> the R function that fits it
-FAMILIES = {
-    "binomial": "lme4::glmer",
-    "poisson": "lme4::glmer",
-    "negative_binomial": "lme4::glmer.nb",
-    "beta": "glmmTMB::glmmTMB",
-    "betabinomial": "glmmTMB::glmmTMB",
-}
 _FAMILY_ALIASES = {"nb": "negative_binomial", "negbin": "negative_binomial", "negative-binomial": "negative_binomial",
                    "beta_binomial": "betabinomial", "beta-binomial": "betabinomial"}
 #: links accepted per family (the first is the default)
@@ -97,12 +99,6 @@ LINKS = {
     "beta": ("logit", "probit", "cloglog"),
     "betabinomial": ("logit", "probit", "cloglog"),
 }
-#: lme4 optimizers for glmer / glmer.nb (one name: both stages); check_optimizers' default set
-GLMM_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap")
-#: every optimizer name glmerControl accepts without extra packages
-LME4_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap", "nlminbwrap")
-#: glmer's own default (glmerControl()$optimizer in lme4 1.1): bobyqa, then Nelder-Mead
-DEFAULT_GLMM_OPTIMIZER = "bobyqa+Nelder_Mead"
 #: the opt-in squeeze of exact 0/1 values for family="beta"
 SQUEEZES = ("smithson_verkuilen",)
 COLUMNS = ("term", "estimate", "std_error", "z_value", "p_value", "conf_low", "conf_high")
@@ -124,29 +120,6 @@ def _normalize_link(family: str, link: str | None) -> str:
     if link not in LINKS[family]:
         raise DataError(f"link {link!r} is not available for family {family!r}; use one of {', '.join(LINKS[family])}")
     return link
-
-
-def _one_optimizer(name: Any, given: Any) -> str:
-    low = str(name).strip().lower().replace("-", "_")
-    opt = {"nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}.get(low, str(name).strip())
-    if opt not in LME4_OPTIMIZERS:
-        raise DataError(f"optimizer {given!r} is not one of {', '.join(LME4_OPTIMIZERS)} or a pair of them (lme4's "
-                        "glmerControl names; a pair sets glmer's two stages, e.g. ('bobyqa', 'Nelder_Mead'))")
-    return opt
-
-
-def normalize_glmm_optimizer(optimizer: Any) -> str:
-    """mixedeval's name of a glmer optimizer: None -> lme4's default ``"bobyqa+Nelder_Mead"``; a
-    name -> that name (both stages); a pair or ``"a+b"`` -> ``"a+b"`` (stage 1, stage 2)."""
-    if optimizer is None:
-        return DEFAULT_GLMM_OPTIMIZER
-    parts = list(optimizer) if isinstance(optimizer, (list, tuple)) else str(optimizer).split("+")
-    if not 1 <= len(parts) <= 2:
-        raise DataError(f"optimizer {optimizer!r}: give one optimizer name or a pair (stage 1, stage 2)")
-    names = [_one_optimizer(p, optimizer) for p in parts]
-    if len(names) == 2 and names[0] == names[1]:
-        names = names[:1]
-    return "+".join(names)
 
 
 @dataclass(frozen=True, repr=False)
@@ -218,8 +191,6 @@ class GLMMFit(FitResultMixin):
     # ------------------------------------------------------------ inference layer
     def anova(self, type: int | str = 3):  # noqa: A002 - anova's name
         """Type III Wald chi-square tests (``car::Anova(type = 3)``, factors refitted with ``contr.sum``)."""
-        from ._glmm_infer import glmm_anova  # noqa: PLC0415 - _glmm_infer imports this module
-
         return glmm_anova(self, type=type)
 
     def emmeans(self, specs, by=None, level: float = 0.95, at=None, type: str = "response",  # noqa: A002
@@ -228,35 +199,25 @@ class GLMMFit(FitResultMixin):
         ``marginal``: False (conditional: a typical group, random effects at zero), True /
         ``"bias_adj"`` (population-averaged, emmeans' bias adjustment) or ``"integrate"``
         (population-averaged, exact integral); see :func:`._glmm_infer.glmm_emmeans`."""
-        from ._glmm_infer import glmm_emmeans  # noqa: PLC0415 - _glmm_infer imports this module
-
         return glmm_emmeans(self, specs, by=by, level=level, at=at, type=type, marginal=marginal)
 
     def emtrends(self, specs, var: str, by=None, level: float = 0.95, at=None, type: str = "link"):  # noqa: A002
         """Slopes of ``var`` per level of ``specs`` (link scale by default; emmeans::emtrends)."""
-        from ._glmm_infer import glmm_emtrends  # noqa: PLC0415 - _glmm_infer imports this module
-
         return glmm_emtrends(self, specs, var=var, by=by, level=level, at=at, type=type)
 
     def check_optimizers(self, optimizers: Sequence[str] = GLMM_OPTIMIZERS, **kwargs: Any):
         """Refit with bobyqa, Nelder_Mead, nloptwrap and nAGQ = 0 and compare (see :mod:`._glmm_infer`)."""
-        from ._glmm_infer import glmm_check_optimizers  # noqa: PLC0415 - _glmm_infer imports this module
-
         return glmm_check_optimizers(self, optimizers=optimizers, **kwargs)
 
     def separation(self):
         """Separation of the fixed part (Konis' linear program): cells, infinite terms
         (:func:`mixedeval.inference._separation.detect_separation`; binomial glmer fits)."""
-        from ._separation import detect_separation  # noqa: PLC0415 - _separation builds GLMMFit objects
-
         return detect_separation(self)
 
     def penalized_refit(self, intercept_sd: float = 10.0, slope_sd: float = 2.5) -> "GLMMFit":
         """The same model refitted by ``blme::bglmer`` with a weakly informative normal prior on
         the fixed effects (sd 10 for the intercept, 2.5 for the others on the logit scale; Gelman,
         Jakulin, Pittau & Su 2008, blme's default): finite estimates under separation."""
-        from ._separation import penalized_refit  # noqa: PLC0415 - _separation builds GLMMFit objects
-
         return penalized_refit(self, intercept_sd=intercept_sd, slope_sd=slope_sd)
 
     def r2(self, method: str | None = None):
@@ -272,6 +233,28 @@ class GLMMFit(FitResultMixin):
         ``kwargs``: ``group``, ``alpha``, ``check_optimizers``, ``alternative``, ``executor``: where
         blocks of 250 simulations run when ``n_sim > 250``)."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
+
+    # ------------------- what the public functions (mixedeval.anova, emmeans, ...) run on a GLMM
+    def _anova(self, *, type: int | str, ddf: str, level: float):  # noqa: A002 - anova's name
+        return glmm_anova(self, type=type)  # Type III Wald chi-square tests (car::Anova) on a contr.sum refit
+
+    def _emmeans(self, specs, *, by, df_method: str, level: float, at, type: str | None):  # noqa: A002
+        return glmm_emmeans(self, specs, by=by, level=level, at=at, type=type)  # asymptotic df; response scale
+
+    def _emtrends(self, specs, *, var: str, by, df_method: str, level: float, at, type: str | None):  # noqa: A002
+        return glmm_emtrends(self, specs, var=var, by=by, level=level, at=at, type=type)  # link scale by default
+
+    def _check_optimizers(self, *, optimizers: Sequence[str], rtol: float, loglik_tol: float):
+        # glmer's optimizers and nAGQ = 0 vs the fit's nAGQ; the LMM default set means glmer's default set
+        opts = GLMM_OPTIMIZERS if tuple(optimizers) == OPTIMIZERS else optimizers
+        return glmm_check_optimizers(self, optimizers=opts, rtol=rtol, loglik_tol=loglik_tol)
+
+    def _refitted(self, res: Any, *, level: float, pre: Sequence[ResultWarning]) -> "GLMMFit":
+        """A fit of this model (formula, data, weights, settings) from another R fit's summary ``res``
+        (:func:`._separation.penalized_refit`)."""
+        return _build(res, formula=self.formula, r_formula=self._r_formula, family=self.family, frame=self.data,
+                      optimizer=self.optimizer, nagq=self.nagq, level=level, pre=pre, factors=self.factors,
+                      weights=self.weights)
 
 
 def _fixed_frame(raw: Any, link: str) -> Any:
@@ -563,8 +546,6 @@ def glmm(
 def _with_separation_check(fit: GLMMFit) -> GLMMFit:
     """The fit with a ``separation`` warning when its fixed part is (quasi-)completely separated
     (:func:`mixedeval.inference._separation.check_separation`: Konis' linear program)."""
-    from ._separation import check_separation  # noqa: PLC0415 - _separation builds GLMMFit objects of this module
-
     warns, _cells = check_separation(fit)
     if not warns:
         return fit

@@ -66,8 +66,7 @@ from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError, RError
 from ..results import ResultMixin, ResultWarning
-from ._glmm import GLMM_OPTIMIZERS, GLMMFit, normalize_glmm_optimizer
-from .emmeans import (
+from ._emm_tables import (
     _applied_adjustments,
     _at_arg,
     _check_vars,
@@ -77,6 +76,7 @@ from .emmeans import (
     _z_contrast_table,
     contrast_weights,
 )
+from ._options import GLMM_OPTIMIZERS, normalize_glmm_optimizer
 from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
 
 ANOVA_COLUMNS = ("term", "chisq", "df", "p_value")
@@ -111,7 +111,7 @@ class GLMMAnovaResult(ResultMixin):
     _title = "Type III Wald chi-square tests (car::Anova), factors with sum-to-zero contrasts"
 
 
-def glmm_anova(fit: GLMMFit, type: int | str = 3) -> GLMMAnovaResult:  # noqa: A002 - anova's name
+def glmm_anova(fit: Any, type: int | str = 3) -> GLMMAnovaResult:  # noqa: A002 - anova's name
     """Type III Wald chi-square tests of the fixed-effect terms (see the module docstring)."""
     if str(type).strip().lower() not in ("3", "iii"):
         raise DataError(f"type {type!r}: GLMM fits have Type III Wald chi-square tests only (type=3); compare nested "
@@ -143,7 +143,7 @@ def glmm_lrt(fits: Sequence[Any], names: Sequence[str] | None):
     if len(fits) < 2:
         raise DataError("compare() needs at least two fitted models, e.g. me.compare(null_fit, full_fit)")
     for i, f in enumerate(fits):
-        if not isinstance(f, GLMMFit):
+        if getattr(f, "family", None) is None:  # not a GLMMFit (the only fit class with a family)
             raise DataError(f"argument {i + 1} is a {type(f).__name__}; GLMM fits (mixedeval.glmm) can only be "
                             "compared with other GLMM fits (a likelihood of another family is not comparable)")
     labels = [f"model_{i + 1}" for i in range(len(fits))] if names is None else [str(n) for n in names]
@@ -298,6 +298,17 @@ class GLMMEMMResult(ResultMixin):
     def estimate_column(self) -> str:
         return "trend" if self.kind == "emtrends" else "emmean"
 
+    def ranks(self, level: float = 0.95, higher_is_better: bool = True, random_state: Any = None,
+              n_sim: int = 100_000):
+        """Simultaneous rank intervals of the means on the link scale (log-odds, log-rate: Wald
+        tests on the scale where the model is normal; ranks on it are the ranks of the
+        conditional means), from ``vcov`` of the emmGrid (R's emmeans); see
+        :func:`mixedeval.rank_intervals`."""
+        from .rankings import _emm_ranks  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return _emm_ranks(self, level=level, higher_is_better=higher_is_better, random_state=random_state,
+                          n_sim=n_sim, scale="link")
+
     def contrasts(self, method: str | Mapping[str, Sequence[float]] = "pairwise", adjust: str = "holm",
                   by: str | Sequence[str] | None = None, ref: Any = None, level: float | None = None,
                   random_state: Any = 1, scale: str = "ratio") -> GLMMContrastResult:
@@ -320,7 +331,7 @@ def _marginal_mode(marginal: Any) -> str | None:
     return key
 
 
-def random_effect_sd(fit: GLMMFit) -> tuple[float, tuple[str, ...]]:
+def random_effect_sd(fit: Any) -> tuple[float, tuple[str, ...]]:
     """The total SD of the random intercepts, ``sqrt(sum of their variances)``, and their groups.
 
     Lenth's emmeans vignette ("transformations", cbpp example) adds the variances of independent
@@ -367,7 +378,7 @@ def _bias_adj_warning(t: pd.DataFrame, exact: np.ndarray, label: str) -> list[Re
                           f"{', '.join(f'{x:.4g}' for x in exact)}); use marginal='integrate'", "mixedeval")]
 
 
-def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str,
+def _emm(fit: Any, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str,
          mode: str | None = None) -> GLMMEMMResult:
     specs_t = _names(specs, "specs")
     if not specs_t:
@@ -413,7 +424,7 @@ def _emm(fit: GLMMFit, specs: Any, by: Any, level: float, at: Any, var: str | No
                          response_scale_note=note, _grid=v["grid"], _fit=fit)
 
 
-def glmm_emmeans(fit: GLMMFit, specs: Any, by: Any = None, level: float = 0.95, at: Any = None,
+def glmm_emmeans(fit: Any, specs: Any, by: Any = None, level: float = 0.95, at: Any = None,
                  type: str | None = None, marginal: bool | str = False) -> GLMMEMMResult:  # noqa: A002
     """Estimated marginal means of a GLMM (``type="response"`` by default; see the module docstring).
 
@@ -437,7 +448,7 @@ def glmm_emmeans(fit: GLMMFit, specs: Any, by: Any = None, level: float = 0.95, 
     return _emm(fit, specs, by, level, at, None, t, mode)
 
 
-def glmm_emtrends(fit: GLMMFit, specs: Any, var: str, by: Any = None, level: float = 0.95, at: Any = None,
+def glmm_emtrends(fit: Any, specs: Any, var: str, by: Any = None, level: float = 0.95, at: Any = None,
                   type: str | None = None) -> GLMMEMMResult:  # noqa: A002 - emmeans' name
     """Slopes of ``var`` per level of ``specs``: on the link scale (``type="link"``, the default:
     e.g. change in log odds per unit) or of the response-scale mean (``type="response"``:
@@ -531,7 +542,7 @@ def _contrast_scale(emm: GLMMEMMResult, scale: str) -> tuple[str | None, str]:
 
 
 # ------------------------------------------------------------------ optimizer check
-def glmm_check_optimizers(fit: GLMMFit, optimizers: Sequence[str] = GLMM_OPTIMIZERS, rtol: float = 1e-3,
+def glmm_check_optimizers(fit: Any, optimizers: Sequence[str] = GLMM_OPTIMIZERS, rtol: float = 1e-3,
                           loglik_tol: float = 1e-3, nagq0: bool = True):
     """Refit ``fit`` with each of glmer's optimizers, and with ``nAGQ = 0`` (``nagq0=True``), and
     compare log-likelihoods, fixed effects and variance components with ``fit`` (rules of
@@ -599,7 +610,7 @@ def _optimizer_row(label: str, is_ref: bool, res: Any, error: str | None, ref: M
             "max_abs_diff_df": np.nan, "within_tolerance": _within(v, ref, rtol, loglik_tol), "messages": "; ".join(msgs)}
 
 
-def _optimizer_check(fit: GLMMFit, results: list, ref: Mapping[str, Any], rtol: float, loglik_tol: float):
+def _optimizer_check(fit: Any, results: list, ref: Mapping[str, Any], rtol: float, loglik_tol: float):
     rows, fixed, random, ws = [], [], [], []
     for label, is_ref, res, error in results:
         rows.append(_optimizer_row(label, is_ref, res, error, ref, rtol, loglik_tol))

@@ -51,9 +51,9 @@ from ..errors import DataError
 from ..results import ResultWarning
 from ._fit_common import FitResultMixin
 from ._options import DF_METHODS, OPTIMIZERS, normalize_df_method, normalize_optimizer
-from .anova import anova
-from .emmeans import emmeans, emtrends
-from .optimizers import check_optimizers
+from .anova import anova, lmm_anova
+from .emmeans import emmeans, emtrends, lmm_emm
+from .optimizers import check_optimizers, lmm_check_optimizers
 from .r2 import icc, r2
 
 _VERSION_CACHE: dict[str, Any] = {}
@@ -329,6 +329,19 @@ class LMMFit(FitResultMixin):
         ``n_sim > 250``). An int ``random_state`` is R's ``set.seed`` for the simulations and
         seeds the numpy tie-breaking; the default 123 is DHARMa's, so the verdicts are reproducible."""
         return diagnose_fit(self, n_sim=n_sim, random_state=random_state, re=re, **kwargs)
+
+    # -------------------- what the public functions (mixedeval.anova, emmeans, ...) run on an LMM
+    def _anova(self, *, type: int | str, ddf: str, level: float):  # noqa: A002 - anova's name
+        return lmm_anova(self, type=type, ddf=ddf, level=level)
+
+    def _emmeans(self, specs, *, by, df_method: str, level: float, at, type: str | None):  # noqa: A002
+        return lmm_emm(self, specs, by=by, df_method=df_method, level=level, at=at, type=type)
+
+    def _emtrends(self, specs, *, var: str, by, df_method: str, level: float, at, type: str | None):  # noqa: A002
+        return lmm_emm(self, specs, var=var, by=by, df_method=df_method, level=level, at=at, type=type)
+
+    def _check_optimizers(self, *, optimizers: Sequence[str], rtol: float, loglik_tol: float):
+        return lmm_check_optimizers(self, optimizers=optimizers, rtol=rtol, loglik_tol=loglik_tol)
 
 
 def _build_fit(res, formula, frame, optimizer, df_method, level, pre_warnings, factors) -> LMMFit:

@@ -1,7 +1,11 @@
-"""Names of the denominator-df methods and optimizers accepted by the model functions, and their
-normalization (a module of its own so that :mod:`._lmm` and the modules it delegates to --
-:mod:`.anova`, :mod:`.emmeans`, :mod:`.optimizers` -- import it without an import cycle)."""
+"""Names of the denominator-df methods, optimizers and GLMM families accepted by the model
+functions, and their normalization. Standard library only, below every model family: the
+families, the modules they delegate to (:mod:`.anova`, :mod:`.emmeans`, :mod:`.optimizers`,
+:mod:`._glmm_infer`) and the command line (its ``--family`` / ``--optimizer`` choices) import it
+without importing each other."""
 from __future__ import annotations
+
+from typing import Any
 
 from ..errors import DataError
 
@@ -24,3 +28,43 @@ def normalize_optimizer(optimizer: str) -> str:
     if opt not in OPTIMIZERS:
         raise DataError(f"optimizer {optimizer!r} is not one of {', '.join(OPTIMIZERS)} (lme4's lmerControl names)")
     return opt
+
+
+# ------------------------------------------------------------------ GLMM families and optimizers
+#: family name -> the R function that fits it
+FAMILIES = {
+    "binomial": "lme4::glmer",
+    "poisson": "lme4::glmer",
+    "negative_binomial": "lme4::glmer.nb",
+    "beta": "glmmTMB::glmmTMB",
+    "betabinomial": "glmmTMB::glmmTMB",
+}
+#: lme4 optimizers for glmer / glmer.nb (one name: both stages); check_optimizers' default set
+GLMM_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap")
+#: every optimizer name glmerControl accepts without extra packages
+LME4_OPTIMIZERS = ("bobyqa", "Nelder_Mead", "nloptwrap", "nlminbwrap")
+#: glmer's own default (glmerControl()$optimizer in lme4 1.1): bobyqa, then Nelder-Mead
+DEFAULT_GLMM_OPTIMIZER = "bobyqa+Nelder_Mead"
+
+
+def _one_optimizer(name: Any, given: Any) -> str:
+    low = str(name).strip().lower().replace("-", "_")
+    opt = {"nelder_mead": "Nelder_Mead", "neldermead": "Nelder_Mead"}.get(low, str(name).strip())
+    if opt not in LME4_OPTIMIZERS:
+        raise DataError(f"optimizer {given!r} is not one of {', '.join(LME4_OPTIMIZERS)} or a pair of them (lme4's "
+                        "glmerControl names; a pair sets glmer's two stages, e.g. ('bobyqa', 'Nelder_Mead'))")
+    return opt
+
+
+def normalize_glmm_optimizer(optimizer: Any) -> str:
+    """mixedeval's name of a glmer optimizer: None -> lme4's default ``"bobyqa+Nelder_Mead"``; a
+    name -> that name (both stages); a pair or ``"a+b"`` -> ``"a+b"`` (stage 1, stage 2)."""
+    if optimizer is None:
+        return DEFAULT_GLMM_OPTIMIZER
+    parts = list(optimizer) if isinstance(optimizer, (list, tuple)) else str(optimizer).split("+")
+    if not 1 <= len(parts) <= 2:
+        raise DataError(f"optimizer {optimizer!r}: give one optimizer name or a pair (stage 1, stage 2)")
+    names = [_one_optimizer(p, optimizer) for p in parts]
+    if len(names) == 2 and names[0] == names[1]:
+        names = names[:1]
+    return "+".join(names)

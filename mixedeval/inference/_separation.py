@@ -66,7 +66,6 @@ from scipy import optimize, sparse
 from ..engine import _bridge
 from ..errors import DataError
 from ..results import ResultWarning
-from ._glmm import GLMMFit, _build
 from ._r2_glmm import R2_SEPARATION_NOTE
 
 #: blme's default normal prior on the fixed effects (logit scale): intercept sd, other coefficients' sd
@@ -109,7 +108,7 @@ class Separation:
 
 
 def _require_binomial_glmer(fit: Any) -> None:
-    if not isinstance(fit, GLMMFit):
+    if getattr(fit, "family", None) is None:  # not a GLMMFit (the only fit class with a family)
         raise DataError(f"separation is checked on a binomial GLMM fit (mixedeval.glmm), not {type(fit).__name__}")
     if fit.family != "binomial":
         raise DataError(f"separation is checked for family='binomial' (lme4::glmer) fits; this fit is "
@@ -163,7 +162,7 @@ def _cells_frame(raw: dict[str, Any], piece_sep: np.ndarray) -> pd.DataFrame:
     return cells
 
 
-def detect_separation(fit: GLMMFit) -> Separation:
+def detect_separation(fit: Any) -> Separation:
     """Detect complete and quasi-complete separation of a binomial ``glmer`` fit's fixed part.
 
     R (``me_glmm_separation``) aggregates the cells of the fixed part's factors from the model
@@ -220,7 +219,7 @@ def separation_message(sep: Separation) -> str:
             "(blme::bglmer with a normal prior, sd 10 / 2.5) gives finite estimates with usable Wald tests")
 
 
-def check_separation(fit: GLMMFit) -> tuple[list[ResultWarning], pd.DataFrame]:
+def check_separation(fit: Any) -> tuple[list[ResultWarning], pd.DataFrame]:
     """``([separation warning], separated cells)`` for a binomial GLMM, or ``([], empty)`` when the
     fixed part is not separated.
 
@@ -245,8 +244,8 @@ def r2_note(cells: pd.DataFrame | None) -> ResultWarning | None:
     return ResultWarning("separation", _R2_NOTE, "mixedeval")
 
 
-def penalized_refit(fit: GLMMFit, *, intercept_sd: float = PRIOR_SD[0], slope_sd: float = PRIOR_SD[1],
-                    level: float | None = None) -> GLMMFit:
+def penalized_refit(fit: Any, *, intercept_sd: float = PRIOR_SD[0], slope_sd: float = PRIOR_SD[1],
+                    level: float | None = None) -> Any:
     """The binomial GLMM ``fit`` refitted with ``blme::bglmer`` and a weakly informative normal
     prior on the fixed effects (sd ``intercept_sd`` for the intercept, ``slope_sd`` for every other
     coefficient, on the logit scale; blme's default, after Gelman et al. 2008; without an
@@ -257,8 +256,8 @@ def penalized_refit(fit: GLMMFit, *, intercept_sd: float = PRIOR_SD[0], slope_sd
     with Wald z tests and intervals from ``summary()`` of the bglmer fit; ``provenance`` records
     ``r_function="blme::bglmer"``, ``estimator="penalized ML (posterior mode)"`` and the prior
     (``fixef_prior``: family, sd per coefficient), and a ``penalized`` warning says so. R's
-    warnings of the refit become :class:`ResultWarning` objects (through ``_glmm._build``, which
-    classifies them with :func:`mixedeval.engine.conditions.r_warnings`); numpy's
+    warnings of the refit become :class:`ResultWarning` objects (through ``GLMMFit._refitted``, i.e.
+    ``_glmm._build``, which classifies them with :func:`mixedeval.engine.conditions.r_warnings`); numpy's
     floating-point warnings are silenced in the table building (odds ratios of large estimates).
 
     Integration notes: ``fixed``, ``coef_table``, ``emmeans``/``emtrends`` and ``r2`` use the
@@ -280,9 +279,7 @@ def penalized_refit(fit: GLMMFit, *, intercept_sd: float = PRIOR_SD[0], slope_sd
                          "them where separation makes the ML estimates infinite; test terms by likelihood ratio "
                          "between ML fits", "mixedeval")
     with np.errstate(over="ignore", invalid="ignore"):
-        out = _build(res, formula=fit.formula, r_formula=fit._r_formula, family="binomial",  # noqa: SLF001
-                     frame=fit.data, optimizer=fit.optimizer, nagq=fit.nagq, level=lvl, pre=[note],
-                     factors=fit.factors, weights=fit.weights)
+        out = fit._refitted(res, level=lvl, pre=[note])  # noqa: SLF001 - _glmm._build on the fit's own settings
     prov = dict(out.provenance)
     prov.update({"r_function": "blme::bglmer", "estimator": "penalized ML (posterior mode)",
                  "fixef_prior": {"family": "normal", "sd": dict(zip(terms, sds))}, "cov_prior": None,

@@ -28,6 +28,7 @@ from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
+from ._fit_common import fit_method
 from ._options import normalize_df_method
 
 COLUMNS = ("term", "sum_sq", "mean_sq", "num_df", "den_df", "f_value", "p_value",
@@ -87,12 +88,16 @@ def anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: floa
     Returns
     -------
     AnovaResult with ``table`` (see :data:`COLUMNS`). A model without fixed-effect terms
-    besides the intercept gives an empty table.
+    besides the intercept gives an empty table. For a GLMM fit (:func:`mixedeval.glmm`): Type III
+    Wald chi-square tests (``car::Anova`` on a ``contr.sum`` refit; ``ddf`` and ``level`` unused).
+    Each fit class runs this through its own ``_anova`` method: the model family owns its R calls.
     """
-    from ._glmm_infer import GLMMFit, glmm_anova  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
+    run = fit_method(fit, "_anova", "anova", "mixedeval.lmm or mixedeval.glmm")
+    return run(type=type, ddf=ddf, level=level)
 
-    if isinstance(fit, GLMMFit):  # Type III Wald chi-square tests (car::Anova) on a contr.sum refit
-        return glmm_anova(fit, type=type)
+
+def lmm_anova(fit: Any, type: int | str = 3, ddf: str = "satterthwaite", level: float = 0.95) -> AnovaResult:  # noqa: A002
+    """What :func:`anova` runs on an :class:`mixedeval.LMMFit` (its ``_anova`` method)."""
     type_key = _normalize_type(type)
     ddf_key = _normalize_ddf(ddf)
 

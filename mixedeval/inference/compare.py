@@ -49,7 +49,8 @@ from ..errors import DataError
 from ..resampling._draws import chunks
 from ..results import ResultMixin, ResultWarning
 from ._clmm import CLMMFit, clmm_lrt
-from ._glmm_infer import GLMMFit, glmm_lrt
+from ._glmm import GLMMFit
+from ._glmm_infer import glmm_lrt
 from ._lmm import LMMFit
 
 COLUMNS = ("model", "formula", "npar", "aic", "bic", "loglik", "deviance", "chisq", "df", "p_value", "estimator")

@@ -58,9 +58,8 @@ records both adjustments actually applied (``p_adjust``, ``ci_adjust``) and carr
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,18 +70,28 @@ from ..data.validate import require_level
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError, MixedEvalError
-from ..results import ResultMixin, ResultWarning
+from ..results import ResultWarning
+from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult are also this module's public names
+    ADJUST,
+    METHODS,
+    ContrastResult,
+    _adjust_name,
+    _adjust_warnings,
+    _applied,
+    _applied_adjustments,
+    _at_arg,
+    _check_vars,
+    _EmmeansOutput,
+    _names,
+    _ref_arg,
+    _str_tuple,
+    _z_contrast_table,
+    require_no_type,
+)
+from ._fit_common import fit_method
 from ._options import normalize_df_method
 from .r2 import variance_parts
 
-#: contrast methods passed to emmeans by name (custom weights are given as a dict)
-METHODS = ("pairwise", "revpairwise", "trt.vs.ctrl", "consec", "poly", "eff", "del.eff")
-#: adjustment names accepted (lower-case key -> emmeans' name)
-ADJUST = {
-    "holm": "holm", "tukey": "tukey", "bonferroni": "bonferroni", "sidak": "sidak", "fdr": "fdr", "bh": "BH",
-    "by": "BY", "hochberg": "hochberg", "hommel": "hommel", "mvt": "mvt", "scheffe": "scheffe",
-    "dunnettx": "dunnettx", "none": "none",
-}
 EMM_COLUMNS = ["std_error", "df", "conf_low", "conf_high"]
 #: the columns of a contrast table after ``contrast`` and the ``by`` columns; ``<statistic>`` is
 #: ``t_value`` or ``z_value`` (:func:`statistic_column`)
@@ -91,44 +100,6 @@ CONTRAST_COLUMNS = ["estimate", "std_error", "df", "<statistic>", "p_value", "p_
 #: standardizers of ``effect_size`` (see the module docstring)
 EFFECT_SIZES = ("total", "residual")
 _EMMEANS_DF = {"satterthwaite": "satterthwaite", "kenward-roger": "kenward-roger", "asymptotic": "asymptotic"}
-
-
-def _names(x: str | Sequence[str] | None, what: str, example: str = "'system' or ['system', 'seed']") -> tuple[str, ...]:
-    if x is None:
-        return ()
-    if isinstance(x, str):
-        x = [x]
-    out = tuple(str(v) for v in x)
-    for v in out:
-        if "~" in v or "|" in v:
-            raise DataError(f"{what} takes variable names (e.g. {example}), not formulas: {v!r}")
-    return out
-
-
-def _check_vars(fit: Any, names: Sequence[str], what: str) -> None:
-    cols = [str(c) for c in fit.data.columns]
-    missing = [v for v in names if v not in cols]
-    if missing:
-        raise DataError(
-            f"{what} {', '.join(repr(v) for v in missing)} not among the model's variables ({', '.join(cols)}); "
-            "use the column names of the formula"
-        )
-
-
-def _at_arg(fit: Any, at: Mapping[str, Any] | None,
-            example: str = ", e.g. {'src_length': [10, 30]}") -> dict[str, Any] | None:
-    if at is None:
-        return None
-    if not isinstance(at, Mapping):
-        raise DataError("at must be a dict {variable: value or list of values}" + example)
-    _check_vars(fit, list(at), "at variable(s)")
-    out: dict[str, Any] = {}
-    for k, v in at.items():
-        vals = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
-        if not vals:
-            raise DataError(f"at[{k!r}] is empty; give at least one value")
-        out[str(k)] = [str(x) for x in vals] if any(isinstance(x, str) for x in vals) else [float(x) for x in vals]
-    return out
 
 
 def _df_args(fit: Any, df_method: str) -> tuple[str, dict[str, Any]]:
@@ -175,67 +146,12 @@ def _tidy(v: dict[str, Any], est_to: str, df_method: str | None = None, extra: M
     return t
 
 
-def _str_tuple(x: Any) -> tuple[str, ...]:
-    if x is None:
-        return ()
-    return (x,) if isinstance(x, str) else tuple(str(s) for s in x)
-
-
 def _non_estimable(table: Any, col: str) -> list[ResultWarning]:
     n = int(np.isnan(np.asarray(table[col], dtype=float)).sum())
     if not n:
         return []
     return [ResultWarning("non_estimable", f"{n} row(s) are not estimable (rank-deficient fixed effects, e.g. empty "
                           "cells); their values are NaN", "emmeans")]
-
-
-@dataclass(frozen=True, repr=False, kw_only=True)
-class _EmmeansOutput(ResultMixin):
-    """Fields shared by means and contrasts: the tidy table, df method, confidence level,
-    emmeans' annotations, warnings, provenance and the R emmGrid handle."""
-
-    table: Any
-    df_method: str
-    level: float
-    notes: tuple[str, ...]
-    warnings: tuple[ResultWarning, ...]
-    provenance: dict[str, Any]
-    _grid: Any = field(default=None, repr=False, compare=False)
-    _fit: Any = field(default=None, repr=False, compare=False)
-
-    _main_table = "table"
-
-
-@dataclass(frozen=True, repr=False, kw_only=True)
-class ContrastResult(_EmmeansOutput):
-    """Contrasts of estimated marginal means (``emmeans::contrast`` + ``summary``).
-
-    ``table``: contrast, <by columns>, estimate, std_error, df, t_value (``z_value`` for
-    asymptotic df), p_value (unadjusted), p_adj (adjusted by ``p_adjust``), conf_low, conf_high
-    (adjusted by ``ci_adjust``), effect_size, effect_size_conf_low, effect_size_conf_high,
-    effect_size_sd (the standardizer, see the module docstring). ``adjust`` is the adjustment
-    asked for; ``p_adjust`` and ``ci_adjust`` are the ones emmeans applied to ``p_adj`` and to
-    the intervals (``"none"`` when unadjusted). ``effect_size`` is the standardizer:
-    ``"total"`` (all variance components) or ``"residual"`` (emmeans' ``eff_size``).
-    ``notes`` are emmeans' annotations (df method, family sizes).
-    """
-
-    method: str
-    adjust: str
-    p_adjust: str
-    ci_adjust: str
-    effect_size: str
-    by: tuple[str, ...]
-    weights: dict[str, list[float]] | None
-
-    @property
-    def _title(self) -> str:  # type: ignore[override]
-        return f"Contrasts ({self.method}) of estimated marginal means (emmeans)"
-
-    def _scalars(self):
-        return [("p-value adjustment (p_adj)", self.p_adjust), ("interval adjustment", self.ci_adjust),
-                ("effect size standardizer", self.effect_size), ("confidence level", self.level),
-                ("df method", self.df_method)]
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -302,6 +218,18 @@ class EMMResult(_EmmeansOutput):
         return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, random_state=random_state,
                          effect_size=effect_size)
 
+    def ranks(self, level: float = 0.95, higher_is_better: bool = True, random_state: Any = None,
+              n_sim: int = 100_000):
+        """Simultaneous rank intervals of the means (:func:`mixedeval.rank_intervals` with the
+        joint normal of the means: ``vcov`` of the emmGrid from R's emmeans; the df of the means
+        are not used, so with few groups the intervals are slightly liberal), rank distribution
+        and compact letters. ``higher_is_better=False`` ranks the smallest mean first (error
+        rates such as TER)."""
+        from .rankings import _emm_ranks  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return _emm_ranks(self, level=level, higher_is_better=higher_is_better, random_state=random_state,
+                          n_sim=n_sim, scale=self.estimate_column)
+
 
 def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, var: str | None) -> EMMResult:
     specs_t = _names(specs, "specs")
@@ -334,6 +262,14 @@ def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, v
                      provenance=prov, _grid=v["grid"], _fit=fit)
 
 
+def lmm_emm(fit: Any, specs: Any, *, var: str | None = None, by: Any, df_method: str, level: float, at: Any,
+            type: str | None) -> EMMResult:  # noqa: A002 - emmeans' name
+    """What :func:`emmeans` (``var=None``) and :func:`emtrends` run on an :class:`mixedeval.LMMFit`
+    (its ``_emmeans`` / ``_emtrends`` methods)."""
+    require_no_type(type)
+    return _emm(fit, specs, by, df_method, level, at, var)
+
+
 def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None,
             df_method: str = "satterthwaite", level: float = 0.95,
             at: Mapping[str, Any] | None = None, *, type: str | None = None) -> EMMResult:  # noqa: A002
@@ -341,7 +277,10 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
 
     For a GLMM fit (:func:`mixedeval.glmm`) the df are asymptotic and ``type`` chooses the
     scale (``"response"``, the default: probabilities / rates; ``"link"``); the result is a
-    :class:`mixedeval.inference._glmm_infer.GLMMEMMResult`. ``type`` is not used for LMMs.
+    :class:`mixedeval.inference._glmm_infer.GLMMEMMResult`. ``type`` is not used for LMMs. For a
+    clmm fit (:func:`mixedeval.clmm`) the means are on the latent scale
+    (``fit.emmeans(mode="prob")`` gives category probabilities). Each fit class runs this through
+    its own ``_emmeans`` method: the model family owns its R calls.
 
     ``df_method``: ``"satterthwaite"`` (default), ``"kenward-roger"`` (REML fits; small data)
     or ``"asymptotic"``; passed as ``lmer.df`` together with ``lmerTest.limit`` and
@@ -349,16 +288,8 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ``at`` fixes covariate values (``{"src_length": [10, 30]}``); otherwise emmeans averages
     over factor levels with equal weights and holds covariates at their means.
     """
-    from ._clmm import CLMMFit  # noqa: PLC0415 - _clmm imports this module
-    from ._glmm_infer import GLMMFit, glmm_emmeans  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
-
-    if isinstance(fit, CLMMFit) and type is None:  # latent scale; fit.emmeans(mode="prob") for category probabilities
-        return fit.emmeans(specs, by=by, level=level, at=at)
-    if isinstance(fit, GLMMFit):  # asymptotic df; type="response" (default) or "link"
-        return glmm_emmeans(fit, specs, by=by, level=level, at=at, type=type)
-    if type is not None:
-        raise DataError("type= (the response or link scale) applies to GLMM fits (mixedeval.glmm) only")
-    return _emm(fit, specs, by, df_method, level, at, None)
+    run = fit_method(fit, "_emmeans", "emmeans", "mixedeval.lmm, mixedeval.glmm or mixedeval.clmm")
+    return run(specs, by=by, df_method=df_method, level=level, at=at, type=type)
 
 
 def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[str] | None = None,
@@ -373,69 +304,8 @@ def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[
     """
     if not isinstance(var, str) or not var:
         raise DataError("var must name a numeric covariate, e.g. var='src_length'")
-    from ._glmm_infer import GLMMFit, glmm_emtrends  # noqa: PLC0415 - _glmm imports _lmm, which imports this module
-
-    if isinstance(fit, GLMMFit):  # asymptotic df; type="link" (default) or "response"
-        return glmm_emtrends(fit, specs, var=var, by=by, level=level, at=at, type=type)
-    if type is not None:
-        raise DataError("type= (the response or link scale) applies to GLMM fits (mixedeval.glmm) only")
-    return _emm(fit, specs, by, df_method, level, at, var)
-
-
-def _adjust_name(adjust: str) -> str:
-    key = str(adjust).lower()
-    if key not in ADJUST:
-        raise DataError(f"adjust {adjust!r} is not one of {', '.join(sorted(set(ADJUST.values())))}")
-    return ADJUST[key]
-
-
-def _applied(notes: Sequence[str], prefix: str) -> str:
-    for n in notes:
-        m = re.match(prefix + r"\s*(\S+) method", n)
-        if m:
-            return m.group(1)
-    return "none"
-
-
-def _applied_adjustments(v: Mapping[str, Any]) -> tuple[tuple[str, ...], str, str]:
-    """emmeans' annotations of a contrast summary and the p-value and interval adjustments they report."""
-    notes = _str_tuple(v.get("mesg"))
-    return notes, _applied(notes, "P value adjustment:"), _applied(notes, "Conf-level adjustment:")
-
-
-def _z_contrast_table(v: Mapping[str, Any]) -> Any:
-    """The bridge's contrast summary with asymptotic df (GLMM, clmm): contrast, <by columns>, estimate,
-    std_error, df, z_value, p_value (unadjusted), p_adj, conf_low, conf_high."""
-    labels = ["contrast"] + list(_str_tuple(v["by_vars"]))
-    t = v["table"].rename(columns={str(v["est_name"]): "estimate", "p_value": "p_adj"})
-    t["p_value"] = v["p_raw"]
-    return t[labels + ["estimate", "std_error", "df", "z_value", "p_value", "p_adj", "conf_low", "conf_high"]]
-
-
-def _ref_arg(ref: Any, method: str) -> list[Any] | None:
-    """``ref`` for ``emmeans::contrast``: level labels as given, 0-based positions made 1-based."""
-    if ref is None:
-        return None
-    if method != "trt.vs.ctrl":
-        raise DataError("ref is only used with method='trt.vs.ctrl'")
-    refs = list(ref) if isinstance(ref, (list, tuple)) else [ref]
-    if all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in refs):
-        return [int(r) + 1 for r in refs]
-    if all(isinstance(r, str) for r in refs):
-        return refs
-    raise DataError("ref must be level label(s) or 0-based position(s), not a mix")
-
-
-def _adjust_warnings(adjust: str, p_adj: str, ci_adj: str, have: list[ResultWarning]) -> list[ResultWarning]:
-    same = lambda a, b: {"fdr": "bh"}.get(a.lower(), a.lower()) == {"fdr": "bh"}.get(b.lower(), b.lower())  # noqa: E731
-    out: list[ResultWarning] = []
-    if not same(p_adj, adjust) and not any(w.kind == "adjust_changed" for w in have):
-        out.append(ResultWarning("adjust_changed", f"adjust = {adjust!r} was changed to {p_adj!r} by emmeans", "emmeans"))
-    if p_adj != "none" and not same(ci_adj, p_adj):
-        out.append(ResultWarning(
-            "ci_adjust", f"emmeans has no {p_adj} confidence intervals: conf_low/conf_high use the {ci_adj} "
-            f"adjustment, p_adj the {p_adj} adjustment (p_value is unadjusted)", "emmeans"))
-    return out
+    run = fit_method(fit, "_emtrends", "emtrends", "mixedeval.lmm or mixedeval.glmm")
+    return run(specs, var=var, by=by, df_method=df_method, level=level, at=at, type=type)
 
 
 def contrast_weights(name: Any, w: Any) -> list[float]:

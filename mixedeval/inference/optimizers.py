@@ -32,7 +32,8 @@ from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError, RError
 from ..results import ResultMixin, ResultWarning
-from ._options import normalize_optimizer
+from ._fit_common import fit_method
+from ._options import OPTIMIZERS, normalize_optimizer
 
 COLUMNS = ("optimizer", "reference", "loglik", "loglik_diff", "converged", "singular", "feval",
            "max_abs_diff_fixed", "max_abs_diff_varcomp", "max_abs_diff_df", "within_tolerance", "messages")
@@ -117,12 +118,18 @@ def check_optimizers(
     optimizers : lme4 optimizer names (``"nloptwrap"``, ``"bobyqa"``, ``"Nelder_Mead"``).
     rtol : relative tolerance for fixed effects, variance components and Satterthwaite df.
     loglik_tol : absolute tolerance for the log-likelihood.
-    """
-    from ._glmm_infer import GLMM_OPTIMIZERS, GLMMFit, glmm_check_optimizers  # noqa: PLC0415 - import cycle via _lmm
 
-    if isinstance(fit, GLMMFit):  # glmer's optimizers and nAGQ = 0 vs the fit's nAGQ
-        opts = GLMM_OPTIMIZERS if tuple(optimizers) == ("nloptwrap", "bobyqa", "Nelder_Mead") else optimizers
-        return glmm_check_optimizers(fit, optimizers=opts, rtol=rtol, loglik_tol=loglik_tol)
+    For a GLMM fit (:func:`mixedeval.glmm`): glmer's optimizers (the default set means bobyqa,
+    Nelder_Mead and nloptwrap) and ``nAGQ = 0`` against the fit's nAGQ. Each fit class runs this
+    through its own ``_check_optimizers`` method: the model family owns its R calls.
+    """
+    run = fit_method(fit, "_check_optimizers", "check_optimizers", "mixedeval.lmm or mixedeval.glmm")
+    return run(optimizers=optimizers, rtol=rtol, loglik_tol=loglik_tol)
+
+
+def lmm_check_optimizers(fit: Any, optimizers: Sequence[str] = OPTIMIZERS, rtol: float = 1e-3,
+                         loglik_tol: float = 1e-3) -> OptimizerCheck:
+    """What :func:`check_optimizers` runs on an :class:`mixedeval.LMMFit` (its ``_check_optimizers`` method)."""
     if not (float(rtol) >= 0 and float(loglik_tol) >= 0):
         raise DataError("rtol and loglik_tol must be non-negative numbers")
     opts = [normalize_optimizer(o) for o in ([optimizers] if isinstance(optimizers, str) else optimizers)]

@@ -46,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .. import _resources as res
+from .. import _rankings, _resources as res
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -217,14 +217,37 @@ class BootstrapResult(ResultMixin):
         return st.rank_matrix(self.distribution, hib)
 
     @res.memory_errors(_FIX)
-    def ranks(self, level: float | None = None, higher_is_better: bool | None = None):
+    def ranks(self, level: float | None = None, higher_is_better: bool | None = None, simultaneous: bool = False):
         """Rank distribution: system, p_rank_1 .. p_rank_k (share of replicates in which the
         system has rank k; rank 1 = best, ties share the better rank: 1, 2, 2, 4), expected_rank,
         rank_conf_low, rank_conf_high (the alpha/2 and 1 - alpha/2 quantiles of the rank,
-        inverted-CDF rule, so they are ranks)."""
+        inverted-CDF rule, so they are ranks: per system, not simultaneous).
+
+        ``simultaneous=True`` adds rank, rank_low, rank_high (rank intervals covering all
+        systems' ranks at once at ``level``, Mogstad et al. 2024, from the studentized bootstrap
+        of all pairwise differences) and letters (compact letter display): see
+        :meth:`rank_intervals`."""
         level = self.level if level is None else ck.check_level(level)
         cols = st.rank_columns(self._rank_matrix(higher_is_better), level)
-        return pd.DataFrame({"system": list(self.systems), **cols})
+        out = pd.DataFrame({"system": list(self.systems), **cols})
+        if simultaneous:
+            t = self.rank_intervals(level, higher_is_better).table.set_index("name")
+            names = [str(s) for s in self.systems]
+            for c in ("rank", "rank_low", "rank_high", "letters"):
+                out[c] = t.loc[names, c].to_numpy()
+        return out
+
+    @res.memory_errors(_FIX)
+    def rank_intervals(self, level: float | None = None, higher_is_better: bool | None = None,
+                       method: str = "bootstrap"):
+        """Simultaneous rank intervals, rank distribution and compact letters from the replicates
+        (:func:`mixedeval.rank_intervals` with ``draws``): ``method="bootstrap"`` studentizes
+        the pairwise differences, ``"bootstrap_centered"`` does not, ``"normal"`` uses the
+        replicates' covariance as a joint normal. Names are the systems as strings."""
+        level = self.level if level is None else ck.check_level(level)
+        hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
+        est = pd.Series(self.estimate, index=[str(s) for s in self.systems])
+        return _rankings.rank_intervals(est, draws=self.distribution.T, level=level, higher_is_better=hib, method=method)
 
     @res.memory_errors(_FIX)
     def p_beats(self, higher_is_better: bool | None = None):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .._rankings import rank_columns, rank_matrix  # noqa: F401 - one definition, shared with the EMM / Bradley-Terry rankings
 from ..errors import DataError
 
 CI_METHODS = ("percentile", "basic", "bca", "se")
@@ -462,40 +463,6 @@ def p_from_count(c: np.ndarray | int, B: int, convention: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # ranks (rows = systems / models, columns = replicates)
 # ---------------------------------------------------------------------------------------------
-
-def rank_matrix(x: np.ndarray, higher_is_better: bool) -> np.ndarray:
-    """Rank of every row in every column: 1 + the number of rows strictly better (rank 1 = best;
-    ties share the better rank: 1, 2, 2, 4 -- scipy's ``rankdata(method="min")``). Row by row,
-    compared in the direction of ``higher_is_better`` (no negated copy)."""
-    ranks = np.ones(x.shape, dtype=np.int64)
-    for i in range(x.shape[0]):
-        ranks[i] += (x > x[i]).sum(axis=0) if higher_is_better else (x < x[i]).sum(axis=0)
-    return ranks
-
-
-def rank_columns(ranks: np.ndarray, level: float) -> dict[str, np.ndarray]:
-    """The rank summary of every row: p_rank_1 .. p_rank_k (share of replicates with that rank),
-    expected_rank, rank_conf_low and rank_conf_high (the alpha/2 and 1 - alpha/2 quantiles,
-    inverted-CDF rule, so they are ranks). NaN when there is no replicate."""
-    k, B = ranks.shape
-    out: dict[str, np.ndarray] = {}
-    if B == 0:
-        for r in range(1, k + 1):
-            out[f"p_rank_{r}"] = np.full(k, np.nan)
-        out.update(expected_rank=np.full(k, np.nan), rank_conf_low=np.full(k, np.nan),
-                   rank_conf_high=np.full(k, np.nan))
-        return out
-    for r in range(1, k + 1):
-        out[f"p_rank_{r}"] = (ranks == r).mean(axis=1)
-    alpha = 1.0 - level
-    out["expected_rank"] = ranks.mean(axis=1)
-    # row by row (np.quantile copies its input; the inverted-CDF rule selects, so the values
-    # are those of the quantile over axis 1)
-    q = np.array([np.quantile(row, [alpha / 2, 1 - alpha / 2], method="inverted_cdf") for row in ranks])
-    out["rank_conf_low"] = q[:, 0].astype(np.int64)
-    out["rank_conf_high"] = q[:, 1].astype(np.int64)
-    return out
-
 
 def share_better(diff: np.ndarray, higher_is_better: bool, axis: int = -1) -> np.ndarray:
     """P(a better than b) from replicate differences a - b: the share of finite replicates with

@@ -61,6 +61,7 @@ from ..inference.compare import compare
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
+from ._next_run import accuracies, headline_pair, plan_next_run, plan_text
 from ._paired import check_clusters, paired_differences
 
 try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
@@ -95,6 +96,12 @@ class CompareLogsResult(_WorkflowResult):
         conf_low, conf_high.
     data_summary : :meth:`EvalLogs.summary` of the scores used.
     analysis : which model was fitted ("binomial GLMM" / "LMM"), with ``formula``.
+    accuracies : per task and system, the accuracies with the intervals Inspect AI prints
+        (:func:`mixedeval.summarize`'s table: mean_score, Inspect's ``stderr()`` and ``ci()``,
+        Wilson for 0/1 scores, ``stderr(cluster=)`` with ``cluster``).
+    plan : the sample-size answer for the next run (:func:`mixedeval.questions_needed` with the
+        logs as the pilot, for the headline pair; ``plan_text()`` says it in words); None when
+        the logs cannot serve as a pilot (a ``no_plan`` warning says why) or ``plan=False``.
     """
 
     table: Any
@@ -113,18 +120,20 @@ class CompareLogsResult(_WorkflowResult):
     fit: Any = field(default=None, repr=False, compare=False)
     logs: Any = field(default=None, repr=False, compare=False)
     boot_result: Any = field(default=None, repr=False, compare=False)
+    accuracies: Any = None
+    plan: Any = field(default=None, compare=False)
 
     _main_table = "table"
-    _print_tables = ("table", "model_differences", "contrasts", "bootstrap", "means")
+    _print_tables = ("table", "accuracies", "model_differences", "contrasts", "bootstrap", "means")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly: the headline in words first, then the tables and settings."""
-        return {"headline": self.headline_text(), **super().to_dict()}
+        return {"headline": self.headline_text(), "next_run": self.plan_text(), **super().to_dict()}
     _skip_in_dict = ("fit", "logs", "boot_result")
     _title = "System comparison from evaluation logs"
 
     def _scalars(self):
-        return [("headline", self.headline_text()), ("metric", self.metric),
+        return [("headline", self.headline_text()), ("next run", self.plan_text()), ("metric", self.metric),
                 ("model-based check", f"{self.analysis}: {self.formula}"),
                 ("system effect, likelihood-ratio p-value (secondary)", f"{self.p_value:.4g}")]
 
@@ -138,6 +147,16 @@ class CompareLogsResult(_WorkflowResult):
         lvl = int(round(100 * float(self.provenance.get("level", 0.95))))
         return (f"{r['system_a']} - {r['system_b']}: {100 * r['delta']:+.1f} points ({lvl}% CI {100 * r['conf_low']:+.1f} "
                 f"to {100 * r['conf_high']:+.1f}), p = {r['p_value']:.3g} [{r['method'].split(':')[0]}]")
+
+    def plan_text(self) -> str:
+        """The sample-size answer for the next run in one sentence (:attr:`plan`)."""
+        if self.plan is None:
+            asked = self.provenance.get("plan_effect") is not None
+            return "no sample-size plan" + (" (see the warnings)" if asked else " (plan=False)")
+        est = self.plan.estimates.set_index("quantity")["value"]
+        epochs = int(round(est["epochs_pilot"])) if np.isfinite(est["within_a"]) else 1
+        return plan_text(self.plan, int(est["n_questions_pilot"]), epochs,
+                         self.provenance.get("plan_effect") == "observed")
 
     @property
     def p_value(self) -> float:
@@ -412,6 +431,10 @@ def compare_logs(
     random_state: Any = None,
     progress: bool | None = None,
     cluster: str | None = None,
+    plan: bool = True,
+    effect: float | None = None,
+    target: float = 0.8,
+    n_sim: int = 1000,
 ) -> CompareLogsResult:
     """Compare the systems in evaluation logs on ``metric``: mixed model, contrasts, bootstrap, report.
 
@@ -441,6 +464,12 @@ def compare_logs(
         Inspect AI's ``stderr(cluster=...)`` (Miller 2024, appendix A; equal to
         ``sandwich::vcovCL(lm(d ~ 1), cluster = ~cluster, type = "HC0", cadjust = TRUE)``) with
         a t interval on clusters - 1 df. Clusters are nested in tasks.
+    plan, effect, target, n_sim : the sample-size answer for the next run (``.plan``): with the
+        logs as the pilot, :func:`mixedeval.questions_needed` for the headline pair -- questions
+        (and epochs) needed to detect a difference of ``effect`` (score units; default: the size
+        observed, at least 0.01) at power ``target``, Miller's closed form beside ``n_sim``
+        simulations (0: closed form only). It ignores ``cluster`` and pools runs as epochs
+        (its warnings say so). ``plan=False`` skips it.
 
     Returns a :class:`CompareLogsResult`; ``me.report(result, path="report.html")`` writes its HTML
     report (the command line: ``mixedeval compare-logs PATH... --metric acc --report out.html``).
@@ -471,7 +500,11 @@ def compare_logs(
     bpw, bmeans, pooled, w3 = _bootstraps(avg.drop(columns="cluster", errors="ignore"), tasks, adjust, n_resamples,
                                           level, ss, progress)
     head = _headline(avg, sys_levels, tasks, adjust, level, "cluster" if cluster else None)
-    warnings = dedupe_warnings([*logs.warnings, *warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w3])
+    acc = accuracies(logs, metric, cluster, level, adjust)
+    nxt, w4 = (plan_next_run(logs, metric, headline_pair(head, ALL_TASKS), effect, target, n_sim, ss, cluster)
+               if plan else (None, []))
+    warnings = dedupe_warnings([*logs.warnings, *warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w3,
+                                *w4])
     prov = dict(full.provenance)
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
                  "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
@@ -479,12 +512,13 @@ def compare_logs(
                  "bootstrap": "mixedeval.bootstrap (items, and runs when several; per task and across tasks)",
                  "epochs": "averaged within the question" if epochs else "one per question",
                  "headline": str(head["method"].iloc[0]) if len(head) else None,
-                 "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)"})
+                 "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)",
+                 "plan_effect": None if not plan else "observed" if effect is None else float(effect)})
     res = CompareLogsResult(table=head, contrasts=con, model_differences=model_diff, glrt=glrt.table, emmeans=emm,
                             bootstrap=bpw, means=bmeans,
                             data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                             analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
-                            provenance=prov, fit=full, logs=logs, boot_result=pooled)
+                            provenance=prov, fit=full, logs=logs, boot_result=pooled, accuracies=acc, plan=nxt)
     return res
 
 

@@ -478,7 +478,8 @@ def questions_needed(
     else:
         s, names, warns = _pilot_scores(pilot, metric, systems, format)
         pieces, source = _pieces_from_pilot(s, names, warns), "pilot"
-        ks = ks or sorted({1, int(round(pieces.pilot["epochs_pilot"]))})
+        one_epoch = not math.isfinite(pieces.within_a)  # no within-question variance: only K = 1 can be planned
+        ks = ks or sorted({1} if one_epoch else {1, int(round(pieces.pilot["epochs_pilot"]))})
     ss = seed_sequence(random_state)
     rows, searched = [], []
     for k in ks:

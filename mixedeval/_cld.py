@@ -1,0 +1,132 @@
+"""Compact letter display: the insert-absorb algorithm of Piepho (2004) as multcomp implements it.
+
+A faithful port of ``multcomp:::insert_absorb`` and ``multcomp:::sweepLetters`` (R package
+multcomp 1.4, file R/cld.R), which ``multcomp::cld`` applies to a ``glht`` object's single-step
+adjusted p-values. Levels that share a letter are not significantly different; every pair of
+levels that is significantly different shares no letter. The letters depend on the order in
+which the significant pairs are inserted (``comps``), on ``lvl_order`` (multcomp: levels by
+increasing mean response) and on ``levels_x`` (the order of the rows when the letters are
+named: the first letter goes to the group of the first row). Parity with R is tested in
+tests/test_rankings.py by calling ``multcomp:::insert_absorb`` on the same decisions.
+
+Piepho, H.-P. (2004). An algorithm for a letter-based representation of all-pairwise
+comparisons. Journal of Computational and Graphical Statistics 13(2), 456-466.
+"""
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+
+import numpy as np
+
+LETTERS = tuple(string.ascii_lowercase + string.ascii_uppercase)
+
+
+def get_letters(n: int, separator: str = ".") -> list[str]:
+    """``multcomp:::get_letters``: a..z A..Z, then .a...Z, ..a... (one more separator per round)."""
+    out: list[str] = []
+    sep = ""
+    for _ in range(n // len(LETTERS)):
+        out += [sep + x for x in LETTERS]
+        sep += separator
+    out += [sep + x for x in LETTERS[: n % len(LETTERS)]]
+    return out
+
+
+def _absorb(m: np.ndarray) -> np.ndarray:
+    """Drop a column whose set of levels is contained in another's (first such pair found), repeat."""
+    while True:
+        for j in range(m.shape[1] - 1):
+            for k in range(j + 1, m.shape[1]):
+                rows_k, rows_j = m[:, k], m[:, j]
+                if np.all(m[rows_k, j]):
+                    m = np.delete(m, k, axis=1)
+                    break
+                if np.all(m[rows_j, k]):
+                    m = np.delete(m, j, axis=1)
+                    break
+            else:
+                continue
+            break
+        else:
+            return m
+
+
+def _sweep_once(mat: np.ndarray) -> tuple[np.ndarray, bool]:
+    """One pass of ``sweepLetters``: returns the matrix and whether a column was emptied (restart)."""
+    n, ncol = mat.shape
+    locked = np.zeros((n, ncol), dtype=bool)
+    for i in range(ncol):
+        tmp = np.zeros((n, ncol), dtype=bool)
+        tmp[mat[:, i]] = mat[mat[:, i]]
+        one = np.flatnonzero(tmp[:, i])
+        if np.all(np.delete(tmp, i, axis=1).any(axis=1)):
+            continue
+        for j in one:
+            if locked[j, i]:
+                continue
+            locks = []
+            for k in one:
+                if j == k:
+                    continue
+                hit = np.flatnonzero(tmp[j] & tmp[k])
+                hit = hit[hit != i]
+                if hit.size:
+                    locks.append((j, k, hit[-1]))
+            if locks and len(locks) == one.size - 1:
+                for a, b, h in locks:
+                    locked[a, h] = locked[b, h] = True
+                mat[j, i] = False
+        if not mat[:, i].any():
+            return np.delete(mat, i, axis=1), True
+    return mat, False
+
+
+def sweep_letters(mat: np.ndarray) -> np.ndarray:
+    """``multcomp:::sweepLetters``: remove letters that are not needed (start column 1)."""
+    mat = mat.copy()
+    again = True
+    while again:
+        mat, again = _sweep_once(mat)
+    return mat[:, mat.any(axis=0)]
+
+
+def _order_columns(lmat: np.ndarray) -> np.ndarray:
+    """Columns by increasing size (stable), swept, then by their first row (stable)."""
+    lmat = lmat[:, np.argsort(lmat.sum(axis=0), kind="stable")]
+    lmat = sweep_letters(lmat)
+    first = np.array([np.flatnonzero(c)[0] if c.any() else lmat.shape[0] for c in lmat.T])
+    return lmat[:, np.argsort(first, kind="stable")]
+
+
+def letter_matrix(significant: Sequence[bool], comps: Sequence[tuple[str, str]], lvl_order: Sequence[str],
+                  levels_x: Sequence[str]) -> np.ndarray:
+    """The boolean (levels_x x letters) matrix of ``insert_absorb`` (rows in ``levels_x`` order)."""
+    pos = {name: i for i, name in enumerate(lvl_order)}
+    lmat = np.ones((len(lvl_order), 1), dtype=bool)
+    if not np.any(significant):
+        return lmat[[pos[x] for x in levels_x]]
+    for sig, (a, b) in zip(significant, comps):
+        if not sig:
+            continue
+        ia, ib = pos[a], pos[b]
+        wassert = lmat[ia] & lmat[ib]
+        if wassert.any():
+            tmpcols = lmat[:, wassert].copy()
+            tmpcols[ib] = False
+            lmat[ia, wassert] = False
+            lmat = np.concatenate([lmat, tmpcols], axis=1)
+            if lmat.shape[1] > 1:
+                lmat = _absorb(lmat)
+    lmat = lmat[[pos[x] for x in levels_x]]
+    return _order_columns(_order_columns(lmat))
+
+
+def compact_letters(significant: Sequence[bool], comps: Sequence[tuple[str, str]], lvl_order: Sequence[str],
+                    levels_x: Sequence[str]) -> dict[str, str]:
+    """Letters per level (``$Letters`` of ``multcomp:::insert_absorb``), keyed by level name.
+
+    ``significant[m]`` says whether the levels ``comps[m] = (a, b)`` differ significantly."""
+    lmat = letter_matrix(significant, comps, lvl_order, levels_x)
+    names = get_letters(lmat.shape[1])
+    return {x: "".join(n for n, on in zip(names, row) if on) for x, row in zip(levels_x, lmat)}

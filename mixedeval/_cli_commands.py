@@ -1,0 +1,408 @@
+"""The handlers of the ``mixedeval`` subcommands (:mod:`mixedeval.cli` builds the parser and
+runs :func:`mixedeval.cli.main`).
+
+This module imports pandas, numpy and the R-backed analysis modules; :mod:`mixedeval.cli` imports
+it only when a subcommand runs, so that ``mixedeval --help`` and every ``mixedeval COMMAND --help``
+print at once (``benchmarks/bench_cli_startup.py``). Each ``cmd_*`` takes the parsed arguments and
+returns the exit status; errors are raised (``main`` reports them).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from . import datasets
+from ._console import print_json, print_table
+from ._report import report
+from .data._design_spec import design
+from .data.table import as_pandas
+from .demo import run_demo, run_llm_demo
+from .engine.check import check_r
+from .errors import DataError, UsageError
+from .inference._clmm import clmm
+from .inference._glmm import glmm
+from .inference._lmm import LMMFit, lmm
+from .inference.compare import compare
+from .resampling import bootstrap
+from .workflows.compare_logs import compare_logs
+from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
+from .workflows.plan_eval import questions_needed
+from .workflows.language_disparity import language_disparity
+from .workflows.summarize import summarize
+from .workflows.variance_components import variance_components
+
+
+def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
+    """Print ``tables`` as JSON (``--json``) or as titled text tables."""
+    if args.json:
+        print_json(tables)
+        return 0
+    if text:
+        print(text)
+    for key, val in tables.items():
+        if isinstance(val, pd.DataFrame):
+            print_table(key, val)
+        elif key not in ("fit", "warnings", "report"):
+            print(f"{key}: {val}")
+    for w in tables.get("warnings", ()):
+        print(f"warning: {w}")
+    return 0
+
+
+def _progress(args: argparse.Namespace, msg: str) -> None:
+    if not args.quiet:
+        print(f"mixedeval: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------ data options
+def _where(df: Any, conditions: Sequence[str] | None) -> Any:
+    for cond in conditions or ():
+        col, sep, value = cond.partition("=")
+        if not sep or not col:
+            raise DataError(f"--where {cond!r} must look like COLUMN=VALUE")
+        if col not in df.columns:
+            raise DataError(f"--where: column {col!r} is not in the data; available: {', '.join(map(str, df.columns))}")
+        keep = df[col].astype(str) == value
+        if not keep.any():
+            sample = ", ".join(map(str, list(dict.fromkeys(df[col].astype(str)))[:10]))
+            raise DataError(f"--where {cond!r} selects no rows; values of {col!r} include {sample}")
+        df = df.loc[keep].reset_index(drop=True)
+    return df
+
+
+def _load_data(path: str, where: Sequence[str] | None = None):
+    df = datasets.load(path) if path in datasets.DATASETS else as_pandas(path)
+    return _where(df, where)
+
+
+def _input_file(path: str) -> str | None:
+    if path in datasets.DATASETS:
+        return str(datasets._path(datasets.DATASETS[path]))
+    return path
+
+
+def _sizes(specs: Sequence[str] | None, multi: bool) -> dict[str, Any]:
+    """``facet=n`` (or ``facet=1,2,3`` with ``multi``) options as a dict."""
+    out: dict[str, Any] = {}
+    for spec in specs or ():
+        name, sep, val = spec.partition("=")
+        try:
+            nums = [float(v) for v in val.split(",")] if sep else []
+        except ValueError:
+            nums = []
+        if not name or not nums or (not multi and len(nums) != 1):
+            form = "FACET=N1,N2,..." if multi else "FACET=N"
+            raise DataError(f"{spec!r} must look like {form}")
+        out[name] = [int(v) if v.is_integer() else v for v in nums] if multi else nums[0]
+    return out
+
+
+def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for spec in specs or ():
+        k, sep, v = spec.partition("=")
+        if not sep or not k:
+            raise DataError(f"{what} {spec!r} must look like FACTOR=LEVEL")
+        out[k] = v
+    return out
+
+
+def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> None:
+    """Write the HTML report of ``results`` to ``--report`` (``kwargs``: options of
+    :func:`mixedeval.report`)."""
+    if getattr(args, "random_state", None) is not None:
+        kwargs.setdefault("random_state", args.random_state)
+    path = report(*results, path=args.report, progress=not args.quiet, input_file=_input_file(args.data), **kwargs)
+    _progress(args, f"report written to {path}")
+
+
+# ---------------------------------------------------------------------------------- commands
+def cmd_check(args: argparse.Namespace) -> int:
+    res = check_r()
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(res)
+    return 0 if res.ok else 1
+
+
+def _fit_model(args: argparse.Namespace, data: Any) -> Any:
+    """``fit``'s model: clmm with ``--ordinal``, glmm with a ``--family`` other than gaussian, else lmm."""
+    factors = tuple(args.factor or ())
+    if args.ordinal:
+        if args.family != "gaussian":
+            raise DataError("--ordinal fits a cumulative link mixed model; it takes no --family")
+        return clmm(args.formula, data, link=args.link or "logit", nagq=args.nagq, factors=factors)
+    if args.family != "gaussian":
+        return glmm(args.formula, data, family=args.family, link=args.link, nagq=args.nagq,
+                    optimizer=args.optimizer, factors=factors)
+    if args.link or args.nagq != 1:
+        raise DataError("--link and --nagq apply to --family (GLMM) and --ordinal fits")
+    return lmm(args.formula, data, reml=not args.ml, optimizer=args.optimizer or "nloptwrap",
+               df_method=args.df_method, factors=factors)
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    data = _load_data(args.data, args.where)
+    _progress(args, f"fitting {args.formula}")
+    fit = _fit_model(args, data)
+    out: dict[str, Any] = {"fit": fit.to_dict()}
+    anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
+    if anova is not None:
+        out["anova"] = anova.table
+    emm = con = None
+    if args.emmeans:
+        emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
+            else fit.emmeans(args.emmeans)
+        con = emm.contrasts(method="pairwise", adjust=args.adjust)
+        out["emmeans"] = emm.table
+        out["contrasts"] = con.table
+    if args.report:
+        _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
+        out["report"] = args.report
+    return _emit(args, out, text=str(fit))
+
+
+def _power_model(args: argparse.Namespace) -> Any:
+    """``power``'s model: a pilot fit of ``--formula`` on DATA, or a design from the size options."""
+    if args.data:
+        if not args.formula:
+            raise DataError("power with pilot DATA needs --formula (the model to simulate from)")
+        data = _load_data(args.data, args.where)
+        if args.family == "binomial":
+            return glmm(args.formula, data, family="binomial")
+        return lmm(args.formula, data, reml=True)
+    if args.formula:
+        raise DataError("--formula needs pilot DATA; without data, describe the design with --systems, --items, ...")
+    variances = {k: float(v) for k, v in _pairs(args.variance, "--variance").items()} or None
+    return design(systems=args.systems, items=args.items, runs=args.runs, raters=args.raters,
+                  languages=args.languages, variances=variances, family=args.family, intercept=args.intercept)
+
+
+def _cmd_questions_needed(args: argparse.Namespace) -> int:
+    """``power --from-logs``: questions needed from a pilot log (closed form and simulation)."""
+    if args.points is not None and args.effect:
+        raise DataError("give --effect (score units) or --points, not both")
+    if args.points is None and (not args.effect or len(args.effect) != 1):
+        raise DataError("power --from-logs needs one --effect (score units, 0.03) or --points (3)")
+    effect = args.points / 100.0 if args.points is not None else args.effect[0]
+    pair = [x.strip() for x in args.pair.split(",")] if args.pair else None
+    try:
+        epochs = [int(k) for k in args.epochs.split(",") if k.strip()] if args.epochs else None
+    except ValueError:
+        raise DataError(f"--epochs {args.epochs!r} must be comma-separated integers, e.g. 1,3,5") from None
+    _progress(args, f"questions needed to detect {effect:g} at power {args.target} ({args.n_sim} simulations)")
+    res = questions_needed(args.from_logs, effect, target=args.target, alpha=args.alpha,
+                           epochs=epochs, metric=args.metric, systems=pair, n_sim=args.n_sim,
+                           random_state=args.random_state)
+    out: dict[str, Any] = {"questions_needed": res.table, "estimates": res.estimates,
+                           "systems": list(res.systems), "warnings": [str(w) for w in res.warnings]}
+    return _emit(args, out)
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    if getattr(args, "from_logs", None):
+        return _cmd_questions_needed(args)
+    model = _power_model(args)
+    kw: dict[str, Any] = {"test": args.test, "alpha": args.alpha, "n_sim": args.n_sim,
+                          "random_state": args.random_state, "progress": not args.quiet, "term": args.term}
+    if args.mde:
+        _progress(args, f"minimum detectable effect ({args.test}, target power {args.target})")
+        res = minimum_detectable_effect(model, target=args.target, **kw)
+    elif args.effect is None:
+        raise DataError("power needs --effect (or --mde for the minimum detectable effect)")
+    elif args.sample_size:
+        _progress(args, f"sample size along {args.along} for power {args.target}")
+        res = sample_size(model, args.effect, along=args.along, target=args.target,
+                          values=_int_list(args.values), **kw)
+    elif args.values:
+        _progress(args, f"power curve along {args.along}")
+        res = power_curve(model, args.effect, along=args.along, values=_int_list(args.values), target=args.target,
+                          **kw)
+    else:
+        _progress(args, f"power of {args.test} at effect {args.effect} ({args.n_sim} simulations)")
+        res = power(model, args.effect, **kw)
+    out: dict[str, Any] = {"power": res.table, "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def _int_list(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise DataError(f"--values {text!r} must be comma-separated integers, e.g. 100,200,500") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    data = _load_data(args.data, args.where)
+    if len(args.formula) < 2:
+        raise DataError("compare needs at least two --formula options (nested models, smallest first)")
+    fits = []
+    for f in args.formula:
+        _progress(args, f"fitting {f}")
+        fits.append(lmm(f, data, reml=not args.ml, optimizer=args.optimizer or "nloptwrap",
+                        factors=tuple(args.factor or ())))
+    _progress(args, "likelihood-ratio test" + (f" with {args.n_resamples} parametric-bootstrap samples"
+                                               if args.n_resamples else ""))
+    refit = {"auto": None, "ml": True, "keep": False}[args.refit]
+    pb: dict[str, Any] = {"n_resamples": args.n_resamples} if args.n_resamples else {}
+    if args.random_state is not None:
+        pb["random_state"] = args.random_state
+    res = compare(*fits, refit=refit, progress=not args.quiet, names=args.name, **pb)
+    out: dict[str, Any] = {"comparison": res.table, "estimator": res.estimator}
+    if res.pb is not None:
+        out["parametric_bootstrap"] = res.pb
+    out["warnings"] = [str(w) for w in getattr(res, "warnings", ()) or ()]
+    if args.report:
+        _write_report(args, fits[-1], res, data=data, n_sim=args.n_sim)
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    data = _load_data(args.data, args.where)
+    score = args.score[0] if len(args.score) == 1 else list(args.score)
+    resample = [r.strip() for r in args.resample.split(",")] if args.resample else None
+    _progress(args, f"bootstrap with {args.n_resamples} resamples")
+    res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
+                    resample=resample, statistic=args.statistic, aggregator=args.aggregator,
+                    n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
+                    n_groups=args.n_groups, higher_is_better=not args.lower_is_better,
+                    drop_missing=args.drop_missing, progress=not args.quiet)
+    out: dict[str, Any] = {"summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
+                           "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
+                                                            if c])
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_compare_logs(args: argparse.Namespace) -> int:
+    source: Any = list(args.paths)
+    if args.system:  # NAME=PATH pairs name the systems explicitly
+        pairs = [a.partition("=") for a in args.system]
+        if any(not sep or not name for name, sep, _ in pairs):
+            raise DataError("--system must look like NAME=PATH (repeatable)")
+        source = {}
+        for name, _, path in pairs:
+            source.setdefault(name, []).append(path)
+        if args.paths:
+            raise DataError("give log paths either as arguments or as --system NAME=PATH, not both")
+    elif not args.paths:
+        raise UsageError("give one or more log paths (or --system NAME=PATH) (see 'mixedeval compare-logs --help')")
+    _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
+    res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
+                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
+                       adjust=args.adjust, system=args.system_from or None,
+                       n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
+                       progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
+                       n_sim=args.n_sim)
+    out: dict[str, Any] = {"headline": res.headline_text(), "next_run": res.plan_text(), "differences": res.table,
+                           "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
+                           "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
+                           "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
+                      progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    source: Any = list(args.paths)
+    if not source:
+        raise UsageError("give one or more log paths (see 'mixedeval summarize --help')")
+    _progress(args, f"reading the logs and summarizing {args.metric!r}")
+    res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
+                    cluster=args.cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
+                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state)
+    out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
+                           "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_vca(args: argparse.Namespace) -> int:
+    data = _load_data(args.data, args.where)
+    interactions: Any = "all" if args.all_interactions else list(args.interaction or ())
+    sizes = _sizes(args.size, multi=False)
+    grid = _sizes(args.d_study, multi=True)
+    _progress(args, "fitting the variance-component model (REML)" if not args.ml else "fitting by ML")
+    res = variance_components(data, score=args.score, object=args.object, facets=list(args.facet or ()),
+                              interactions=interactions, nested=args.nested, reml=not args.ml,
+                              optimizer=args.optimizer)
+    out: dict[str, Any] = {"components": res.table, "reliability": res.reliability(**sizes),
+                           "singular": res.singular, "zero_components": list(res.zero_components),
+                           "formula": res.formula}
+    if grid:
+        out["d_study"] = res.d_study(grid)
+    if res.anova_check is not None:
+        out["anova_check"] = res.anova_check
+    out["warnings"] = [str(w) for w in res.warnings]
+    if args.report:
+        _write_report(args, res, data=data, d_study_grid=grid or None,
+                      design_factors=[args.object, *(args.facet or ())])
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_disparity(args: argparse.Namespace) -> int:
+    data = _load_data(args.data, args.where)
+    task: Any = args.task[0] if len(args.task) == 1 else list(args.task)
+    _progress(args, "fitting score ~ language + task + (1|model) by ML")
+    res = language_disparity(data, score=args.score, model=args.model, language=args.language, task=task,
+                             reference=_pairs(args.reference, "--reference") or None,
+                             lp_convention=args.lp_convention, drop_aggregates=args.drop_aggregates,
+                             pp_threshold=args.pp_threshold, optimizer=args.optimizer)
+    out: dict[str, Any] = {"by_model": res.by_model, "language_potential": res.language_potential,
+                           "diagnostics": res.diagnostics, "reference": res.reference}
+    parts: list[Any] = [res]
+    if args.n_resamples:
+        _progress(args, f"parametric bootstrap with {args.n_resamples} ML refits")
+        boot = res.bootstrap(n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet)
+        out["bootstrap_models"] = boot.models
+        out["bootstrap_languages"] = boot.languages
+        parts.append(boot)
+    if args.robustness:
+        rob = res.robustness(k=args.robustness)
+        out["robustness_agreement"] = rob.agreement
+        out["robustness_changes"] = rob.changes
+        parts.append(rob)
+    if args.records:
+        out["records"] = res.records
+    warnings = [str(w) for p in parts for w in (getattr(p, "warnings", ()) or ())]
+    out["warnings"] = warnings
+    if args.report:
+        _write_report(args, *parts, data=data, design_factors=[args.model, args.language, *args.task])
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if args.example not in ("mt", "llm"):
+        raise UsageError(f"no demo {args.example!r}: 'mixedeval demo' (machine translation) or 'mixedeval demo llm'")
+    if args.example == "llm":  # three mock LLMs compared from the bundled Inspect AI logs
+        if args.dataset is not None:
+            raise UsageError("--dataset chooses the data of the machine-translation demo; 'demo llm' reads the "
+                             "bundled Inspect logs (see 'mixedeval demo --help')")
+        return run_llm_demo(out=args.out or "mixedeval-llm-report.html", n_sim=args.n_sim,
+                            n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
+                            as_json=args.json)
+    return run_demo(dataset=args.dataset or "kreutzer_ter", out=args.out or "mixedeval-report.html", n_sim=args.n_sim,
+                    n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
+                    as_json=args.json)

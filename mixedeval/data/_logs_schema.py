@@ -1,0 +1,235 @@
+"""The shapes of the JSON the evaluation-log readers read, declared per format, and one validator.
+
+Each reader validates a document (or a JSON-lines record) against its shape *before* reading
+fields from it, so a log of the wrong shape is a :class:`~mixedeval.errors.DataError` of the form
+``"<file>: at <place>: expected <shape>, found <value>"`` (``<place>`` a JSON path such as
+``$.config`` or ``$[3].stats[0].name``, prefixed by ``line N`` for JSON lines) instead of a
+``TypeError`` / ``AttributeError`` deep in the reader.
+
+Only what the readers use is declared: an object lists the keys read (other keys are allowed
+and not checked), and a value the readers treat as data (a metric value that may be a number
+or a (reference, prediction) pair, a free-form config entry) is :data:`ANY`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DataError
+
+
+class Spec:
+    """An expected shape: :meth:`describe` says it, :meth:`first_error` finds the first mismatch."""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        """(place, expected shape, value found) of the first mismatch, or None."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Kind(Spec):
+    """A scalar (or any value) of the given Python types; bool is never a number."""
+
+    types: tuple[type, ...]
+    name: str
+
+    def describe(self) -> str:
+        return self.name
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        if not self.types:
+            return None
+        ok = isinstance(value, self.types) and not (isinstance(value, bool) and bool not in self.types)
+        return None if ok else (at, self, value)
+
+
+ANY = Kind((), "anything")
+STR = Kind((str,), "a string")
+NUM = Kind((int, float), "a number")
+INT = Kind((int,), "an integer")
+BOOL = Kind((bool,), "true or false")
+NULL = Kind((type(None),), "null")
+
+
+@dataclass(frozen=True)
+class OneOf(Spec):
+    """One of several shapes (e.g. a string or null)."""
+
+    options: tuple[Spec, ...]
+
+    def describe(self) -> str:
+        return " or ".join(o.describe() for o in self.options)
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        errs = [o.first_error(value, at) for o in self.options]
+        if any(e is None for e in errs):
+            return None
+        deeper = [e for e in errs if e is not None and e[0] != at]  # the value has the right kind, a part is wrong
+        return deeper[0] if deeper else (at, self, value)
+
+
+def optional(spec: Spec) -> OneOf:
+    """``spec`` or null (an absent and a null key are the same to the readers)."""
+    return OneOf((spec, NULL))
+
+
+def _key_path(at: str, key: str) -> str:
+    return f"{at}.{key}" if key.isidentifier() else f"{at}[{key!r}]"
+
+
+@dataclass(frozen=True)
+class Obj(Spec):
+    """A JSON object; ``fields``: the keys read and their shapes (others are not checked)."""
+
+    fields: Mapping[str, Spec] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        need = f" with key(s) {', '.join(self.required)}" if self.required else ""
+        return f"an object{need}"
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        if not isinstance(value, dict):
+            return at, self, value
+        for key in self.required:
+            if key not in value:
+                return _key_path(at, key), Kind((), f"the key {key!r} ({self.fields[key].describe()})"), _MISSING
+        for key, spec in self.fields.items():
+            if key in value:
+                err = spec.first_error(value[key], _key_path(at, key))
+                if err is not None:
+                    return err
+        return None
+
+
+@dataclass(frozen=True)
+class ListOf(Spec):
+    """A JSON array whose every element has the shape ``item``."""
+
+    item: Spec
+
+    def describe(self) -> str:
+        return f"a list (each element {self.item.describe()})"
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        if not isinstance(value, list):
+            return at, self, value
+        for i, v in enumerate(value):
+            err = self.item.first_error(v, f"{at}[{i}]")
+            if err is not None:
+                return err
+        return None
+
+
+@dataclass(frozen=True)
+class MapOf(Spec):
+    """A JSON object with any keys, each value of the shape ``value``."""
+
+    value: Spec
+    what: str = "an object"
+
+    def describe(self) -> str:
+        return self.what
+
+    def first_error(self, value: Any, at: str) -> tuple[str, Spec, Any] | None:
+        if not isinstance(value, dict):
+            return at, self, value
+        for k, v in value.items():
+            err = self.value.first_error(v, _key_path(at, str(k)))
+            if err is not None:
+                return err
+        return None
+
+
+_MISSING = object()
+
+
+def found(value: Any) -> str:
+    """A short description of a JSON value for an error message."""
+    if value is _MISSING:
+        return "no such key"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:40] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, list):
+        return f"a list of {len(value)} element(s)"
+    if isinstance(value, dict):
+        keys = ", ".join(map(str, list(value)[:5]))
+        return f"an object (keys: {keys}{', ...' if len(value) > 5 else ''})"
+    return type(value).__name__
+
+
+def validate(value: Any, spec: Spec, file: str, where: str = "", what: str = "") -> Any:
+    """``value`` itself when it has the shape ``spec``; else a DataError naming ``file``, the place
+    (``where``, e.g. ``"line 3"``, then the JSON path), the shape expected and the value found.
+    ``what`` names the kind of file in the message (e.g. ``"an lm-evaluation-harness results
+    file"``)."""
+    err = spec.first_error(value, "$")
+    if err is None:
+        return value
+    at, expected, got = err
+    place = f"{where}, {at}" if where else at
+    kind = f" ({what})" if what else ""
+    raise DataError(f"{file}{kind}: at {place}: expected {expected.describe()}, found {found(got)}")
+
+
+# ------------------------------------------------------------------------------ per format
+_ARGS = optional(OneOf((STR, MapOf(ANY, "an object of arguments"))))  # lm-eval's "k=v,k=v" or a dict
+
+#: lm-eval ``results_<date>.json`` (lm_eval/loggers/evaluation_tracker.py): the keys read
+LMEVAL_RESULTS = Obj({
+    "model_name": optional(OneOf((STR, NUM))),
+    "config": optional(Obj({"model_args": _ARGS, "gen_kwargs": _ARGS, "model": ANY})),
+    "configs": optional(MapOf(optional(MapOf(ANY, "an object (the task's config)")), "an object of task configs")),
+    "versions": optional(MapOf(ANY, "an object of task versions")),
+    "n-shot": optional(MapOf(ANY, "an object of task n-shots")),
+})
+
+#: one line of an lm-eval ``samples_<task>_<date>.jsonl`` (lm_eval/evaluator.py); the metric
+#: values (one key per name in ``metrics``) are data: numbers are read, others counted
+LMEVAL_SAMPLE = Obj({
+    "doc_id": OneOf((INT, STR)),
+    "metrics": ListOf(STR),
+    "filter": optional(STR),
+    "doc": ANY,
+    "doc_hash": optional(STR),
+}, required=("doc_id", "metrics"))
+
+_HELM_NAME = Obj({"name": STR, "split": optional(STR), "sub_split": optional(STR), "perturbation": ANY},
+                 required=("name",))
+_HELM_STAT = Obj({"name": _HELM_NAME, "count": optional(NUM), "sum": optional(NUM), "mean": optional(NUM)},
+                 required=("name",))
+
+#: HELM ``per_instance_stats.json``: a list of ``PerInstanceStats`` (src/helm/benchmark/metrics/metric.py)
+HELM_STATS = ListOf(Obj({
+    "instance_id": OneOf((STR, INT)),
+    "train_trial_index": optional(INT),
+    "perturbation": optional(Obj()),
+    "stats": ListOf(_HELM_STAT),
+}, required=("instance_id", "stats")))
+
+#: HELM ``run_spec.json`` (src/helm/benchmark/run_spec.py): name, scenario_spec, adapter_spec
+HELM_RUN_SPEC = Obj({
+    "name": STR,
+    "scenario_spec": optional(Obj({"class_name": optional(STR), "args": optional(MapOf(ANY, "an object of "
+                                                                                           "arguments"))})),
+    "adapter_spec": optional(Obj({"model": optional(STR), "model_deployment": optional(STR),
+                                  "method": optional(STR)})),
+})
+
+#: HELM ``instances.json`` (read for ``metadata=``): a list of ``Instance`` objects
+HELM_INSTANCES = ListOf(Obj({"id": optional(OneOf((STR, INT)))}))
+
+__all__ = ["ANY", "BOOL", "HELM_INSTANCES", "HELM_RUN_SPEC", "HELM_STATS", "INT", "LMEVAL_RESULTS", "LMEVAL_SAMPLE",
+           "NULL", "NUM", "STR", "Kind", "ListOf", "MapOf", "Obj", "OneOf", "Spec", "found", "optional",
+           "validate"]

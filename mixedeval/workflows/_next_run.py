@@ -1,0 +1,89 @@
+"""The two companions of :func:`mixedeval.compare_logs`' headline: the accuracies with the
+intervals Inspect AI prints (:func:`mixedeval.summarize`'s table) and a sample-size answer for
+the next run (:func:`mixedeval.questions_needed` on the logs as a pilot), so that one call gives
+all three."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+from ..errors import DataError
+from ..results import ResultWarning
+from .plan_eval import QuestionsNeededResult, questions_needed
+from .summarize import summarize
+
+#: the smallest difference planned for by default (an observed difference below it is planned as 1 point)
+MIN_PLANNED_EFFECT = 0.01
+
+
+def accuracies(logs: Any, metric: str, cluster: str | None, level: float, adjust: str) -> pd.DataFrame:
+    """:func:`mixedeval.summarize`'s per task x system table of the logs (Inspect's ``stderr()``,
+    ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with ``cluster``)."""
+    return summarize(logs, metric, cluster=cluster, level=level, adjust=adjust).table
+
+
+def headline_pair(head: pd.DataFrame, all_tasks: str) -> pd.Series | None:
+    """The headline row: the pooled (or the only task's) first pair."""
+    if head is None or not len(head):
+        return None
+    pooled = head[head["task"] == all_tasks]
+    return (pooled if len(pooled) else head).iloc[0]
+
+
+def plan_next_run(logs: Any, metric: str, row: pd.Series | None, effect: float | None, target: float, n_sim: int,
+                  random_state: Any, cluster: str | None = None) -> tuple[QuestionsNeededResult | None,
+                                                                           list[ResultWarning]]:
+    """:func:`mixedeval.questions_needed` for the headline pair with the logs as the pilot.
+    ``effect`` None plans for a difference of the size observed (at least 1 point)."""
+    if row is None:
+        return None, []
+    if effect is None:
+        effect = max(round(abs(float(row["delta"])), 3), MIN_PLANNED_EFFECT)
+    try:
+        plan = questions_needed(logs, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
+                                systems=(str(row["system_a"]), str(row["system_b"])))
+    except DataError as exc:
+        return None, [ResultWarning("no_plan", f"no sample-size plan for the next run: {exc}")]
+    warns = list(plan.warnings)
+    if cluster is not None:
+        warns.append(ResultWarning("plan_ignores_clusters", f"the sample-size plan treats questions as independent "
+                                   f"(Miller's formula without clusters); with clustered questions ({cluster}) the "
+                                   "next run needs more of them than it says"))
+    return plan, warns
+
+
+def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -> float:
+    """The smallest difference the current design (``n_questions`` x ``epochs``) detects at the
+    plan's power and alpha (Miller's closed form solved for the effect)."""
+    est = plan.estimates.set_index("quantity")["value"]
+    var_d = float(est["var_between"]) + (float(est["within_a"]) + float(est["within_b"])) / epochs
+    if not math.isfinite(var_d):  # one epoch in the pilot: the one-epoch variance of the difference
+        var_d = float(est["var_one_epoch_difference"])
+    z = stats.norm.ppf(1 - plan.alpha / 2) + stats.norm.ppf(plan.target)
+    return float(z * math.sqrt(max(var_d, 0.0) / n_questions))
+
+
+def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int, observed: bool) -> str:
+    """The plan in one sentence: questions needed per number of epochs, and what the current design detects."""
+    if plan is None:
+        return "no sample-size plan (see the warnings)"
+    t = plan.table
+    parts = []
+    for k in dict.fromkeys(t["epochs"]):
+        rows = t[t["epochs"] == k].set_index("method")["n_questions"]
+        cf, sim = rows.get("closed_form"), rows.get("simulation")
+        if cf is None or pd.isna(cf):
+            continue
+        sim_txt = "" if sim is None or pd.isna(sim) else f" (simulation: {int(sim)})"
+        parts.append(f"{int(cf)} questions x {int(k)} epoch{'s' if k > 1 else ''}{sim_txt}")
+    if not parts:
+        return "no sample-size plan (the pilot's variances are not estimable; see the warnings)"
+    size = " (the size observed)" if observed else ""
+    mde = detectable_now(plan, n_questions, epochs)
+    return (f"to detect a difference of {100 * plan.effect:.1f} points{size} between {plan.systems[0]} and {plan.systems[1]} with "
+            f"{100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller 2024 closed form). "
+            f"With these {n_questions} questions x {epochs} epoch{'s' if epochs > 1 else ''} the smallest difference "
+            f"detectable at that power is {100 * mde:.1f} points.")
