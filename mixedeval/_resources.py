@@ -431,11 +431,11 @@ def fixed_effect_columns(frame: Any, terms: Sequence[Sequence[str]], intercept: 
 
 
 def _parsed(formula: Any, frame: Any):
-    """A :class:`mixedeval.data._formula.ParsedFormula` of ``formula`` (a string or parsed)."""
-    from .data._formula import parse_formula  # noqa: PLC0415 - light: mixedeval.data loads pandas; me.set_memory_limit must not
-
-    if isinstance(formula, str):
-        return parse_formula(formula, [str(c) for c in frame.columns])
+    """``formula`` itself: a :class:`mixedeval.data._formula.ParsedFormula` (the data layer
+    parses; this module sits below it and imports none of it)."""
+    if isinstance(formula, str) or not hasattr(formula, "fixed_expanded"):
+        raise TypeError("pass a parsed formula (mixedeval.parse_formula(formula, columns)), not "
+                        f"{type(formula).__name__}")
     return formula
 
 
@@ -463,15 +463,15 @@ def check_fixed_effects_memory(frame: Any, terms: Any, *, intercept: bool = True
     allocate more than the memory limit (estimate: :func:`model_matrix_bytes` with the
     columns of :func:`fixed_effect_columns` on ``len(frame)`` rows).
 
-    ``terms``: the fixed-effect terms (lists of variable names), or the model formula (a string
-    or a parsed formula: terms, intercept and the number of variance parameters are read from it
-    by :func:`mixedeval.data._formula.parse_formula`).
+    ``terms``: the fixed-effect terms (lists of variable names), or the parsed model formula
+    (:func:`mixedeval.data._formula.parse_formula`: terms, intercept and the number of variance
+    parameters are read from it).
     ``n_variance_parameters``: variance parameters of the model including the residual
     (default: from the formula, or 2 = one random intercept).
     """
     if isinstance(terms, Sequence) and not isinstance(terms, str):
         term_list = [list(t) for t in terms]
-    else:  # a formula, as text or parsed
+    else:  # a parsed formula
         parsed = _parsed(terms, frame)
         if parsed.verbatim:  # allow_r_code=True text that the parser could not read
             return

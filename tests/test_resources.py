@@ -18,6 +18,11 @@ import mixedeval as me
 from mixedeval import _resources as rs
 from mixedeval.errors import DataError
 
+
+def _p(formula: str, frame):
+    """The parsed formula (the memory guard sits below the data layer and takes it parsed)."""
+    return me.parse_formula(formula, [str(c) for c in frame.columns])
+
 TER_CSV = Path(me.__file__).resolve().parent / "datasets_files" / "kreutzer_ter.csv"
 BOOT_KW = dict(score="ter", system="system", item="sentence_id", run="replication")
 
@@ -275,7 +280,7 @@ DESIGNS = [
 def test_model_matrix_columns_equal_r(R, ter, rhs):
     """The column count equals R's ncol(model.matrix(~ rhs, data)) on the same table."""
     frame = ter.assign(replication=ter["replication"].astype("category"))
-    terms, intercept = rs.fixed_terms(f"ter ~ {rhs} + (1|sentence_id)", frame)
+    terms, intercept = rs.fixed_terms(_p(f"ter ~ {rhs} + (1|sentence_id)", frame), frame)
     assert rs.fixed_effect_columns(frame, terms, intercept) == int(R(f"ncol(model.matrix(~ {rhs}, ter_df))")[0])
 
 
@@ -287,11 +292,11 @@ def test_model_matrix_columns_from_term_lists(R, ter):
 
 
 def test_variance_parameters(ter):
-    assert rs.variance_parameters("ter ~ system + (1|sentence_id)", ter) == 2
-    assert rs.variance_parameters("ter ~ system + (1 + src_length|sentence_id)", ter) == 4
-    assert rs.variance_parameters("ter ~ system + (1|sentence_id) + (1|replication)", ter) == 3
-    assert rs.variance_parameters("ter ~ system + (src_length || sentence_id)", ter) == 3
-    assert rs.variance_parameters("ter ~ (0 + system | sentence_id)", ter) == 7
+    assert rs.variance_parameters(_p("ter ~ system + (1|sentence_id)", ter), ter) == 2
+    assert rs.variance_parameters(_p("ter ~ system + (1 + src_length|sentence_id)", ter), ter) == 4
+    assert rs.variance_parameters(_p("ter ~ system + (1|sentence_id) + (1|replication)", ter), ter) == 3
+    assert rs.variance_parameters(_p("ter ~ system + (src_length || sentence_id)", ter), ter) == 3
+    assert rs.variance_parameters(_p("ter ~ (0 + system | sentence_id)", ter), ter) == 7
 
 
 def test_fifty_thousand_level_factor_refused_under_the_default_limit():
@@ -318,18 +323,18 @@ def test_fifty_thousand_level_factor_refused_under_the_default_limit():
     assert "fit fewer rows" in msg
     # the same from the formula (terms and variance parameters read from it)
     with pytest.raises(DataError, match=r"\(1\|item\) instead of item"):
-        rs.check_fixed_effects_memory(frame, "y ~ item + (1|g)")
+        rs.check_fixed_effects_memory(frame, _p("y ~ item + (1|g)", frame))
     # as a random effect the factor costs nothing in the fixed-effect matrix
-    rs.check_fixed_effects_memory(frame, "y ~ 1 + (1|item)")
+    rs.check_fixed_effects_memory(frame, _p("y ~ 1 + (1|item)", frame))
 
 
 def test_fixed_effects_check_passes_small_models_and_respects_the_limit(ter):
-    rs.check_fixed_effects_memory(ter, "ter ~ system + (1|sentence_id)")
-    rs.check_fixed_effects_memory(ter, "ter ~ sentence_id + (1|system)")  # 8,262 x 1,041: ~0.7 GB
+    rs.check_fixed_effects_memory(ter, _p("ter ~ system + (1|sentence_id)", ter))
+    rs.check_fixed_effects_memory(ter, _p("ter ~ sentence_id + (1|system)", ter))  # 8,262 x 1,041: ~0.7 GB
     me.set_memory_limit("100MB")
     with pytest.raises(DataError, match=r"sentence_id has 1,041 levels.*\(1\|sentence_id\) instead of sentence_id"):
-        rs.check_fixed_effects_memory(ter, "ter ~ sentence_id + (1|system)")
-    rs.check_fixed_effects_memory(ter, "ter ~ system + (1|sentence_id)")
+        rs.check_fixed_effects_memory(ter, _p("ter ~ sentence_id + (1|system)", ter))
+    rs.check_fixed_effects_memory(ter, _p("ter ~ system + (1|sentence_id)", ter))
 
 
 # ----------------------------------------------------------------------------------------- CLI

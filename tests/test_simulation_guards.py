@@ -232,32 +232,27 @@ def test_compare_time_guard_and_override(fits):
 
 
 # ------------------------------------------------------------------------------ bootstraps of workflows
-@pytest.fixture(scope="module")
-def vca():
-    return me.variance_components(scores(), score="score", object="item", facets=["system"])
+def _vca():
+    return me.variance_components(scores(), score="score", object="item", facets=["system"]), {}, "variance-component"
 
 
-def test_vca_bootstrap_refuses_and_override(vca):
-    msg, took = refused(vca.bootstrap, n_resamples=10**12, progress=False)
-    assert took < QUICK and "the refits of the variance-component bootstrap" in msg
-    assert "need about 2.6 PiB" in msg
-    me.set_time_limit(1e-4)
-    msg, took = refused(vca.bootstrap, n_resamples=60, random_state=1, progress=False)
-    assert took < QUICK and "the first 25 took" in msg
-    me.set_time_limit(None)
-    assert vca.bootstrap(n_resamples=30, random_state=1, progress=False).n_resamples == 30
-
-
-def test_language_disparity_bootstrap_refuses_and_override():
+def _disparity():
     hu = me.datasets.load("hu2025_records")
     res = me.language_disparity(hu, "score", "model", "language", "task", drop_aggregates=True)
-    msg, took = refused(res.bootstrap, n_resamples=10**12, progress=False)
-    assert took < QUICK and "the refits of the language-disparity bootstrap" in msg
+    return res, {"chunk_size": 5}, "language-disparity"
+
+
+@pytest.mark.parametrize("make", [_vca, _disparity])
+def test_workflow_bootstraps_refuse_and_override(make):
+    res, kw, name = make()
+    msg, took = refused(res.bootstrap, n_resamples=10**12, progress=False, **kw)
+    assert took < QUICK and f"the refits of the {name} bootstrap (n_resamples=1,000,000,000,000) need about" in msg
     me.set_time_limit(1e-4)
-    msg, took = refused(res.bootstrap, n_resamples=20, chunk_size=5, progress=False)
-    assert took < QUICK and "the first 5 took" in msg
+    msg, took = refused(res.bootstrap, n_resamples=60, random_state=1, progress=False, **kw)
+    first = kw.get("chunk_size", 25)
+    assert took < QUICK and f"the first {first} took" in msg
     me.set_time_limit(None)
-    assert res.bootstrap(n_resamples=4, chunk_size=2, progress=False).n_resamples == 4
+    assert res.bootstrap(n_resamples=4, random_state=1, progress=False, **kw).n_resamples == 4
 
 
 def test_fit_many_time_and_memory_guards():

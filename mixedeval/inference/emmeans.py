@@ -86,6 +86,7 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
+    contrast_weights,
     require_no_type,
 )
 from ._fit_common import fit_method
@@ -306,20 +307,6 @@ def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[
         raise DataError("var must name a numeric covariate, e.g. var='src_length'")
     run = fit_method(fit, "_emtrends", "emtrends", "mixedeval.lmm or mixedeval.glmm")
     return run(specs, var=var, by=by, df_method=df_method, level=level, at=at, type=type)
-
-
-def contrast_weights(name: Any, w: Any) -> list[float]:
-    """The weights of custom contrast ``name`` as floats; a DataError naming the contrast and the
-    (0-based) position of a weight that is not a finite number (None, NaN, a string, a bool)."""
-    items = list(w) if isinstance(w, (list, tuple, np.ndarray, pd.Series)) else [w]
-    out = []
-    for i, x in enumerate(items):
-        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-        if not ok or not np.isfinite(float(x)):
-            raise DataError(f"custom contrast {name!r}: weight {i} (0-based) is {x!r}; weights must be finite numbers, "
-                            "one per level in the order of the means table, e.g. {'B - A': [-1, 1, 0]}")
-        out.append(float(x))
-    return out
 
 
 def _check_weights(emm: EMMResult, weights: Mapping[str, Sequence[float]], by_t: tuple[str, ...]) -> dict[str, list[float]]:
