@@ -222,6 +222,16 @@ def test_compare_refuses_a_trillion_bootstrap_samples(fits):
     assert "n_resamples=None" in msg  # the way around it
 
 
+def test_compare_of_glmms_refuses_a_trillion_bootstrap_samples():
+    """The issue's case: GLMMs, where pbkrtest used to end in an R assertion."""
+    df = scores()
+    df["correct"] = (df["score"] > 0.3).astype(int)
+    g0 = me.glmm("correct ~ 1 + (1|item)", df, family="binomial")
+    g1 = me.glmm("correct ~ system + (1|item)", df, family="binomial")
+    msg, took = refused(me.compare, g0, g1, n_resamples=10**12)
+    assert took < QUICK and "180 observations x 1,000,000,000,000 simulated responses" in msg
+
+
 def test_compare_time_guard_and_override(fits):
     me.set_time_limit(1e-4)
     msg, took = refused(me.compare, *fits, n_resamples=40, random_state=1)
