@@ -286,3 +286,15 @@ def test_questions_needed_simulation_is_guarded():
     assert "n_sim=0 for the closed form only" in msg
     res = me.questions_needed(effect=0.05, mean=0.7, correlation=0.5, n_sim=200, random_state=1)
     assert len(res.table) >= 2 and (res.table["n_sim"] == 200).any()
+
+
+def test_rank_intervals_refuse_a_trillion_normal_draws():
+    from mixedeval.inference.rankings import rank_intervals
+
+    est = pd.Series([1.0, 2.0, 3.0], index=["a", "b", "c"])
+    msg, took = refused(rank_intervals, est, vcov=np.eye(3), n_sim=10**12)
+    assert took < QUICK and "the normal draws of the rank intervals (n_sim=1,000,000,000,000) need about" in msg
+    assert "1,000,000,000,000 normal draws x 96 B each" in msg  # 4 copies x 3 estimates x 8 bytes
+    me.set_memory_limit("none")  # the override: nothing is refused before the draws (not run here: 87 TiB)
+    res = rank_intervals(est, vcov=np.eye(3) * 0.01, n_sim=1000, random_state=1)
+    assert list(res.table["name"]) == ["c", "b", "a"]
