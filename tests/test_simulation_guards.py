@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 import time
+import tracemalloc
 
 import numpy as np
 import pandas as pd
@@ -189,6 +190,12 @@ def test_diagnose_refuses_ten_million_simulations_before_allocating(fits):
     assert took < QUICK
     assert ("180 observations x 10,000,000 simulations x 8 bytes = 13.4 GiB per copy, about 4 copies" in msg)
     assert "need about 53.6 GiB" in msg and "smaller n_sim" in msg
+    tracemalloc.start()
+    with pytest.raises(DataError):
+        fit.diagnose(n_sim=10**7)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * 2**20  # nothing of size n_sim (not even the block plan's 40,000 seeds) was allocated
 
 
 def test_diagnose_time_guard_and_override(fits):
