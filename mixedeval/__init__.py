@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _lazy
 from .errors import DataError, FormulaError, MixedEvalError, RError, RNotAvailableError
+from .errors import ExecutorError, ExecutorWarning, MainGuardError, WorkerLostError
 
 __version__ = "0.2.0"
 
@@ -75,8 +76,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "rank_intervals": ("mixedeval.inference.rankings", "rank_intervals"),
     "RankIntervals": ("mixedeval.inference.rankings", "RankIntervals"),
     "read_battles": ("mixedeval.data._battles", "read_battles"),
+    "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
+    "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
 }
 
-__all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__"]
+__all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
+           "ExecutorError", "ExecutorWarning", "MainGuardError", "WorkerLostError"]
 
 _lazy.install(__name__, _LAZY)

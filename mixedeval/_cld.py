@@ -34,22 +34,23 @@ def get_letters(n: int, separator: str = ".") -> list[str]:
 
 
 def _absorb(m: np.ndarray) -> np.ndarray:
-    """Drop a column whose set of levels is contained in another's (first such pair found), repeat."""
-    while True:
-        for j in range(m.shape[1] - 1):
-            for k in range(j + 1, m.shape[1]):
-                rows_k, rows_j = m[:, k], m[:, j]
-                if np.all(m[rows_k, j]):
-                    m = np.delete(m, k, axis=1)
-                    break
-                if np.all(m[rows_j, k]):
-                    m = np.delete(m, j, axis=1)
-                    break
-            else:
-                continue
+    """Drop a column whose set of levels is contained in another's, repeat: multcomp's double loop
+    (``j`` < ``k`` in order; ``k`` inside ``j`` drops ``k``, else ``j`` inside ``k`` drops ``j``;
+    restart after each drop), with the containments read from the columns' overlap counts
+    (column ``k`` lies in column ``j`` when they share all of ``k``'s levels) instead of a scan
+    per pair."""
+    mi = m.astype(np.int64)
+    overlap = mi.T @ mi
+    while m.shape[1] > 1:
+        sub = overlap == np.diag(overlap)[None, :]  # sub[j, k]: column k lies in column j
+        cand = np.triu(sub | sub.T, 1)
+        if not cand.any():
             break
-        else:
-            return m
+        j, k = divmod(int(np.flatnonzero(cand)[0]), m.shape[1])
+        drop = k if sub[j, k] else j
+        m = np.delete(m, drop, axis=1)
+        overlap = np.delete(np.delete(overlap, drop, axis=0), drop, axis=1)
+    return m
 
 
 def _sweep_once(mat: np.ndarray) -> tuple[np.ndarray, bool]:

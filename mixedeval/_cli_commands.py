@@ -18,6 +18,7 @@ import pandas as pd
 from . import datasets
 from ._console import print_json, print_table
 from ._report import report
+from .data._battles import read_battles
 from .data._design_spec import design
 from .data.table import as_pandas
 from .demo import run_demo, run_llm_demo
@@ -29,6 +30,7 @@ from .inference._lmm import LMMFit, lmm
 from .inference.compare import compare
 from .resampling import bootstrap
 from .workflows.compare_logs import compare_logs
+from .workflows.preferences import bradley_terry
 from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
 from .workflows.plan_eval import questions_needed
 from .workflows.language_disparity import language_disparity
@@ -406,3 +408,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(dataset=args.dataset or "kreutzer_ter", out=args.out or "mixedeval-report.html", n_sim=args.n_sim,
                     n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
                     as_json=args.json)
+
+
+# ------------------------------------------------------------------------------- preferences
+def _battle_column(df: Any, name: str | None, default: str) -> str | None:
+    """The column to use: the one named on the command line, else ``default`` when the table has
+    it with values (read_battles writes prompt/judge/position even where a format lacks them)."""
+    if name:
+        return name
+    return default if default in df.columns and df[default].notna().any() else None
+
+
+def cmd_preferences(args: argparse.Namespace) -> int:
+    """``mixedeval preferences BATTLES``: Bradley-Terry strengths from pairwise judgments."""
+    df = read_battles(args.battles, format=args.format)
+    cols = {k: _battle_column(df, getattr(args, k), k) for k in ("prompt", "judge", "position")}
+    _progress(args, f"fitting the Bradley-Terry model to {len(df)} battles"
+                    + (f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
+    res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=args.covariate,
+                        anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
+                        prompt_effect=args.prompt_effect, judge_effect=args.judge_effect,
+                        n_resamples=args.n_resamples, resample_judges=args.resample_judges,
+                        random_state=args.random_state, executor=args.workers, **cols)
+    out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
+                           "ranks": res.ranks, "intervals": res.interval_method,
+                           "warnings": [str(w) for w in res.warnings]}
+    if args.win_probabilities:
+        out["win_probabilities"] = res.win_probabilities
+    out = {k: v for k, v in out.items() if v is not None}
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)

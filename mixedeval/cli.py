@@ -6,7 +6,8 @@ model over a CSV, Parquet or JSON file), compare (likelihood-ratio tests of nest
 (power by simulation), bootstrap (hierarchical paired bootstrap), vca (variance components and
 reliability), disparity (language disparity metrics), compare-logs (systems compared from
 evaluation-harness logs), summarize (Inspect-style means, standard errors and intervals per task
-and system, paired tests of every two systems). DATA is a file (.csv, .tsv, .parquet, .json) or the
+and system, paired tests of every two systems), preferences (Bradley-Terry strengths of models
+from pairwise judgments: arena battles, LLM judges). DATA is a file (.csv, .tsv, .parquet, .json) or the
 name of a bundled data set. Tables go to stdout (--json: machine-readable), progress to stderr
 (--quiet silences it). Errors print one line "mixedeval: error: ..." to stderr and exit with status
 2 (1 for an internal error); with --json stdout then holds {"error": <message>, "kind": <exception
@@ -107,6 +108,44 @@ cmd_summarize = _command("cmd_summarize")
 cmd_vca = _command("cmd_vca")
 cmd_disparity = _command("cmd_disparity")
 cmd_demo = _command("cmd_demo")
+cmd_preferences = _command("cmd_preferences")
+
+
+# ------------------------------------------------------------------------------- preferences
+def _add_preferences(sub: Any) -> None:
+    g = sub.add_parser("preferences", parents=[_common(data=False)],
+                       help="Bradley-Terry strengths and Elo ratings from pairwise judgments (arena battles)",
+                       description="Read judged pairwise comparisons (a Chatbot Arena table, AlpacaEval "
+                                   "annotations, MT-Bench or Arena-Hard judgments) and print each model's strength "
+                                   "and Elo rating with intervals from a bootstrap over prompts, each judge's "
+                                   "position bias, and rank intervals with tie groups.")
+    g.add_argument("battles", help="battle file (.csv, .json, .jsonl, .parquet)")
+    g.add_argument("--format", default=None, choices=["arena", "alpacaeval", "mtbench", "arenahard"],
+                   help="file format (default: recognised from the fields)")
+    g.add_argument("--prompt", help="column naming the prompt (default: 'prompt' when the file has one)")
+    g.add_argument("--judge", help="column naming the judge (default: 'judge' when the file has one)")
+    g.add_argument("--position", help="column saying which answer was shown first (a_first / b_first); default: "
+                                      "'position' when the file has one, else model_a was shown first")
+    g.add_argument("--ties", default="davidson", choices=["davidson", "half", "drop"],
+                   help="davidson (default): a tie model with a leniency per judge; half: half a win each "
+                        "(FastChat); drop: leave ties out")
+    g.add_argument("--no-position-bias", action="store_true", help="do not estimate the judges' position bias")
+    g.add_argument("--covariate", action="append", help="column of a per-battle difference a - b, e.g. answer "
+                                                         "length (style control; repeatable)")
+    g.add_argument("--anchor", help="model whose Elo rating is --anchor-rating (default: the mean rating is)")
+    g.add_argument("--anchor-rating", type=float, default=1000.0, help="Elo of the anchor (default 1000)")
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
+                                                                  "0: intervals from the likelihood alone)")
+    g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
+    g.add_argument("--prompt-effect", default=None, choices=["random"],
+                   help="random: a prompt random intercept (lme4::glmer; needs --ties drop)")
+    g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
+                   help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
+    g.add_argument("--workers", type=int, default=None, help="local worker processes for the bootstrap")
+    g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
+    g.set_defaults(func=cmd_preferences)
 
 
 # ------------------------------------------------------------------------------------ parser
@@ -392,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_disparity(sub, common)
     _add_compare_logs(sub)
     _add_summarize(sub)
+    _add_preferences(sub)
     return p
 
 

@@ -41,3 +41,21 @@ class FormulaError(DataError):
     """A model formula that mixedeval refuses to send to R: a token outside the allow-list (code,
     strings, unknown functions), names that are not data columns, or a formula too long or too
     deeply nested. The message names the token and how to precompute a column instead."""
+
+
+class ExecutorError(MixedEvalError, RuntimeError):
+    """The ``executor`` could not run a call's tasks (a closed Dask ``Client``, lost workers, a
+    script without the ``__main__`` guard). The message says what happened, that nothing was lost
+    (the same call with the same ``random_state`` gives the same numbers) and what to do."""
+
+
+class WorkerLostError(ExecutorError):
+    """A worker process (of a local pool or a Dask cluster) died while running the call's tasks."""
+
+
+class MainGuardError(ExecutorError):
+    """Worker processes were started from a script's top level without ``if __name__ == "__main__":``."""
+
+
+class ExecutorWarning(UserWarning):
+    """An ``executor`` that will run, but badly (e.g. more worker processes than CPUs)."""

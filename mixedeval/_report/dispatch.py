@@ -47,9 +47,11 @@ from ..workflows.language_disparity import (
 )
 from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance
 from ..workflows.power import MinimumDetectableEffect, PowerCurveResult, PowerResult, SampleSizeResult
+from ..workflows.preferences import BradleyTerryResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
+from . import preferences as prefs
 from . import result_sections as rs
 
 
@@ -100,6 +102,7 @@ def result_kinds() -> dict[type, Kind]:
         SampleSizeResult: Kind("sample_size", "Design and power: sample size", rs.power_curve),
         MinimumDetectableEffect: Kind("minimum_detectable_effect", "Design and power: minimum detectable effect",
                                       rs.minimum_detectable_effect),
+        BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
     }
 
 

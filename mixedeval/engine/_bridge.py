@@ -603,3 +603,27 @@ def emm_vcov(grid: Any) -> dict[str, np.ndarray]:
     v = call("me_emm_vcov", grid=grid).value
     est = np.atleast_1d(np.array(v["estimate"], dtype=float, copy=True))
     return {"estimate": est, "vcov": np.array(v["vcov"], dtype=float, copy=True).reshape(est.size, est.size)}
+
+
+# ------------------------------------------------------------------------ r/bradley_terry.R
+def _bt_value(res: RCallResult, p: int) -> RCallResult:
+    v = dict(res.value)
+    v["vcov"] = np.array(v["vcov"].to_numpy(dtype=float), copy=True).reshape(p, p)
+    return _replace(res, v)
+
+
+def bt_glm(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
+    """``me_bt_glm``: ``glm(cbind(y, n - y) ~ 0 + x1 + ... + xp, binomial)`` of a Bradley-Terry
+    design (``data``: y, n and the design columns ``xnames``); ``fixed`` (term, estimate,
+    std_error, z_value, p_value, conf_low, conf_high), ``vcov`` (p x p), deviance, converged."""
+    return _bt_value(call("me_bt_glm", data=data, xnames=list(xnames), level=float(level)), len(xnames))
+
+
+def bt_glmer(data: Any, *, xnames: Sequence[str], level: float, prompt: bool, judge: bool) -> RCallResult:
+    """``me_bt_glmer``: the design of :func:`bt_glm` with ``+ (1 | prompt)`` (``prompt``) and
+    ``+ (0 + first | judge)`` (``judge``: a random position bias; ``data`` then has ``first`` and
+    ``judge``) by ``lme4::glmer`` (Laplace); adds ``prompt_sd``, ``judge_sd``, ``judge_modes``
+    (judge, estimate, std_error: conditional modes and their conditional SDs), ``loglik``,
+    ``singular`` and lme4's ``convergence`` messages."""
+    return _bt_value(call("me_bt_glmer", data=data, xnames=list(xnames), level=float(level), prompt=bool(prompt),
+                          judge=bool(judge)), len(xnames))
