@@ -64,6 +64,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "minimum_detectable_effect": ("mixedeval.workflows.power", "minimum_detectable_effect"),
     "set_memory_limit": ("mixedeval._resources", "set_memory_limit"),
     "get_memory_limit": ("mixedeval._resources", "get_memory_limit"),
+    "set_time_limit": ("mixedeval._resources", "set_time_limit"),
+    "get_time_limit": ("mixedeval._resources", "get_time_limit"),
     "parse_formula": ("mixedeval.data._formula", "parse_formula"),
     "read_eval_logs": ("mixedeval.data._logs", "read_eval_logs"),
     "EvalLogs": ("mixedeval.data._logs", "EvalLogs"),

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
-from . import _cld
+from . import _cld, _resources
 from ._random import as_generator
 from .data.validate import require_level
 from .errors import DataError
@@ -376,6 +376,11 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         V = _as_vcov(vcov, names) if vcov is not None else np.cov(D, rowvar=False)
         if isinstance(n_sim, bool) or not isinstance(n_sim, (int, np.integer)) or n_sim < 100:
             raise DataError(f"n_sim must be an integer >= 100, not {n_sim!r}")
+        # the draws Z, est + Z, their ranks and the working copies: about 4 n_sim x k doubles
+        guard = _resources.LoopGuard("the rank intervals", int(n_sim), count=f"n_sim={int(n_sim):,}",
+                                     unit="normal draws",
+                                     fix="Use a smaller n_sim (the default is 100,000), or raise the limit.")
+        guard.check_memory(4 * 8.0 * len(names))
         Z = _normal_draws(V, int(n_sim), random_state)
         a, b = _pair_index(len(names))
         se = _pair_se(V, a, b)

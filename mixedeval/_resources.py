@@ -27,6 +27,7 @@ import math
 import numbers
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -500,3 +501,183 @@ def check_fixed_effects_memory(frame: Any, terms: Any, *, intercept: bool = True
                 f"per copy, about {MODEL_MATRIX_COPIES} copies in lme4/lmerTest, plus p x p matrices for "
                 f"{k} variance parameters{'; ' + many if many else ''}"),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the time limit of loops (simulations, resamples, refits, fits)
+# ---------------------------------------------------------------------------------------------
+
+TIME_ENV_VAR = "MIXEDEVAL_TIME_LIMIT"
+#: default time limit of one guarded loop: 24 hours
+DEFAULT_TIME_LIMIT = 24 * 3600.0
+
+_time_setting: float | None = None  # None: not set in this process; else seconds (inf: off)
+
+_TIME_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0,
+               "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0}
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_TIME_FORMS = ("seconds (e.g. 3600), a duration such as '90s', '30min', '2h' or '1d', or 'none' to switch the "
+               "guard off")
+
+
+def format_seconds(s: float) -> str:
+    """``42.0`` -> ``'42 s'``, ``5400`` -> ``'1.5 h'``, ``3e7`` -> ``'347.2 days'``, ``3e9`` -> ``'95.1 years'``."""
+    s = float(s)
+    if not math.isfinite(s):
+        return "unlimited"
+    if s < 120:
+        return f"{s:.3g} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 2 * 365.25 * 86400:
+        return f"{s / 86400:.1f} days"
+    return f"{s / (365.25 * 86400):.3g} years"
+
+
+def _parse_duration(value: Any, source: str) -> float:
+    """Seconds (inf when off) from a number of seconds, a duration string or 'none'."""
+    if isinstance(value, bool):
+        raise DataError(f"{source} must be {_TIME_FORMS}; got {value!r}")
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if v > 0:
+            return v
+        raise DataError(f"{source} must be a positive number of seconds, got {value!r}; {_TIME_FORMS}")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in _OFF:
+            return math.inf
+        m = _DURATION.match(text)
+        if m and m.group(2).lower() in _TIME_UNITS and float(m.group(1)) > 0:
+            return float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]
+    raise DataError(f"{source} must be {_TIME_FORMS}; got {value!r}")
+
+
+def set_time_limit(limit: float | str | None) -> None:
+    """Set the time limit of mixedeval's loop guards for this process.
+
+    ``limit``: seconds (a number), a duration (``"90s"``, ``"30min"``, ``"2h"``, ``"1d"``),
+    ``"none"`` to switch the guard off, or ``None`` to restore the default: the environment
+    variable ``MIXEDEVAL_TIME_LIMIT`` if set, else 24 hours.
+
+    Loops over simulations, resamples, refits or fits (power, diagnostics, parametric
+    bootstraps, fit_many, ...) time their first block and raise :class:`mixedeval.DataError`
+    when the whole loop would take longer than the limit, with the estimate and what to change.
+    """
+    global _time_setting
+    _time_setting = None if limit is None else _parse_duration(limit, "the time limit")
+
+
+def _time_resolve() -> tuple[float, str]:
+    """(limit in seconds, inf when off; description for messages)."""
+    change = f"change it with me.set_time_limit or {TIME_ENV_VAR}"
+    if _time_setting is not None:
+        limit, origin = _time_setting, "given to me.set_time_limit"
+    else:
+        env = os.environ.get(TIME_ENV_VAR)
+        if env is not None and env.strip():
+            limit = _parse_duration(env, f"the environment variable {TIME_ENV_VAR}")
+            origin = f"from {TIME_ENV_VAR}={env.strip()!r}"
+        else:
+            limit, origin = DEFAULT_TIME_LIMIT, "the default"
+    if math.isinf(limit):
+        return limit, f"none ({origin})"
+    return limit, f"{format_seconds(limit)} ({origin}; {change})"
+
+
+def get_time_limit() -> float | None:
+    """The time limit of mixedeval's loop guards now, in seconds; None when the guard is off
+    (``set_time_limit("none")``). See :func:`set_time_limit`."""
+    limit, _ = _time_resolve()
+    return None if math.isinf(limit) else float(limit)
+
+
+def check_time(seconds: float, what: str, fix: str, detail: str = "") -> None:
+    """Raise :class:`DataError` when ``seconds`` (an estimate of the duration of a loop) exceeds
+    the time limit: "<what> would take about <duration> (<detail>), above mixedeval's time limit
+    of <limit> (<where it comes from>; change it with me.set_time_limit or MIXEDEVAL_TIME_LIMIT).
+    <fix>"."""
+    limit, desc = _time_resolve()
+    if seconds <= limit:
+        return
+    paren = f" ({detail})" if detail else ""
+    raise DataError(f"{what} would take about {format_seconds(seconds)}{paren}, above mixedeval's time limit of "
+                    f"{desc}. {fix}")
+
+
+class LoopGuard:
+    """The guard of one loop of ``total`` units (simulations, resamples, refits, fits) run in blocks.
+
+    Before the loop, :meth:`check_memory` refuses what is known analytically (``bytes_per_unit``
+    x ``total`` + ``fixed_bytes``: the arrays the loop keeps or allocates at once). After the first
+    block, :meth:`block_done` extrapolates the measured time linearly to the whole loop
+    (``elapsed / done * total`` spread over ``workers``, times ``repeats`` when the same loop runs
+    several times, e.g. once per size of a power curve) and refuses above the time limit. Only the
+    first block is judged, so a loop is never stopped half-way through.
+
+    ``what`` names the loop ("power (lrt)"), ``count`` the argument and its value as the user gave
+    it ("n_sim=1,000,000"), ``unit`` the units ("simulations"), ``fix`` what to change.
+    """
+
+    def __init__(self, what: str, total: int, *, count: str, unit: str, fix: str, workers: int = 1,
+                 repeats: int = 1) -> None:
+        self.what, self.total, self.count, self.unit, self.fix = what, int(total), count, unit, fix
+        self.workers, self.repeats = max(1, int(workers)), max(1, int(repeats))
+        self.judged = False
+        self.start()
+
+    def start(self) -> None:
+        """(Re)start the clock: call it just before the first block when setup came in between."""
+        self._t0 = time.perf_counter()
+
+    def check_memory(self, bytes_per_unit: float, fixed_bytes: float = 0.0, detail: str = "") -> None:
+        """Refuse before the loop when ``total`` units of ``bytes_per_unit`` do not fit the memory limit."""
+        need = float(bytes_per_unit) * self.total + float(fixed_bytes)
+        if need <= 8 * 2**20:  # below 8 MiB: not worth reading /proc
+            return
+        check_memory(need, self._subject(), self.fix,
+                     detail or f"{format_count(self.total)} {self.unit} x {format_bytes(bytes_per_unit)} each")
+
+    def _subject(self) -> str:
+        """'the simulations of power (lrt) (n_sim=1,000,000)'."""
+        return f"the {self.unit} of {self.what} ({self.count})"
+
+    def check_matrix(self, n_rows: int, copies: int, columns: str) -> None:
+        """:meth:`check_memory` of an ``n_rows`` x ``total`` matrix of doubles held ``copies`` times."""
+        per_copy = 8.0 * n_rows * self.total
+        self.check_memory(8.0 * copies * n_rows,
+                          detail=(f"{format_count(n_rows)} observations x {format_count(self.total)} {columns} x 8 "
+                                  f"bytes = {format_bytes(per_copy)} per copy, about {copies} copies"))
+
+    def estimate(self, done: int) -> float:
+        """Seconds the whole loop (all repeats) would take, from the ``done`` units timed so far."""
+        elapsed = time.perf_counter() - self._t0
+        rest = max(0, self.total - int(done)) / self.workers
+        return (elapsed + elapsed / max(1, int(done)) * rest) * self.repeats
+
+    def block_done(self, done: int) -> None:
+        """After a block (``done`` units so far): the first time, refuse when the extrapolation
+        exceeds the time limit; later calls do nothing."""
+        if self.judged:
+            return
+        self.judged = True
+        if done >= self.total and self.repeats == 1:
+            return
+        took = time.perf_counter() - self._t0
+        spread = f" on {self.workers} workers" if self.workers > 1 else ""
+        times = f", {self.repeats} times" if self.repeats > 1 else ""
+        check_time(self.estimate(done), self._subject(), self.fix,
+                   detail=(f"{format_count(self.total)} {self.unit}{spread}{times}; the first "
+                           f"{format_count(done)} took {format_seconds(took)}"))
+
+    def map(self, runner: Any, fn: Callable[..., Any], tasks: Sequence[tuple], *, first_units: int,
+            shared: Any = None, progress: bool = False, desc: str = "") -> list[Any]:
+        """``runner.map(fn, tasks, ...)`` (a :class:`mixedeval._executor.Runner`) with the first task
+        run alone and judged (:meth:`block_done` with ``first_units`` units done), then the rest."""
+        out = list(runner.map(fn, list(tasks[:1]), shared=shared, progress=False, desc=desc))
+        self.block_done(first_units)
+        if len(tasks) > 1:
+            out += runner.map(fn, list(tasks[1:]), shared=shared, progress=progress, desc=desc)
+        return out

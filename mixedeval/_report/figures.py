@@ -30,16 +30,22 @@ def to_data_uri(fig: Any, fmt: str = "svg", dpi: int = 100) -> str:
 
     SVG keeps line plots and heatmaps sharp; PNG keeps scatter plots with thousands of points
     small. Text in the SVG is stored as paths, so the figure looks the same without the fonts.
+    Every text is drawn as given (names such as ``$\\frac{a}{b$`` are not math text or TeX).
     """
     import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.blocks imports this module
 
+    from ..diagnostics.plots import plain_text  # noqa: PLC0415 - loads matplotlib and scipy: only when drawing
+
+    plain_text(fig)
     buf = io.BytesIO()
     if fmt == "svg":
-        with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "mixedeval"}):
+        with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "mixedeval", "text.parse_math": False,
+                                    "text.usetex": False}):
             fig.savefig(buf, format="svg", metadata={"Date": None})
         mime = "image/svg+xml"
     elif fmt == "png":
-        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+            fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
         mime = "image/png"
     else:
         raise ValueError(f"fmt must be 'svg' or 'png', not {fmt!r}")

@@ -253,6 +253,30 @@ def require_finite(df, column: str, *, allow_nan: bool = False, role: str = "sco
         )
 
 
+#: the largest magnitude of a number sent to a model: squares (sums of squares, variances, the
+#: Gaussian log-likelihood) of larger values overflow double precision (lme4 then stops with
+#: "Downdated VtV is not positive definite" or "objective in x0 returns NA")
+MAX_MODEL_VALUE = 1e150
+
+
+def require_representable(df, column: str, role: str = "response column") -> None:
+    """``column``'s finite values are at most :data:`MAX_MODEL_VALUE` in magnitude (a DataError
+    naming the column, the first rows and the fix otherwise); non-numeric columns pass."""
+    s = _series(df, column)
+    if pt.is_bool_dtype(s.dtype) or not pt.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
+        return
+    vals = np.abs(s.to_numpy(dtype="float64", na_value=np.nan))
+    with np.errstate(invalid="ignore"):
+        big = np.isfinite(vals) & (vals > MAX_MODEL_VALUE)
+    if big.any():
+        first = s[big].iloc[0]
+        raise DataError(
+            f"{role} {column!r} has {int(big.sum())} value(s) beyond +-{MAX_MODEL_VALUE:g} (e.g. {first:g} in rows "
+            f"{_rows_preview(s.index[big])}), whose squares overflow the model's computations in R; rescale the "
+            f"column (e.g. df[{column!r}] / 1e6, or np.log10) or drop those rows"
+        )
+
+
 def require_levels(df, column: str, min_levels: int = 2, role: str = "grouping factor") -> None:
     """``column`` has at least ``min_levels`` distinct non-missing values."""
     try:

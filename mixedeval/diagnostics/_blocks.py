@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _resources as res
 from .._executor import resolve_executor
 from .._random import r_seed
 from ..data._formula import parse_formula
@@ -135,11 +136,38 @@ def _block_task(token: str, size: int, seed: int, conditional: bool, spec: _Spec
     return _bridge.simulate_glmm(model, n_sim=size, r_seed=seed, conditional=conditional)["simulated"]
 
 
-def _on_workers(fit: Any, kind: str, plan: list[tuple[int, int]], conditional: bool, runner: Any) -> np.ndarray:
-    spec = worker_spec(fit, kind)
-    token = uuid.uuid4().hex
-    tasks = [(token, size, seed, bool(conditional)) for size, seed in plan]
-    blocks = runner.map(_block_task, tasks, shared=spec, progress=False, desc="simulations")
+#: bytes per simulated value at the peak of a diagnosis: the blocks, their concatenation and the
+#: working copies of the PIT residuals and the tests (float64 each)
+SIM_VALUE_BYTES = 32
+
+
+def guard(n_obs: int, n_sim: int, runner: Any) -> res.LoopGuard:
+    """The loop guard of a diagnosis (:class:`mixedeval._resources.LoopGuard`): memory (n_obs x n_sim
+    values) is checked at once, before any block is drawn; time after block 0."""
+    workers = runner.n_workers if runner.name != "in-process" else 1
+    g = res.LoopGuard("the simulated-residual diagnostics", n_sim, count=f"n_sim={res.format_count(n_sim)}",
+                      unit="simulations", workers=workers,
+                      fix="Use a smaller n_sim (250, DHARMa's default, is enough for the tests; 1,000 for smoother "
+                          "plots), or raise the limit.")
+    g.check_matrix(n_obs, SIM_VALUE_BYTES // 8, "simulations")
+    return g
+
+
+def _blocks(draw: Any, fit: Any, kind: str, plan: list, conditional: bool, runner: Any,
+            g: res.LoopGuard) -> np.ndarray:
+    """Every block, here (``draw(size, seed)``) or on the runner's workers, concatenated in column
+    order. Block 0 is drawn first and timed by ``g`` (on the workers it includes their rebuilding
+    the model, so the estimate errs on the long side)."""
+    g.start()
+    if runner.name == "in-process":
+        blocks = [draw(*plan[0])]
+        g.block_done(plan[0][0])
+        blocks += [draw(size, seed) for size, seed in plan[1:]]
+    else:
+        token = uuid.uuid4().hex
+        tasks = [(token, size, seed, bool(conditional)) for size, seed in plan]
+        blocks = g.map(runner, _block_task, tasks, first_units=plan[0][0], shared=worker_spec(fit, kind),
+                       desc="simulations")
     return np.concatenate(blocks, axis=1)
 
 
@@ -147,26 +175,29 @@ def simulate_lmm(fit: Any, n_sim: int, state: int, re: str, executor: Any = None
     """The (nobs, n_sim) simulations of an LMM by the block scheme, and the plan.
 
     In this process each block is ``fit.simulate(size, random_state=seed, re=re)`` (any object with
-    the LMMFit interface); on an executor's workers see the module docstring."""
-    plan = block_plan(state, n_sim)
+    the LMMFit interface); on an executor's workers see the module docstring. Block 0 times the
+    loop for the guard (:func:`guard`)."""
     runner = resolve_executor(executor)
-    if runner.name == "in-process" or len(plan) == 1:
-        sims = [np.asarray(fit.simulate(size, random_state=seed, re=re), dtype=float) for size, seed in plan]
-        return np.concatenate(sims, axis=1), plan
-    return _on_workers(fit, "lmm", plan, re == "conditional", runner), plan
+    n_obs = getattr(fit, "nobs", None)
+    g = guard(int(n_obs if n_obs is not None else len(fit.response_values())), int(n_sim), runner)
+    plan = block_plan(state, n_sim)
+
+    def draw(size: int, seed: int) -> np.ndarray:
+        return np.asarray(fit.simulate(size, random_state=seed, re=re), dtype=float)
+
+    return _blocks(draw, fit, "lmm", plan, re == "conditional", runner, g), plan
 
 
 def simulate_glmm(fit: Any, n_sim: int, state: int, conditional: bool, executor: Any = None) -> tuple[dict, list]:
     """:func:`mixedeval.engine._bridge.simulate_glmm`'s dict for ``n_sim`` simulations by the block
     scheme, and the plan. ``observed``, ``predicted``, ``trials`` and ``family`` always come from
-    ``fit`` itself (``me_glmm_observed`` when the blocks run on workers)."""
-    plan = block_plan(state, n_sim)
+    ``fit`` itself (``me_glmm_observed``)."""
     runner = resolve_executor(executor)
-    if runner.name == "in-process" or len(plan) == 1:
-        first = _bridge.simulate_glmm(fit, n_sim=plan[0][0], r_seed=plan[0][1], conditional=conditional)
-        rest = [_bridge.simulate_glmm(fit, n_sim=size, r_seed=seed, conditional=conditional)["simulated"]
-                for size, seed in plan[1:]]
-        return {**first, "simulated": np.concatenate([first["simulated"], *rest], axis=1)}, plan
-    out = _bridge.glmm_observed(fit)
-    out["simulated"] = _on_workers(fit, "glmm", plan, conditional, runner)
-    return out, plan
+    g = guard(int(fit.nobs), int(n_sim), runner)
+    plan = block_plan(state, n_sim)
+
+    def draw(size: int, seed: int) -> np.ndarray:
+        return _bridge.simulate_glmm(fit, n_sim=size, r_seed=seed, conditional=conditional)["simulated"]
+
+    sims = _blocks(draw, fit, "glmm", plan, conditional, runner, g)
+    return {**_bridge.glmm_observed(fit), "simulated": sims}, plan

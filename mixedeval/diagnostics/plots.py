@@ -14,9 +14,14 @@ of a simulation test's summaries with the observed value, as DHARMa's ``testDisp
 ``testZeroInflation`` / ``testGeneric`` plots; for integer responses the dispersion and
 zero-inflation histograms are the ones to read). Classical plots: :func:`plot_residuals_vs_fitted`,
 :func:`plot_qq_normal` (conditional residuals) and :func:`plot_ranef_qq` (BLUPs).
+
+Text is drawn as given (:func:`plain_text`): a group or term name holding ``$`` or ``\\`` is not
+matplotlib math text or TeX.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,6 +45,34 @@ def _figure(ax=None, figsize=(5.5, 4.5)):
     return fig, fig.add_subplot()
 
 
+def plain_text(fig: Any) -> Any:
+    """``fig`` with every text drawn as given (``parse_math=False``, ``usetex=False``): names from the
+    data such as ``$\\frac{a}{b$`` are not matplotlib math text (which would fail to parse) or TeX.
+    The figure is laid out once (tick labels are made then) with the same settings, so its tick
+    labels are plain too."""
+    import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
+    from matplotlib.text import Text  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
+
+    def plain() -> None:
+        for t in fig.findobj(Text):
+            t.set_parse_math(False)
+            t.set_usetex(False)
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        plain()
+        fig.draw_without_rendering()
+        plain()
+    return fig
+
+
+def _plain(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: the figure a plot function returns goes through :func:`plain_text`."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return plain_text(func(*args, **kwargs))
+    return wrapper
+
+
 def _point_style(n: int) -> dict[str, Any]:
     return {"s": 6 if n > 2000 else 14, "alpha": 0.35 if n > 2000 else 0.7, "linewidths": 0}
 
@@ -61,6 +94,7 @@ def _test_row(diag: Diagnostics, test: str):
     return None if rows.empty else rows.iloc[0]
 
 
+@_plain
 def plot_qq_uniform(diag: Diagnostics, ax=None):
     """QQ plot of the scaled residuals against U(0, 1) with the uniformity (KS), dispersion and
     outlier tests annotated (red when p < alpha), as DHARMa's ``plotQQunif``."""
@@ -91,6 +125,7 @@ def _binned_quantiles(x: np.ndarray, y: np.ndarray, n_bins: int) -> tuple[np.nda
     return centres, qs
 
 
+@_plain
 def plot_residuals_vs_predicted(diag: Diagnostics, rank: bool = True, quantile_lines: bool = True, n_bins: int = 10, ax=None):
     """Scaled residuals against the (rank-transformed) population-level predictions, with dashed
     reference lines at 0.25, 0.5, 0.75 (DHARMa's ``plotResiduals``). ``quantile_lines`` adds the
@@ -113,6 +148,7 @@ def plot_residuals_vs_predicted(diag: Diagnostics, rank: bool = True, quantile_l
     return fig
 
 
+@_plain
 def plot_residuals_by_group(diag: Diagnostics, group: Any = None, ax=None):
     """Boxplots of the scaled residuals per level of a categorical predictor (DHARMa's
     ``testCategorical`` plot); levels whose Holm-adjusted KS p < alpha are red, the Levene result
@@ -140,6 +176,7 @@ def plot_residuals_by_group(diag: Diagnostics, group: Any = None, ax=None):
     return fig
 
 
+@_plain
 def plot_dharma(diag: Diagnostics):
     """DHARMa's default two-panel plot: uniform QQ plot and residuals vs predicted."""
     from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn; _report.sections imports this module
@@ -152,6 +189,7 @@ def plot_dharma(diag: Diagnostics):
     return fig
 
 
+@_plain
 def plot_simulation_test(diag: Diagnostics, test: str = "dispersion", ax=None):
     """Histogram of a simulation test's summary over the simulations (grey) with the observed value
     (red line), as DHARMa's ``testDispersion`` / ``testZeroInflation`` / ``testGeneric`` plots.
@@ -190,6 +228,7 @@ def _conditional(diag_or_fitted: Any, residuals: Any) -> tuple[np.ndarray, np.nd
     return np.asarray(diag_or_fitted, dtype=float), None if residuals is None else np.asarray(residuals, dtype=float)
 
 
+@_plain
 def plot_residuals_vs_fitted(fitted: Any, residuals: Any = None, ax=None):
     """Conditional residuals against conditional fitted values, with a zero line and a binned
     median. ``fitted`` may be a :class:`Diagnostics` from :func:`diagnose_fit`."""
@@ -221,6 +260,7 @@ def _qq_normal_into(ax, values: np.ndarray, title: str) -> None:
     ax.set(xlabel="Theoretical quantiles", ylabel="Sample quantiles", title=title)
 
 
+@_plain
 def plot_qq_normal(residuals: Any, ax=None, title: str = "Normal QQ plot of conditional residuals"):
     """Normal QQ plot (R's ``qqnorm`` positions, ``qqline`` through the quartiles) of the
     conditional residuals; ``residuals`` may be a :class:`Diagnostics` from :func:`diagnose_fit`."""
@@ -231,6 +271,7 @@ def plot_qq_normal(residuals: Any, ax=None, title: str = "Normal QQ plot of cond
     return fig
 
 
+@_plain
 def plot_ranef_qq(ranef: Any):
     """Normal QQ plots of the BLUPs: one panel per (grouping factor, term). ``ranef`` is the dict
     ``group -> DataFrame`` of ``fit.ranef()`` (or a :class:`Diagnostics` from :func:`diagnose_fit`)."""

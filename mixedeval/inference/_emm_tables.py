@@ -181,3 +181,17 @@ def require_no_type(type_: str | None) -> None:
     """``type=`` (the response or link scale) exists for GLMM means only."""
     if type_ is not None:
         raise DataError("type= (the response or link scale) applies to GLMM fits (mixedeval.glmm) only")
+
+
+def contrast_weights(name: Any, w: Any) -> list[float]:
+    """The weights of custom contrast ``name`` as floats; a DataError naming the contrast and the
+    (0-based) position of a weight that is not a finite number (None, NaN, a string, a bool)."""
+    items = [w] if isinstance(w, (str, bytes, Mapping)) or np.ndim(w) == 0 else list(w)
+    out = []
+    for i, x in enumerate(items):
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        if not ok or not np.isfinite(float(x)):
+            raise DataError(f"custom contrast {name!r}: weight {i} (0-based) is {x!r}; weights must be finite numbers, "
+                            "one per level in the order of the means table, e.g. {'B - A': [-1, 1, 0]}")
+        out.append(float(x))
+    return out

@@ -283,6 +283,10 @@ def _column_values(frame: Any, col: str) -> np.ndarray:
     return s.to_numpy(dtype=float, na_value=np.nan)
 
 
+#: R's largest integer (.Machine$integer.max): R's random counts (rpois, rbinom) are integers
+MAX_COUNT = 2**31 - 1
+
+
 def _require_counts(frame: Any, col: str, what: str) -> None:
     y = _column_values(frame, col)
     y = y[np.isfinite(y)]
@@ -293,6 +297,10 @@ def _require_counts(frame: Any, col: str, what: str) -> None:
         bad = y[np.abs(y - np.round(y)) > 1e-8 * np.maximum(1.0, np.abs(y))]
         raise DataError(f"{what}: column {col!r} has non-integer value(s) (e.g. {bad[0]:g}); counts must be "
                         "non-negative integers (for proportions use family='binomial' with weights=, or 'beta')")
+    if (y > MAX_COUNT).any():
+        raise DataError(f"{what}: column {col!r} has {int((y > MAX_COUNT).sum())} count(s) above R's largest integer "
+                        f"{MAX_COUNT:,} (e.g. {y[y > MAX_COUNT][0]:g}); R cannot simulate or refit them (its random "
+                        "counts are integers); rescale to a coarser unit or model a continuous score with lmm")
 
 
 def _validate_binomial(parsed: Any, frame: Any, weights: np.ndarray | None, family: str) -> None:
@@ -357,12 +365,30 @@ def _weights_array(weights: Any, data: Any, frame: Any) -> np.ndarray | None:
             raise DataError(f"weights column {weights!r} is not in the data")
         w = pd.to_numeric(data[weights], errors="coerce").to_numpy(dtype=float)
     else:
-        w = np.asarray(weights, dtype=float)
+        w = _weights_values(weights)
     if w.ndim != 1 or len(w) != len(frame):
         raise DataError(f"weights must have one value per row ({len(frame)}), got shape {w.shape}")
     if not np.all(np.isfinite(w)) or (w <= 0).any():
         raise DataError("weights must be finite and positive (the number of trials per row)")
+    if (w > MAX_COUNT).any():
+        raise DataError(f"weights (numbers of trials) above R's largest integer {MAX_COUNT:,} cannot be simulated "
+                        "or refitted in R; use a coarser unit")
     return w
+
+
+_WEIGHTS_FORMS = ("weights= must be the name of a data column, or a list, numpy array or pandas Series of numbers "
+                  "with one value per row (the number of trials of each proportion)")
+
+
+def _weights_values(weights: Any) -> np.ndarray:
+    """A sequence of per-row weights as floats; a DataError saying what weights may be otherwise
+    (a dict, a set, a scalar, strings)."""
+    if isinstance(weights, (Mapping, set, frozenset, bytes)) or np.ndim(weights) == 0:
+        raise DataError(f"{_WEIGHTS_FORMS}; got {type(weights).__name__} {weights!r:.80}")
+    try:
+        return np.asarray(weights, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{_WEIGHTS_FORMS}; got values that are not numbers ({exc})") from None
 
 
 def _bool_response_as_int(formula: str, data: Any, allow_r_code: bool) -> Any:

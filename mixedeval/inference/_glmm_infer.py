@@ -74,6 +74,7 @@ from ._emm_tables import (
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
+    contrast_weights,
 )
 from ._options import GLMM_OPTIMIZERS, normalize_glmm_optimizer
 from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
@@ -470,7 +471,7 @@ def _contrast_label(emm: GLMMEMMResult, scale: str) -> str:
 
 def _method_args(emm: GLMMEMMResult, method: Any, ref: Any) -> tuple[Any, str, Any]:
     if isinstance(method, Mapping):
-        r_method = {str(k): [float(x) for x in np.atleast_1d(np.asarray(w, dtype=float))] for k, w in method.items()}
+        r_method = {str(k): contrast_weights(k, w) for k, w in method.items()}
         if not r_method:
             raise DataError("custom contrasts: give at least one {name: weights} entry")
         name = "custom"

@@ -40,6 +40,7 @@ from ..data.validate import (
     require_level,
     require_levels,
     require_nonempty,
+    require_representable,
     require_supported_dtypes,
     require_unique_columns,
 )
@@ -108,6 +109,8 @@ def prepare_model_data(
     for resp in parsed.response_columns:
         require_finite(frame, resp)
     require_supported_dtypes(frame, used)
+    for c in used:  # numbers R cannot compute with: a DataError naming the column, before R
+        require_representable(frame, c, "response column" if c in parsed.response_columns else "column")
     warnings: list[ResultWarning] = []
     levels = dict(levels or {})
     reference = dict(reference or {})

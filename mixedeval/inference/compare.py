@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import _resources as res
 from .._executor import resolve_executor
 from .._random import r_seed
 from ..engine import _bridge
@@ -244,22 +245,48 @@ def _pb_refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> tuple[np
     return out.value, list(out.warnings)
 
 
-def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, executor: Any):
-    """The bootstrap LR statistics (in replicate order) and the refits' warnings."""
+#: bytes per simulated response of the parametric bootstrap: R's simulated data frame, its numpy
+#: copy and the workers' slices (float64 each)
+PB_VALUE_BYTES = 24
+
+
+def _pb_guard(nobs: int, nsim: int, runner: Any, repeats: int) -> res.LoopGuard:
+    """The loop guard of ``nsim`` bootstrap replicates (:class:`mixedeval._resources.LoopGuard`):
+    the simulated responses (nobs x nsim) are checked before R draws them, the time after the
+    first chunk of refits."""
+    g = res.LoopGuard("the parametric bootstrap (pbkrtest::PBmodcomp)", nsim,
+                      count=f"n_resamples={res.format_count(nsim)}", unit="replicates (2 refits each)",
+                      workers=runner.n_workers if runner.name != "in-process" else 1, repeats=repeats,
+                      fix="Use a smaller n_resamples (1,000 gives a p-value of 0.05 to +-0.014), the chi-square "
+                          "test (n_resamples=None), or raise the limit.")
+    g.check_matrix(nobs, PB_VALUE_BYTES // 8, "simulated responses")
+    return g
+
+
+def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, executor: Any,
+                   g: res.LoopGuard | None = None):
+    """The bootstrap LR statistics (in replicate order) and the refits' warnings; the first chunk
+    is timed by the guard ``g`` (default: :func:`_pb_guard`'s, memory not checked again)."""
     runner = resolve_executor(executor)
+    g = g or _pb_guard(0, nsim, runner, 1)
+    step = max(1, min(25, nsim // 20))
+    g.start()
     if runner.name == "in-process":
         ref, warns = [], []
-        for a, b in chunks(nsim, max(1, min(25, nsim // 20)), progress, desc):
+        for a, b in chunks(nsim, step, progress, desc):
             out = _bridge.pb_chunk(state, a + 1, b)
             ref.append(out.value)
             warns += list(out.warnings)
+            g.block_done(b)
         return np.concatenate(ref), warns
     sims = _bridge.pb_sims(state)
     width = sims.shape[1] // nsim  # 2 columns per replicate for a cbind(successes, failures) response
     size = max(1, -(-nsim // (4 * runner.n_workers)))
     token = uuid.uuid4().hex
-    tasks = [(token, sims[:, a * width:(a + size) * width]) for a in range(0, nsim, size)]
-    outs = runner.map(_pb_refit_task, tasks, shared=_bridge.pb_models(state), progress=progress, desc=desc)
+    bounds = [(0, step)] + [(a, min(nsim, a + size)) for a in range(step, nsim, size)]
+    tasks = [(token, sims[:, a * width:b * width]) for a, b in bounds]
+    outs = g.map(runner, _pb_refit_task, tasks, first_units=step, shared=_bridge.pb_models(state),
+                 progress=progress, desc=desc)
     return np.concatenate([o[0] for o in outs]), [w for o in outs for w in o[1]]
 
 
@@ -268,12 +295,14 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
     pvals = [np.nan]
     tables = []
     ws: list[ResultWarning] = []
+    runner = resolve_executor(executor)
     for k in range(1, len(ordered_fits)):
         small, large = ordered_fits[k - 1], ordered_fits[k]
+        g = _pb_guard(int(large.nobs), nsim, runner, len(ordered_fits) - k)
         # every comparison restarts from the seed, as a fresh set.seed(seed); PBmodcomp(...) would
         state = _bridge.pb_setup(large, small, n_resamples=nsim, r_seed=seed)
         desc = f"parametric bootstrap {labels[k]} vs {labels[k - 1]}"
-        ref_arr, warns = _pb_statistics(state, small, large, nsim, progress, desc, executor)
+        ref_arr, warns = _pb_statistics(state, small, large, nsim, progress, desc, runner, g)
         n_warn = len(warns)
         first_warning = warns[0] if warns else None
         fin = _bridge.pb_finish(large, small, ref_arr)

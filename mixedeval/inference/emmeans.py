@@ -86,6 +86,7 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
+    contrast_weights,
     require_no_type,
 )
 from ._fit_common import fit_method
@@ -314,7 +315,7 @@ def _check_weights(emm: EMMResult, weights: Mapping[str, Sequence[float]], by_t:
     n_levels = len(t) // n_groups
     out: dict[str, list[float]] = {}
     for name, w in weights.items():
-        arr = np.atleast_1d(np.asarray(w, dtype=float))
+        arr = np.asarray(contrast_weights(name, w), dtype=float)
         if arr.ndim != 1 or arr.size != n_levels or not np.all(np.isfinite(arr)):
             raise DataError(f"custom contrast {name!r} needs {n_levels} finite weights (one per level, in the order "
                             f"of the table within each by group); got {arr.size}")

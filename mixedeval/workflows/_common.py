@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from .. import _resources as res
+from .._executor import resolve_executor
 from ..data._formula import quote_name
 from ..data.table import as_pandas
 from ..data.validate import (
@@ -193,3 +195,15 @@ def worker_model(token: str, model_bytes: bytes) -> ShippedModel:
         _WORKER_MODELS[token] = ShippedModel(_bridge.unserialize_model(model_bytes))
     return _WORKER_MODELS[token]
 
+
+def refit_guard(what: str, n: int, nobs: int, executor: Any) -> res.LoopGuard:
+    """The loop guard of a parametric bootstrap of ``n`` refits of a model of ``nobs`` rows
+    (:class:`mixedeval._resources.LoopGuard`): the simulated responses (n x nobs values, twice)
+    are checked before R draws them, the time after the first chunk of refits."""
+    runner = resolve_executor(executor)
+    g = res.LoopGuard(what, n, count=f"n_resamples={res.format_count(n)}", unit="refits",
+                  workers=runner.n_workers if runner.name != "in-process" else 1,
+                  fix="Use fewer n_resamples (1,000 is plenty for 95% percentile intervals) or a smaller table, or "
+                      "raise the limit.")
+    g.check_memory(2.0 * 8.0 * nobs, detail=f"{res.format_count(n)} x {res.format_count(nobs)} simulated values, twice")
+    return g

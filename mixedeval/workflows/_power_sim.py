@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .. import _resources as res
 from .._random import r_seed
 from ..data._design_spec import Design, extend_levels, factor_name, with_sizes
-from ..data._formula import parse_formula
+from ..data._formula import parse_formula, quote_name
 from ..engine import _bridge
 from ..errors import DataError
 from ..inference._glmm import GLMMFit
@@ -83,6 +84,19 @@ def from_design(d: Design) -> Model:
                  source="design", design=d, scale=float(np.sqrt(total)) if total > 0 else 1.0)
 
 
+def _r_term(term: Any, terms: list[tuple[str, ...]]) -> str | None:
+    """R's label (``term.labels``) of ``term`` among the formula's fixed ``terms`` (tuples of
+    column names), or None: a column that needs back-quotes is matched with or without them
+    (``my system`` or ```my system```) and labelled with them, as R does."""
+    if not isinstance(term, str):
+        return None
+    want = tuple(p.strip().strip("`") for p in term.split(":"))
+    for t in terms:
+        if t == want or ":".join(t) == term:
+            return ":".join(quote_name(v) for v in t)
+    return None
+
+
 def from_fit(fit: Any, term: str, system: str | None, item: str | None) -> Model:
     """The model of a pilot fit: its fixed effects, theta and sigma as estimated (the term's
     coefficients are replaced by the effect at setup), its data and formula."""
@@ -104,14 +118,15 @@ def from_fit(fit: Any, term: str, system: str | None, item: str | None) -> Model
         raise DataError(f"the response of {fit.formula!r} must be a data column for a power simulation; compute "
                         "the transformed response as a column and fit that")
     terms = [":".join(t) for t in parsed.fixed_expanded]
-    if term not in terms:
+    r_term = _r_term(term, [tuple(t) for t in parsed.fixed_expanded])
+    if r_term is None:
         raise DataError(f"term {term!r} is not a fixed-effect term of {fit.formula!r} (terms: {', '.join(terms)}); "
                         "pass term='<the term to test>'")
     data = fit.data.dropna().reset_index(drop=True)
     par = _bridge.power_pilot(fit)
     variance = fit.random.loc[fit.random["term2"].isna(), "variance"].sum() if family == "gaussian" else 1.0
     return Model(formula=parsed.r_formula, data=data, beta=par["beta"], theta=par["theta"], sigma=par["sigma"],
-                 variances=None, family=family, term=term, system=system, item=item, source="fit",
+                 variances=None, family=family, term=r_term, system=system, item=item, source="fit",
                  scale=float(np.sqrt(variance)) if variance > 0 else 1.0)
 
 
@@ -122,14 +137,14 @@ def as_model(model: Any, term: str | None, system: str | None, item: str | None)
         if term not in (None, "system"):
             raise DataError(f"a design tests its 'system' term, not {term!r}")
         return from_design(model)
-    return from_fit(model, term or "system", system if system is not None else (term or "system"), item)
+    return from_fit(model, term or "system", system if system is not None else (term or "system").strip("`"), item)
 
 
 def extend(m: Model, along: str, n: int) -> Model:
     """``m`` with ``n`` levels of ``along`` (a design factor, or a column of the pilot data)."""
     if m.design is not None:
         return from_design(with_sizes(m.design, **{factor_name(along): int(n)}))
-    if along == m.term:
+    if along == m.term or quote_name(str(along)) == m.term:
         raise DataError(f"cannot extend along the tested term {along!r}")
     return replace(m, data=extend_levels(m.data, along, int(n)))
 
@@ -246,22 +261,45 @@ def _batch_task(token: str, start: int, stop: int, shared: tuple) -> dict[str, n
     return _batch(m, _WORKER_STATES[token], test, ss, start, stop, n_resamples)
 
 
+#: bytes per simulation of the simulations table (9 columns, two of them Python objects) and its parts
+SIM_ROW_BYTES = 200
+
+
+def guard(test: str, n_sim: int, workers: int, repeats: int) -> res.LoopGuard:
+    """The loop guard of ``n_sim`` simulations (:class:`mixedeval._resources.LoopGuard`); memory is
+    checked at once (the per-simulation table), time after the first batch."""
+    g = res.LoopGuard(f"power ({test})", n_sim, count=f"n_sim={res.format_count(n_sim)}", unit="simulations",
+                      fix="Use a smaller n_sim (the Monte-Carlo SE of a power p is sqrt(p (1 - p) / n_sim): 1,000 "
+                          "simulations give +-0.016 at p = 0.8), or raise the limit.",
+                      workers=workers, repeats=repeats)
+    g.check_memory(SIM_ROW_BYTES)
+    return g
+
+
 def run(m: Model, effect: Sequence[float], test: str, *, n_sim: int, ss: np.random.SeedSequence, batch_size: int,
-        n_resamples: int, progress: bool, executor: Any = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+        n_resamples: int, progress: bool, executor: Any = None,
+        repeats: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulations 0 .. n_sim - 1 in batches: the per-simulation table and the setup's info. With a
-    worker ``executor`` (a :class:`mixedeval._executor.Runner`) the batches run on its workers."""
+    worker ``executor`` (a :class:`mixedeval._executor.Runner`) the batches after the first run on
+    its workers. The first batch always runs here and is timed: the whole run (``repeats`` times,
+    e.g. the remaining sizes of a power curve) is refused when it would exceed the time limit."""
+    workers = executor.n_workers if executor is not None and executor.name != "in-process" else 1
+    g = guard(test, n_sim, workers, repeats)
     state = setup(m, effect, test)
     info = _bridge.power_info(state)
+    g.start()
+    first = min(n_sim, batch_size)
+    parts: list[dict[str, np.ndarray]] = [_batch(m, state, test, ss, 0, first, n_resamples)]
+    g.block_done(first)
     if executor is not None and executor.name != "in-process":
         token = uuid.uuid4().hex
-        tasks = [(token, a, min(n_sim, a + batch_size)) for a in range(0, n_sim, batch_size)]
-        parts = executor.map(_batch_task, tasks, shared=(m, tuple(effect), test, ss, n_resamples),
-                             progress=progress, desc=f"power ({test})")
+        tasks = [(token, a, min(n_sim, a + batch_size)) for a in range(first, n_sim, batch_size)]
+        parts += executor.map(_batch_task, tasks, shared=(m, tuple(effect), test, ss, n_resamples),
+                              progress=progress, desc=f"power ({test})") if tasks else []
         return _simulations_table(parts, test), info
-    parts: list[dict[str, np.ndarray]] = []
-    bar = tqdm(total=n_sim, desc=f"power ({test})", unit="sim", leave=False, disable=not progress)
+    bar = tqdm(total=n_sim, initial=first, desc=f"power ({test})", unit="sim", leave=False, disable=not progress)
     try:
-        for start in range(0, n_sim, batch_size):
+        for start in range(first, n_sim, batch_size):
             stop = min(n_sim, start + batch_size)
             parts.append(_batch(m, state, test, ss, start, stop, n_resamples))
             bar.update(stop - start)

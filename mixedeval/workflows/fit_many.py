@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import _resources as res
 from .._executor import resolve_executor
 from ..data.table import as_pandas
 from ..errors import DataError, MixedEvalError
@@ -113,6 +114,26 @@ def _in_dask_worker() -> bool:
         return False
 
 
+#: bytes a kept fit holds per cell of the data (R's model frame, model matrices and response
+#: vectors, and the pandas tables of the fit), a rough measure: R copies the columns it uses
+KEPT_FIT_BYTES_PER_CELL = 4 * 8
+
+
+def _guard(n_specs: int, df: pd.DataFrame, runner: Any, return_fits: bool) -> res.LoopGuard:
+    """The loop guard of a grid (:class:`mixedeval._resources.LoopGuard`): with ``return_fits``, the
+    kept fits (specs x data size) are checked at once; the time after the first fit."""
+    g = res.LoopGuard("fit_many", n_specs, count=f"{res.format_count(n_specs)} specifications", unit="fits",
+                      workers=runner.n_workers if runner.name != "in-process" else 1,
+                      fix="Fit fewer specifications per call (or smaller subsets), or raise the limit.")
+    if return_fits:
+        cells = df.shape[0] * max(1, df.shape[1])
+        g.check_memory(KEPT_FIT_BYTES_PER_CELL * cells,
+                       detail=(f"return_fits=True keeps {res.format_count(n_specs)} fits of up to "
+                               f"{res.format_count(df.shape[0])} rows x {df.shape[1]} columns, about "
+                               f"{res.format_bytes(KEPT_FIT_BYTES_PER_CELL * cells)} each"))
+    return g
+
+
 @dataclass(frozen=True, repr=False)
 class FitManyResult(ResultMixin):
     """Fits of a model grid (see :func:`fit_many`).
@@ -168,8 +189,9 @@ def fit_many(specs: Sequence[str | Mapping[str, Any]], data: Any, *, executor: A
         raise DataError(f"specification names must be unique; repeated: {sorted({n for n in names if names.count(n) > 1})}")
     df = data if isinstance(data, pd.DataFrame) else as_pandas(data)
     runner = resolve_executor(executor)
-    out = runner.map(_fit_task, [(s, bool(return_fits)) for s in norm], shared=df, progress=progress,
-                     desc="fits")
+    g = _guard(len(norm), df, runner, bool(return_fits))
+    out = g.map(runner, _fit_task, [(s, bool(return_fits)) for s in norm], first_units=1, shared=df,
+                progress=progress, desc="fits")
     table = pd.DataFrame([o["row"] for o in out]).reindex(columns=list(TABLE_COLUMNS))
     failed = table.loc[table["status"] == "error", "name"].tolist()
     warnings = (ResultWarning("failed_fits", f"{len(failed)} of {len(table)} fits failed: {', '.join(failed[:10])} "

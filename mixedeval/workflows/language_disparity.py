@@ -67,6 +67,7 @@ from tqdm.auto import tqdm
 
 from .._executor import resolve_executor
 from .._random import r_seed
+from .._resources import LoopGuard
 from ..data.table import as_pandas
 from ..data.validate import (
     ROWS_CHECKED,
@@ -85,7 +86,7 @@ from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..inference._lmm import lmm, normalize_df_method
 from ..results import ResultMixin, ResultWarning, jsonable
-from ._common import worker_model
+from ._common import refit_guard, worker_model
 
 FORMULA = "score ~ language + task + (1 | model)"
 ROLES = ("language", "task")
@@ -609,11 +610,12 @@ class LanguageDisparityResult(ResultMixin):
         if scores == "simulated" and re == "unconditional":
             raise DataError("scores='simulated' needs re='conditional': with new model effects (re='unconditional') "
                             "a model's simulated scores are not that model's, so its PRR would be meaningless")
+        g = refit_guard("the language-disparity bootstrap", int(n_resamples), self.fit.nobs, executor)
         seed = r_seed(random_state)
         t0 = time.perf_counter()
         ysim = self.fit.simulate(int(n_resamples), random_state=seed, re=re)
         t_sim = time.perf_counter() - t0
-        beta, extra, t_refit, problems = _refit_replicates(self.fit, ysim, int(chunk_size), progress, executor)
+        beta, extra, t_refit, problems = _refit_replicates(self.fit, ysim, int(chunk_size), progress, executor, g)
         t1 = time.perf_counter()
         ok = np.all(np.isfinite(beta), axis=1)
         num = ysim[:, ok].T if scores == "simulated" else self._frame["score"].to_numpy(dtype=float)[None, :]
@@ -756,22 +758,26 @@ def _refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> dict[str, A
     return _bridge.disparity_refit_fixef(worker_model(token, model_bytes), ysim)
 
 
-def _refit_on_workers(fit, ysim: np.ndarray, chunk_size: int, progress: bool, runner: Any) -> list[dict[str, Any]]:
+def _refit_on_workers(fit, ysim: np.ndarray, chunk_size: int, progress: bool, runner: Any,
+                      g: LoopGuard) -> list[dict[str, Any]]:
     token = uuid.uuid4().hex
     tasks = [(token, ysim[:, a:a + chunk_size]) for a in range(0, ysim.shape[1], chunk_size)]
-    return runner.map(_refit_task, tasks, shared=_bridge.serialize_model(fit), progress=progress,
-                      desc="parametric bootstrap refits")
+    return g.map(runner, _refit_task, tasks, first_units=chunk_size, shared=_bridge.serialize_model(fit),
+                 progress=progress, desc="parametric bootstrap refits")
 
 
-def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool, executor: Any = None):
+def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool, executor: Any = None,
+                      g: LoopGuard | None = None):
     """Run the R refit loop over ``ysim`` columns in chunks (one R call per chunk; on the
-    ``executor``'s workers when one is given)."""
+    ``executor``'s workers when one is given); the first chunk is timed by the guard ``g``."""
     n_rep = ysim.shape[1]
     chunk_size = max(1, min(int(chunk_size), n_rep))
     runner = resolve_executor(executor)
+    g = g or LoopGuard("the parametric bootstrap refits", n_rep, count=f"{n_rep} replicates", unit="refits", fix="")
+    g.start()
     if runner.name != "in-process":
         t = time.perf_counter()
-        parts = _refit_on_workers(fit, ysim, chunk_size, progress, runner)
+        parts = _refit_on_workers(fit, ysim, chunk_size, progress, runner, g)
         return _combine_refits(parts, time.perf_counter() - t)
     bar = None
     if progress:
@@ -785,6 +791,7 @@ def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool, ex
             v = _bridge.disparity_refit_fixef(fit, ysim[:, start:stop])
             t_refit += time.perf_counter() - t
             parts.append(v)
+            g.block_done(stop)
             if bar is not None:
                 bar.update(stop - start)
     finally:

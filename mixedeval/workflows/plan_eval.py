@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import _resources as res
 from .._random import seed_sequence
 from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
@@ -318,6 +319,10 @@ def _simulate(p: _Pieces, pool: np.ndarray | None, n: int, epochs: int, effect: 
     rows, k = max(1, _CHUNK // n), 0
     sd_d = math.sqrt(max(_var_for(p, epochs), 0.0))
     sd_w = np.sqrt(np.array([p.within_a, p.within_b]) / epochs)
+    g = res.LoopGuard(f"questions_needed's simulation at {n} questions", n_sim, count=f"n_sim={res.format_count(n_sim)}",
+                      unit="simulated evaluations",
+                      fix="Use a smaller n_sim (2,000 gives the power to +-0.02), n_sim=0 for the closed form only, or "
+                          "raise the limit.")
     for start in range(0, n_sim, rows):
         r = min(rows, n_sim - start)
         if pool is None:
@@ -327,6 +332,7 @@ def _simulate(p: _Pieces, pool: np.ndarray | None, n: int, epochs: int, effect: 
             x = rng.binomial(epochs, q) / epochs if p.binary else q + rng.standard_normal(q.shape) * sd_w
             d = x[..., 0] - x[..., 1]
         k += _t_rejections(d, crit)
+        g.block_done(start + r)
     return k
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -232,6 +232,7 @@ class _Settings:
     ss: Any
     random_state: Any
     executor: Any = None  # a mixedeval._executor.Runner
+    repeats: int = 1  # power estimates still to make with these settings (the time guard's multiplier)
 
 
 def _settings(test: str, alpha: Any, level: Any, n_sim: Any, n_resamples: Any, batch_size: Any, progress: Any,
@@ -273,7 +274,7 @@ def _power(m: ps.Model, effect: tuple[float, ...], s: _Settings) -> PowerResult:
     """One power estimate: simulate, analyse, count."""
     ps.check_test(m, s.test)
     sims, info = ps.run(m, effect, s.test, n_sim=s.n_sim, ss=s.ss, batch_size=s.batch_size,
-                        n_resamples=s.n_resamples, progress=s.progress, executor=s.executor)
+                        n_resamples=s.n_resamples, progress=s.progress, executor=s.executor, repeats=s.repeats)
     used = ~sims["failed"].to_numpy()
     n_used = int(used.sum())
     k = int((sims["p_value"].to_numpy()[used] <= s.alpha).sum())
@@ -345,8 +346,8 @@ def power(
 def _curve(m: ps.Model, effect: tuple[float, ...], along: str, values: Sequence[int], s: _Settings,
            target: float | None) -> PowerCurveResult:
     results, rows = [], []
-    for v in values:
-        r = _power(ps.extend(m, along, int(v)), effect, s)
+    for i, v in enumerate(values):
+        r = _power(ps.extend(m, along, int(v)), effect, replace(s, repeats=len(values) - i))
         results.append(r)
         rows.append({"along": along, "n_levels": int(v), **r.table.iloc[0].to_dict()})
     table = pd.DataFrame(rows, columns=["along", "n_levels", *_POWER_COLUMNS])

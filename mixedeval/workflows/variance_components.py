@@ -49,7 +49,7 @@ import pandas as pd
 
 from .._executor import resolve_executor
 from .._random import r_seed
-from .._resources import check_memory
+from .._resources import LoopGuard
 from ..data._formula import is_syntactic
 from ..data.table import as_pandas
 from ..data.validate import (
@@ -69,7 +69,7 @@ from ..inference._lmm import lmm
 from ..resampling._checks import check_n_resamples
 from ..resampling._draws import chunks
 from ..results import ResultWarning
-from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band, worker_model
+from ._common import KOO_LI_BANDS, _WorkflowResult, koo_li_band, refit_guard, worker_model
 
 #: a component is reported as zero when its standard deviation relative to the residual one
 #: (lme4's theta) is below this value, the tolerance of ``lme4::isSingular``
@@ -506,11 +506,10 @@ class VCAResult(_WorkflowResult):
         fit = self.model
         if fit is None or not self._groups:
             raise DataError("this VCAResult has no fitted model to bootstrap; run me.variance_components(...) again")
-        check_memory(2.0 * 8.0 * n * fit.nobs, "the simulated responses of the parametric bootstrap",
-                      "Use fewer n_resamples or a smaller table.", f"{n} x {fit.nobs} values, twice")
+        g = refit_guard("the variance-component bootstrap", n, fit.nobs, executor)
         seed = r_seed(random_state)
         ysim = fit.simulate(n, random_state=seed, re="unconditional")
-        parts = _vca_refits(fit, ysim, progress, executor)
+        parts = _vca_refits(fit, ysim, progress, executor, g)
         return _bootstrap_result(self, parts, n=n, level=level, seed=seed, sizes=sizes,
                                  executor=resolve_executor(executor).name)
 
@@ -562,19 +561,24 @@ def _refit_task(token: str, ysim: np.ndarray, model_bytes: bytes) -> dict[str, A
     return _bridge.vca_refit(worker_model(token, model_bytes), ysim)
 
 
-def _vca_refits(fit: Any, ysim: np.ndarray, progress: bool, executor: Any) -> dict[str, Any]:
+def _vca_refits(fit: Any, ysim: np.ndarray, progress: bool, executor: Any, g: LoopGuard) -> dict[str, Any]:
     """The refits of every column of ``ysim`` in chunks, here or on the executor's workers,
-    combined in replicate order."""
+    combined in replicate order; the first chunk is timed by ``g``."""
     runner = resolve_executor(executor)
     n = ysim.shape[1]
     desc = "variance-component bootstrap refits"
+    g.start()
     if runner.name == "in-process":
-        parts = [_bridge.vca_refit(fit, ysim[:, a:b]) for a, b in chunks(n, _REFIT_CHUNK, progress, desc)]
+        parts = []
+        for a, b in chunks(n, _REFIT_CHUNK, progress, desc):
+            parts.append(_bridge.vca_refit(fit, ysim[:, a:b]))
+            g.block_done(b)
     else:
         size = max(1, min(_REFIT_CHUNK, -(-n // (2 * runner.n_workers))))
         token = uuid.uuid4().hex
         tasks = [(token, ysim[:, a:a + size]) for a in range(0, n, size)]
-        parts = runner.map(_refit_task, tasks, shared=_bridge.serialize_model(fit), progress=progress, desc=desc)
+        parts = g.map(runner, _refit_task, tasks, first_units=min(size, n), shared=_bridge.serialize_model(fit),
+                      progress=progress, desc=desc)
     return {"vcov": np.vstack([p["vcov"] for p in parts]), "groups": parts[0]["groups"],
             **{k: np.concatenate([p[k] for p in parts]) for k in ("singular", "failed", "warned")},
             "problem": [m for p in parts for m in p["problem"]]}
