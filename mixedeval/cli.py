@@ -138,8 +138,9 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
                                                                   "0: intervals from the likelihood alone)")
     g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
-    g.add_argument("--prompt-effect", default=None, choices=["random"],
-                   help="random: a prompt random intercept (lme4::glmer; needs --ties drop)")
+    g.add_argument("--prompt-effect", default=None, choices=["model", "random"],
+                   help="model: a random effect per model and prompt (each model's own advantage on a prompt); "
+                        "random: a prompt random intercept (lme4; both need --ties drop)")
     g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
                    help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")

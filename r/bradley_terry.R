@@ -64,3 +64,63 @@ me_bt_glmer <- function(data, xnames, level = 0.95, prompt = TRUE, judge = FALSE
   }
   out
 }
+
+# The model x prompt random effect: u[m, p] ~ N(0, sigma^2) per model m and prompt p, entering a
+# battle of a against b on prompt p as + u[a, p] - u[b, p] (a model's own advantage or handicap on
+# one prompt; prompt-level correlation of all battles of that model on that prompt). lme4 has no
+# multi-membership term, so the model is built with lme4's modular functions (glFormula,
+# mkGlmerDevfun, optimizeGlmer, mkMerMod; the route of lme4's ?modular help page): a placeholder
+# term (1 | mp) is parsed, and its random-effects matrix Zt is replaced by the +1 / -1 incidence
+# matrix of the (model, prompt) pairs. `data` has the columns of me_bt_glm plus integer model
+# indices `ma`, `mb` and `prompt`. Laplace approximation, as glmer.
+me_bt_mp_zt <- function(data) {
+  ka <- paste(data$ma, data$prompt, sep = "|")
+  kb <- paste(data$mb, data$prompt, sep = "|")
+  lev <- sort(unique(c(ka, kb)), method = "radix")
+  n <- nrow(data)
+  zt <- Matrix::sparseMatrix(i = c(match(ka, lev), match(kb, lev)), j = rep(seq_len(n), 2L),
+                             x = rep(c(1, -1), each = n), dims = c(length(lev), n))
+  list(zt = methods::as(zt, "dgCMatrix"), levels = lev, flist = factor(ka, levels = lev))
+}
+
+me_bt_glmer_mp <- function(data, xnames, level = 0.95) {
+  data$mp <- factor(paste(data$ma, data$prompt, sep = "|"))  # placeholder grouping factor, replaced below
+  f <- stats::as.formula(paste("cbind(y, n - y) ~ 0 +", paste(c(xnames, "(1 | mp)"), collapse = " + ")))
+  ignore <- "ignore"
+  ctrl <- lme4::glmerControl(check.nobs.vs.nlev = ignore, check.nlev.gtr.1 = ignore,
+                             check.nobs.vs.rankZ = ignore,
+                             check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
+  lf <- lme4::glFormula(f, data = data, family = stats::binomial(), control = ctrl)
+  mp <- me_bt_mp_zt(data)
+  q <- length(mp$levels)
+  rt <- lf$reTrms
+  rt$Zt <- mp$zt
+  rt$Ztlist <- stats::setNames(list(mp$zt), names(rt$Ztlist)[1L])
+  rt$Lambdat <- Matrix::sparseMatrix(i = seq_len(q), j = seq_len(q), x = 1, dims = c(q, q))
+  rt$Lind <- rep(1L, q)
+  rt$flist <- list(mp = mp$flist)
+  attr(rt$flist, "assign") <- 1L
+  rt$nl <- c(mp = q)
+  lf$reTrms <- rt
+  # mkGlmerDevfun's environment has the caller's frame as parent and looks up lme4's internals
+  # (GHrule) from there: run the modular steps in a frame whose parent is lme4's namespace
+  env <- new.env(parent = asNamespace("lme4"))
+  env$lf <- lf
+  evalq({
+    devfun <- do.call(mkGlmerDevfun, lf)
+    opt <- optimizeGlmer(devfun)
+    devfun <- updateGlmerDevfun(devfun, lf$reTrms)
+    opt <- optimizeGlmer(devfun, stage = 2L)
+    m <- mkMerMod(environment(devfun), opt, lf$reTrms, fr = lf$fr)
+  }, env)
+  m <- env$m
+  opt <- env$opt
+  v <- as.matrix(stats::vcov(m))
+  conv <- opt$message
+  list(fixed = me_bt_coef_table(lme4::fixef(m), sqrt(diag(v)), level),
+       vcov = as.data.frame(unname(v)),
+       prompt_sd = unname(lme4::getME(m, "theta")[1L]),
+       judge_sd = NA_real_, judge_modes = NULL,
+       loglik = as.numeric(stats::logLik(m)), singular = lme4::isSingular(m, tol = 1e-4),
+       convergence = if (isTRUE(opt$conv == 0L) || is.null(opt$conv)) character(0) else as.character(opt$message))
+}

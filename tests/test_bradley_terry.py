@@ -416,3 +416,65 @@ def test_random_judge_position_bias_equals_glmer(tmp_path):
     np.testing.assert_allclose(res.judges.sort_values("judge")["estimate"],
                                fe[-1] + R("re[order(rownames(re)), 1]"), rtol=1e-3, atol=1e-4)
     assert res.judges["estimate"].std() > 0.05  # the simulated biases differ by judge (0.3 .. 1.5)
+
+
+def _one_battle_per_prompt(seed: int, n: int = 240) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    models = ["m0", "m1", "m2", "m3"]
+    s = np.array([0.0, 0.4, 0.8, 1.2])
+    a = rng.integers(0, 4, n)
+    b = (a + rng.integers(1, 4, n)) % 4
+    eta = s[a] - s[b] + rng.normal(0, 1.0, n)
+    win = rng.random(n) < 1 / (1 + np.exp(-eta))
+    return pd.DataFrame({"model_a": np.array(models)[a], "model_b": np.array(models)[b],
+                         "winner": np.where(win, "model_a", "model_b"), "prompt": [f"p{i}" for i in range(n)]})
+
+
+def test_model_by_prompt_effect_with_one_battle_per_prompt_is_glmers_prompt_intercept(tmp_path):
+    """With one battle per prompt, + u[a, p] - u[b, p] (u ~ N(0, s^2)) is a normal shift of SD
+    sqrt(2) s of that battle's log-odds: the same likelihood (Laplace is invariant under the linear
+    map, the other direction integrates exactly) as lme4::glmer's (1 | prompt) -- an independent
+    R fit of the same data."""
+    battles = _one_battle_per_prompt(7)
+    res = me.bradley_terry(battles, prompt="prompt", ties="drop", position_bias=False, prompt_effect="model",
+                           n_resamples=0, ranks=False)
+    _to_r(battles, tmp_path)
+    R('''lev <- sort(unique(c(bt$model_a, bt$model_b)), method = "radix")
+         X <- sapply(lev[-1], function(m) (bt$model_a == m) - (bt$model_b == m))
+         y <- as.numeric(bt$winner == "model_a")
+         gm <- lme4::glmer(y ~ 0 + X + (1 | prompt), data = data.frame(y = y, prompt = bt$prompt),
+                           family = binomial)
+         0''')
+    fe, se = R("unname(lme4::fixef(gm))"), R("unname(sqrt(diag(as.matrix(vcov(gm)))))")
+    sd, ll = R("attr(lme4::VarCorr(gm)$prompt, 'stddev')")[0], R("as.numeric(logLik(gm))")[0]
+    tab = res.table.set_index("model").sort_index()
+    np.testing.assert_allclose(tab["estimate"].to_numpy()[1:], fe, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(tab["model_std_error"].to_numpy()[1:], se, rtol=1e-3)
+    np.testing.assert_allclose(res.prompt_sd * np.sqrt(2), sd, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(res.loglik, ll, rtol=1e-6)
+    assert "u[model_a, prompt] - u[model_b, prompt]" in res.provenance["engine"]
+
+
+def test_model_by_prompt_effect_widens_the_intervals_when_prompts_move_models():
+    """Several battles per prompt whose models gain or lose on the prompt: the model x prompt SD is
+    found and the strengths' standard errors exceed the independent-battles GLM's."""
+    rng = np.random.default_rng(3)
+    s = np.array([0.0, 0.4, 0.8, 1.2])
+    rows = []
+    for p in range(150):
+        u = rng.normal(0, 0.9, 4)
+        for _ in range(6):
+            a = rng.integers(0, 4)
+            b = (a + rng.integers(1, 4)) % 4
+            win = rng.random() < 1 / (1 + np.exp(-(s[a] - s[b] + u[a] - u[b])))
+            rows.append((f"m{a}", f"m{b}", "model_a" if win else "model_b", f"p{p}"))
+    battles = pd.DataFrame(rows, columns=["model_a", "model_b", "winner", "prompt"])
+    kw = dict(prompt="prompt", ties="drop", position_bias=False, n_resamples=0, ranks=False)
+    mixed = me.bradley_terry(battles, prompt_effect="model", **kw)
+    plain = me.bradley_terry(battles, **kw)
+    assert 0.3 < mixed.prompt_sd < 1.5
+    se_m = mixed.table.set_index("model")["model_std_error"].drop("m0")
+    se_p = plain.table.set_index("model")["model_std_error"].drop("m0")
+    assert (se_m > 1.1 * se_p).all()
+    with pytest.raises(me.DataError, match="ties='drop'"):
+        me.bradley_terry(battles, prompt="prompt", prompt_effect="model", n_resamples=0)

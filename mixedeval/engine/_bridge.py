@@ -627,3 +627,11 @@ def bt_glmer(data: Any, *, xnames: Sequence[str], level: float, prompt: bool, ju
     ``singular`` and lme4's ``convergence`` messages."""
     return _bt_value(call("me_bt_glmer", data=data, xnames=list(xnames), level=float(level), prompt=bool(prompt),
                           judge=bool(judge)), len(xnames))
+
+
+def bt_glmer_mp(data: Any, *, xnames: Sequence[str], level: float) -> RCallResult:
+    """``me_bt_glmer_mp``: the design of :func:`bt_glm` with a model x prompt random effect
+    ``+ u[model_a, prompt] - u[model_b, prompt]`` (a multi-membership term lme4 has no syntax
+    for: built with lme4's modular functions; ``data`` has integer ``ma``, ``mb`` and ``prompt``);
+    ``prompt_sd`` is the SD of u; the other fields as :func:`bt_glmer`."""
+    return _bt_value(call("me_bt_glmer_mp", data=data, xnames=list(xnames), level=float(level)), len(xnames))

@@ -14,7 +14,13 @@ Who computes what:
   :func:`mixedeval.bradley_terry`) the position columns leave X and ``(0 + first | judge)``
   enters with a fixed ``first`` (the mean position bias): each judge's bias is the mean plus its
   conditional mode; dropped ties only (lme4's Laplace deviance rounds the non-integer counts of
-  half ties).
+  half ties);
+* ``prompt_effect="model"``: a random effect per model and prompt, ``u[m, p] ~ N(0, sigma^2)``,
+  entering a battle of a against b on prompt p as ``+ u[a, p] - u[b, p]`` (each model's own
+  advantage or handicap on a prompt: the prompt-level correlation of that model's battles). lme4
+  has no syntax for this multi-membership term; ``r/bradley_terry.R`` builds it with lme4's
+  modular functions (``glFormula`` ... ``mkMerMod``, Laplace). With one battle per prompt it is
+  exactly ``(1 | prompt)`` with SD ``sqrt(2) sigma`` (tests/test_bradley_terry.py).
 
 The checks that come first: the comparison graph must be connected (otherwise strengths of
 different components are not comparable: a DataError names the components); a model that won
@@ -41,7 +47,7 @@ from ._bt_design import BTDesign
 
 #: largest design (cells x parameters) sent to R's glm; larger ones are fitted in numpy
 R_DESIGN_LIMIT = 20_000_000
-PROMPT_EFFECTS = (None, "random")
+PROMPT_EFFECTS = (None, "random", "model")
 
 
 @dataclass(frozen=True)
@@ -173,15 +179,19 @@ def _prompt_cells(d: BTDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return uniq // len(d.a), uniq % len(d.a), counts
 
 
-def _glmer_frame(d: BTDesign, prompt: bool, judge: bool) -> tuple[pd.DataFrame, list[str]]:
-    """The cells (per prompt with a prompt effect) with y, n, x1..xp and the grouping columns."""
+def _glmer_frame(d: BTDesign, prompt: bool, judge: bool, models: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """The cells (per prompt with a prompt effect) with y, n, x1..xp and the grouping columns
+    (``models``: the integer model indices ``ma``, ``mb`` and prompt indices for the model x
+    prompt term)."""
     if prompt:
         pidx, cells, counts = _prompt_cells(d)
     else:
         pidx, cells, counts = None, np.arange(len(d.a)), d.counts
     frame, xnames = _design_frame(d, counts, cells)
     keep = (counts[:, 0] + counts[:, 1]) > 0
-    if prompt:
+    if prompt and models:
+        frame["ma"], frame["mb"], frame["prompt"] = d.a[cells][keep], d.b[cells][keep], pidx[keep]
+    elif prompt:
         frame["prompt"] = pd.Categorical(pidx[keep])
     if judge:  # the mean position bias (fixed) and each judge's deviation (random slope)
         frame["first"] = d.first[cells][keep]
@@ -199,15 +209,22 @@ def _glmer_warnings(res: Any, v: dict) -> list[ResultWarning]:
     return warns
 
 
-def _fit_r_glmer(d: BTDesign, level: float, prompt: bool, judge: bool) -> BTFit:
+def _fit_r_glmer(d: BTDesign, level: float, prompt: bool, judge: bool, models: bool = False) -> BTFit:
     if d.ties != "drop" or (prompt and d.unit_label != "prompt"):
-        raise DataError("prompt_effect='random' / judge_effect='random' need ties='drop' (glmer fits binomial "
-                        "outcomes: Davidson ties are not a GLMM, and lme4's Laplace likelihood rounds the "
-                        "non-integer counts of half ties) and, for the prompt effect, a prompt column")
-    frame, xnames = _glmer_frame(d, prompt, judge)
-    res = _bridge.bt_glmer(frame, xnames=xnames, level=level, prompt=prompt, judge=judge)
+        raise DataError("prompt_effect='random' / 'model' and judge_effect='random' need ties='drop' (glmer fits "
+                        "binomial outcomes: Davidson ties are not a GLMM, and lme4's Laplace likelihood rounds the "
+                        "non-integer counts of half ties) and, for a prompt effect, a prompt column")
+    if models and judge:
+        raise DataError("prompt_effect='model' does not combine with judge_effect='random' (use judge_effect='fixed')")
+    frame, xnames = _glmer_frame(d, prompt, judge, models)
+    if models:
+        res = _bridge.bt_glmer_mp(frame, xnames=xnames, level=level)
+    else:
+        res = _bridge.bt_glmer(frame, xnames=xnames, level=level, prompt=prompt, judge=judge)
     v = res.value
-    terms = ", ".join(t for t, on in (("(1 | prompt)", prompt), ("first + (0 + first | judge)", judge)) if on)
+    terms = ", ".join(t for t, on in (("u[model_a, prompt] - u[model_b, prompt]", models),
+                                      ("(1 | prompt)", prompt and not models),
+                                      ("first + (0 + first | judge)", judge)) if on)
     theta, vcov = np.asarray(v["fixed"]["estimate"], dtype=float), v["vcov"]
     extra = {}
     if judge:  # the last fixed effect is the mean position bias
@@ -225,12 +242,13 @@ def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge
     """Check the design and fit it (see the module docstring); ``judge_random``: the judges'
     position bias as a random slope of ``first`` (the design then has no position columns)."""
     if prompt_effect not in PROMPT_EFFECTS:
-        raise DataError(f"prompt_effect must be None or 'random'; got {prompt_effect!r}")
+        raise DataError(f"prompt_effect must be None, 'random' or 'model'; got {prompt_effect!r}")
     check_connected(d)
     check_identified(d)
     sep = separation_warning(d)
-    if prompt_effect == "random" or judge_random:
-        fit = _fit_r_glmer(d, level, prompt=prompt_effect == "random", judge=judge_random)
+    if prompt_effect is not None or judge_random:
+        fit = _fit_r_glmer(d, level, prompt=prompt_effect is not None, judge=judge_random,
+                           models=prompt_effect == "model")
     elif d.ties != "davidson" and len(d.a) * d.n_params <= R_DESIGN_LIMIT:
         fit = _fit_r_glm(d, level)
     else:

@@ -19,7 +19,10 @@ Estimation: R's ``glm`` on the +1/-1 design for half / dropped ties, an exact Ne
 Davidson's likelihood (:mod:`mixedeval.inference._bradley_terry`); with ``prompt_effect="random"``
 ``lme4::glmer`` with ``(1 | prompt)``: a normal random shift, per prompt, of the log-odds that the
 answer shown first wins (prompt-level correlation of the outcomes of one prompt's battles; it
-does not give each model its own prompt effect).
+does not give each model its own prompt effect); with ``prompt_effect="model"`` a random effect
+per model and prompt, ``+ u[a, p] - u[b, p]`` in a battle of a against b on prompt p (each
+model's own advantage or handicap on a prompt: the model-based counterpart of the prompt
+bootstrap; lme4's modular functions, Laplace).
 
 Intervals. With ``n_resamples > 0`` (default 1000) the prompts are resampled (the unit that was
 sampled; with ``resample_judges=True`` the judges too, independently): every replicate refits the
@@ -334,7 +337,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     covariates : columns of per-battle differences a - b (style control).
     anchor, anchor_rating : the model whose Elo is ``anchor_rating`` (None: the mean Elo is).
         ``anchor`` is also the reference of the log-odds strengths (else the first model by name).
-    prompt_effect : None or "random" (glmer with (1 | prompt); ties="drop").
+    prompt_effect : None, "model" (a random effect per model and prompt: + u[a, prompt] -
+        u[b, prompt], each model's own advantage on a prompt; lme4 Laplace; ties="drop") or
+        "random" (glmer with (1 | prompt): a per-prompt shift of the first-shown answer's log-odds).
     judge_effect : "fixed" (one position bias per judge) or "random" (glmer with
         first + (0 + first | judge): normal position biases around a mean; ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
@@ -353,7 +358,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                      position=position)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
     warns = list(fit.warnings) + _design_warnings(d)
-    mixed = prompt_effect == "random" or judge_random
+    mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
                                    f"variances are in the model); the bootstrap (n_resamples={n}) refits "
