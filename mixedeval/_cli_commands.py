@@ -429,7 +429,7 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                         anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
                         prompt_effect=args.prompt_effect, judge_effect=args.judge_effect,
                         n_resamples=args.n_resamples, resample_judges=args.resample_judges,
-                        random_state=args.random_state, executor=args.workers, **cols)
+                        random_state=args.random_state, executor=args.executor, **cols)
     out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
                            "ranks": res.ranks, "intervals": res.interval_method,
                            "warnings": [str(w) for w in res.warnings]}

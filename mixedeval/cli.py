@@ -144,7 +144,8 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
                    help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
-    g.add_argument("--workers", type=int, default=None, help="local worker processes for the bootstrap")
+    g.add_argument("--executor", type=int, default=None, metavar="N",
+                   help="run the bootstrap on N local worker processes (the same numbers as in one process)")
     g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
     g.set_defaults(func=cmd_preferences)
 
