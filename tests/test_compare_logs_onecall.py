@@ -144,3 +144,10 @@ def test_clustered_logs_get_clustered_accuracies_and_a_plan_warning(two_logs):
     for _, row in res.accuracies.iterrows():
         assert row["std_error_cluster"] == pytest.approx(stderr(cluster="passage")(reduced[row["system"]][0]), rel=RTOL)
     assert "plan_ignores_clusters" in {w.kind for w in res.warnings}
+
+
+@pytest.mark.parametrize("kw, match", [({"target": 2.0}, "target"), ({"effect": 0}, "effect"),
+                                       ({"n_sim": -1}, "n_sim")])
+def test_bad_plan_arguments_are_errors_before_any_work(two_logs, kw, match):
+    with pytest.raises(me.DataError, match=match):
+        me.compare_logs(two_logs[0], "match", n_resamples=100, **kw)

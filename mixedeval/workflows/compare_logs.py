@@ -61,7 +61,7 @@ from ..inference.compare import compare
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
-from ._next_run import accuracies, headline_pair, plan_next_run, plan_text
+from ._next_run import accuracies, check_plan, headline_pair, plan_next_run, plan_text
 from ._paired import check_clusters, paired_differences
 
 try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
@@ -478,6 +478,8 @@ def compare_logs(
         raise DataError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
     level = require_level(level)
     posthoc_df = check_posthoc_df(posthoc_df)
+    if plan:
+        check_plan(effect, target, n_sim)
     source, cluster = _cluster_source(source, cluster)
     logs, s = _scores(source, metric, format, systems, drop_missing, cluster, system)
     kind = _kind(s["score"], trials)
