@@ -12,7 +12,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..results import ResultWarning
-from .plan_eval import QuestionsNeededResult, check_plan_args, questions_needed
+from .plan_eval import QuestionsNeededResult, _check_args, questions_needed
 from .summarize import summarize
 
 #: the smallest difference planned for by default (an observed difference below it is planned as 1 point)
@@ -22,7 +22,7 @@ MIN_PLANNED_EFFECT = 0.01
 def check_plan(effect: float | None, target: float, n_sim: int) -> None:
     """The plan's arguments as :func:`mixedeval.questions_needed` checks them, before any work (a
     bad ``target`` is the caller's error, not a reason to skip the plan)."""
-    check_plan_args(MIN_PLANNED_EFFECT if effect is None else effect, target, 0.05, None, n_sim)
+    _check_args(MIN_PLANNED_EFFECT if effect is None else effect, target, 0.05, None, n_sim)
 
 
 def accuracies(logs: Any, metric: str, cluster: str | None, level: float, adjust: str) -> pd.DataFrame:

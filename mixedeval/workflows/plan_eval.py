@@ -394,7 +394,7 @@ def _rows_for(p: _Pieces, epochs: int, effect: float, target: float, alpha: floa
 
 
 # ------------------------------------------------------------------------------ the workflow
-def check_plan_args(effect: Any, target: Any, alpha: Any, epochs: Any, n_sim: Any) -> tuple[float, float, float, list[int] | None, int]:
+def _check_args(effect: Any, target: Any, alpha: Any, epochs: Any, n_sim: Any) -> tuple[float, float, float, list[int] | None, int]:
     try:
         eff = float(effect)
     except (TypeError, ValueError) as exc:
@@ -468,7 +468,7 @@ def questions_needed(
     closed form's n (Miller 2024, section 5) and the simulation's n side by side (see the
     module docstring for both).
     """
-    eff, target, alpha, ks, n_sim = check_plan_args(effect, target, alpha, epochs, n_sim)
+    eff, target, alpha, ks, n_sim = _check_args(effect, target, alpha, epochs, n_sim)
     hand = any(x is not None for x in (mean, sd, correlation, within_variance))
     if pilot is not None and hand:
         raise DataError("give a pilot or the inputs by hand (mean, sd, correlation, within_variance), not both")
