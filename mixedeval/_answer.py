@@ -1,0 +1,346 @@
+"""One question, one answer: the direction of a score, the best-first leaderboard, the headline
+and the checks that every result over several systems shares.
+
+This module sits beside the layers (like :mod:`mixedeval._rankings`, which it uses): workflows,
+inference results (EMMs, Bradley-Terry, IRT abilities) and resampling results all build their
+answer with it, so that the API, the CLI, the JSON and the report say the same thing.
+
+* **Direction** (:func:`direction`): ``higher_is_better`` declared by the user wins; otherwise a
+  known metric name decides (TER, WER, error, loss, perplexity, ...: lower is better; accuracy,
+  BLEU, chrF, match, F1, ...: higher); an unknown metric is taken as higher-is-better and the
+  result says so (:attr:`Direction.note`).
+* **Leaderboard** (:func:`leaderboard`): one row per system, best first, with the columns of
+  :data:`LEADERBOARD_COLUMNS`: ``name, estimate, std_error, conf_low, conf_high`` (the result's
+  own per-system interval), ``rank`` (of the point estimate, 1 = best, ties share the better
+  rank), ``rank_low, rank_high`` (simultaneous rank intervals, Mogstad et al. 2024, by
+  :func:`mixedeval._rankings.rank_intervals`) and ``letters`` (compact letter display:
+  systems sharing a letter are not significantly different; the best group gets ``a``).
+* **Headline** (:func:`choose_pair`, :func:`headline`): the best system against the runner-up,
+  or the best other system against ``reference=`` when given; signed so that the better
+  system's advantage is positive (for a lower-is-better score, the advantage is other - better).
+  ``result.p_value`` and ``result.headline_text()`` are the headline's.
+* **Checks** (:func:`check_row`): every other analysis of the same question as one row with its
+  estimate of the same advantage, its p-value and a verdict, ``"agrees"`` or ``"differs: <why>"``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._rankings import rank_intervals, rank_matrix
+from .errors import DataError
+from .results import jsonable
+
+#: the leaderboard's columns, in order (DESIGN.md glossary)
+LEADERBOARD_COLUMNS = ("name", "estimate", "std_error", "conf_low", "conf_high", "rank", "rank_low",
+                       "rank_high", "letters")
+#: the checks table's columns, in order
+CHECK_COLUMNS = ("check", "estimate", "conf_low", "conf_high", "p_value", "verdict")
+
+#: metric names (or name tokens) whose lower values are better
+LOWER_IS_BETTER = frozenset({
+    "ter", "wer", "cer", "hter", "error", "errors", "error_rate", "err", "loss", "nll", "perplexity", "ppl",
+    "word_perplexity", "byte_perplexity", "bits_per_byte", "bpb", "mae", "mse", "rmse", "brier", "ece",
+    "latency", "cost", "time", "runtime", "distance", "edit_distance", "toxicity", "bias",
+})
+#: metric names (or name tokens) whose higher values are better
+HIGHER_IS_BETTER = frozenset({
+    "acc", "accuracy", "acc_norm", "bleu", "chrf", "chrf++", "match", "exact_match", "em", "f1", "rouge",
+    "rouge1", "rouge2", "rougel", "meteor", "comet", "bertscore", "bleurt", "pass", "pass@1", "pass_at_k",
+    "mc1", "mc2", "win_rate", "winrate", "elo", "strength", "ability", "auc", "auroc", "precision", "recall",
+    "correct", "correctness", "includes", "score", "mean_score", "reward", "success", "quasi_exact_match",
+})
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Which way a score is better, and how that was decided.
+
+    ``source``: ``"declared"`` (``higher_is_better=`` given), ``"known metric"`` (the metric's
+    name is in :data:`LOWER_IS_BETTER` / :data:`HIGHER_IS_BETTER`) or ``"assumed"`` (unknown
+    metric: higher is better, said in :attr:`note`)."""
+
+    higher_is_better: bool
+    source: str
+    metric: str | None = None
+
+    @property
+    def word(self) -> str:
+        """``"higher is better"`` or ``"lower is better"``."""
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+    @property
+    def note(self) -> str:
+        """One sentence for the output: the direction and where it came from."""
+        m = f" {self.metric!s}" if self.metric else ""
+        if self.source == "declared":
+            return f"{self.word} (declared: higher_is_better={self.higher_is_better})"
+        if self.source == "known metric":
+            return f"{self.word} (known metric{m})"
+        return (f"{self.word} (assumed: the metric{m} is not a known one; pass higher_is_better=False "
+                "if lower scores are better)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"higher_is_better": self.higher_is_better, "source": self.source, "metric": self.metric,
+                "note": self.note}
+
+
+def _tokens(metric: str) -> list[str]:
+    m = metric.strip().lower()
+    m = m.split(",")[0]  # lm-eval's "acc,none" filter suffix
+    toks = [t for t in re.split(r"[^a-z0-9@+]+", m) if t]
+    return [m, *toks]
+
+
+def known_direction(metric: Any) -> bool | None:
+    """True / False when the metric's name says which way is better, None when unknown.
+
+    The whole name first (``exact_match``, ``word_perplexity``), then its tokens split at
+    non-alphanumerics (``ter_score`` -> ``ter``); a lower-is-better token wins over a
+    higher-is-better one (``error_rate`` is lower, ``acc_err`` too)."""
+    if not isinstance(metric, str) or not metric.strip():
+        return None
+    toks = _tokens(metric)
+    if toks[0] in LOWER_IS_BETTER:
+        return False
+    if toks[0] in HIGHER_IS_BETTER:
+        return True
+    if any(t in LOWER_IS_BETTER for t in toks[1:]):
+        return False
+    if any(t in HIGHER_IS_BETTER for t in toks[1:]):
+        return True
+    return None
+
+
+def check_higher_is_better(higher_is_better: Any, name: str = "higher_is_better") -> bool | None:
+    """None or a bool (numpy bools too); anything else is a DataError."""
+    if higher_is_better is None:
+        return None
+    if isinstance(higher_is_better, (bool, np.bool_)):
+        return bool(higher_is_better)
+    raise DataError(f"{name} must be True, False or None (decided from the metric's name), "
+                    f"not {higher_is_better!r}")
+
+
+def direction(metric: Any = None, higher_is_better: Any = None) -> Direction:
+    """The direction of a score: declared, known from the metric's name, or assumed higher."""
+    declared = check_higher_is_better(higher_is_better)
+    name = str(metric) if metric is not None else None
+    if declared is not None:
+        return Direction(declared, "declared", name)
+    known = known_direction(metric)
+    if known is not None:
+        return Direction(known, "known metric", name)
+    return Direction(True, "assumed", name)
+
+
+# ------------------------------------------------------------------------------ leaderboard
+def _as_array(x: Any, names: list[str], what: str) -> np.ndarray:
+    if x is None:
+        return np.full(len(names), np.nan)
+    if isinstance(x, pd.Series):
+        x = x.reindex(names)
+    a = np.asarray(x, dtype=float)
+    if a.shape != (len(names),):
+        raise DataError(f"{what}: expected {len(names)} values, got shape {a.shape}")
+    return a
+
+
+def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = None, conf_high: Any = None,
+                vcov: Any = None, draws: Any = None, higher_is_better: bool = True, level: float = 0.95,
+                random_state: Any = None, n_sim: int = 20_000, letters: bool = True) -> pd.DataFrame:
+    """The best-first leaderboard of k systems (columns :data:`LEADERBOARD_COLUMNS`).
+
+    ``estimates`` is a Series indexed by system name; ``std_error``, ``conf_low``, ``conf_high``
+    are per-system (Series by name or arrays in the same order) and are copied as they are.
+    The rank intervals and letters come from :func:`mixedeval._rankings.rank_intervals`: from
+    ``draws`` (bootstrap replicates, a column per system) when given, else the joint normal with
+    ``vcov`` (default: independent, ``diag(std_error**2)``). A missing ``random_state`` means a
+    fixed seed (0), so the default path gives the same leaderboard in every process.
+    ``letters=False`` (or more than 150 systems) leaves the letters empty (their cost grows
+    fast with k)."""
+    if not isinstance(estimates, pd.Series):
+        raise DataError("leaderboard estimates must be a pandas Series indexed by system name")
+    names = [str(n) for n in estimates.index]
+    est = estimates.to_numpy(dtype=float)
+    se = _as_array(std_error, list(estimates.index), "std_error")
+    lo = _as_array(conf_low, list(estimates.index), "conf_low")
+    hi = _as_array(conf_high, list(estimates.index), "conf_high")
+    hib = bool(higher_is_better)
+    k = len(names)
+    base = pd.DataFrame({"name": names, "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi})
+    if k == 0:
+        return pd.DataFrame(columns=list(LEADERBOARD_COLUMNS))
+    rank = rank_matrix(np.where(np.isfinite(est), est, -np.inf if hib else np.inf)[:, None], hib)[:, 0]
+    base["rank"] = rank
+    usable = k >= 2 and np.all(np.isfinite(est)) and (
+        draws is not None or vcov is not None or (np.all(np.isfinite(se)) and np.all(se > 0)))
+    if not usable:
+        base["rank_low"] = 1 if k == 1 else np.nan
+        base["rank_high"] = 1 if k == 1 else np.nan
+        base["letters"] = "a" if k == 1 else ""
+    else:
+        V = vcov if (vcov is not None or draws is not None) else np.diag(se ** 2)
+        if isinstance(V, pd.DataFrame):
+            V = V.loc[list(estimates.index), list(estimates.index)].to_numpy(dtype=float)
+        if isinstance(draws, pd.DataFrame):
+            draws = draws[list(estimates.index)].to_numpy(dtype=float)
+        ri = rank_intervals(pd.Series(est, index=names), vcov=None if draws is not None else V, draws=draws,
+                            level=level, higher_is_better=hib, random_state=0 if random_state is None else random_state,
+                            n_sim=n_sim)
+        t = ri.table.set_index("name")
+        base["rank_low"] = t.loc[names, "rank_low"].to_numpy()
+        base["rank_high"] = t.loc[names, "rank_high"].to_numpy()
+        base["letters"] = t.loc[names, "letters"].to_numpy() if (letters and k <= 150) else ""
+    order = np.lexsort((np.arange(k), base["rank"].to_numpy()))
+    out = base.iloc[order].reset_index(drop=True)
+    return out[list(LEADERBOARD_COLUMNS)]
+
+
+# ------------------------------------------------------------------------------ headline
+def choose_pair(board: pd.DataFrame, reference: Any = None) -> tuple[str, str] | None:
+    """The headline pair from a best-first leaderboard: (best, runner-up), or with ``reference``
+    (best system other than the reference, reference). None with fewer than two systems.
+    A reference that is not on the leaderboard is a DataError naming the systems."""
+    if board is None or len(board) < 2:
+        return None
+    names = [str(n) for n in board["name"]]
+    if reference is None:
+        return names[0], names[1]
+    ref = str(reference)
+    if ref not in names:
+        raise DataError(f"reference={reference!r} is not one of the systems {names}")
+    best_other = next(n for n in names if n != ref)
+    return best_other, ref
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The one answer: ``better`` is ahead of ``other`` by ``estimate`` (> 0 in the better
+    direction; in the score's units times ``scale``, e.g. 100 for accuracy points).
+
+    ``conf_low``/``conf_high`` bound the advantage at ``level``; ``p_value`` is the test's
+    (``alternative`` two-sided unless said); ``method`` names the analysis; ``reference`` is set
+    when the pair was chosen against a reference system."""
+
+    better: str
+    other: str
+    estimate: float
+    std_error: float
+    conf_low: float
+    conf_high: float
+    p_value: float
+    df: float
+    method: str
+    level: float = 0.95
+    unit: str = ""
+    scale: float = 1.0
+    direction: Direction | None = None
+    reference: str | None = None
+    task: str | None = None
+
+    @property
+    def distinguishable(self) -> bool:
+        """Whether the interval excludes zero (the two systems are told apart at ``level``)."""
+        return bool(np.isfinite(self.conf_low) and (self.conf_low > 0 or self.conf_high < 0))
+
+    def text(self) -> str:
+        """``"top − strong: +8.9 points (95% CI +2.8 to +14.5), p = 0.004 [method]"``; for a
+        lower-is-better score the sentence says so (``"... lower TER is better"``)."""
+        s = self.scale
+        unit = f" {self.unit}" if self.unit else ""
+        lvl = int(round(100 * self.level))
+        def f(v: float) -> str:
+            return "NA" if not np.isfinite(v) else f"{s * v:+.{_digits(s * self.std_error)}f}"
+        p = "NA" if not np.isfinite(self.p_value) else f"{self.p_value:.3g}"
+        words = f"{self.better} − {self.other}: {f(self.estimate)}{unit} ({lvl}% CI {f(self.conf_low)} to {f(self.conf_high)}), p = {p} [{self.method}]"
+        if self.direction is not None and not self.direction.higher_is_better:
+            m = self.direction.metric or "score"
+            words += f"; lower {m} is better, so + means {self.better} scores lower"
+        if self.task:
+            words = f"{self.task}: {words}"
+        return words
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: jsonable(getattr(self, k)) for k in ("better", "other", "estimate", "std_error", "conf_low",
+                                                      "conf_high", "p_value", "df", "method", "level", "unit",
+                                                      "scale", "reference", "task")}
+        d["direction"] = self.direction.to_dict() if self.direction is not None else None
+        d["distinguishable"] = self.distinguishable
+        d["text"] = self.text()
+        return d
+
+
+def _digits(se: float) -> int:
+    """Decimals for a number whose standard error is ``se``: two significant digits of the SE,
+    at least 1 and at most 6 decimals."""
+    if not np.isfinite(se) or se <= 0:
+        return 2
+    return int(min(6, max(1, 1 - math.floor(math.log10(abs(se))))))
+
+
+def orient(a: str, b: str, delta: float, conf_low: float, conf_high: float,
+           higher_is_better: bool) -> tuple[str, str, float, float, float]:
+    """A difference ``a - b`` (with its interval) as the better system's advantage: returns
+    (better, other, advantage, low, high) with advantage >= 0 in the better direction."""
+    sign = 1.0 if higher_is_better else -1.0
+    adv, lo, hi = sign * delta, sign * conf_low, sign * conf_high
+    if sign < 0:
+        lo, hi = hi, lo
+    if adv < 0 or (adv == 0 and str(b) < str(a)):
+        return str(b), str(a), -adv, -hi, -lo
+    return str(a), str(b), adv, lo, hi
+
+
+def headline(a: str, b: str, delta: float, std_error: float, conf_low: float, conf_high: float, p_value: float,
+             df: float, method: str, direction: Direction, *, level: float = 0.95, unit: str = "",
+             scale: float = 1.0, reference: Any = None, task: str | None = None) -> Headline:
+    """The headline from a pairwise difference ``a - b``, oriented so the better system leads."""
+    better, other, adv, lo, hi = orient(a, b, float(delta), float(conf_low), float(conf_high),
+                                        direction.higher_is_better)
+    return Headline(better=better, other=other, estimate=adv, std_error=float(std_error), conf_low=lo, conf_high=hi,
+                    p_value=float(p_value), df=float(df), method=method, level=float(level), unit=unit,
+                    scale=float(scale), direction=direction, reference=None if reference is None else str(reference),
+                    task=task)
+
+
+# ------------------------------------------------------------------------------ checks
+def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low: float = np.nan,
+              conf_high: float = np.nan, p_value: float = np.nan, why: str | None = None,
+              alpha: float | None = None) -> dict[str, Any]:
+    """One row of a result's ``checks`` table: another analysis of the headline's question.
+
+    ``estimate``/``conf_low``/``conf_high`` are that analysis' estimate of the same advantage
+    (better minus other in the better direction; NaN when it has none on this scale, e.g. an
+    odds ratio), ``p_value`` its test. The verdict is ``"agrees"`` when it reaches the same
+    decision at ``alpha`` (1 - the headline's level) with the same sign, else
+    ``"differs: <why>"`` (``why`` given by the caller, or said from the numbers)."""
+    a = (1.0 - head.level) if alpha is None else alpha
+    head_sig = bool(np.isfinite(head.p_value) and head.p_value < a)
+    sig = bool(np.isfinite(p_value) and p_value < a)
+    same_sign = not (np.isfinite(estimate) and estimate < 0 and sig)
+    if not np.isfinite(p_value):
+        verdict = "not available" + (f": {why}" if why else "")
+    elif sig == head_sig and same_sign:
+        verdict = "agrees"
+    else:
+        if why is None:
+            if not same_sign:
+                why = "the opposite sign"
+            elif sig:
+                why = f"significant at {a:g} here, not in the headline (p = {head.p_value:.3g})"
+            else:
+                why = f"not significant at {a:g} here (p = {p_value:.3g}), unlike the headline"
+        verdict = f"differs: {why}"
+    return {"check": check, "estimate": float(estimate), "conf_low": float(conf_low), "conf_high": float(conf_high),
+            "p_value": float(p_value), "verdict": verdict}
+
+
+def checks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The checks table (columns :data:`CHECK_COLUMNS`) from :func:`check_row` rows."""
+    return pd.DataFrame(rows, columns=list(CHECK_COLUMNS))

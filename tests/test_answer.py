@@ -1,0 +1,91 @@
+"""The shared answer pieces (mixedeval._answer): direction, leaderboard, headline, checks."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mixedeval import _answer as A
+from mixedeval.errors import DataError
+
+
+@pytest.mark.parametrize("metric,expected", [
+    ("ter", False), ("TER", False), ("wer", False), ("word_perplexity", False), ("loss", False),
+    ("error_rate", False), ("acc", True), ("acc,none", True), ("exact_match", True), ("bleu", True),
+    ("chrF", True), ("match", True), ("f1", True), ("acc_norm", True), ("frobnication", None), (None, None),
+])
+def test_known_direction(metric, expected):
+    assert A.known_direction(metric) is expected
+
+
+def test_direction_sources():
+    assert A.direction("ter").higher_is_better is False
+    assert A.direction("ter").source == "known metric"
+    d = A.direction("frob")
+    assert d.higher_is_better is True and d.source == "assumed" and "not a known" in d.note
+    assert A.direction("ter", higher_is_better=True).source == "declared"
+    assert A.direction("acc", higher_is_better=np.bool_(False)).higher_is_better is False
+    with pytest.raises(DataError, match="higher_is_better"):
+        A.direction("acc", higher_is_better="yes")
+
+
+def test_leaderboard_best_first_both_directions():
+    est = pd.Series({"a": 0.30, "b": 0.50, "c": 0.10})
+    se = pd.Series({"a": 0.01, "b": 0.01, "c": 0.01})
+    up = A.leaderboard(est, std_error=se, conf_low=est - 0.02, conf_high=est + 0.02, higher_is_better=True)
+    assert list(up.columns) == list(A.LEADERBOARD_COLUMNS)
+    assert list(up["name"]) == ["b", "a", "c"] and list(up["rank"]) == [1, 2, 3]
+    # well separated: rank intervals are points, letters all differ
+    assert list(up["rank_low"]) == [1, 2, 3] and list(up["rank_high"]) == [1, 2, 3]
+    assert up["letters"].nunique() == 3 and up["letters"].iloc[0] == "a"
+    down = A.leaderboard(est, std_error=se, higher_is_better=False)
+    assert list(down["name"]) == ["c", "a", "b"]
+
+
+def test_leaderboard_overlapping_and_deterministic():
+    est = pd.Series({"x": 0.50, "y": 0.49, "z": 0.20})
+    se = pd.Series({"x": 0.05, "y": 0.05, "z": 0.01})
+    b1 = A.leaderboard(est, std_error=se)
+    b2 = A.leaderboard(est, std_error=se)
+    pd.testing.assert_frame_equal(b1, b2)
+    assert b1.loc[0, "rank_low"] == 1 and b1.loc[0, "rank_high"] == 2
+    assert b1.loc[0, "letters"] == b1.loc[1, "letters"] == "a"
+    assert b1.loc[2, "rank_low"] == 3
+
+
+def test_leaderboard_single_system():
+    b = A.leaderboard(pd.Series({"only": 1.0}), std_error=[0.1])
+    assert list(b["rank_low"]) == [1] and list(b["letters"]) == ["a"]
+
+
+def test_choose_pair_and_reference():
+    board = pd.DataFrame({"name": ["top", "strong", "weak"]})
+    assert A.choose_pair(board) == ("top", "strong")
+    assert A.choose_pair(board, reference="weak") == ("top", "weak")
+    assert A.choose_pair(board, reference="top") == ("strong", "top")
+    with pytest.raises(DataError, match="reference"):
+        A.choose_pair(board, reference="nope")
+
+
+def test_headline_orientation():
+    hib = A.direction("acc")
+    h = A.headline("strong", "top", -0.089, 0.02, -0.13, -0.05, 0.004, 30, "paired t", hib, unit="points", scale=100)
+    assert (h.better, h.other) == ("top", "strong")
+    assert h.estimate == pytest.approx(0.089) and h.conf_low == pytest.approx(0.05) and h.conf_high == pytest.approx(0.13)
+    assert h.text().startswith("top − strong: +8.9")
+    lib = A.direction("ter")
+    h2 = A.headline("Marking", "Baseline", -0.052, 0.01, -0.072, -0.032, 1e-5, 100, "lmm", lib, unit="TER points", scale=100)
+    assert (h2.better, h2.other) == ("Marking", "Baseline")
+    assert h2.estimate > 0 and h2.conf_low == pytest.approx(0.032) and "lower ter is better" in h2.text()
+    assert h2.distinguishable
+
+
+def test_check_rows():
+    h = A.headline("a", "b", 0.05, 0.01, 0.03, 0.07, 0.001, 40, "t", A.direction("acc"))
+    assert A.check_row("boot", h, estimate=0.05, p_value=0.002)["verdict"] == "agrees"
+    v = A.check_row("lrt", h, p_value=0.2)["verdict"]
+    assert v.startswith("differs: not significant")
+    assert A.check_row("lrt", h, p_value=0.2, why="the LRT tests all systems at once")["verdict"].endswith("at once")
+    assert A.check_row("x", h, estimate=-0.05, p_value=0.001)["verdict"] == "differs: the opposite sign"
+    t = A.checks_table([A.check_row("boot", h, p_value=0.002)])
+    assert list(t.columns) == list(A.CHECK_COLUMNS)
