@@ -344,3 +344,32 @@ def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low:
 def checks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The checks table (columns :data:`CHECK_COLUMNS`) from :func:`check_row` rows."""
     return pd.DataFrame(rows, columns=list(CHECK_COLUMNS))
+
+
+# ------------------------------------------------------------------------------ differences
+#: the columns of a result's ``differences`` table (every system against the best or the reference)
+DIFFERENCE_COLUMNS = ("name", "versus", "estimate", "conf_low", "conf_high", "p_value")
+
+
+def differences(pairs: pd.DataFrame, anchor: str, names: list[str], higher_is_better: bool) -> pd.DataFrame:
+    """Every system's difference from ``anchor`` (the best, or the reference) in the better
+    direction: ``estimate`` > 0 means the system is better than the anchor, < 0 worse.
+
+    ``pairs`` has one row per pair with columns ``a, b, delta`` (a - b on the score's scale),
+    ``conf_low, conf_high`` (of a - b) and ``p_value``; the rows involving ``anchor`` are used,
+    in the order of ``names`` (the leaderboard's). Columns :data:`DIFFERENCE_COLUMNS`."""
+    sign = 1.0 if higher_is_better else -1.0
+    by_other: dict[str, dict[str, Any]] = {}
+    for r in pairs.itertuples(index=False):
+        a, b = str(r.a), str(r.b)
+        if anchor not in (a, b) or a == b:
+            continue
+        other, s = (a, 1.0) if b == anchor else (b, -1.0)
+        lo, hi = s * float(r.conf_low), s * float(r.conf_high)  # other - anchor
+        lo, hi = min(lo, hi), max(lo, hi)
+        est = sign * s * float(r.delta)
+        lo, hi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)
+        by_other.setdefault(other, {"name": other, "versus": anchor, "estimate": est, "conf_low": lo,
+                                    "conf_high": hi, "p_value": float(r.p_value)})
+    rows = [by_other[n] for n in map(str, names) if n in by_other]
+    return pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))

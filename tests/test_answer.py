@@ -89,3 +89,16 @@ def test_check_rows():
     assert A.check_row("x", h, estimate=-0.05, p_value=0.001)["verdict"] == "differs: the opposite sign"
     t = A.checks_table([A.check_row("boot", h, p_value=0.002)])
     assert list(t.columns) == list(A.CHECK_COLUMNS)
+
+
+def test_differences_from_anchor_both_directions():
+    pairs = pd.DataFrame({"a": ["x", "x", "y"], "b": ["y", "z", "z"], "delta": [0.1, 0.3, 0.2],
+                          "conf_low": [0.05, 0.2, 0.1], "conf_high": [0.15, 0.4, 0.3], "p_value": [0.01, 0.001, 0.02]})
+    d = A.differences(pairs, "x", ["x", "y", "z"], higher_is_better=True)
+    assert list(d.columns) == list(A.DIFFERENCE_COLUMNS) and list(d["name"]) == ["y", "z"]
+    assert d["estimate"].tolist() == pytest.approx([-0.1, -0.3])  # y - x, z - x: worse than the best
+    assert d["conf_low"].tolist() == pytest.approx([-0.15, -0.4]) and d["conf_high"].tolist() == pytest.approx([-0.05, -0.2])
+    # lower is better: z is best; y - z = 0.2 higher, so 0.2 worse
+    d2 = A.differences(pairs, "z", ["z", "y", "x"], higher_is_better=False)
+    assert list(d2["name"]) == ["y", "x"] and d2["estimate"].tolist() == pytest.approx([-0.2, -0.3])
+    assert d2["conf_low"].tolist() == pytest.approx([-0.3, -0.4]) and d2["conf_high"].tolist() == pytest.approx([-0.1, -0.2])

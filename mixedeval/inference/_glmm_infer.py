@@ -318,11 +318,27 @@ class GLMMEMMResult(ResultMixin):
 
     def headline(self, higher_is_better: bool | None = None, reference: Any = None):
         """The best mean against the runner-up (or the best other against ``reference``): their
-        emmeans contrast (unadjusted p-value and interval), signed so that the better one's
-        advantage is positive (:class:`mixedeval._answer.Headline`); None with one mean."""
+        emmeans contrast (unadjusted p-value and interval; a difference of probabilities / rates
+        for ``type="response"``), signed so that the better one's advantage is positive
+        (:class:`mixedeval._answer.Headline`); None with one mean."""
         from .rankings import emm_headline  # noqa: PLC0415
 
-        return emm_headline(self, higher_is_better=higher_is_better, reference=reference)
+        diff = None
+        if len(self.table) > 1 and self.type == "response" and not self.by:
+            diff = self.contrasts(method="pairwise", adjust="none", scale="difference").table
+        return emm_headline(self, higher_is_better=higher_is_better, reference=reference, contrasts=diff)
+
+    def differences(self, higher_is_better: bool | None = None, reference: Any = None):
+        """Every mean's difference from the best (or from ``reference``) in the better direction
+        (> 0: better than it), on the scale of this table's means (differences of probabilities
+        for ``type="response"``), unadjusted: name, versus, estimate, conf_low, conf_high, p_value."""
+        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415
+
+        board = emm_leaderboard(self, higher_is_better=higher_is_better)
+        diff = self.contrasts(method="pairwise", adjust="none",
+                              scale="difference" if self.type == "response" else "ratio").table
+        head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board, contrasts=diff)
+        return emm_differences(self, board, head, diff)
 
     def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
         """:meth:`headline` in one line."""

@@ -245,6 +245,16 @@ class EMMResult(_EmmeansOutput):
 
         return emm_headline(self, higher_is_better=higher_is_better, reference=reference)
 
+    def differences(self, higher_is_better: bool | None = None, reference: Any = None):
+        """Every mean's difference from the best (or from ``reference``) in the better direction
+        (> 0: better than it), with unadjusted intervals and p-values of the emmeans contrasts:
+        name, versus, estimate, conf_low, conf_high, p_value."""
+        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415
+
+        board = emm_leaderboard(self, higher_is_better=higher_is_better)
+        head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board)
+        return emm_differences(self, board, head, self.contrasts(method="pairwise", adjust="none").table)
+
     def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
         """:meth:`headline` in one line."""
         h = self.headline(higher_is_better, reference)

@@ -135,3 +135,34 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
     method = f"emmeans contrast, {emm.df_method} df, unadjusted"
     return contrast_headline(row, sign, pair[0], pair[1], d, level=float(emm.level), method=method,
                              reference=reference)
+
+
+def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """A pairwise contrast table of the means (emmeans' order l1 - l2, l1 - l3, ..., l2 - l3) as
+    ``a, b, delta, conf_low, conf_high, p_value`` with unadjusted t (z) intervals at the means' level."""
+    from scipy import stats  # noqa: PLC0415
+
+    labels = _emm_labels(emm)
+    k = len(labels)
+    if len(table) != k * (k - 1) // 2:
+        raise DataError(f"expected the {k * (k - 1) // 2} pairwise contrasts of {k} means, got {len(table)} rows")
+    a, b = np.triu_indices(k, 1)
+    est = table["estimate"].to_numpy(dtype=float)
+    se = table["std_error"].to_numpy(dtype=float)
+    df = table["df"].to_numpy(dtype=float) if "df" in table.columns else np.full(len(table), np.inf)
+    lvl = float(emm.level)
+    q = np.where(np.isfinite(df), stats.t.ppf(0.5 + lvl / 2, np.where(np.isfinite(df), df, 1.0)),
+                 stats.norm.ppf(0.5 + lvl / 2))
+    return pd.DataFrame({"a": [labels[i] for i in a], "b": [labels[j] for j in b], "delta": est,
+                         "conf_low": est - q * se, "conf_high": est + q * se,
+                         "p_value": table["p_value"].to_numpy(dtype=float)})
+
+
+def emm_differences(emm: Any, board: pd.DataFrame, head: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """Every mean's difference from the best (or from the headline's reference) in the better
+    direction, unadjusted (:func:`mixedeval._answer.differences`)."""
+    from .._answer import differences  # noqa: PLC0415
+
+    anchor = str(head.reference) if head is not None and head.reference is not None else str(board["name"].iloc[0])
+    hib = head.direction.higher_is_better if head is not None else True
+    return differences(emm_pairs(emm, table), anchor, list(board["name"]), hib)

@@ -311,6 +311,22 @@ class BootstrapResult(ResultMixin):
         """No second analysis of the same question in a bootstrap result (None)."""
         return None
 
+    @functools.cached_property
+    def differences(self) -> pd.DataFrame:
+        """Every system's paired difference from the best (or the ``reference``) in the better
+        direction (> 0: better than it), with the default interval and the shift-method p-value:
+        name, versus, estimate, conf_low, conf_high, p_value."""
+        from .._answer import differences  # noqa: PLC0415
+
+        ref = self.provenance.get("reference")
+        anchor = str(ref) if ref is not None else str(self.leaderboard["name"].iloc[0])
+        names = [str(x) for x in self.systems]
+        pw = self.pairwise(adjust="none", reference=self.systems[names.index(anchor)]) if len(names) > 1 else None
+        if pw is None:
+            return pd.DataFrame(columns=["name", "versus", "estimate", "conf_low", "conf_high", "p_value"])
+        pairs = pw.rename(columns={"system_a": "a", "system_b": "b"})
+        return differences(pairs, anchor, list(self.leaderboard["name"]), self.higher_is_better)
+
     def headline_text(self) -> str:
         """:attr:`headline` in one line."""
         return "a single system: nothing to compare" if self.headline is None else self.headline.text()

@@ -75,6 +75,22 @@ class BTAnswer:
         se = float(np.hypot(t.loc[a, "std_error"], t.loc[b, "std_error"]))
         return est, se, "SE as if the strengths were independent (ranks=False)"
 
+    @functools.cached_property
+    def differences(self) -> pd.DataFrame:
+        """Every model's strength difference from the best (log-odds, < 0: weaker), with Wald
+        intervals from the pairwise standard errors of ``rank_result`` and unadjusted z tests."""
+        board = self.leaderboard
+        best = str(board["name"].iloc[0])
+        level = float(self.level)  # type: ignore[attr-defined]
+        z = stats.norm.ppf(0.5 + level / 2)
+        rows = []
+        for name in board["name"].iloc[1:]:
+            est, se, _ = self._pair_difference(str(name), best)
+            p = float(2 * stats.norm.sf(abs(est / se))) if se > 0 else float("nan")
+            rows.append({"name": str(name), "versus": best, "estimate": est, "conf_low": est - z * se,
+                         "conf_high": est + z * se, "p_value": p})
+        return pd.DataFrame(rows, columns=["name", "versus", "estimate", "conf_low", "conf_high", "p_value"])
+
     @property
     def checks(self) -> None:
         """No second analysis of the same question (None)."""

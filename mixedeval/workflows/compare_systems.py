@@ -35,7 +35,14 @@ from ..inference._glmm import glmm
 from ..inference._lmm import lmm
 from .._answer import check_row, checks_table
 from ..inference.compare import compare
-from ..inference.rankings import contrast_headline, emm_direction, emm_headline, emm_leaderboard, pair_row
+from ..inference.rankings import (
+    contrast_headline,
+    emm_differences,
+    emm_direction,
+    emm_headline,
+    emm_leaderboard,
+    pair_row,
+)
 from ..results import ResultWarning
 from ._common import (
     _WorkflowResult,
@@ -112,6 +119,11 @@ class AveragedAnalysis(_WorkflowResult):
 class CompareSystemsResult(_WorkflowResult):
     """Result of :func:`compare_systems`.
 
+    The one answer (:mod:`mixedeval._answer`): ``leaderboard`` (systems best first), ``headline``
+    (best vs runner-up or reference; ``headline_text()``, ``p_value``), ``checks`` (other analyses
+    of the question with verdicts), ``direction``, ``differences`` (every system against the best
+    or the reference, in the better direction, unadjusted).
+
     ``table`` (the main table): analysis, formula, nobs, residual_sd, chisq, df, p_value
     (all-instances mixed model, and the averaged analyses when there was anything to average) --
     Hagmann's Table 2.2. ``glrt``: :func:`mixedeval.compare`'s table (null and full model, ML).
@@ -136,6 +148,7 @@ class CompareSystemsResult(_WorkflowResult):
     headline: Any = None
     checks: Any = None
     direction: Any = None
+    differences: Any = None
     fit: Any = field(default=None, repr=False, compare=False)
     null_fit: Any = field(default=None, repr=False, compare=False)
     emm_result: Any = field(default=None, repr=False, compare=False)
@@ -189,7 +202,7 @@ def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, 
     head = emm_headline(emm, higher_is_better=d.higher_is_better, reference=reference, board=board,
                         contrasts=contrasts)
     if head is None:
-        return {"leaderboard": board, "headline": None, "checks": None, "direction": d}
+        return {"leaderboard": board, "headline": None, "checks": None, "direction": d, "differences": None}
     k = len(board)
     why_omnibus = None if k == 2 else "the likelihood-ratio test asks whether any of the systems differ, not this pair"
     g = glrt.table
@@ -203,7 +216,9 @@ def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, 
                               why=why_omnibus if k > 2 else None))
     if averaged is not None:
         rows += _averaged_checks(averaged, emm, head)
-    return {"leaderboard": board, "headline": head, "checks": checks_table(rows), "direction": d}
+    diffs = emm_differences(emm, board, head, contrasts if contrasts is not None else
+                            emm.contrasts(method="pairwise", adjust="none").table)
+    return {"leaderboard": board, "headline": head, "checks": checks_table(rows), "direction": d, "differences": diffs}
 
 
 def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any) -> list[dict[str, Any]]:
