@@ -25,7 +25,7 @@ from ..data.table import as_pandas
 from .compute import compute_missing as _compute, given_only
 from .dispatch import dispatch, section_titles
 from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build, response_type_warnings
-from .answer import answer_of, answering, build_answer, model_is_check, secondary_warnings
+from .answer import answer_of, build_answer, candidates, model_is_check, secondary_warnings
 from .truth import Entry, Source, item_sources, model_sources, review
 
 __all__ = ["report", "render_html", "SECTION_TITLES"]
@@ -190,10 +190,11 @@ def _check_warnings(sec: Any, checked: list[tuple[str, Any]]) -> None:
 
 def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
     """The answer section and its sources (the headline's analysis only), or None."""
-    obj = answering(ctx.items, ctx.results.get("emmeans") or [])
-    if obj is None:
+    cands = candidates(ctx.items, ctx.results.get("emmeans") or [])
+    if not cands:
         return None
-    sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(s, answer_of(obj)))
+    obj = cands[0]
+    sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(s, answer_of(obj, cands[1:])))
     if any(obj is o for _, o in ctx.items):
         return sec, _primary_sources(obj)
     return sec, model_sources(ctx, "emmeans", ("emmeans",))

@@ -95,18 +95,58 @@ def _has_headline(obj: Any) -> bool:
     return h is not None and not isinstance(h, str)
 
 
-def answering(items: list[tuple[Any, Any]], emms: list[Any]) -> Any:
-    """The result that answers: the first result section (by :data:`ANSWER_PRIORITY`, then given
-    order) with a headline, else the first EMMs of one factor without ``by``; None if none."""
-    cands = [obj for _, obj in items if _has_headline(obj)]
-    if cands:
-        rank = {n: i for i, n in enumerate(ANSWER_PRIORITY)}
-        return min(cands, key=lambda o: rank.get(_type_name(o), len(rank)))
+def _answering_emm(emms: list[Any]) -> Any:
     for emm in emms:
         if callable(getattr(emm, "leaderboard", None)) and not getattr(emm, "by", ()) \
                 and getattr(emm, "kind", "emmeans") == "emmeans" and len(getattr(emm, "table", ())) > 1:
             return emm
     return None
+
+
+def candidates(items: list[tuple[Any, Any]], emms: list[Any]) -> list[Any]:
+    """The results that can answer, best first: by :data:`ANSWER_PRIORITY` (the EMMs of the
+    report's model just before a bootstrap result), then in the given order."""
+    rank = {n: i for i, n in enumerate(ANSWER_PRIORITY)}
+    rank["EMM"] = rank["BootstrapResult"] - 0.5
+    cands = [obj for _, obj in items if _has_headline(obj)]
+    emm = _answering_emm(emms)
+    if emm is not None:
+        cands.append(emm)
+    def key(o: Any) -> float:
+        return rank.get("EMM" if o is emm else _type_name(o), len(rank))
+    return sorted(cands, key=key)
+
+
+def answering(items: list[tuple[Any, Any]], emms: list[Any]) -> Any:
+    """The result that answers (the first of :func:`candidates`), or None."""
+    c = candidates(items, emms)
+    return c[0] if c else None
+
+
+def cross_checks(ans: "Answer", others: list[Any]) -> list[dict[str, Any]]:
+    """Other results of the report answering the same question (the same pair of systems) as
+    checks of the answer: their estimate of the headline's advantage, interval and p-value."""
+    from .._answer import check_row  # noqa: PLC0415
+
+    head = ans.headline
+    rows = []
+    if head is None or not hasattr(head, "better"):
+        return rows
+    for obj in others:
+        try:
+            h = _value(obj, "headline")
+        except Exception:  # noqa: BLE001 - a result that cannot answer is no check
+            continue
+        if h is None or not hasattr(h, "better") or {str(h.better), str(h.other)} != {str(head.better), str(head.other)}:
+            continue
+        same = str(h.better) == str(head.better)
+        est = h.estimate if same else -h.estimate
+        lo, hi = (h.conf_low, h.conf_high) if same else (-h.conf_high, -h.conf_low)
+        scale = float(getattr(h, "scale", 1.0) or 1.0) / float(getattr(head, "scale", 1.0) or 1.0)
+        what = str(getattr(obj, "_title", "") or _type_name(obj))
+        rows.append(check_row(f"{what} ({h.method}), also in this report", head, estimate=est * scale,
+                              conf_low=lo * scale, conf_high=hi * scale, p_value=h.p_value))
+    return rows
 
 
 def _pairs_table(obj: Any, head: Any) -> pd.DataFrame | None:
@@ -146,8 +186,9 @@ def _differences(obj: Any, board: pd.DataFrame | None, head: Any, direction: Any
     return _differences(pairs, anchor, list(board["name"].astype(str)), hib)
 
 
-def answer_of(obj: Any) -> Answer:
-    """The :class:`Answer` of a result (EMMs: their methods are called with the defaults)."""
+def answer_of(obj: Any, others: list[Any] = ()) -> Answer:
+    """The :class:`Answer` of a result (EMMs: their methods are called with the defaults); the
+    ``others`` results of the report that answer the same pair are added to its checks."""
     head = _value(obj, "headline")
     board = _value(obj, "leaderboard")
     direction = getattr(obj, "direction", None)
@@ -157,8 +198,12 @@ def answer_of(obj: Any) -> Answer:
     checks = _value(obj, "checks")
     what = str(getattr(obj, "_title", "") or _type_name(obj))
     diffs = _differences(obj, board if isinstance(board, pd.DataFrame) else None, head, direction)
-    return Answer(obj, head, board if isinstance(board, pd.DataFrame) else None,
-                  checks if isinstance(checks, pd.DataFrame) and len(checks) else None, direction, diffs, what)
+    checks = checks if isinstance(checks, pd.DataFrame) and len(checks) else None
+    ans = Answer(obj, head, board if isinstance(board, pd.DataFrame) else None, checks, direction, diffs, what)
+    extra = cross_checks(ans, [o for o in others if o is not obj])
+    if extra:
+        ans.checks = pd.concat([c for c in (checks, pd.DataFrame(extra)) if c is not None], ignore_index=True)
+    return ans
 
 
 def _interval_text(lo: Any, hi: Any) -> str:
