@@ -174,7 +174,7 @@ def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
     if boot is not None:
         lines.append(f"paired bootstrap over sentences: {boot.headline_text()}")
     if r2 is not None and icc is not None:
-        lines.append(f"R2 marginal {r2.r2_marginal:.3f}, conditional {r2.r2_conditional:.3f}; ICC {icc.icc_adjusted:.3f}")
+        lines.append(f"R2 marginal {r2.r2_marginal:.3g}, conditional {r2.r2_conditional:.3g}; ICC {icc.icc_adjusted:.3g}")
     if diag is not None:
         s = diag.summary()
         flagged = list(s.loc[s["verdict"] == "warning", "name"])

@@ -292,7 +292,7 @@ def test_fit_report_computes_the_missing_parts(tmp_path, analysis, capsys):
 def test_report_without_a_model(tmp_path, analysis):
     path = me.report(analysis["bootstrap"], path=tmp_path / "boot.html", progress=False)
     secs = _sections(path.read_text(encoding="utf-8"))
-    assert list(secs) == ["overview", "design", "bootstrap", "provenance"]
+    assert list(secs) == ["answer", "overview", "design", "bootstrap", "provenance"]  # the bootstrap answers
     assert "Not available: no data" in secs["design"]
 
 
@@ -360,7 +360,8 @@ def test_every_resampling_and_workflow_result_gets_its_section(tmp_path, ter, an
     secs = _sections(text)
     expected = ["paired_test", "paired_test_2", "variance_decomposition", "leaderboard", "run_intervals",
                 "pooled_run_bootstrap", "compare_systems", "krippendorff", "potential_intervals"]
-    assert list(secs) == ["overview", "design", *expected, "provenance"]
+    # compare_systems answers; its run-averaging note is a check's warning, in a section of its own
+    assert list(secs) == ["answer", "overview", "design", *expected, "check_warnings", "provenance"]
     for sid in expected:
         assert _status(text, sid) in ("ok", "warning"), (sid, secs[sid][:500])
         assert _tables(secs[sid]), sid  # every result shows its main table
