@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._answer import differences as _differences
+from .._answer import differences as answer_differences
 from .blocks import Section
 from .figures import difference_plot
 
@@ -183,7 +183,7 @@ def _differences(obj: Any, board: pd.DataFrame | None, head: Any, direction: Any
         return None
     anchor = str(head.reference) if getattr(head, "reference", None) is not None else str(board["name"].iloc[0])
     hib = bool(getattr(direction, "higher_is_better", True))
-    return _differences(pairs, anchor, list(board["name"].astype(str)), hib)
+    return answer_differences(pairs, anchor, list(board["name"].astype(str)), hib)
 
 
 def answer_of(obj: Any, others: list[Any] = ()) -> Answer:
