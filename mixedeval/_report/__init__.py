@@ -194,7 +194,8 @@ def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
     if not cands:
         return None
     obj = cands[0]
-    sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(s, answer_of(obj, cands[1:])))
+    sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(
+        s, answer_of(obj, cands[1:], ctx.results.get("comparison") or [])))
     if any(obj is o for _, o in ctx.items):
         return sec, _primary_sources(obj)
     return sec, model_sources(ctx, "emmeans", ("emmeans",))

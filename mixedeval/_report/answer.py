@@ -142,10 +142,32 @@ def cross_checks(ans: "Answer", others: list[Any]) -> list[dict[str, Any]]:
         same = str(h.better) == str(head.better)
         est = h.estimate if same else -h.estimate
         lo, hi = (h.conf_low, h.conf_high) if same else (-h.conf_high, -h.conf_low)
-        scale = float(getattr(h, "scale", 1.0) or 1.0) / float(getattr(head, "scale", 1.0) or 1.0)
         what = str(getattr(obj, "_title", "") or _type_name(obj))
-        rows.append(check_row(f"{what} ({h.method}), also in this report", head, estimate=est * scale,
-                              conf_low=lo * scale, conf_high=hi * scale, p_value=h.p_value))
+        rows.append(check_row(f"{what} ({h.method}), also in this report", head, estimate=est, conf_low=lo,
+                              conf_high=hi, p_value=h.p_value))
+    return rows
+
+
+def model_checks(ans: "Answer", comparisons: list[Any]) -> list[dict[str, Any]]:
+    """The likelihood-ratio test of the report's model (against the model without fixed
+    effects) as a check of an answer from the model's EMMs."""
+    from .._answer import check_row  # noqa: PLC0415
+
+    head = ans.headline
+    rows = []
+    if head is None or not hasattr(head, "better"):
+        return rows
+    for comp in comparisons:
+        t = getattr(comp, "table", None)
+        if not isinstance(t, pd.DataFrame) or "p_value" not in t.columns or not t["p_value"].notna().any():
+            continue
+        p = float(t["p_value"].dropna().iloc[-1])
+        k = len(ans.leaderboard) if ans.leaderboard is not None else 2
+        r = check_row("likelihood-ratio test of the model's fixed effects (ML refits)", head, p_value=p)
+        if k > 2 and r["verdict"].startswith("differs"):
+            r = check_row(r["check"], head, p_value=p, why="the likelihood-ratio test asks whether any of the systems "
+                          "differ, not this pair")
+        rows.append(r)
     return rows
 
 
@@ -186,9 +208,10 @@ def _differences(obj: Any, board: pd.DataFrame | None, head: Any, direction: Any
     return answer_differences(pairs, anchor, list(board["name"].astype(str)), hib)
 
 
-def answer_of(obj: Any, others: list[Any] = ()) -> Answer:
+def answer_of(obj: Any, others: list[Any] = (), comparisons: list[Any] = ()) -> Answer:
     """The :class:`Answer` of a result (EMMs: their methods are called with the defaults); the
-    ``others`` results of the report that answer the same pair are added to its checks."""
+    ``others`` results of the report that answer the same pair, and for EMMs the model's
+    likelihood-ratio tests (``comparisons``), are added to its checks."""
     head = _value(obj, "headline")
     board = _value(obj, "leaderboard")
     direction = getattr(obj, "direction", None)
@@ -200,7 +223,8 @@ def answer_of(obj: Any, others: list[Any] = ()) -> Answer:
     diffs = _differences(obj, board if isinstance(board, pd.DataFrame) else None, head, direction)
     checks = checks if isinstance(checks, pd.DataFrame) and len(checks) else None
     ans = Answer(obj, head, board if isinstance(board, pd.DataFrame) else None, checks, direction, diffs, what)
-    extra = cross_checks(ans, [o for o in others if o is not obj])
+    extra = [*(model_checks(ans, list(comparisons)) if callable(getattr(obj, "leaderboard", None)) else []),
+             *cross_checks(ans, [o for o in others if o is not obj])]
     if extra:
         ans.checks = pd.concat([c for c in (checks, pd.DataFrame(extra)) if c is not None], ignore_index=True)
     return ans
@@ -232,6 +256,19 @@ def shown_board(board: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     if "letters" in b.columns:
         out["letters"] = b["letters"].astype(str).to_numpy()
     return out.loc[:, [c for c in out.columns if not (out[c].astype(str) == "").all()]]
+
+
+def _scaled_checks(checks: pd.DataFrame, head: Any) -> pd.DataFrame:
+    """The checks with their estimates in the headline's units (``scale``, e.g. points)."""
+    scale = float(getattr(head, "scale", 1.0) or 1.0)
+    unit = str(getattr(head, "unit", "") or "")
+    if scale == 1.0 and not unit:
+        return checks
+    out = checks.copy()
+    for c in ("estimate", "conf_low", "conf_high"):
+        if c in out.columns:
+            out[c] = pd.to_numeric(out[c], errors="coerce") * scale
+    return out.rename(columns={c: f"{c} ({unit})" for c in ("estimate", "conf_low", "conf_high") if unit})
 
 
 def build_answer(sec: Section, ans: Answer) -> None:
@@ -272,7 +309,8 @@ def build_answer(sec: Section, ans: Answer) -> None:
     check_block = None
     if ans.checks is not None:
         tmp = Section("tmp", "")
-        tmp.table(ans.checks, "Checks: other analyses of the same question, each with its verdict on the headline")
+        tmp.table(_scaled_checks(ans.checks, head), "Checks: other analyses of the same question, each with its "
+                  "estimate of the headline's advantage (where it has one on that scale) and its verdict")
         check_block = tmp.blocks[0]
     sec.blocks.append({"kind": "answer", "headline": text, "notes": notes, "board": board_block,
                        "figure": fig_block, "checks": check_block})
