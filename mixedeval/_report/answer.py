@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._answer import differences as answer_differences
-from .blocks import Section
+from .._answer import check_row, differences as answer_differences
+from .blocks import Section, fmt_number
 from .figures import difference_plot
 
 #: result type names, the first that answers is the report's answer (then the given order)
@@ -126,7 +126,6 @@ def answering(items: list[tuple[Any, Any]], emms: list[Any]) -> Any:
 def cross_checks(ans: "Answer", others: list[Any]) -> list[dict[str, Any]]:
     """Other results of the report answering the same question (the same pair of systems) as
     checks of the answer: their estimate of the headline's advantage, interval and p-value."""
-    from .._answer import check_row  # noqa: PLC0415
 
     head = ans.headline
     rows = []
@@ -151,7 +150,6 @@ def cross_checks(ans: "Answer", others: list[Any]) -> list[dict[str, Any]]:
 def model_checks(ans: "Answer", comparisons: list[Any]) -> list[dict[str, Any]]:
     """The likelihood-ratio test of the report's model (against the model without fixed
     effects) as a check of an answer from the model's EMMs."""
-    from .._answer import check_row  # noqa: PLC0415
 
     head = ans.headline
     rows = []
@@ -231,7 +229,6 @@ def answer_of(obj: Any, others: list[Any] = (), comparisons: list[Any] = ()) -> 
 
 
 def _interval_text(lo: Any, hi: Any) -> str:
-    from .blocks import fmt_number  # noqa: PLC0415
 
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return ""

@@ -302,7 +302,7 @@ class GLMMEMMResult(ResultMixin):
     def direction(self):
         """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
         name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
-        from .rankings import emm_direction  # noqa: PLC0415
+        from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_direction(self)
 
@@ -312,7 +312,7 @@ class GLMMEMMResult(ResultMixin):
         rank, rank_low, rank_high (simultaneous rank intervals from emmeans' covariance of the
         means, Mogstad et al. 2024) and letters. ``higher_is_better=None``: from the response's
         name (``ter ~ ...``: lower is better)."""
-        from .rankings import emm_leaderboard  # noqa: PLC0415
+        from .rankings import emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_leaderboard(self, higher_is_better=higher_is_better, level=level, random_state=random_state)
 
@@ -321,7 +321,7 @@ class GLMMEMMResult(ResultMixin):
         emmeans contrast (unadjusted p-value and interval; a difference of probabilities / rates
         for ``type="response"``), signed so that the better one's advantage is positive
         (:class:`mixedeval._answer.Headline`); None with one mean."""
-        from .rankings import emm_headline  # noqa: PLC0415
+        from .rankings import emm_headline  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         diff = None
         if len(self.table) > 1 and self.type == "response" and not self.by:
@@ -332,7 +332,7 @@ class GLMMEMMResult(ResultMixin):
         """Every mean's difference from the best (or from ``reference``) in the better direction
         (> 0: better than it), on the scale of this table's means (differences of probabilities
         for ``type="response"``), unadjusted: name, versus, estimate, conf_low, conf_high, p_value."""
-        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415
+        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         board = emm_leaderboard(self, higher_is_better=higher_is_better)
         diff = self.contrasts(method="pairwise", adjust="none",

@@ -223,7 +223,7 @@ class EMMResult(_EmmeansOutput):
     def direction(self):
         """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
         name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
-        from .rankings import emm_direction  # noqa: PLC0415
+        from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_direction(self)
 
@@ -233,7 +233,7 @@ class EMMResult(_EmmeansOutput):
         rank, rank_low, rank_high (simultaneous rank intervals from emmeans' covariance of the
         means, Mogstad et al. 2024) and letters. ``higher_is_better=None``: from the response's
         name (``ter ~ ...``: lower is better)."""
-        from .rankings import emm_leaderboard  # noqa: PLC0415
+        from .rankings import emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_leaderboard(self, higher_is_better=higher_is_better, level=level, random_state=random_state)
 
@@ -241,7 +241,7 @@ class EMMResult(_EmmeansOutput):
         """The best mean against the runner-up (or the best other against ``reference``): their
         emmeans contrast (unadjusted p-value and interval), signed so that the better one's
         advantage is positive (:class:`mixedeval._answer.Headline`); None with one mean."""
-        from .rankings import emm_headline  # noqa: PLC0415
+        from .rankings import emm_headline  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_headline(self, higher_is_better=higher_is_better, reference=reference)
 
@@ -249,7 +249,7 @@ class EMMResult(_EmmeansOutput):
         """Every mean's difference from the best (or from ``reference``) in the better direction
         (> 0: better than it), with unadjusted intervals and p-values of the emmeans contrasts:
         name, versus, estimate, conf_low, conf_high, p_value."""
-        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415
+        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         board = emm_leaderboard(self, higher_is_better=higher_is_better)
         head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board)

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from .._answer import choose_pair, differences, direction, headline, leaderboard
 from .._rankings import RankIntervals, rank_intervals
 from ..engine import _bridge
 from ..errors import DataError
@@ -46,7 +48,6 @@ def _emm_ranks(emm: Any, *, level: float, higher_is_better: Any, random_state: A
 def emm_direction(emm: Any, higher_is_better: Any = None):
     """The direction of the means: declared, or from the name of the model's response (``ter``:
     lower is better; :func:`mixedeval._answer.direction`)."""
-    from .._answer import direction  # noqa: PLC0415 - beside the layers, imported when answering
 
     fit = getattr(emm, "_fit", None)
     metric = getattr(fit, "response", None) if fit is not None else None
@@ -66,7 +67,6 @@ def emm_leaderboard(emm: Any, *, higher_is_better: Any = None, level: float | No
     std_error and interval are the means' own (``emm.table``, on its scale); ranks, simultaneous
     rank intervals and letters come from the joint normal of the means on the link scale
     (``vcov`` of the emmGrid: the same ordering, the scale where the model is normal)."""
-    from .._answer import leaderboard  # noqa: PLC0415
 
     if emm.by:
         raise DataError(f"leaderboard() ranks all the means of one table; these are grouped by {list(emm.by)}: "
@@ -106,9 +106,7 @@ def contrast_headline(row: Any, sign: float, a: str, b: str, d: Any, *, level: f
     """The headline (:func:`mixedeval._answer.headline`) from one emmeans contrast row: estimate
     ``sign * estimate`` = a - b, its std_error and df, the unadjusted p-value and the unadjusted
     t (z with infinite df) interval at ``level``."""
-    from scipy import stats  # noqa: PLC0415
 
-    from .._answer import headline  # noqa: PLC0415
 
     est, se = sign * float(row["estimate"]), float(row["std_error"])
     df = float(row["df"]) if "df" in row.index else float("inf")
@@ -123,7 +121,6 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
     ``reference``), from their pairwise contrast (``emm.contrasts(adjust="none")`` unless
     ``contrasts``, a pairwise contrast table of the same means, is given): unadjusted p-value and
     interval, the emmeans df."""
-    from .._answer import choose_pair  # noqa: PLC0415
 
     d = emm_direction(emm, higher_is_better)
     board = emm_leaderboard(emm, higher_is_better=d.higher_is_better) if board is None else board
@@ -140,7 +137,6 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
 def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:
     """A pairwise contrast table of the means (emmeans' order l1 - l2, l1 - l3, ..., l2 - l3) as
     ``a, b, delta, conf_low, conf_high, p_value`` with unadjusted t (z) intervals at the means' level."""
-    from scipy import stats  # noqa: PLC0415
 
     labels = _emm_labels(emm)
     k = len(labels)
@@ -161,7 +157,6 @@ def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:
 def emm_differences(emm: Any, board: pd.DataFrame, head: Any, table: pd.DataFrame) -> pd.DataFrame:
     """Every mean's difference from the best (or from the headline's reference) in the better
     direction, unadjusted (:func:`mixedeval._answer.differences`)."""
-    from .._answer import differences  # noqa: PLC0415
 
     anchor = str(head.reference) if head is not None and head.reference is not None else str(board["name"].iloc[0])
     hib = head.direction.higher_is_better if head is not None else True

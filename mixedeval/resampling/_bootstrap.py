@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
+from .._answer import Direction, choose_pair, differences, direction, headline, leaderboard
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -264,7 +265,6 @@ class BootstrapResult(ResultMixin):
         """Which way the score is better (:class:`mixedeval._answer.Direction`): declared with
         ``higher_is_better=``, or from the score's name (``ter``: lower), as :func:`bootstrap`
         decided it."""
-        from .._answer import Direction  # noqa: PLC0415 - beside the layers
 
         d = self.provenance.get("direction") or {}
         return Direction(bool(self.higher_is_better), d.get("source", "declared"), d.get("metric"))
@@ -275,7 +275,6 @@ class BootstrapResult(ResultMixin):
         std_error (bootstrap SD), conf_low, conf_high (the default interval), rank, rank_low,
         rank_high (simultaneous rank intervals from the replicates, Mogstad et al. 2024) and
         letters."""
-        from .._answer import leaderboard  # noqa: PLC0415
 
         s = self.summary()
         idx = [str(x) for x in self.systems]
@@ -289,7 +288,6 @@ class BootstrapResult(ResultMixin):
         given to :func:`bootstrap`): the paired bootstrap difference with its interval (the
         default ``ci``) and shift-method p-value, signed so the better system's advantage is
         positive (:class:`mixedeval._answer.Headline`); None with one system."""
-        from .._answer import choose_pair, headline  # noqa: PLC0415
 
         pair = choose_pair(self.leaderboard, self.provenance.get("reference"))
         if pair is None:
@@ -316,7 +314,6 @@ class BootstrapResult(ResultMixin):
         """Every system's paired difference from the best (or the ``reference``) in the better
         direction (> 0: better than it), with the default interval and the shift-method p-value:
         name, versus, estimate, conf_low, conf_high, p_value."""
-        from .._answer import differences  # noqa: PLC0415
 
         ref = self.provenance.get("reference")
         anchor = str(ref) if ref is not None else str(self.leaderboard["name"].iloc[0])
@@ -781,7 +778,6 @@ def bootstrap(
 
 def _direction(score: Any, statistic: Any, higher_is_better: Any):
     """The score's direction: declared, or from the score's (or named statistic's) name."""
-    from .._answer import direction  # noqa: PLC0415 - beside the layers
 
     metric = score if isinstance(score, str) else (statistic if isinstance(statistic, str) else None)
     if isinstance(statistic, str) and statistic != "mean":
