@@ -279,9 +279,11 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
                     resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
-                    n_groups=args.n_groups, higher_is_better=not args.lower_is_better,
+                    n_groups=args.n_groups, higher_is_better=False if args.lower_is_better else None,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    out: dict[str, Any] = {"summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
+    out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
+                           "leaderboard": res.leaderboard,
+                           "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
     if args.report:
         _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)

@@ -129,7 +129,12 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
         return None
     tab = contrasts if contrasts is not None else emm.contrasts(method="pairwise", adjust="none").table
     row, sign = pair_row(tab, _emm_labels(emm), *pair)
-    method = f"emmeans contrast, {emm.df_method} df, unadjusted"
+    if hasattr(emm, "estimate_label"):  # a GLMM: Wald z tests on the link scale, differences by regrid
+        method = "emmeans contrast of the GLMM, Wald z test, unadjusted"
+    elif emm.df_method == "asymptotic":
+        method = "emmeans contrast, z test (df = Inf: asymptotic df were asked for), unadjusted"
+    else:
+        method = f"emmeans contrast, {emm.df_method} df, unadjusted"
     return contrast_headline(row, sign, pair[0], pair[1], d, level=float(emm.level), method=method,
                              reference=reference)
 
