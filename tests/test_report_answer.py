@@ -301,3 +301,32 @@ def test_folders_are_shown_as_folders_in_provenance(tmp_path):
     assert row["sha256"] == h.hexdigest()
     text = me.report(_stub(2), input_file=logs, path=tmp_path / "f.html", progress=False).read_text(encoding="utf-8")
     assert "(folder, 2 files)" in text and "file not found" not in text
+
+
+def test_bradley_terry_answers(tmp_path):
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    strength = {"a": 1.0, "b": 0.5, "c": 0.4, "d": 0.0}
+    rows = []
+    for i in range(800):
+        x, y = rng.choice(list(strength), 2, replace=False)
+        p = 1 / (1 + np.exp(-(strength[x] - strength[y])))
+        rows.append((x, y, "model_a" if rng.random() < p else "model_b", f"p{i % 150}"))
+    battles = pd.DataFrame(rows, columns=["model_a", "model_b", "winner", "prompt"])
+    res = me.bradley_terry(battles, prompt="prompt", ties="davidson", position_bias=False, n_resamples=100,
+                           random_state=1)
+    board = res.leaderboard
+    assert list(board["name"]) == list(res.table["model"].astype(str)) and res.direction.higher_is_better
+    assert list(board["rank_low"]) == list(res.ranks["rank_low"])
+    h = res.headline
+    t = res.table.set_index("model")["estimate"]
+    assert (h.better, h.other) == (board["name"][0], board["name"][1])
+    assert h.estimate == pytest.approx(t[h.better] - t[h.other], rel=1e-12)
+    pw = res.rank_result.pairwise
+    se = float(pw[(pw.name_a.isin([h.better, h.other])) & (pw.name_b.isin([h.better, h.other]))]["std_error"].iloc[0])
+    assert h.std_error == pytest.approx(se) and h.p_value == pytest.approx(2 * stats.norm.sf(h.estimate / se))
+    assert res.p_value == h.p_value and res.headline_text().startswith(f"{h.better} − {h.other}: +")
+    assert list(res.differences["name"]) == list(board["name"][1:]) and (res.differences["versus"] == h.better).all()
+    text = me.report(res, path=tmp_path / "bt.html", progress=False).read_text(encoding="utf-8")
+    assert list(_sections(text))[0] == "answer" and "Bradley-Terry strength difference" in _sections(text)["answer"]
