@@ -1,7 +1,8 @@
 """Self-contained HTML report of an evaluation analysis.
 
 :func:`report` takes result objects and writes one HTML file (figures embedded as ``data:``
-URIs, styles inline, no scripts, nothing fetched from the network). Each result is shown in the
+URIs, styles inline, no scripts, nothing fetched from the network). The page opens with the
+answer (:mod:`.answer`: headline, leaderboard, differences from the best, checks). Each result is shown in the
 section of its type (:mod:`mixedeval.report.dispatch`): one fitted model with its F tests,
 likelihood-ratio tests, EMMs, contrasts, R², ICC and simulated-residual diagnostics (the parts
 not given are computed), then one section per resampling or workflow result, closed by a
@@ -105,6 +106,14 @@ def report(
         diagnostics (``n_sim`` simulations, ``random_state``: an int is R's ``set.seed``). A
         part that fails or whose module is missing says why in its section.
     progress : progress messages on stderr (also off when ``MIXEDEVAL_QUIET`` is set).
+
+    The page opens with the answer (:mod:`mixedeval._report.answer`): the headline sentence of
+    the result that answers (``compare_logs``, ``summarize``, ``compare_systems``,
+    ``bradley_terry``, the model's EMMs, ``bootstrap``, in that order), the best-first
+    leaderboard, a plot of every system's difference from the best (or the reference) and the
+    checks with their verdicts; then the list of sections, the details, the data design and the
+    provenance. Warnings of the checks (secondary analyses) have a section of their own and never
+    set the answer's badge.
 
     A section whose rendering fails shows the error and the others are still written. A section
     showing a result with a severe warning (:func:`mixedeval.results.is_severe`: unstable standard
