@@ -284,25 +284,6 @@ def test_a_report_with_a_model_and_long_tables_does_not_overflow(tmp_path):
     assert m["scroll_width"] <= 1280 and m["wide"] == [], m
 
 
-def test_folders_are_shown_as_folders_in_provenance(tmp_path):
-    import hashlib
-
-    from mixedeval._report.provenance import _folder_row, sha256_file
-
-    logs = tmp_path / "logs"
-    (logs / "sub").mkdir(parents=True)
-    (logs / "a.json").write_text("{}")
-    (logs / "sub" / "b.json").write_text('{"x": 1}')
-    row = _folder_row(logs)
-    assert row["file"].endswith("logs/ (folder, 2 files)") and row["bytes"] == 2 + 8
-    h = hashlib.sha256()
-    for name in ("a.json", "sub/b.json"):
-        h.update(name.encode() + b"\0" + sha256_file(logs / name).encode())
-    assert row["sha256"] == h.hexdigest()
-    text = me.report(_stub(2), input_file=logs, path=tmp_path / "f.html", progress=False).read_text(encoding="utf-8")
-    assert "(folder, 2 files)" in text and "file not found" not in text
-
-
 def test_bradley_terry_answers(tmp_path):
     from scipy import stats
 

@@ -30,17 +30,6 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _folder_row(path: Path) -> dict[str, Any]:
-    """A folder of inputs (evaluation logs): its files' total size and one SHA-256 over their
-    relative names and contents, in sorted order (equal folders give equal hashes)."""
-    files = sorted(f for f in path.rglob("*") if f.is_file())
-    h = hashlib.sha256()
-    for f in files:
-        h.update(str(f.relative_to(path).as_posix()).encode() + b"\0" + sha256_file(f).encode())
-    return {"file": f"{path}{'/' if not str(path).endswith('/') else ''} (folder, {len(files)} files)",
-            "bytes": int(sum(f.stat().st_size for f in files)), "sha256": h.hexdigest()}
-
-
 def sha256_frame(df: Any) -> str:
     """SHA-256 of a DataFrame's column names, dtypes and values (pandas' row hashes, index
     ignored): equal tables give equal hashes whatever file they came from."""
@@ -106,8 +95,6 @@ def collect(ctx: Any) -> dict[str, Any]:
         path = Path(p)
         if path.is_file():
             inputs.append({"file": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)})
-        elif path.is_dir():
-            inputs.append(_folder_row(path))
         else:
             inputs.append({"file": str(path), "bytes": None, "sha256": "file not found"})
     data = ctx.data if ctx.data is not None else getattr(ctx.fit, "data", None)
