@@ -1,0 +1,6 @@
+"""Labelling budget (placeholder)."""
+from __future__ import annotations
+
+
+def plan(pilot, **kw):
+    raise NotImplementedError
