@@ -78,6 +78,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "read_battles": ("mixedeval.data._battles", "read_battles"),
     "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
     "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
+    "judge_corrected": ("mixedeval.workflows.judges", "judge_corrected"),
+    "JudgeCorrected": ("mixedeval.workflows.judges", "JudgeCorrected"),
+    "judge_agreement": ("mixedeval.workflows.judges", "judge_agreement"),
+    "labels_needed": ("mixedeval.workflows.judges", "labels_needed"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

@@ -34,6 +34,7 @@ from scipy import stats
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 from ._judges_core import Estimate, Units, classical_mean, cluster_sum, variance
+from ._judges_tables import pair_units
 
 
 @dataclass(frozen=True, repr=False)
@@ -80,16 +81,13 @@ def _labelled_judge_mean(u: Units) -> Estimate:
 
 def pair_inputs(units: Units, a: int, b: int) -> dict[str, float]:
     """The pilot's classical variance, labels, units and PPI correlation of the difference a - b."""
-    ia = set(units.item[units.system == a].tolist())
-    ib = set(units.item[units.system == b].tolist())
-    shared = np.isin(units.item, sorted(ia & ib))
-    ua, ub = units.subset((units.system == a) & shared), units.subset((units.system == b) & shared)
+    ua, ub, n_shared = pair_units(units, a, b)
     psi_y = classical_mean(ua).psi - classical_mean(ub).psi
     psi_g = _labelled_judge_mean(ua).psi - _labelled_judge_mean(ub).psi
     v_cl, _ = variance(psi_y, False)
     rho = float(psi_y @ psi_g / np.sqrt((psi_y @ psi_y) * (psi_g @ psi_g)))
     n = (ua.labelled.sum() + ub.labelled.sum()) / 2
-    return {"v_classical": v_cl, "n": float(n), "m": len(ia & ib), "rho": rho}
+    return {"v_classical": v_cl, "n": float(n), "m": n_shared or (len(ua.y) + len(ub.y)) / 2, "rho": rho}
 
 
 def optimal_pair(n0: float, rho: float, cost_ratio: float) -> tuple[int, int]:

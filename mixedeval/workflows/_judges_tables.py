@@ -76,17 +76,25 @@ def vcov(ests: list[Estimate], table: pd.DataFrame) -> np.ndarray:
     return np.nan_to_num(R) * np.outer(se, se) + np.diag(np.where(d == 0, se ** 2, 0.0))
 
 
-def _pair_row(units: Units, systems: list[str], a: int, b: int, method: str, level: float) -> dict[str, Any]:
-    """The paired difference a - b on the items both systems have (cluster-robust, CR1, t)."""
+def pair_units(units: Units, a: int, b: int) -> tuple[Units, Units, int]:
+    """The units of systems a and b on the items both answered (two or more shared items), else
+    all their units (no shared items: two independent samples, an unpaired difference)."""
     ia = set(units.item[units.system == a].tolist())
     ib = set(units.item[units.system == b].tolist())
-    shared = np.isin(units.item, sorted(ia & ib))
-    ua, ub = units.subset((units.system == a) & shared), units.subset((units.system == b) & shared)
-    row: dict[str, Any] = {"system_a": systems[a], "system_b": systems[b], "n_items": int(len(ia & ib))}
+    both = sorted(ia & ib)
+    shared = np.isin(units.item, both) if len(both) >= 2 else np.ones(len(units.item), bool)
+    return (units.subset((units.system == a) & shared), units.subset((units.system == b) & shared),
+            len(both) if len(both) >= 2 else 0)
+
+
+def _pair_row(units: Units, systems: list[str], a: int, b: int, method: str, level: float) -> dict[str, Any]:
+    """The paired difference a - b on the items both systems have (cluster-robust, CR1, t)."""
+    ua, ub, n_shared = pair_units(units, a, b)
+    row: dict[str, Any] = {"system_a": systems[a], "system_b": systems[b], "n_items": n_shared}
     for prefix, fn in (("", lambda u: estimate(u, method)), ("classical_", classical_mean), ("judge_", judge_mean)):
         ea, eb = fn(ua), fn(ub)
         d = Estimate(ea.estimate - eb.estimate, ea.psi - eb.psi, ea.lam, ea.n_labels + eb.n_labels, 0, {})
-        s = _summary(d, True, level, prefix)
+        s = _summary(d, is_clustered(np.concatenate([ua.cluster, ub.cluster])), level, prefix)
         s[f"{prefix}p_value"] = p_two_sided(d.estimate, s[f"{prefix}std_error"], s[f"{prefix}df"])
         row.update(s)
         if prefix == "":
