@@ -23,9 +23,13 @@ cluster) ``c = 1`` and ``V = lambda^2 var_U(f) / N + var_L(r) / n`` with populat
 ppi-python's ``ppi_mean_ci`` exactly, and the tuned ``lambda`` is ppi-python's too
 (``cov_L(y, g) / ((1 + n/N) var(g_L, f_U))``, clipped to [0, 1]). With clusters (several
 units in a cluster: the systems' answers to one item in a paired difference, or ``cluster=``)
-``c = G / (G - 1)`` (CR1, G clusters), intervals use Student's t with ``G - 1`` df, and PPI++'s
-``lambda`` minimizes the cluster-robust variance itself (least squares of ``psi`` on its
-``lambda`` part; clipped to [0, 1] for one judge).
+``c = G / (G - k)`` (CR1 with k = 1 + the number of tuned weights, G the clusters holding
+labelled units) and intervals use Student's t with Satterthwaite's df, ``min(G, (sum psi^2)^2 /
+sum psi^4) - k`` (the effective number of clusters: a few heavy clusters give few df). PPI++'s
+``lambda`` for one judge is ppi-python's moment rule on the units; with several judges the
+weights minimize the cluster-robust variance (least squares of ``psi`` on its ``lambda`` part).
+These small-sample choices hold the intervals' coverage at 95% with 50 labels in 60 clusters
+(benchmarks/calibration_judges.py); CR1 with ``G - 1`` df gave 92%.
 
 Rogan-Gladen (Rogan & Gladen 1978, *Am. J. Epidemiol.* 107): a 0/1 judge's positive rate
 ``p`` (over all units), its sensitivity ``se = P(judge 1 | person 1)`` and specificity
@@ -86,6 +90,8 @@ class Estimate:
     n_labels: int
     n_units: int
     extra: dict
+    lab_clusters: np.ndarray | None = None
+    n_tuned: int = 0
 
 
 def cluster_sum(values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -96,21 +102,33 @@ def cluster_sum(values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> np.
                      for j in range(values.shape[1])], axis=1)
 
 
+def label_clusters(u: Units) -> np.ndarray:
+    """Which clusters hold a labelled unit."""
+    return np.bincount(u.cluster[u.labelled], minlength=u.n_clusters) > 0
+
+
 def is_clustered(clusters: np.ndarray) -> bool:
     """Whether some cluster holds more than one unit."""
     return bool(len(clusters) and np.bincount(clusters).max() > 1)
 
 
-def variance(psi: np.ndarray, clustered: bool) -> tuple[float, float]:
-    """(variance, df): ``sum psi^2`` and infinite df on independent units; the CR1 factor
-    ``G/(G-1)`` and ``G - 1`` df over the G clusters with a non-zero influence otherwise."""
-    g = int(np.count_nonzero(psi))
+def variance(psi: np.ndarray, clustered: bool, lab_clusters: np.ndarray | None = None,
+             n_tuned: int = 0) -> tuple[float, float]:
+    """(variance, df): ``sum psi^2`` and infinite df on independent units; otherwise the CR1
+    factor ``G/(G-1)`` and ``G - 1`` df, G the clusters holding labelled units
+    (``lab_clusters``; the people's labels carry the rectifier, whose variance dominates), or
+    the clusters with a non-zero influence when no labels are involved. ``n_tuned`` weights
+    estimated from the same labels (PPI++'s lambda) count as parameters, as in a regression's
+    CR1: the factor becomes ``G / (G - 1 - n_tuned)`` and the df ``G - 1 - n_tuned``."""
+    g = int(np.count_nonzero(psi)) if lab_clusters is None else int(np.count_nonzero(lab_clusters))
     v = float(np.sum(psi ** 2))
     if not clustered:
         return v, np.inf
-    if g < 2:
+    k = 1 + int(n_tuned)
+    if g <= k:
         return np.nan, np.nan
-    return v * g / (g - 1), float(g - 1)
+    eff = v ** 2 / float(np.sum(psi ** 4)) if v > 0 else g  # Satterthwaite: clusters of unequal weight
+    return v * g / (g - k), float(max(1.0, min(g, eff) - k))
 
 
 # ------------------------------------------------------------------------------ PPI / PPI++
@@ -166,15 +184,16 @@ def ppi_mean(u: Units, method: str, lam: float | None = None) -> Estimate:
         lam_v = np.full(n_j, float(lam))
     elif method == "ppi" or N == 0:
         lam_v = np.full(n_j, 1.0 if N else 0.0)
-    elif n_j == 1 and not is_clustered(u.cluster):
+    elif n_j == 1:
         lam_v = np.array([_lambda_ppi_python(u.y[u.labelled], g[u.labelled, 0], f[~u.labelled, 0])])
     else:
         A = cluster_sum(a, u.cluster, u.n_clusters)
         B = cluster_sum(b, u.cluster, u.n_clusters)
         lam_v = _lambda_clustered(A, B, clip=n_j == 1)
     est = m_y + float(lam_v @ (m_u - m_g)) if N else m_y
+    tuned = n_j if (lam is None and method == "ppi++" and N) else 0
     psi_unit = b + a @ lam_v if N else b
-    return Estimate(est, cluster_sum(psi_unit, u.cluster, u.n_clusters), lam_v, n, len(f), {})
+    return Estimate(est, cluster_sum(psi_unit, u.cluster, u.n_clusters), lam_v, n, len(f), {}, label_clusters(u), tuned)
 
 
 def classical_mean(u: Units) -> Estimate:
@@ -184,7 +203,8 @@ def classical_mean(u: Units) -> Estimate:
     m = float(u.y[lab].mean())
     psi = np.zeros(len(u.y))
     psi[lab] = (u.y[lab] - m) / n
-    return Estimate(m, cluster_sum(psi, u.cluster, u.n_clusters), np.zeros(u.f.shape[1]), n, len(u.y), {})
+    return Estimate(m, cluster_sum(psi, u.cluster, u.n_clusters), np.zeros(u.f.shape[1]), n, len(u.y), {},
+                    label_clusters(u))
 
 
 def judge_mean(u: Units) -> Estimate:
@@ -217,7 +237,7 @@ def rogan_gladen(u: Units) -> Estimate:
            - theta * cluster_sum(psi_se, row_cl, u.n_clusters)
            + (1 - theta) * cluster_sum(psi_sp, row_cl, u.n_clusters)) / d
     extra = {"sensitivity": se, "specificity": sp, "judge_rate": p, "n_positive": n1, "n_negative": n0}
-    return Estimate(float(theta), psi, np.full(1, np.nan), int(u.labelled.sum()), N, extra)
+    return Estimate(float(theta), psi, np.full(1, np.nan), int(u.labelled.sum()), N, extra, label_clusters(u))
 
 
 def estimate(u: Units, method: str) -> Estimate:

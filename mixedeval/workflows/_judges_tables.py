@@ -32,7 +32,7 @@ def p_two_sided(est: float, se: float, df: float) -> float:
 
 
 def _summary(e: Estimate, clustered: bool, level: float, prefix: str = "") -> dict[str, float]:
-    var, df = variance(e.psi, clustered)
+    var, df = variance(e.psi, clustered, e.lab_clusters, e.n_tuned)
     se, lo, hi = interval(e.estimate, var, df, level)
     return {f"{prefix}estimate": e.estimate, f"{prefix}std_error": se, f"{prefix}df": df,
             f"{prefix}conf_low": lo, f"{prefix}conf_high": hi}
@@ -93,7 +93,9 @@ def _pair_row(units: Units, systems: list[str], a: int, b: int, method: str, lev
     row: dict[str, Any] = {"system_a": systems[a], "system_b": systems[b], "n_items": n_shared}
     for prefix, fn in (("", lambda u: estimate(u, method)), ("classical_", classical_mean), ("judge_", judge_mean)):
         ea, eb = fn(ua), fn(ub)
-        d = Estimate(ea.estimate - eb.estimate, ea.psi - eb.psi, ea.lam, ea.n_labels + eb.n_labels, 0, {})
+        lc = None if ea.lab_clusters is None else ea.lab_clusters | eb.lab_clusters
+        d = Estimate(ea.estimate - eb.estimate, ea.psi - eb.psi, ea.lam, ea.n_labels + eb.n_labels, 0, {}, lc,
+                     ea.n_tuned + eb.n_tuned)
         s = _summary(d, is_clustered(np.concatenate([ua.cluster, ub.cluster])), level, prefix)
         s[f"{prefix}p_value"] = p_two_sided(d.estimate, s[f"{prefix}std_error"], s[f"{prefix}df"])
         row.update(s)
