@@ -82,6 +82,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "JudgeCorrected": ("mixedeval.workflows.judges", "JudgeCorrected"),
     "judge_agreement": ("mixedeval.workflows.judges", "judge_agreement"),
     "labels_needed": ("mixedeval.workflows.judges", "labels_needed"),
+    "read_judge_scores": ("mixedeval.data._judge_labels", "read_judge_scores"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
