@@ -101,7 +101,9 @@ def _hand_cluster_variance(df, system, lam):
     G = d.loc[lab, "cluster"].nunique()  # clusters holding labels
     est = lam * d.loc[~lab, "f"].mean() + r[lab].mean()
     k = 2 if 0 < lam < 1 else 1  # PPI++'s tuned weight counts as a parameter
-    eff = (s ** 2).sum() ** 2 / (s ** 4).sum()  # Satterthwaite's effective number of clusters
+    sq = psi ** 2  # Satterthwaite's df: class-averaged squared influence (labelled / not) per cluster
+    a = sq.groupby(lab).transform("mean").groupby(d["cluster"]).sum()
+    eff = a.sum() ** 2 / (a ** 2).sum()
     return est, (s ** 2).sum() * G / (G - k), min(G, eff) - k
 
 

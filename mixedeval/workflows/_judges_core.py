@@ -24,8 +24,9 @@ ppi-python's ``ppi_mean_ci`` exactly, and the tuned ``lambda`` is ppi-python's t
 (``cov_L(y, g) / ((1 + n/N) var(g_L, f_U))``, clipped to [0, 1]). With clusters (several
 units in a cluster: the systems' answers to one item in a paired difference, or ``cluster=``)
 ``c = G / (G - k)`` (CR1 with k = 1 + the number of tuned weights, G the clusters holding
-labelled units) and intervals use Student's t with Satterthwaite's df, ``min(G, (sum psi^2)^2 /
-sum psi^4) - k`` (the effective number of clusters: a few heavy clusters give few df). PPI++'s
+labelled units) and intervals use Student's t with Satterthwaite's df, ``min(G, (sum a)^2 /
+sum a^2) - k`` with ``a_c`` the cluster's expected share of the variance under a working
+independence model (:func:`variance`; a few heavy clusters give few df). PPI++'s
 ``lambda`` for one judge is ppi-python's moment rule on the units; with several judges the
 weights minimize the cluster-robust variance (least squares of ``psi`` on its ``lambda`` part).
 These small-sample choices hold the intervals' coverage at 95% with 50 labels in 60 clusters
@@ -92,6 +93,7 @@ class Estimate:
     extra: dict
     lab_clusters: np.ndarray | None = None
     n_tuned: int = 0
+    dfw: np.ndarray | None = None
 
 
 def cluster_sum(values: np.ndarray, cluster: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -113,13 +115,16 @@ def is_clustered(clusters: np.ndarray) -> bool:
 
 
 def variance(psi: np.ndarray, clustered: bool, lab_clusters: np.ndarray | None = None,
-             n_tuned: int = 0) -> tuple[float, float]:
+             n_tuned: int = 0, dfw: np.ndarray | None = None) -> tuple[float, float]:
     """(variance, df): ``sum psi^2`` and infinite df on independent units; otherwise the CR1
-    factor ``G/(G-1)`` and ``G - 1`` df, G the clusters holding labelled units
-    (``lab_clusters``; the people's labels carry the rectifier, whose variance dominates), or
-    the clusters with a non-zero influence when no labels are involved. ``n_tuned`` weights
-    estimated from the same labels (PPI++'s lambda) count as parameters, as in a regression's
-    CR1: the factor becomes ``G / (G - 1 - n_tuned)`` and the df ``G - 1 - n_tuned``."""
+    factor ``G/(G - k)`` over G clusters (those holding labelled units, ``lab_clusters``: the
+    people's labels carry the rectifier, whose variance dominates; or the clusters with a
+    non-zero influence when no labels are involved), ``k = 1 + n_tuned`` (PPI++'s weights
+    estimated from the same labels count as parameters, as in a regression's CR1), and
+    Satterthwaite's df ``min(G, (sum a)^2 / sum a^2) - k`` with ``a_c`` the cluster's expected
+    share of the variance under independent units (``dfw``: each unit's squared influence
+    replaced by the mean of its class, labelled or not; Bell & McCaffrey's idea with a working
+    independence model), so that a few heavy clusters give few df."""
     g = int(np.count_nonzero(psi)) if lab_clusters is None else int(np.count_nonzero(lab_clusters))
     v = float(np.sum(psi ** 2))
     if not clustered:
@@ -127,8 +132,18 @@ def variance(psi: np.ndarray, clustered: bool, lab_clusters: np.ndarray | None =
     k = 1 + int(n_tuned)
     if g <= k:
         return np.nan, np.nan
-    eff = v ** 2 / float(np.sum(psi ** 4)) if v > 0 else g  # Satterthwaite: clusters of unequal weight
+    eff = float(dfw.sum() ** 2 / np.sum(dfw ** 2)) if dfw is not None and np.any(dfw > 0) else g
     return v * g / (g - k), float(max(1.0, min(g, eff) - k))
+
+
+def design_weights(psi_unit: np.ndarray, classes: np.ndarray, cluster: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Per cluster, the sum over its units of the mean squared influence of the unit's class."""
+    sq = psi_unit ** 2
+    avg = np.zeros_like(sq)
+    for c in np.unique(classes):
+        m = classes == c
+        avg[m] = sq[m].mean()
+    return np.bincount(cluster, weights=avg, minlength=n_clusters)
 
 
 # ------------------------------------------------------------------------------ PPI / PPI++
@@ -193,7 +208,8 @@ def ppi_mean(u: Units, method: str, lam: float | None = None) -> Estimate:
     est = m_y + float(lam_v @ (m_u - m_g)) if N else m_y
     tuned = n_j if (lam is None and method == "ppi++" and N) else 0
     psi_unit = b + a @ lam_v if N else b
-    return Estimate(est, cluster_sum(psi_unit, u.cluster, u.n_clusters), lam_v, n, len(f), {}, label_clusters(u), tuned)
+    return Estimate(est, cluster_sum(psi_unit, u.cluster, u.n_clusters), lam_v, n, len(f), {}, label_clusters(u), tuned,
+                    design_weights(psi_unit, u.labelled, u.cluster, u.n_clusters))
 
 
 def classical_mean(u: Units) -> Estimate:
@@ -204,7 +220,7 @@ def classical_mean(u: Units) -> Estimate:
     psi = np.zeros(len(u.y))
     psi[lab] = (u.y[lab] - m) / n
     return Estimate(m, cluster_sum(psi, u.cluster, u.n_clusters), np.zeros(u.f.shape[1]), n, len(u.y), {},
-                    label_clusters(u))
+                    label_clusters(u), 0, design_weights(psi, lab, u.cluster, u.n_clusters))
 
 
 def judge_mean(u: Units) -> Estimate:
@@ -212,7 +228,8 @@ def judge_mean(u: Units) -> Estimate:
     f = u.f.mean(axis=1)
     m = float(f.mean())
     psi = (f - m) / len(f)
-    return Estimate(m, cluster_sum(psi, u.cluster, u.n_clusters), np.ones(1), int(u.labelled.sum()), len(f), {})
+    return Estimate(m, cluster_sum(psi, u.cluster, u.n_clusters), np.ones(1), int(u.labelled.sum()), len(f), {},
+                    None, 0, design_weights(psi, np.zeros(len(f)), u.cluster, u.n_clusters))
 
 
 # ------------------------------------------------------------------------------ Rogan-Gladen

@@ -32,7 +32,7 @@ def p_two_sided(est: float, se: float, df: float) -> float:
 
 
 def _summary(e: Estimate, clustered: bool, level: float, prefix: str = "") -> dict[str, float]:
-    var, df = variance(e.psi, clustered, e.lab_clusters, e.n_tuned)
+    var, df = variance(e.psi, clustered, e.lab_clusters, e.n_tuned, e.dfw)
     se, lo, hi = interval(e.estimate, var, df, level)
     return {f"{prefix}estimate": e.estimate, f"{prefix}std_error": se, f"{prefix}df": df,
             f"{prefix}conf_low": lo, f"{prefix}conf_high": hi}
@@ -95,7 +95,7 @@ def _pair_row(units: Units, systems: list[str], a: int, b: int, method: str, lev
         ea, eb = fn(ua), fn(ub)
         lc = None if ea.lab_clusters is None else ea.lab_clusters | eb.lab_clusters
         d = Estimate(ea.estimate - eb.estimate, ea.psi - eb.psi, ea.lam, ea.n_labels + eb.n_labels, 0, {}, lc,
-                     ea.n_tuned + eb.n_tuned)
+                     ea.n_tuned + eb.n_tuned, None if ea.dfw is None or eb.dfw is None else ea.dfw + eb.dfw)
         s = _summary(d, is_clustered(np.concatenate([ua.cluster, ub.cluster])), level, prefix)
         s[f"{prefix}p_value"] = p_two_sided(d.estimate, s[f"{prefix}std_error"], s[f"{prefix}df"])
         row.update(s)
