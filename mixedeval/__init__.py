@@ -83,6 +83,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "judge_agreement": ("mixedeval.workflows.judges", "judge_agreement"),
     "labels_needed": ("mixedeval.workflows.judges", "labels_needed"),
     "read_judge_scores": ("mixedeval.data._judge_labels", "read_judge_scores"),
+    "bradley_terry_corrected": ("mixedeval.workflows._judges_battles", "bradley_terry_corrected"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
