@@ -90,13 +90,14 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=600)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--clusters", type=int, default=60)
+    ap.add_argument("--binary-only", action="store_true", help="only the Rogan-Gladen design")
     a = ap.parse_args()
     t0 = time.perf_counter()
     print(f"continuous scores: 3 systems, judge bias {BIAS}, {a.items} items in {a.clusters} clusters, "
           f"{a.epochs} epochs, {a.reps} data sets per row; 95% intervals")
     print(f"{'labels':>6} {'estimand':>8} {'PPI++':>7} {'PPI':>7} {'human':>7} {'judge':>7}   "
           f"{'width PPI++/human':>17} {'PPI/human':>9}")
-    for i, n in enumerate(a.labels):
+    for i, n in enumerate([] if a.binary_only else a.labels):
         r = one_config(a.reps, n, a.items, a.epochs, a.clusters, seed=100 + i)
         for what in ("mean", "diff"):
             hw = r[(what, "classical", "width")]

@@ -8,7 +8,7 @@ correlated within clusters) and an item-level one a_i. The estimand of system s 
 clusters are redrawn every data set). ``n_labels`` items per system (all their epochs) carry
 the people's score, a simple random sample of the system's items.
 
-Binary scores: y ~ Bernoulli(p_s + c_k) with symmetric cluster shifts c_k = +-shift (so the
+Binary scores: y ~ Bernoulli(p_s + c_k) with cluster shifts c_k = +-shift at random (so the
 estimand is p_s); the judge reports y with system-specific sensitivity and specificity.
 """
 from __future__ import annotations
@@ -43,8 +43,7 @@ def simulate(rng, *, mu=(0.6, 0.5, 0.45), bias=(0.3, 0.0, -0.1), n_items=300, n_
 def simulate_binary(rng, *, p=(0.7, 0.6), sens=(0.95, 0.75), spec=(0.7, 0.9), n_items=400, n_labels=150,
                     n_clusters=40, shift=0.1) -> pd.DataFrame:
     cl = rng.integers(0, n_clusters, n_items)
-    sign = np.where(np.arange(n_clusters) % 2 == 0, 1.0, -1.0)
-    rng.shuffle(sign)
+    sign = rng.choice([-1.0, 1.0], n_clusters)  # the cluster effects are a random sample too
     frames = []
     for s in range(len(p)):
         y = (rng.random(n_items) < p[s] + shift * sign[cl]).astype(float)
