@@ -273,3 +273,14 @@ def test_bad_input_is_a_data_error(small):
         me.judge_corrected(two, judge="judge")
     warn = me.judge_corrected(small)
     assert any(w.kind == "few_labels" for w in warn.warnings)
+
+
+def test_one_system_has_no_headline_and_few_clusters_warn():
+    df = simulate(np.random.default_rng(13), mu=(0.5,), bias=(0.2,), n_items=200, n_labels=40, n_clusters=30)
+    res = me.judge_corrected(df, cluster="cluster")
+    assert res.headline is None and np.isnan(res.p_value) and len(res.pairwise) == 0
+    assert len(res.leaderboard) == 1 and res.headline_text() == "one system: no comparison"
+    few = df.assign(human_score=np.where(df["cluster"] < 2, df["human_score"], np.nan))
+    few = few.assign(human_score=np.where((df["cluster"] < 2) & df["human_score"].isna() & (df["item"] % 3 == 0),
+                                          df["judge_score"], few["human_score"]))
+    assert any(w.kind == "few_clusters" for w in me.judge_corrected(few, cluster="cluster").warnings)

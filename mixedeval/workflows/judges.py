@@ -123,6 +123,11 @@ def _warnings(p: Prepared, table: pd.DataFrame, method: str) -> list[ResultWarni
         out.append(ResultWarning("uneven_labels", "the share of labelled items differs more than fourfold between "
                                  f"systems ({frac.min():.1%} to {frac.max():.1%}); the estimates stay valid when each "
                                  "system's labelled items are a random sample of its items"))
+    low_df = table.loc[~(table["df"] >= 5), "system"].tolist()
+    if low_df:
+        out.append(ResultWarning("few_clusters", f"system(s) {low_df[:5]} have their labels in so few clusters (or so "
+                                 "unevenly) that the interval has under 5 degrees of freedom (or none): label items "
+                                 "from more clusters"))
     if method == "rogan-gladen":
         d = table["sensitivity"] + table["specificity"] - 1
         if (d < 0.2).any():
