@@ -90,3 +90,20 @@ def test_score_tables_and_labels_only_on_one_task():
     assert df["item"].str.startswith(("t1/", "t2/")).all() and df["human_score"].notna().sum() == 40
     none = me.read_judge_scores(scores, None, task="task")
     assert none["human_score"].isna().all()
+
+
+def test_cli_reads_logs_and_labels(graded, tmp_path, capsys):
+    import json
+
+    from mixedeval.cli import main
+
+    path, answers, scorer = graded
+    csv = tmp_path / "labels.csv"
+    _labels(answers, np.random.default_rng(3), frac=0.6).to_csv(csv, index=False)
+    rc = main(["judge", str(path), "--labels", str(csv), "--metric", scorer, "--label-system", "model",
+               "--label-epoch", "epoch", "--human-score", "human", "--no-agreement", "--json", "--quiet"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    df = me.read_judge_scores(path, csv, metric=scorer, label_system="model", label_epoch="epoch", human_score="human")
+    res = me.judge_corrected(df, epoch="epoch", random_state=0)
+    assert out["headline"]["text"] == res.headline_text()
