@@ -97,6 +97,14 @@ def _hand_cluster_variance(df, system, lam):
     psi = pd.Series(0.0, index=d.index)
     psi[~lab] = lam * (d.loc[~lab, "f"] - d.loc[~lab, "f"].mean()) / N
     psi[lab] = (r[lab] - r[lab].mean()) / n
+    if 0 < lam < 1:  # PPI++: the tuned weight's own influence, times d estimate / d lambda
+        yc, gc = d.loc[lab, "y"] - d.loc[lab, "y"].mean(), d.loc[lab, "f"] - d.loc[lab, "f"].mean()
+        C = (yc * gc).mean()
+        V = d["f"].var()
+        D = (1 + n / N) * V
+        if_lam = -C / D ** 2 * (1 + n / N) * ((d["f"] - d["f"].mean()) ** 2 - V) / len(d)
+        if_lam[lab] += (yc * gc - C) / n / D
+        psi = psi + (d.loc[~lab, "f"].mean() - d.loc[lab, "f"].mean()) * if_lam
     s = psi.groupby(d["cluster"]).sum()
     G = d.loc[lab, "cluster"].nunique()  # clusters holding labels
     est = lam * d.loc[~lab, "f"].mean() + r[lab].mean()
