@@ -20,7 +20,7 @@ Designs: ``rho`` and the classical variance come from the pilot's influence func
 within clusters (items shared by the systems of a difference, ``cluster=``), so a clustered
 pilot carries its design effect into the plan: ``rho`` is the cluster-robust correlation of the
 people's and the judge's means over the labelled units (Pearson's correlation on independent
-units, ppi-python's ``ppi_corr`` before its cap at ``1 - 1/n``).
+units, ppi-python's ``ppi_corr`` before its cap at ``1 - 1/n``; with several judges their average).
 """
 from __future__ import annotations
 
