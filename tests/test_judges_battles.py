@@ -84,3 +84,10 @@ def test_corrected_strengths_cover_where_the_self_preferring_judge_does_not():
         judge_hits.append((t["judge_conf_low"] <= truth) & (truth <= t["judge_conf_high"]))
     assert 0.9 <= np.mean(np.concatenate(hits)) <= 0.99
     assert np.mean(np.concatenate(judge_hits)) < 0.5
+
+
+def test_report_has_a_judged_battles_section(tmp_path):
+    res = me.bradley_terry_corrected(_battles(np.random.default_rng(4)), random_state=0)
+    me.report(res, path=tmp_path / "bt.html", progress=False)
+    page = (tmp_path / "bt.html").read_text(encoding="utf-8")
+    assert "Judged battles corrected with human verdicts" in page and "failed:" not in page

@@ -38,6 +38,7 @@ from ..results import ResultMixin
 from ..workflows.compare_logs import CompareLogsResult
 from ..workflows.compare_systems import CompareSystemsResult
 from ..workflows.conditional_compare import ConditionalCompareResult
+from ..workflows._judges_battles import JudgedBattlesResult
 from ..workflows.judges import JudgeCorrected
 from ..workflows.krippendorff import KrippendorffResult
 from ..workflows.language_disparity import (
@@ -106,6 +107,7 @@ def result_kinds() -> dict[type, Kind]:
                                       rs.minimum_detectable_effect),
         BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
         JudgeCorrected: Kind("judges", "LLM judge corrected with human labels", judges_section.judges),
+        JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
     }
 
 
