@@ -31,6 +31,8 @@ from .inference.compare import compare
 from .resampling import bootstrap
 from .workflows.compare_logs import compare_logs
 from .workflows.preferences import bradley_terry
+from .workflows.judges import judge_corrected, labels_needed
+from .data._judge_labels import read_judge_scores
 from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
 from .workflows.plan_eval import questions_needed
 from .workflows.language_disparity import language_disparity
@@ -440,6 +442,53 @@ def cmd_preferences(args: argparse.Namespace) -> int:
     out = {k: v for k, v in out.items() if v is not None}
     if args.report:
         path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """(the table judge_corrected reads, its epoch column)."""
+    one = args.scores[0] if len(args.scores) == 1 else None
+    is_table = one is not None and str(one).lower().endswith((".csv", ".tsv", ".parquet", ".pq"))
+    if is_table and not args.labels:
+        return _load_data(one), args.epoch
+    df = read_judge_scores(one if is_table else list(args.scores), args.labels, metric=args.metric, format=args.format,
+                           system=args.system, item=args.item, epoch=args.epoch, task=args.task,
+                           judge_score=args.judge_score, label_id=args.label_id, label_system=args.label_system,
+                           label_epoch=args.label_epoch, label_task=args.label_task, human_score=args.human_score)
+    return df, "epoch"
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """``mixedeval judge SCORES``: judge-corrected leaderboard, agreement, bias and budget."""
+    data, epoch = _judge_data(args)
+    canonical = epoch == "epoch" and "judge_score" in data.columns and args.labels is not None
+    cols = ({"judge_score": "judge_score", "human_score": "human_score", "system": "system", "item": "item"}
+            if canonical else {"judge_score": args.judge_score, "human_score": args.human_score,
+                               "system": args.system, "item": args.item})
+    _progress(args, f"correcting the judge's scores with {args.method}")
+    res = judge_corrected(data, cols["judge_score"], cols["human_score"], system=cols["system"], item=cols["item"],
+                          epoch=epoch, judge=args.judge, cluster=args.cluster, method=args.method, level=args.level,
+                          higher_is_better=False if args.lower_is_better else None, reference=args.reference,
+                          random_state=args.random_state)
+    out: dict[str, Any] = {"headline": res.headline.to_dict() if res.headline is not None else None,
+                           "leaderboard": res.leaderboard, "systems": res.table, "pairwise": res.pairwise,
+                           "checks": res.checks}
+    if not args.json:
+        out["headline"] = res.headline_text()
+    agreement = budget = None
+    if not args.no_agreement:
+        agreement = res.agreement(n_resamples=args.n_resamples, random_state=args.random_state)
+        out.update(agreement=agreement.table, bias=agreement.bias, bias_test=agreement.bias_test)
+    if args.width is not None or args.power is not None:
+        budget = labels_needed(res, width=args.width, power=args.power, delta=args.delta, cost_ratio=args.cost_ratio)
+        out["labels_needed"] = budget.table
+    warns = list(res.warnings) + (list(agreement.warnings) if agreement else []) + (list(budget.warnings) if budget else [])
+    out["warnings"] = [str(w) for w in warns]
+    out = {k: v for k, v in out.items() if v is not None}
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: judge-corrected evaluation", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)

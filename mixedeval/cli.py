@@ -109,6 +109,47 @@ cmd_vca = _command("cmd_vca")
 cmd_disparity = _command("cmd_disparity")
 cmd_demo = _command("cmd_demo")
 cmd_preferences = _command("cmd_preferences")
+cmd_judge = _command("cmd_judge")
+
+
+# ------------------------------------------------------------------------------- judges
+def _add_judge(sub: Any) -> None:
+    g = sub.add_parser("judge", parents=[_common(data=False)],
+                       help="LLM-judge scores corrected with a few human labels (PPI++), judge agreement and bias, "
+                            "labelling budget",
+                       description="Read judge scores (a score table, or evaluation logs such as Inspect AI's "
+                                   "model_graded_qa / model_graded_fact) and people's labels on a random subset, and "
+                                   "print the judge-corrected leaderboard and headline (prediction-powered inference: "
+                                   "PPI++, PPI or Rogan-Gladen), the human-only and judge-only estimates beside them, "
+                                   "the judge's agreement with people and its bias by system, and how many labels a "
+                                   "target interval width or power needs.")
+    g.add_argument("scores", nargs="+", help="score table (.csv, .parquet) with judge and human scores, or log files, "
+                                             "directories or globs")
+    g.add_argument("--labels", help="table of people's labels joined by sample id (with --label-* columns)")
+    g.add_argument("--metric", help="the judge's metric in the logs (e.g. model_graded_qa)")
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
+    for opt, default in (("--judge-score", "judge_score"), ("--human-score", "human_score"), ("--system", "system"),
+                         ("--item", "item")):
+        g.add_argument(opt, default=default, help=f"column name (default {default})")
+    for opt in ("--epoch", "--judge", "--cluster", "--task"):
+        g.add_argument(opt, help="column name (optional)")
+    g.add_argument("--label-id", default="id", help="sample-id column of --labels (default id)")
+    g.add_argument("--label-system", help="system column of --labels")
+    g.add_argument("--label-epoch", help="epoch column of --labels")
+    g.add_argument("--label-task", help="task column of --labels")
+    g.add_argument("--method", default="ppi++", choices=["ppi++", "ppi", "rogan-gladen"])
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--reference", help="reference system of the headline")
+    g.add_argument("--lower-is-better", action="store_true", help="lower scores are better")
+    g.add_argument("--width", type=float, help="labelling budget: the interval width wanted for the headline difference")
+    g.add_argument("--power", type=float, help="labelling budget: the power wanted (with --delta)")
+    g.add_argument("--delta", type=float, help="the difference to detect (default: the headline's)")
+    g.add_argument("--cost-ratio", type=float, help="cost of a human label / cost of a judge call (plans both)")
+    g.add_argument("--no-agreement", action="store_true", help="skip the agreement and bias tables")
+    g.add_argument("--n-resamples", type=int, default=1000, help="cluster-bootstrap replicates of the agreement "
+                                                                  "intervals (default 1000)")
+    g.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    g.set_defaults(func=cmd_judge)
 
 
 # ------------------------------------------------------------------------------- preferences
@@ -434,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_logs(sub)
     _add_summarize(sub)
     _add_preferences(sub)
+    _add_judge(sub)
     return p
 
 
