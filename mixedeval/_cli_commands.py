@@ -9,33 +9,52 @@ returns the exit status; errors are raised (``main`` reports them).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
 from . import datasets
 from ._console import print_json, print_table
-from ._report import report
-from .data._battles import read_battles
-from .data._design_spec import design
 from .data.table import as_pandas
-from .demo import run_demo, run_llm_demo
-from .engine.check import check_r
 from .errors import DataError, UsageError
-from .inference._clmm import clmm
-from .inference._glmm import glmm
-from .inference._lmm import LMMFit, lmm
-from .inference.compare import compare
-from .resampling import bootstrap
 from .workflows.compare_logs import compare_logs
-from .workflows.preferences import bradley_terry
-from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
 from .workflows.plan_eval import questions_needed
-from .workflows.language_disparity import language_disparity
 from .workflows.summarize import summarize
-from .workflows.variance_components import variance_components
+
+
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: the report (matplotlib, jinja2), the models (R)
+    and the other workflows load only for the subcommand that uses them, so that ``compare-logs``
+    and ``summarize`` (numpy, no R by default) start fast (``benchmarks/bench_cli_startup.py``)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+report = _lazy("._report", "report")
+read_battles = _lazy(".data._battles", "read_battles")
+design = _lazy(".data._design_spec", "design")
+run_demo = _lazy(".demo", "run_demo")
+run_llm_demo = _lazy(".demo", "run_llm_demo")
+check_r = _lazy(".engine.check", "check_r")
+clmm = _lazy(".inference._clmm", "clmm")
+glmm = _lazy(".inference._glmm", "glmm")
+lmm = _lazy(".inference._lmm", "lmm")
+compare = _lazy(".inference.compare", "compare")
+bootstrap = _lazy(".resampling", "bootstrap")
+bradley_terry = _lazy(".workflows.preferences", "bradley_terry")
+minimum_detectable_effect = _lazy(".workflows.power", "minimum_detectable_effect")
+power = _lazy(".workflows.power", "power")
+power_curve = _lazy(".workflows.power", "power_curve")
+sample_size = _lazy(".workflows.power", "sample_size")
+language_disparity = _lazy(".workflows.language_disparity", "language_disparity")
+variance_components = _lazy(".workflows.variance_components", "variance_components")
 
 
 def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
@@ -48,7 +67,7 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     for key, val in tables.items():
         if isinstance(val, pd.DataFrame):
             print_table(key, val)
-        elif key not in ("fit", "warnings", "report"):
+        elif key not in ("fit", "warnings", "report") and val is not None:  # None: a part not computed
             print(f"{key}: {val}")
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")
@@ -158,6 +177,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         out["anova"] = anova.table
     emm = con = None
     if args.emmeans:
+        from .inference._lmm import LMMFit  # noqa: PLC0415 - loaded by the fit already
+
         emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
             else fit.emmeans(args.emmeans)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
@@ -290,6 +311,18 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+#: what ``compare-logs`` says in place of the model-based check when it was not run
+NO_MODEL_CHECK = ("model-based check not run (add --checks for the mixed model: likelihood-ratio test, contrasts "
+                  "and estimated marginal means)")
+
+
+def _wants_model_check(args: argparse.Namespace) -> bool:
+    """Whether ``compare-logs`` fits the mixed model (the model-based check, seconds of R): when
+    asked with ``--checks``, or implied by ``--report`` (the report shows it), ``--analysis glmm``
+    / ``lmm`` or ``--trials`` (options of the model)."""
+    return bool(args.checks or args.report or args.analysis != "auto" or args.trials is not None)
+
+
 def cmd_compare_logs(args: argparse.Namespace) -> int:
     source: Any = list(args.paths)
     if args.system:  # NAME=PATH pairs name the systems explicitly
@@ -309,11 +342,13 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        adjust=args.adjust, system=args.system_from or None,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
-                       n_sim=args.n_sim)
+                       n_sim=args.n_sim, model_check=_wants_model_check(args))
     out: dict[str, Any] = {"headline": res.headline_text(), "next_run": res.plan_text(), "differences": res.table,
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
                            "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
+    if res.glrt is None:  # the model-based check was not asked for
+        out["analysis"] = NO_MODEL_CHECK
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
                       progress=not args.quiet)

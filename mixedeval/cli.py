@@ -338,6 +338,11 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("--n-sim", type=int, default=1000, help="the next run's plan: simulations per size beside Miller's "
                                                            "closed form (0: closed form only; default 1000)")
     g.add_argument("--no-plan", action="store_true", help="skip the sample-size plan for the next run")
+    g.add_argument("--checks", action="store_true",
+                   help="also fit the mixed model (the model-based check: binomial GLMM or LMM, its likelihood-ratio "
+                        "test, contrasts and estimated marginal means; starts R and takes seconds). Without it the "
+                        "output is the headline, the accuracies, the paired bootstrap and the plan, which need no "
+                        "model; --report, --analysis glmm/lmm and --trials imply it")
     g.set_defaults(func=cmd_compare_logs)
 
 
