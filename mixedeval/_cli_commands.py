@@ -9,6 +9,7 @@ returns the exit status; errors are raised (``main`` reports them).
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ import pandas as pd
 
 from . import datasets
 from ._console import print_json, print_table
+from ._format import plain
 from .data.table import as_pandas
 from .errors import DataError, UsageError
 from .workflows.compare_logs import compare_logs
@@ -68,7 +70,7 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
         if isinstance(val, pd.DataFrame):
             print_table(key, val)
         elif key not in ("fit", "warnings", "report") and val is not None:  # None: a part not computed
-            print(f"{key}: {val}")
+            print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")
     return 0
@@ -184,10 +186,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
+    # every part's warnings, e.g. the contrasts' ci_adjust: emmeans has no Holm intervals, so conf_low/conf_high
+    # are Bonferroni-adjusted while p_adj is Holm (text: "warning: ..." lines; --json: the "warnings" list)
+    out["warnings"] = _warning_texts(fit, anova, emm, con)
     if args.report:
         _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
     return _emit(args, out, text=str(fit))
+
+
+def _warning_texts(*results: Any) -> list[str]:
+    """The warnings of ``results`` (None skipped) as text, each once, in order."""
+    return list(dict.fromkeys(str(w) for r in results if r is not None for w in (getattr(r, "warnings", ()) or ())))
 
 
 def _power_model(args: argparse.Namespace) -> Any:
@@ -311,6 +321,16 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+def _log_inputs(args: argparse.Namespace) -> list[str]:
+    """The log paths given on the command line (files and folders; globs expanded) for the report's
+    provenance, which hashes a file and shows a folder as a folder."""
+    given = [*getattr(args, "paths", ()), *(a.partition("=")[2] for a in getattr(args, "system", None) or ())]
+    out: list[str] = []
+    for p in given:
+        out += sorted(glob.glob(p, recursive=True)) if any(c in p for c in "*?[") else [p]
+    return out
+
+
 #: what ``compare-logs`` says in place of the model-based check when it was not run
 NO_MODEL_CHECK = ("model-based check not run (add --checks for the mixed model: likelihood-ratio test, contrasts "
                   "and estimated marginal means)")
@@ -351,7 +371,7 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
         out["analysis"] = NO_MODEL_CHECK
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
-                      progress=not args.quiet)
+                      progress=not args.quiet, input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
@@ -368,7 +388,8 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
                            "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet)
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
+                      input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
