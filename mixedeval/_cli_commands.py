@@ -20,6 +20,7 @@ import pandas as pd
 from . import datasets
 from ._console import print_json, print_table
 from ._format import plain
+from .data._logs import read_eval_logs
 from .data.table import as_pandas
 from .errors import DataError, UsageError
 from .workflows.compare_logs import compare_logs
@@ -229,7 +230,10 @@ def _cmd_questions_needed(args: argparse.Namespace) -> int:
     except ValueError:
         raise DataError(f"--epochs {args.epochs!r} must be comma-separated integers, e.g. 1,3,5") from None
     _progress(args, f"questions needed to detect {effect:g} at power {args.target} ({args.n_sim} simulations)")
-    res = questions_needed(args.from_logs, effect, target=args.target, alpha=args.alpha,
+    pilot: Any = args.from_logs
+    if args.system_from:  # the fields that define the systems: read here (questions_needed reads plain paths)
+        pilot = read_eval_logs(pilot, metric=args.metric, system=args.system_from)
+    res = questions_needed(pilot, effect, target=args.target, alpha=args.alpha,
                            epochs=epochs, metric=args.metric, systems=pair, n_sim=args.n_sim,
                            random_state=args.random_state)
     out: dict[str, Any] = {"questions_needed": res.table, "estimates": res.estimates,
@@ -321,6 +325,31 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) -> tuple[Any, str | None, Any]:
+    """``(source, cluster, system_from)`` for ``compare-logs`` / ``summarize``.
+
+    With ``--run`` / ``--epoch`` (a score table's columns; ``--cluster`` then names the table's
+    cluster column too) the table is read here by :func:`mixedeval.read_eval_logs` with
+    ``columns=`` and handed over as :class:`~mixedeval.EvalLogs`; so it is for ``--system-from``
+    when the workflow takes no ``system=`` (``pre_read_systems``: ``summarize``, whose ``system=``
+    is a table's column). Otherwise the paths go to the workflow as they are."""
+    columns = {k: v for k, v in (("run", args.run), ("epoch", args.epoch)) if v}
+    system_from = args.system_from or None
+    if not columns and not (pre_read_systems and system_from):
+        return source, args.cluster, system_from
+    fmt, cluster, meta = args.format, args.cluster, [args.cluster] if args.cluster else []
+    if columns:
+        if fmt not in ("auto", "table"):
+            raise UsageError(f"--run and --epoch name columns of a score table; --format {fmt} logs carry their "
+                             f"runs and epochs themselves (see 'mixedeval {args.command} --help')")
+        fmt, meta = "table", []
+        if args.cluster:  # the table's cluster column, carried as the canonical 'cluster'
+            columns["cluster"], cluster = args.cluster, "cluster"
+    logs = read_eval_logs(source, fmt, metric=args.metric, columns=columns or None, drop_missing=args.drop_missing,
+                          system=system_from, metadata=meta)
+    return logs, cluster, None
+
+
 def _log_inputs(args: argparse.Namespace) -> list[str]:
     """The log paths given on the command line (files and folders; globs expanded) for the report's
     provenance, which hashes a file and shows a folder as a folder."""
@@ -357,9 +386,10 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
     elif not args.paths:
         raise UsageError("give one or more log paths (or --system NAME=PATH) (see 'mixedeval compare-logs --help')")
     _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
+    source, cluster, system_from = _read_logs(args, source, pre_read_systems=False)
     res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
-                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
-                       adjust=args.adjust, system=args.system_from or None,
+                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=cluster,
+                       adjust=args.adjust, system=system_from,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
                        n_sim=args.n_sim, model_check=_wants_model_check(args))
@@ -382,8 +412,9 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     if not source:
         raise UsageError("give one or more log paths (see 'mixedeval summarize --help')")
     _progress(args, f"reading the logs and summarizing {args.metric!r}")
+    source, cluster, _ = _read_logs(args, source, pre_read_systems=True)
     res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
-                    cluster=args.cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
+                    cluster=cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
                     sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state)
     out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
                            "warnings": [str(w) for w in res.warnings]}
