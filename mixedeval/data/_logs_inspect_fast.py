@@ -126,7 +126,7 @@ def read_log_fast(path: Path) -> Model | None:
     if path.suffix.lower() != ".eval":
         return None
     try:
-        import zstandard  # noqa: F401, PLC0415 - inspect_ai's zstd codec; without it inspect_ai reads the log
+        import zstandard  # noqa: PLC0415 - inspect_ai's zstd codec; without it inspect_ai reads the log
     except ImportError:
         return None
     try:

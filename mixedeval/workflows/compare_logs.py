@@ -276,10 +276,10 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
     null_fixed = "task" if tasks else "1"
     # the models (rpy2, R) are imported when the model-based check runs (model_check=True): the
     # command line's default skips it and should not pay for loading them
-    from ..inference._lmm import lmm  # noqa: PLC0415
+    from ..inference._lmm import lmm  # noqa: PLC0415 - R: only when the model-based check runs
 
     try:  # the binomial GLMM; without it the binary path falls back to the LMM with a warning
-        from ..inference._glmm import glmm  # noqa: PLC0415
+        from ..inference._glmm import glmm  # noqa: PLC0415 - R: only when the model-based check runs
     except ImportError:  # pragma: no cover - depends on the installed version
         glmm = None
     warns: list[ResultWarning] = []
