@@ -56,18 +56,11 @@ from .._random import seed_sequence
 from ..data._logs import EvalLogs, read_eval_logs
 from ..data.validate import require_level
 from ..errors import DataError
-from ..inference._lmm import lmm
-from ..inference.compare import compare
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
 from ._next_run import accuracies, check_plan, headline_pair, plan_next_run, plan_text
 from ._paired import check_clusters, paired_differences
-
-try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
-    from ..inference._glmm import glmm
-except ImportError:  # pragma: no cover - depends on the installed version
-    glmm = None
 
 ALL_TASKS = "(all tasks)"
 ANALYSES = ("auto", "glmm", "lmm")
@@ -113,7 +106,7 @@ class CompareLogsResult(_WorkflowResult):
     means: Any
     data_summary: Any
     analysis: str
-    formula: str
+    formula: str | None
     metric: str
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
@@ -133,8 +126,10 @@ class CompareLogsResult(_WorkflowResult):
     _title = "System comparison from evaluation logs"
 
     def _scalars(self):
-        return [("headline", self.headline_text()), ("next run", self.plan_text()), ("metric", self.metric),
-                ("model-based check", f"{self.analysis}: {self.formula}"),
+        out = [("headline", self.headline_text()), ("next run", self.plan_text()), ("metric", self.metric)]
+        if self.glrt is None:  # model_check=False
+            return [*out, ("model-based check", self.analysis)]
+        return [*out, ("model-based check", f"{self.analysis}: {self.formula}"),
                 ("system effect, likelihood-ratio p-value (secondary)", f"{self.p_value:.4g}")]
 
     def headline_text(self) -> str:
@@ -160,7 +155,10 @@ class CompareLogsResult(_WorkflowResult):
 
     @property
     def p_value(self) -> float:
-        """The likelihood-ratio p-value of the system effect (the model-based check)."""
+        """The likelihood-ratio p-value of the system effect (the model-based check; NaN when it
+        was not run, ``model_check=False``)."""
+        if self.glrt is None:
+            return float("nan")
         return float(self.glrt["p_value"].iloc[-1])
 
 
@@ -276,6 +274,14 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
     lhs = "score"
     fixed = "system * task" if tasks else "system"
     null_fixed = "task" if tasks else "1"
+    # the models (rpy2, R) are imported when the model-based check runs (model_check=True): the
+    # command line's default skips it and should not pay for loading them
+    from ..inference._lmm import lmm  # noqa: PLC0415 - R: only when the model-based check runs
+
+    try:  # the binomial GLMM; without it the binary path falls back to the LMM with a warning
+        from ..inference._glmm import glmm  # noqa: PLC0415 - R: only when the model-based check runs
+    except ImportError:  # pragma: no cover - depends on the installed version
+        glmm = None
     warns: list[ResultWarning] = []
     use_glmm = analysis == "glmm" or (analysis == "auto" and kind != "continuous")
     if use_glmm and kind == "continuous":
@@ -413,6 +419,27 @@ def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, lev
     return pd.concat(pw, ignore_index=True), pd.concat(means, ignore_index=True), boot, warns
 
 
+#: what :func:`compare_logs` holds in place of the model-based check when ``model_check=False``
+_NO_MODEL = (None, None, None, None, None, "not run (model_check=False)", None, [])
+
+
+def _model_check(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks: bool, trials: int | None,
+                 sys_levels: Sequence[str], epochs: bool, posthoc_df: str, adjust: str, level: float) -> tuple:
+    """The model-based check (step 3 of the module docstring): the fit, the likelihood-ratio test's
+    table, the contrasts, EMMs and the GLMM's differences, the analysis' name, its formula and
+    the warnings of all of them."""
+    from ..inference.compare import compare  # noqa: PLC0415 - R: only when the check runs
+
+    full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
+                                                            {"system": sys_levels}, epochs)
+    glrt = compare(null, full, names=["null", "full"])
+    con_fit, analysis_name, w_sep = _separated(full, analysis_name)
+    con, emm, model_diff, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]),
+                                                analysis_name.startswith("binomial"), posthoc_df, adjust, level)
+    return (full, glrt.table, con, emm, model_diff, analysis_name, formula,
+            [*warns, *full.warnings, *null.warnings, *glrt.warnings, *w_sep, *w2])
+
+
 def compare_logs(
     source: Any,
     metric: str = "acc",
@@ -435,6 +462,7 @@ def compare_logs(
     effect: float | None = None,
     target: float = 0.8,
     n_sim: int = 1000,
+    model_check: bool = True,
 ) -> CompareLogsResult:
     """Compare the systems in evaluation logs on ``metric``: mixed model, contrasts, bootstrap, report.
 
@@ -470,6 +498,12 @@ def compare_logs(
         observed, at least 0.01) at power ``target``, Miller's closed form beside ``n_sim``
         simulations (0: closed form only). It ignores ``cluster`` and pools runs as epochs
         (its warnings say so). ``plan=False`` skips it.
+    model_check : fit the mixed model of step 3 (the model-based check: the GLMM or LMM, its
+        likelihood-ratio test, contrasts and EMMs; it starts R and takes seconds). False skips it:
+        ``glrt``, ``contrasts``, ``emmeans``, ``model_differences``, ``formula`` and ``fit`` are
+        None and ``analysis`` says "not run"; the headline, the accuracies, the bootstrap and the
+        plan need no model and are the same. The command line skips it unless asked
+        (``mixedeval compare-logs ... --checks``).
 
     Returns a :class:`CompareLogsResult`; ``me.report(result, path="report.html")`` writes its HTML
     report (the command line: ``mixedeval compare-logs PATH... --metric acc --report out.html``).
@@ -490,13 +524,9 @@ def compare_logs(
             raise DataError(f"reference {reference!r} is not a system in the logs ({', '.join(sys_levels)})")
         sys_levels = [str(reference)] + [x for x in sys_levels if x != str(reference)]
     epochs = _epochs_vary(s)
-    full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
-                                                            {"system": sys_levels}, epochs)
-    glrt = compare(null, full, names=["null", "full"])
-    con_fit, analysis_name, w_sep = _separated(full, analysis_name)
-    con, emm, model_diff, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
-                                    posthoc_df, adjust, level)
-    w2 = w_sep + w2
+    model = (_model_check(frame, kind, analysis, runs, tasks, trials, sys_levels, epochs, posthoc_df, adjust, level)
+             if model_check else _NO_MODEL)
+    full, glrt, con, emm, model_diff, analysis_name, formula, w_model = model
     ss = seed_sequence(random_state)
     avg = epoch_means(s.assign(score=s["score"].astype(float)))
     bpw, bmeans, pooled, w3 = _bootstraps(avg.drop(columns="cluster", errors="ignore"), tasks, adjust, n_resamples,
@@ -505,9 +535,8 @@ def compare_logs(
     acc = accuracies(logs, metric, cluster, level, adjust)
     nxt, w4 = (plan_next_run(logs, metric, headline_pair(head, ALL_TASKS), effect, target, n_sim, ss, cluster)
                if plan else (None, []))
-    warnings = dedupe_warnings([*logs.warnings, *warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w3,
-                                *w4])
-    prov = dict(full.provenance)
+    warnings = dedupe_warnings([*logs.warnings, *w_model, *w3, *w4])
+    prov = dict(full.provenance) if full is not None else {}
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
                  "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
                  "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
@@ -516,7 +545,7 @@ def compare_logs(
                  "headline": str(head["method"].iloc[0]) if len(head) else None,
                  "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)",
                  "plan_effect": None if not plan else "observed" if effect is None else float(effect)})
-    res = CompareLogsResult(table=head, contrasts=con, model_differences=model_diff, glrt=glrt.table, emmeans=emm,
+    res = CompareLogsResult(table=head, contrasts=con, model_differences=model_diff, glrt=glrt, emmeans=emm,
                             bootstrap=bpw, means=bmeans,
                             data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                             analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
