@@ -127,7 +127,8 @@ def _add_judge(sub: Any) -> None:
                                              "directories or globs")
     g.add_argument("--labels", help="table of people's labels joined by sample id (with --label-* columns)")
     g.add_argument("--metric", help="the judge's metric in the logs (e.g. model_graded_qa)")
-    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"],
+                   help="format of the scores (default auto: from the files)")
     for opt, default in (("--judge-score", "judge_score"), ("--human-score", "human_score"), ("--system", "system"),
                          ("--item", "item")):
         g.add_argument(opt, default=default, help=f"column name (default {default})")
@@ -137,8 +138,9 @@ def _add_judge(sub: Any) -> None:
     g.add_argument("--label-system", help="system column of --labels")
     g.add_argument("--label-epoch", help="epoch column of --labels")
     g.add_argument("--label-task", help="task column of --labels")
-    g.add_argument("--method", default="ppi++", choices=["ppi++", "ppi", "rogan-gladen"])
-    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--method", default="ppi++", choices=["ppi++", "ppi", "rogan-gladen"],
+                   help="ppi++ (default: power-tuned prediction-powered inference), ppi, or rogan-gladen (0/1 judge)")
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--reference", help="reference system of the headline")
     g.add_argument("--lower-is-better", action="store_true", help="lower scores are better")
     g.add_argument("--width", type=float, help="labelling budget: the interval width wanted for the headline difference")
