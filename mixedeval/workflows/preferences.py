@@ -53,7 +53,7 @@ from ..data.table import as_pandas
 from ..data.validate import require_level
 from ..errors import DataError
 from ..inference._bradley_terry import BTFit, fit_bt
-from ..inference._bt_design import TIES, BTDesign, build_design
+from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
 from ._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
@@ -137,6 +137,13 @@ class BradleyTerryResult(_WorkflowResult):
                 ("reference", self.reference), ("elo", f"{self.anchor or 'mean'} = {self.anchor_rating:g}")]
 
 
+def _present(df: pd.DataFrame, name: str | None, model_a: str, model_b: str) -> str | None:
+    """``name`` when it is one of the table's models (the benchmark's baseline as the reference)."""
+    if name is None or model_a not in df.columns or model_b not in df.columns:
+        return None
+    return name if (df[model_a].astype(str) == name).any() or (df[model_b].astype(str) == name).any() else None
+
+
 def _contrasts(d: BTDesign, anchor: str | None) -> tuple[np.ndarray, np.ndarray]:
     """Matrices (k x p) mapping the parameters to the strengths (reference 0) and to the Elo
     centre-differences ``s - center``."""
@@ -156,14 +163,34 @@ def _map(draws: np.ndarray | None, lmat: np.ndarray) -> np.ndarray | None:
     return draws[:, cols] @ lmat[:, cols].T
 
 
+def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
+    """``np.nanquantile(draws, probs, axis=0)`` (linear interpolation, numpy's default) in one
+    vectorized sort: NaN sorts last, each column interpolates among its own finite values
+    (numpy's nanquantile loops over the columns in Python: 10,000 columns took a second)."""
+    srt = np.sort(draws, axis=0)
+    n_ok = (~np.isnan(draws)).sum(axis=0)
+    out = np.full((len(probs), draws.shape[1]), np.nan)
+    cols = np.arange(draws.shape[1])
+    for i, q in enumerate(probs):
+        pos = q * np.maximum(n_ok - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(n_ok - 1, 0))
+        frac = pos - lo
+        v = srt[lo, cols] + frac * (srt[hi, cols] - srt[lo, cols])
+        out[i] = np.where(n_ok > 0, v, np.nan)
+    return out
+
+
 def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
     """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
     if draws is None:
         z = stats.norm.ppf(0.5 + level / 2)
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(draws, [alpha, 1 - alpha], axis=0)
-    return np.nanstd(draws, axis=0, ddof=1), lo, hi
+    lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.nanstd(draws, axis=0, ddof=1) if np.isnan(draws).any() else draws.std(axis=0, ddof=1)
+    return sd, lo, hi
 
 
 def _wald_se(lmat: np.ndarray, vcov: np.ndarray) -> np.ndarray:
@@ -196,15 +223,44 @@ def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
     return tab.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
+#: strength differences whose percentiles are computed at once (bounds the win table's memory)
+_PAIR_CHUNK_BYTES = 64 * 2**20
+
+
+def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray):
+    """Estimate and interval of s_i - s_j for the pairs (i, j), a chunk of pairs at a time."""
     lmat, _ = _contrasts(d, None)
-    i, j = np.nonzero(~np.eye(d.k, dtype=bool))
-    dmat = lmat[i] - lmat[j]
-    diff = dmat @ fit.theta
-    _, lo, hi = _interval(diff, _wald_se(dmat, fit.vcov), _map(draws, dmat), level)
+    strengths = _map(draws, lmat)
+    se_all = _wald_se(lmat, fit.vcov)
+    est = lmat @ fit.theta
+    diff = est[i] - est[j]
+    lo, hi = np.empty(len(i)), np.empty(len(i))
+    step = len(i) if strengths is None else max(1, int(_PAIR_CHUNK_BYTES // (16 * max(len(strengths), 1))))
+    cov_ij = np.einsum("ip,pq,jq->ij", lmat, fit.vcov, lmat) if draws is None and d.k <= 3000 else None
+    for s0 in range(0, len(i), step):
+        a, b = i[s0:s0 + step], j[s0:s0 + step]
+        if strengths is None:
+            var = se_all[a] ** 2 + se_all[b] ** 2 - 2 * (cov_ij[a, b] if cov_ij is not None else
+                                                        np.einsum("np,pq,nq->n", lmat[a], fit.vcov, lmat[b]))
+            _, lo[s0:s0 + step], hi[s0:s0 + step] = _interval(diff[s0:s0 + step], np.sqrt(np.maximum(var, 0)), None,
+                                                              level)
+        else:
+            _, lo[s0:s0 + step], hi[s0:s0 + step] = _interval(diff[s0:s0 + step], None,
+                                                              strengths[:, a] - strengths[:, b], level)
+    return diff, lo, hi
+
+
+def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
+    """P(model preferred to opponent) for every ordered pair; the pairs (j, i) mirror (i, j)."""
+    i, j = np.triu_indices(d.k, 1)
+    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j)
     logistic = stats.logistic.cdf
-    return pd.DataFrame({"model": [d.models[x] for x in i], "opponent": [d.models[x] for x in j],
-                         "estimate": logistic(diff), "conf_low": logistic(lo), "conf_high": logistic(hi)})
+    names = np.asarray(d.models, dtype=object)
+    out = pd.DataFrame({"model": np.r_[names[i], names[j]], "opponent": np.r_[names[j], names[i]],
+                        "estimate": logistic(np.r_[diff, -diff]), "conf_low": logistic(np.r_[lo, -hi]),
+                        "conf_high": logistic(np.r_[hi, -lo])})
+    pos = np.r_[i * d.k + j, j * d.k + i]
+    return out.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
 def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str]):
@@ -251,17 +307,31 @@ def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: f
                          "conf_high": hi})
 
 
-def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, random_state: Any):
+#: largest number of models that gets compact letters by default (multcomp's insert-absorb grows
+#: fast: 62 s at 200 models)
+LETTERS_MAX_MODELS = 100
+#: pair-draw products of the joint-normal rank intervals (n_sim x pairs): n_sim is lowered to keep
+#: within it for many models (at least 1,000 draws)
+_RANK_WORK = 4e9
+
+
+def _rank_n_sim(k: int) -> int:
+    pairs = k * (k - 1) / 2
+    return int(min(100_000, max(1_000, _RANK_WORK // max(pairs, 1))))
+
+
+def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, random_state: Any, letters: bool):
     """Simultaneous rank intervals (:func:`mixedeval.rank_intervals`) from the bootstrap replicates
     of the strengths (replicates where a model had no battles left out), else from their joint
-    normal distribution (vcov)."""
+    normal distribution (vcov; fewer normal draws for many models, see :func:`_rank_n_sim`)."""
     lmat, _ = _contrasts(d, None)
     est = pd.Series(lmat @ fit.theta, index=list(d.models))
     if draws is not None:
         sd = _map(draws, lmat)
         sd = sd[np.isfinite(sd).all(axis=1)]
-        return rank_intervals(est, draws=sd, level=level, random_state=random_state)
-    return rank_intervals(est, vcov=lmat @ fit.vcov @ lmat.T, level=level, random_state=random_state)
+        return rank_intervals(est, draws=sd, level=level, random_state=random_state, letters=letters)
+    return rank_intervals(est, vcov=lmat @ fit.vcov @ lmat.T, level=level, random_state=random_state,
+                          n_sim=_rank_n_sim(d.k), letters=letters)
 
 
 def _design_warnings(d: BTDesign) -> list[ResultWarning]:
@@ -289,22 +359,68 @@ def _check_judge_effect(judge_effect: Any, judge: str | None, position_bias: boo
     return judge_effect == "random"
 
 
-def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any) -> tuple[float, int, float]:
+def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any, min_judge_battles: Any
+                ) -> tuple[float, int, float]:
     level = require_level(level)
     n = 0 if n_resamples in (0, None) else check_n_resamples(n_resamples, minimum=2)
     if ties not in TIES:
         raise DataError(f"ties must be one of {', '.join(map(repr, TIES))}; got {ties!r}")
     try:
         rating = float(anchor_rating)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DataError(f"anchor_rating must be a number (e.g. 1000), got {anchor_rating!r}") from None
+    if not np.isfinite(rating) or abs(rating) > 1e12:
+        raise DataError(f"anchor_rating must be a finite number (e.g. 1000: FastChat's initial rating), got {anchor_rating!r}")
+    if isinstance(min_judge_battles, bool) or not isinstance(min_judge_battles, (int, float, np.integer, np.floating)) \
+            or not (min_judge_battles >= 0 and np.isfinite(min_judge_battles)):
+        raise DataError(f"min_judge_battles must be a number >= 0 (0: every judge gets its own parameters), got "
+                        f"{min_judge_battles!r}")
     return level, n, rating
 
 
-def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any):
+def _label(v: Any, what: str) -> str | None:
+    """A model name given as an argument (anchor, reference), as the design names models (str)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int, float, np.integer, np.floating)):
+        raise DataError(f"{what} must be a model name (a string), got {type(v).__name__} {str(v)[:40]}")
+    return str(v)
+
+
+def _weight_column(df: pd.DataFrame, weight: Any) -> str | None:
+    """``weight``: a column, False / "" (none), or None: the column "weight" when the table has one
+    (as read_battles writes it)."""
+    if weight is None:
+        return "weight" if "weight" in df.columns else None
+    if weight is False or weight == "":
+        return None
+    return weight
+
+
+def _judge_warnings(d: BTDesign, position_bias: bool, min_judge_battles: float) -> list[ResultWarning]:
+    out = []
+    if d.n_pooled:
+        out.append(ResultWarning("judges_pooled", (
+            f"{d.n_pooled} judge(s) with fewer than {min_judge_battles:g} battles share one set of judge parameters "
+            f"({POOLED_JUDGES!r}): too few battles to estimate a position bias{' and a leniency' if d.ties == 'davidson' else ''} "
+            "of their own; min_judge_battles=0 gives every judge its own (or judge_effect='random' shrinks them), "
+            "judge=None ignores the judges")))
+    if position_bias and not d.position_bias:
+        out.append(ResultWarning("position_unknown", "no battle records which answer the judge saw first (e.g. "
+                                 "AlpacaEval annotations without is_switched_outputs): the model has no position-bias "
+                                 "term, and a position bias of the judge, if any, is not corrected"))
+    elif d.position_bias and d.n_position < len(d.judges):
+        names = [d.judges[i] for i in np.flatnonzero(~d.position_judges)][:5]
+        out.append(ResultWarning("position_unknown", f"the order the answers were shown in is unknown for every "
+                                 f"battle of the judge(s) {names}: they have no position-bias term"))
+    return out
+
+
+def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any, progress: Any,
+               ranks: bool):
     """The replicates and the warnings about them."""
     draws, conv = bt_bootstrap(d, fit.theta, n_resamples=n, ss=ss, resample_judges=resample_judges,
-                               executor=executor)
+                               executor=executor, progress=progress, ranks=ranks)
     warns = []
     if (~conv).any():
         warns.append(ResultWarning("bootstrap_nonconverged", f"{int((~conv).sum())} of {n} bootstrap replicates did "
@@ -324,7 +440,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   anchor_rating: float = 1000.0, prompt_effect: str | None = None, judge_effect: str = "fixed",
                   level: float = 0.95,
                   n_resamples: int = 1000, resample_judges: bool = False, ranks: bool = True,
-                  random_state: Any = None, executor: Any = None) -> BradleyTerryResult:
+                  random_state: Any = None, executor: Any = None, weight: str | bool | None = None,
+                  min_judge_battles: float = 50, reference: str | None = None, letters: bool | None = None,
+                  progress: bool | None = None) -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
 
     battles : one row per judgment; ``model_a`` is the answer shown first, ``winner`` one of
@@ -343,21 +461,37 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     judge_effect : "fixed" (one position bias per judge) or "random" (glmer with
         first + (0 + first | judge): normal position biases around a mean; ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
-    ranks : compute the simultaneous rank intervals (False skips them: their compact letter display
-        takes minutes beyond ~50 models).
+    ranks : compute the simultaneous rank intervals (False skips them).
+    letters : the compact letter display of the rank intervals (None: up to
+        :data:`LETTERS_MAX_MODELS` models; multcomp's insert-absorb takes a minute at 200 models).
     random_state, executor : the draws' seed and where the replicates run (same numbers everywhere).
+    weight : column of battle weights (a battle counts ``weight`` times, its prompt's battles kept
+        together in the bootstrap); None: the column ``weight`` when the table has one (as
+        :func:`mixedeval.read_battles` writes it: Arena-Hard ``>>`` verdicts 3, AlpacaEval's weighted
+        preferences), False: every row counts once.
+    min_judge_battles : judges with fewer battles (total weight) than this share one set of judge
+        parameters ("(pooled judges)", a ``judges_pooled`` warning); 0: every judge its own.
+    reference : the model whose log-odds strength is 0 (None: ``anchor``, else the benchmark's
+        baseline when the table names one -- ``df.attrs["baseline"]`` as read_battles sets it for
+        Arena-Hard and AlpacaEval -- else the first model by name). Stored as ``result.reference``.
+    progress : show the bootstrap's progress bar (None: for long runs only).
     """
-    level, n, rating = _check_args(level, n_resamples, anchor_rating, ties)
+    level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
+    anchor, reference = _label(anchor, "anchor"), _label(reference, "reference")
     ss = seed_sequence(random_state)
     if resample_judges and not judge:
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
     judge_random = _check_judge_effect(judge_effect, judge, position_bias)
+    baseline = df.attrs.get("baseline") if isinstance(df.attrs.get("baseline"), str) else None
     d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
-                     position_bias=position_bias and not judge_random, covariates=covariates, anchor=anchor,
-                     position=position)
+                     position_bias=position_bias and not judge_random, covariates=covariates,
+                     anchor=reference or anchor or _present(df, baseline, model_a, model_b), position=position,
+                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles)
+    if anchor is not None and anchor not in d.models:
+        raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = list(fit.warnings) + _design_warnings(d)
+    warns = list(fit.warnings) + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
@@ -366,10 +500,11 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         n = 0
     draws = None
     if n:
-        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor)
+        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks))
         warns += bw
     units = ("prompt", "judge") if resample_judges else (d.unit_label,)
-    rank_res = _ranks(d, fit, draws, level, random_state) if ranks else None
+    letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
+    rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
     return BradleyTerryResult(
@@ -384,5 +519,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               position_bias=bool(position_bias), prompt_effect=prompt_effect,
                               judge_effect=judge_effect, judge_sd=fit.extra.get("judge_sd"),
                               position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
-                              resample_units=list(units) if n else [], n_resamples=n),
+                              resample_units=list(units) if n else [], n_resamples=n,
+                              weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
+                              judges_pooled=d.n_pooled, letters=letters),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
