@@ -153,13 +153,19 @@ def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
     return None, design_factors
 
 
+#: result kinds whose section describes their own data (no empty "Data design" section without data)
+_OWN_DESIGN = ("preferences",)
+
+
 def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:
     """The design section, the model sections that have something to show, one section per
     result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
     provenance; and the "Read this first" entries of their severe warnings (those sections are
     marked "warning")."""
     sections = [build("model_check", ctx)] if response_type_warnings(ctx) else []
-    sections.append(build("design", ctx))
+    battles_only = ctx.items and all(kind.id in _OWN_DESIGN for kind, _ in ctx.items)
+    if ctx.fit is not None or ctx.data is not None or not battles_only:
+        sections.append(build("design", ctx))  # battle results describe their own design (models, battles)
     sources = {}
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):

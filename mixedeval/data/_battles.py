@@ -498,7 +498,9 @@ def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the 
     -------
     DataFrame
         ``model_a, model_b, winner, prompt, judge, position, game, turn, weight, source, line``
-        and the format's own columns; ``attrs``: ``format``, ``n_failed``, ``files``.
+        and the format's own columns; ``attrs``: ``format``, ``n_failed``, ``files`` and, for
+        Arena-Hard and AlpacaEval, ``baseline`` (the model every other is judged against:
+        :func:`mixedeval.bradley_terry`'s default ``reference``).
     """
     if format is not None and format not in FORMATS:
         raise DataError(f"format must be None or one of {list(FORMATS)}, not {format!r}")
@@ -523,4 +525,6 @@ def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the 
     df = pd.DataFrame(rows)
     df = df[COLUMNS + [c for c in df.columns if c not in COLUMNS]] if len(df) else pd.DataFrame(columns=COLUMNS)
     df.attrs.update(format=fmts[0], n_failed=failed, files=files)
+    if fmts[0] in ("arenahard", "alpacaeval") and len(df) and df["model_a" if fmts[0] == "alpacaeval" else "model_b"].nunique() == 1:
+        df.attrs["baseline"] = str(df["model_a" if fmts[0] == "alpacaeval" else "model_b"].iloc[0])
     return df

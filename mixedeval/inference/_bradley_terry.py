@@ -38,6 +38,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .. import _resources as res
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
@@ -238,11 +239,25 @@ def _fit_r_glmer(d: BTDesign, level: float, prompt: bool, judge: bool, models: b
                  extra=extra)
 
 
+def check_size(d: BTDesign) -> None:
+    """DataError before the fit when its dense matrices do not fit the memory limit: the cells x
+    (judge and covariate) columns of the linear predictor and the p x p information matrices of the
+    identification check and the Newton iteration (about 6 copies), e.g. 10,000 judges each with
+    its own position bias and leniency."""
+    p, extra = d.n_params, d.n_params - d.k + 1
+    need = 8.0 * (3 * len(d.a) * max(extra, 1) + 6 * p * p)
+    res.check_memory(need, "the Bradley-Terry fit's dense matrices",
+                     "pool the judges (a larger min_judge_battles), use judge_effect='random', or judge=None",
+                     detail=(f"{d.k} models, {len(d.judges)} judges, {len(d.cov_names)} covariates: {p} parameters, "
+                             f"{len(d.a)} cells"))
+
+
 def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge_random: bool = False) -> BTFit:
     """Check the design and fit it (see the module docstring); ``judge_random``: the judges'
     position bias as a random slope of ``first`` (the design then has no position columns)."""
     if prompt_effect not in PROMPT_EFFECTS:
         raise DataError(f"prompt_effect must be None, 'random' or 'model'; got {prompt_effect!r}")
+    check_size(d)
     check_connected(d)
     check_identified(d)
     sep = separation_warning(d)
