@@ -29,6 +29,9 @@ from ..inference import _bt_numpy
 from ..inference._bt_design import BTDesign
 from ..resampling import _draws as dr
 
+#: Newton's stopping step for a replicate: the estimate is then within about 1e-10 of the
+#: replicate's maximum (quadratic convergence), far below the intervals' Monte-Carlo error
+BOOT_TOL = 1e-5
 #: budget for the cell-count temporaries of one Newton batch (replicates fitted together)
 _BATCH_BYTES = 64 * 2**20
 
@@ -46,6 +49,10 @@ def _one_block(d: BTDesign, theta_hat: np.ndarray, resample_judges: bool):
     rows = _batch(d)
 
     def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
+        with _bt_numpy.one_blas_thread():
+            return _block(rng)
+
+    def _block(rng: np.random.Generator) -> np.ndarray:
         w = dr.resample_counts(rng, n_units, dr.BLOCK)  # n_units units drawn with replacement, counted
         wj = dr.resample_counts(rng, n_judges, dr.BLOCK) if resample_judges else None
         out = np.empty((dr.BLOCK, d.n_params + 1))
@@ -54,7 +61,7 @@ def _one_block(d: BTDesign, theta_hat: np.ndarray, resample_judges: bool):
             counts = np.asarray(units_t @ w[s:e].T).T.reshape(e - s, len(d.a), 3)
             if wj is not None:
                 counts *= wj[s:e][:, d.judge][:, :, None]
-            f = _bt_numpy.fit(d, counts, np.repeat(theta_hat[None], e - s, axis=0))
+            f = _bt_numpy.fit(d, counts, np.repeat(theta_hat[None], e - s, axis=0), tol=BOOT_TOL)
             out[s:e, :-1] = f.theta
             out[s:e, -1] = f.converged
         return out

@@ -40,6 +40,7 @@ rates 1114 -- ``anchor="mixtral-8x7b-instruct-v0.1", anchor_rating=1114``).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ from ..data.table import as_pandas
 from ..data.validate import require_level
 from ..errors import DataError
 from ..inference._bradley_terry import BTFit, fit_bt
+from ..inference._bt_numpy import one_blas_thread
 from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
 from ._bt_bootstrap import bt_bootstrap
@@ -195,7 +197,7 @@ def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level
 
 def _wald_se(lmat: np.ndarray, vcov: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", lmat, vcov, lmat), 0.0))
+        return np.sqrt(np.maximum(((lmat @ vcov) * lmat).sum(axis=1), 0.0))
 
 
 def _battle_counts(d: BTDesign) -> pd.DataFrame:
@@ -236,12 +238,11 @@ def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
     diff = est[i] - est[j]
     lo, hi = np.empty(len(i)), np.empty(len(i))
     step = len(i) if strengths is None else max(1, int(_PAIR_CHUNK_BYTES // (16 * max(len(strengths), 1))))
-    cov_ij = np.einsum("ip,pq,jq->ij", lmat, fit.vcov, lmat) if draws is None and d.k <= 3000 else None
+    cov_ij = lmat @ fit.vcov @ lmat.T if draws is None else None
     for s0 in range(0, len(i), step):
         a, b = i[s0:s0 + step], j[s0:s0 + step]
         if strengths is None:
-            var = se_all[a] ** 2 + se_all[b] ** 2 - 2 * (cov_ij[a, b] if cov_ij is not None else
-                                                        np.einsum("np,pq,nq->n", lmat[a], fit.vcov, lmat[b]))
+            var = se_all[a] ** 2 + se_all[b] ** 2 - 2 * cov_ij[a, b]
             _, lo[s0:s0 + step], hi[s0:s0 + step] = _interval(diff[s0:s0 + step], np.sqrt(np.maximum(var, 0)), None,
                                                               level)
         else:
@@ -433,6 +434,18 @@ def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, 
     return draws, warns
 
 
+def _one_blas_thread(func: Any) -> Any:
+    """Run ``func`` with numpy's BLAS on one thread (:func:`mixedeval.inference._bt_numpy.one_blas_thread`)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_blas_thread
 def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
                   prompt: str | None = None, judge: str | None = None, position: str | None = None,
                   ties: str = "davidson",
