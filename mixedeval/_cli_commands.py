@@ -460,7 +460,7 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                         n_resamples=args.n_resamples, resample_judges=args.resample_judges,
                         random_state=args.random_state, executor=args.executor,
                         weight=False if args.weight == "" else args.weight, min_judge_battles=args.min_judge_battles,
-                        reference=args.reference, ranks=not args.no_ranks,
+                        reference=args.reference, ranks=False if args.no_ranks else (True if args.ranks else None),
                         letters={"auto": None, "yes": True, "no": False}[args.letters],
                         progress=False if args.quiet else None, **cols)
     out = _preference_tables(args, res)

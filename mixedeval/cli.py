@@ -168,6 +168,8 @@ def _add_preferences(sub: Any) -> None:
                    help="run the bootstrap on N local worker processes (the same numbers as in one process)")
     g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
     g.add_argument("--no-ranks", action="store_true", help="skip the simultaneous rank intervals")
+    g.add_argument("--ranks", action="store_true", help="compute the rank intervals even beyond 500 models (skipped "
+                                                       "there by default: their cost grows with the pairs)")
     g.add_argument("--letters", default="auto", choices=["auto", "yes", "no"],
                    help="compact letter display of the rank intervals (auto: up to 100 models)")
     g.set_defaults(func=cmd_preferences)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 from scipy.sparse.csgraph import connected_components
 
 from .. import _resources as res
@@ -115,19 +116,37 @@ def separation_warning(d: BTDesign) -> ResultWarning | None:
 
 
 def check_identified(d: BTDesign) -> None:
-    """DataError when a position effect or covariate cannot be separated from the strengths."""
+    """DataError when a position effect or covariate cannot be separated from the strengths.
+
+    The information at a balanced point (every cell's battles split equally) is scaled to a
+    correlation matrix; the parameters are not identified when its smallest eigenvalue is zero.
+    The strengths' block is the comparison graph's Laplacian without the reference, positive
+    definite once the graph is connected (checked before), so only the Schur complement of the
+    other parameters needs an eigen-decomposition (a Cholesky solve instead of a p x p ``eigh``:
+    2,000 models in a fraction of a second)."""
     counts = d.counts.copy()
     counts[:, :] = counts.sum(axis=1, keepdims=True) / 3.0  # information at a balanced point
     info = _bt_numpy._score_info(_bt_numpy._Ops(d), counts[None], np.zeros((1, d.n_params)), d.ties)[2][0]
     scale = np.sqrt(np.outer(np.diag(info), np.diag(info)))
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = np.where(scale > 0, info / scale, 0.0)
-    ev, vec = np.linalg.eigh(corr)
-    if ev[0] > 1e-9:
+    m = d.k - 1
+    if corr.shape[0] == m:
+        return
+    try:
+        chol = cho_factor(corr[:m, :m])
+    except np.linalg.LinAlgError:
+        ev, vec = np.linalg.eigh(corr)
+        low, direction = ev[0], vec[:, 0]
+    else:
+        schur = corr[m:, m:] - corr[m:, :m] @ cho_solve(chol, corr[:m, m:])
+        ev, vec = np.linalg.eigh(schur)
+        low, direction = ev[0], np.r_[np.zeros(m), vec[:, 0]]
+    if low > 1e-9:
         return
     names = d.param_names()
-    bad = [f"{k} {n!r}" for (k, n), v in zip(names, vec[:, 0]) if abs(v) > 1e-3 and k != "strength"]
-    raise DataError(f"the parameters {bad or [names[int(np.argmax(abs(vec[:, 0])))]]} cannot be separated from the "
+    bad = [f"{k} {n!r}" for (k, n), v in zip(names, direction) if abs(v) > 1e-3 and k != "strength"]
+    raise DataError(f"the parameters {bad or [names[int(np.argmax(abs(direction)))]]} cannot be separated from the "
                     "models' strengths (e.g. every model of a judge appears on one side only); pass "
                     "position_bias=False, drop that covariate, or include battles with the positions swapped")
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from .._random import seed_sequence
 from ..data.table import as_pandas
@@ -146,23 +146,37 @@ def _present(df: pd.DataFrame, name: str | None, model_a: str, model_b: str) -> 
     return name if (df[model_a].astype(str) == name).any() or (df[model_b].astype(str) == name).any() else None
 
 
-def _contrasts(d: BTDesign, anchor: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """Matrices (k x p) mapping the parameters to the strengths (reference 0) and to the Elo
-    centre-differences ``s - center``."""
-    k, p = d.k, d.n_params
-    lmat = np.zeros((k, p))
-    lmat[d.free, np.arange(k - 1)] = 1.0
-    center = lmat[d.models.index(anchor)] if anchor is not None else lmat.mean(axis=0)
-    return lmat, lmat - center[None]
-
-
-def _map(draws: np.ndarray | None, lmat: np.ndarray) -> np.ndarray | None:
-    """``draws @ lmat.T`` over the parameters ``lmat`` uses (NaN elsewhere, e.g. the position bias of
-    a judge left out of a replicate, does not leak into the strengths)."""
-    if draws is None:
+def _strengths(d: BTDesign, theta: np.ndarray | None) -> np.ndarray | None:
+    """Strengths (..., k), the reference at 0, from parameter vectors (..., p) (only the strength
+    parameters are read: a NaN elsewhere, e.g. the position bias of a judge left out of a
+    replicate, does not leak into them)."""
+    if theta is None:
         return None
-    cols = np.flatnonzero(np.abs(lmat).sum(axis=0))
-    return draws[:, cols] @ lmat[:, cols].T
+    out = np.zeros(theta.shape[:-1] + (d.k,))
+    out[..., d.free] = theta[..., :d.k - 1]
+    return out
+
+
+def _strength_cov(d: BTDesign, vcov: np.ndarray) -> np.ndarray:
+    """Covariance (k, k) of the strengths (the reference's row and column 0)."""
+    v = np.zeros((d.k, d.k))
+    v[np.ix_(d.free, d.free)] = vcov[:d.k - 1, :d.k - 1]
+    return v
+
+
+def _centered(s: np.ndarray | None, center: int | None) -> np.ndarray | None:
+    """``s - center``: the anchor's strength, or the mean strength (the Elo scale's centre)."""
+    if s is None:
+        return None
+    return s - (s[..., [center]] if center is not None else s.mean(axis=-1, keepdims=True))
+
+
+def _centered_var(v: np.ndarray, center: int | None) -> np.ndarray:
+    """Variance of each ``s_i - center`` from the strengths' covariance ``v``."""
+    diag = np.diag(v)
+    if center is not None:
+        return diag + v[center, center] - 2.0 * v[:, center]
+    return diag - 2.0 * v.mean(axis=1) + v.mean()
 
 
 def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
@@ -195,9 +209,9 @@ def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level
     return sd, lo, hi
 
 
-def _wald_se(lmat: np.ndarray, vcov: np.ndarray) -> np.ndarray:
+def _se(var: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
-        return np.sqrt(np.maximum(((lmat @ vcov) * lmat).sum(axis=1), 0.0))
+        return np.sqrt(np.maximum(var, 0.0))
 
 
 def _battle_counts(d: BTDesign) -> pd.DataFrame:
@@ -212,11 +226,14 @@ def _battle_counts(d: BTDesign) -> pd.DataFrame:
 
 def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, anchor: str | None,
                     anchor_rating: float) -> pd.DataFrame:
-    lmat, emat = _contrasts(d, anchor)
-    est, elo_c = lmat @ fit.theta, emat @ fit.theta
-    se_model = _wald_se(lmat, fit.vcov)
-    se, lo, hi = _interval(est, se_model, _map(draws, lmat), level)
-    _, elo_lo, elo_hi = _interval(elo_c, _wald_se(emat, fit.vcov), _map(draws, emat), level)
+    center = d.models.index(anchor) if anchor is not None else None
+    est = _strengths(d, fit.theta)
+    elo_c = _centered(est, center)
+    v = _strength_cov(d, fit.vcov)
+    se_model = _se(np.diag(v))
+    s_draws = _strengths(d, draws)
+    se, lo, hi = _interval(est, se_model, s_draws, level)
+    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level)
     tab = pd.DataFrame({"model": list(d.models), "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi,
                         "model_std_error": se_model, "elo": anchor_rating + ELO_SCALE * elo_c,
                         "elo_conf_low": anchor_rating + ELO_SCALE * elo_lo,
@@ -231,23 +248,19 @@ _PAIR_CHUNK_BYTES = 64 * 2**20
 
 def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray):
     """Estimate and interval of s_i - s_j for the pairs (i, j), a chunk of pairs at a time."""
-    lmat, _ = _contrasts(d, None)
-    strengths = _map(draws, lmat)
-    se_all = _wald_se(lmat, fit.vcov)
-    est = lmat @ fit.theta
+    strengths = _strengths(d, draws)
+    est = _strengths(d, fit.theta)
+    v = _strength_cov(d, fit.vcov) if draws is None else None
     diff = est[i] - est[j]
     lo, hi = np.empty(len(i)), np.empty(len(i))
     step = len(i) if strengths is None else max(1, int(_PAIR_CHUNK_BYTES // (16 * max(len(strengths), 1))))
-    cov_ij = lmat @ fit.vcov @ lmat.T if draws is None else None
     for s0 in range(0, len(i), step):
-        a, b = i[s0:s0 + step], j[s0:s0 + step]
+        a, b, sl = i[s0:s0 + step], j[s0:s0 + step], slice(s0, s0 + step)
         if strengths is None:
-            var = se_all[a] ** 2 + se_all[b] ** 2 - 2 * cov_ij[a, b]
-            _, lo[s0:s0 + step], hi[s0:s0 + step] = _interval(diff[s0:s0 + step], np.sqrt(np.maximum(var, 0)), None,
-                                                              level)
+            se = _se(v[a, a] + v[b, b] - 2 * v[a, b])
+            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level)
         else:
-            _, lo[s0:s0 + step], hi[s0:s0 + step] = _interval(diff[s0:s0 + step], None,
-                                                              strengths[:, a] - strengths[:, b], level)
+            _, lo[sl], hi[sl] = _interval(diff[sl], None, strengths[:, a] - strengths[:, b], level)
     return diff, lo, hi
 
 
@@ -255,7 +268,7 @@ def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) 
     """P(model preferred to opponent) for every ordered pair; the pairs (j, i) mirror (i, j)."""
     i, j = np.triu_indices(d.k, 1)
     diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j)
-    logistic = stats.logistic.cdf
+    logistic = special.expit
     names = np.asarray(d.models, dtype=object)
     out = pd.DataFrame({"model": np.r_[names[i], names[j]], "opponent": np.r_[names[j], names[i]],
                         "estimate": logistic(np.r_[diff, -diff]), "conf_low": logistic(np.r_[lo, -hi]),
@@ -312,8 +325,23 @@ def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: f
 #: fast: 62 s at 200 models)
 LETTERS_MAX_MODELS = 100
 #: pair-draw products of the joint-normal rank intervals (n_sim x pairs): n_sim is lowered to keep
-#: within it for many models (at least 1,000 draws)
-_RANK_WORK = 4e9
+#: within it for many models (at least 1,000 draws; 10,000 at 200 models)
+_RANK_WORK = 2e8
+#: largest number of models whose rank intervals are computed by default (ranks=None): their cost
+#: grows with the pairs (k^2 / 2) times the draws
+RANKS_MAX_MODELS = 500
+
+
+def _want_ranks(ranks: bool | None, k: int) -> bool:
+    return k <= RANKS_MAX_MODELS if ranks is None else bool(ranks)
+
+
+def _ranks_warning(ranks: bool, k: int) -> list[ResultWarning]:
+    if ranks or k <= RANKS_MAX_MODELS:
+        return []
+    return [ResultWarning("ranks_skipped", f"{k} models: the simultaneous rank intervals (over {k * (k - 1) // 2:,} pairs) "
+                          f"are skipped by default beyond {RANKS_MAX_MODELS} models; pass ranks=True (--ranks) to "
+                          "compute them")]
 
 
 def _rank_n_sim(k: int) -> int:
@@ -325,13 +353,12 @@ def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, rand
     """Simultaneous rank intervals (:func:`mixedeval.rank_intervals`) from the bootstrap replicates
     of the strengths (replicates where a model had no battles left out), else from their joint
     normal distribution (vcov; fewer normal draws for many models, see :func:`_rank_n_sim`)."""
-    lmat, _ = _contrasts(d, None)
-    est = pd.Series(lmat @ fit.theta, index=list(d.models))
+    est = pd.Series(_strengths(d, fit.theta), index=list(d.models))
     if draws is not None:
-        sd = _map(draws, lmat)
+        sd = _strengths(d, draws)
         sd = sd[np.isfinite(sd).all(axis=1)]
         return rank_intervals(est, draws=sd, level=level, random_state=random_state, letters=letters)
-    return rank_intervals(est, vcov=lmat @ fit.vcov @ lmat.T, level=level, random_state=random_state,
+    return rank_intervals(est, vcov=_strength_cov(d, fit.vcov), level=level, random_state=random_state,
                           n_sim=_rank_n_sim(d.k), letters=letters)
 
 
@@ -452,7 +479,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   position_bias: bool = True, covariates: Sequence[str] | None = None, anchor: str | None = None,
                   anchor_rating: float = 1000.0, prompt_effect: str | None = None, judge_effect: str = "fixed",
                   level: float = 0.95,
-                  n_resamples: int = 1000, resample_judges: bool = False, ranks: bool = True,
+                  n_resamples: int = 1000, resample_judges: bool = False, ranks: bool | None = None,
                   random_state: Any = None, executor: Any = None, weight: str | bool | None = None,
                   min_judge_battles: float = 50, reference: str | None = None, letters: bool | None = None,
                   progress: bool | None = None) -> BradleyTerryResult:
@@ -474,7 +501,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     judge_effect : "fixed" (one position bias per judge) or "random" (glmer with
         first + (0 + first | judge): normal position biases around a mean; ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
-    ranks : compute the simultaneous rank intervals (False skips them).
+    ranks : compute the simultaneous rank intervals (None: up to :data:`RANKS_MAX_MODELS` models,
+        beyond that skipped with a ``ranks_skipped`` warning; True / False: always / never).
     letters : the compact letter display of the rank intervals (None: up to
         :data:`LETTERS_MAX_MODELS` models; multcomp's insert-absorb takes a minute at 200 models).
     random_state, executor : the draws' seed and where the replicates run (same numbers everywhere).
@@ -490,6 +518,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     progress : show the bootstrap's progress bar (None: for long runs only).
     """
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
+    if ranks is not None and not isinstance(ranks, (bool, np.bool_)):
+        raise DataError(f"ranks must be None (automatic), True or False, got {ranks!r}")
     anchor, reference = _label(anchor, "anchor"), _label(reference, "reference")
     ss = seed_sequence(random_state)
     if resample_judges and not judge:
@@ -503,8 +533,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                      weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles)
     if anchor is not None and anchor not in d.models:
         raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
+    ranks = _want_ranks(ranks, d.k)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = list(fit.warnings) + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
+    warns = list(fit.warnings) + _ranks_warning(ranks, d.k) + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
