@@ -449,6 +449,8 @@ def cmd_preferences(args: argparse.Namespace) -> int:
     for w in caught:
         _progress(args, str(w.message))
     cols = {k: _battle_column(df, getattr(args, k), k) for k in ("prompt", "judge", "position")}
+    if args.position is None and "position" in df.columns:
+        cols["position"] = "position"  # all missing (AlpacaEval): the order is unknown, not "model_a first"
     if args.no_judge:
         cols["judge"] = None
     covariates = list(args.covariate or []) + _style_columns(df, args.style)
