@@ -122,6 +122,10 @@ def _decode(p: Path, raw: bytes) -> str:
         enc = "utf-16"
     else:
         enc = "utf-8"
+        if raw[:2000].count(b"\x00") > 20:  # ASCII as UTF-16 is valid UTF-8 with a NUL every other byte
+            raise DataError(f"{p}: the file looks like UTF-16 without a byte-order mark (NUL bytes between the "
+                            f"characters); battle files are read as UTF-8: re-save it as UTF-8 (e.g. iconv -f utf-16le "
+                            f"-t utf-8 {p.name} > fixed{p.suffix})")
     try:
         return raw.decode(enc)
     except UnicodeDecodeError as exc:

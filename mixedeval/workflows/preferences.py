@@ -40,6 +40,7 @@ rates 1114 -- ``anchor="mixtral-8x7b-instruct-v0.1", anchor_rating=1114``).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -332,6 +333,17 @@ _RANK_WORK = 2e8
 RANKS_MAX_MODELS = 500
 
 
+def _without_ties(d: BTDesign) -> tuple[BTDesign, list[ResultWarning]]:
+    """Davidson's model of battles none of which is a tie: the tie propensity's maximum is nu = 0
+    (log nu = -inf, where Newton never arrives), and the model is then Bradley-Terry's -- fitted
+    as such (ties="drop" drops nothing here), said in a warning."""
+    if d.ties != "davidson" or d.counts[:, 2].sum() > 0:
+        return d, []
+    return dataclasses.replace(d, ties="drop"), [ResultWarning("no_ties", (
+        "no battle is a tie: Davidson's tie model reduces to the Bradley-Terry model (tie propensity nu = 0, "
+        "log(nu) = -inf), which is what is fitted; the judges have no leniency parameter"))]
+
+
 def _want_ranks(ranks: bool | None, k: int) -> bool:
     return k <= RANKS_MAX_MODELS if ranks is None else bool(ranks)
 
@@ -534,8 +546,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     if anchor is not None and anchor not in d.models:
         raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
     ranks = _want_ranks(ranks, d.k)
+    d, tie_warn = _without_ties(d)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = list(fit.warnings) + _ranks_warning(ranks, d.k) + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
+    warns = list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
