@@ -12,7 +12,8 @@ length: style control, the contextual Bradley-Terry of the Arena). Ties:
 
 * ``"davidson"`` (default): Davidson's (1970) model, P(tie) = nu / (exp(eta/2) + exp(-eta/2) + nu),
   one tie propensity ``log(nu)`` per judge (the judge's leniency: how readily it calls a tie);
-* ``"half"``: a tie counts as half a win for each side (FastChat's ``compute_mle_elo``);
+* ``"half"``: a tie counts as half a win for each side (FastChat's ``compute_elo_mle_with_tie`` in
+  ``elo_analysis.py``, ``compute_bt`` in ``rating_systems.py``; Arena-Hard v0.1's ``compute_mle_elo``);
 * ``"drop"``: ties are removed.
 
 Estimation: R's ``glm`` on the +1/-1 design for half / dropped ties, an exact Newton iteration for
@@ -32,7 +33,7 @@ unit, with a ``unit_rows`` warning). ``model_std_error`` is the likelihood's sta
 treats battles as independent. With ``n_resamples=0`` the intervals are Wald intervals from it.
 
 Elo scale. ``elo = anchor_rating + 400 / ln(10) * (s - center)``, ``center`` = the strength of
-``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_mle_elo``
+``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_elo_mle_with_tie``
 (fastchat/serve/monitor/elo_analysis.py: a logistic regression without intercept or penalty on
 the +-ln(10) design, ties as half wins, ``SCALE=400``, ``INIT_RATING=1000``; its minimum-norm
 solution is mean-centred; with ``mixtral-8x7b-instruct-v0.1`` present it is shifted so that model
