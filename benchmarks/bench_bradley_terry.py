@@ -84,26 +84,35 @@ def fc_loss(r, pairs, y, w, alpha):
 def fc_fit(pairs, y, w, n_models, alpha, tol=1e-6):
     """fit_bt: L-BFGS-B from zeros, at most 100 iterations, gtol 1e-6."""
     return minimize(fc_loss, np.zeros(n_models), args=(pairs, y, w, alpha), jac=True, method="L-BFGS-B",
-                    options={"disp": False, "maxiter": 100, "gtol": tol})["x"]
+                    options={"maxiter": 100, "gtol": tol})["x"]  # (FastChat also passes disp=False)
 
 
-def fc_bootstrap_bt(df: pd.DataFrame, num_round: int, workers: int | None = None) -> np.ndarray:
+def _one_thread() -> None:
+    """Pool initializer: one BLAS thread per worker (OPENBLAS_NUM_THREADS=1 in effect)."""
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - in the worker
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def fc_bootstrap_bt(df: pd.DataFrame, num_round: int, workers: int | None = None, as_is: bool = False) -> np.ndarray:
     """compute_bootstrap_bt: multinomial weights over the triples, one L-BFGS-B fit per replicate
-    on a process pool; Elo = 400 * strength + 1000."""
+    on a process pool; Elo = 400 * strength + 1000. Unless ``as_is``, each worker runs with one
+    BLAS thread (FastChat's pool inherits one OpenBLAS thread per core in every worker: on a busy
+    machine they spin against each other, which would flatter the ratio)."""
     pairs, y, models, w = fc_triples(df)
     rng = np.random.default_rng(seed=0)
     boot = rng.multinomial(len(df), w / w.sum(), size=num_round) / len(df)
     fn = partial(fc_fit, pairs, y, n_models=len(models), alpha=math.log(10.0))
-    with mp.get_context("fork").Pool(workers or os.cpu_count()) as pool:
+    with mp.get_context("fork").Pool(workers or os.cpu_count(), initializer=None if as_is else _one_thread) as pool:
         ratings = np.array(list(pool.imap_unordered(fn, boot)))
     return 400.0 * ratings + 1000.0
 
 
-def fastchat(df: pd.DataFrame, n: int, workers: int | None) -> float:
+def fastchat(df: pd.DataFrame, n: int, workers: int | None, as_is: bool = False) -> float:
     t0 = time.perf_counter()
     pairs, y, models, w = fc_triples(df)
     fc_fit(pairs, y, w, len(models), math.log(10.0))  # compute_bt on the full data
-    fc_bootstrap_bt(df, n, workers)
+    fc_bootstrap_bt(df, n, workers, as_is)
     return time.perf_counter() - t0
 
 
@@ -119,8 +128,8 @@ def ours(me, df: pd.DataFrame, n: int, *, prompt: str | None, same_model: bool, 
 def run_size(me, n_battles: int, k: int, n_prompts: int, t_fc: float, a: argparse.Namespace) -> None:
     df = simulate(n_battles, k, n_prompts)
     print(f"\n{n_battles:,} battles, {k} models, {n_prompts:,} prompts, {a.n_resamples} replicates")
-    print(f"  FastChat compute_bootstrap_bt (row bootstrap, L-BFGS-B, Pool({a.workers or os.cpu_count()})), fit + "
-          f"bootstrap: {t_fc:.2f} s")
+    print(f"  FastChat compute_bootstrap_bt (row bootstrap, L-BFGS-B, Pool({a.workers or os.cpu_count()}), one BLAS "
+          f"thread per worker{'; as is' if a.fastchat_as_is else ''}), fit + bootstrap: {t_fc:.2f} s")
     t_same, res = ours(me, df, a.n_resamples, prompt="prompt", same_model=True)
     print(f"  me.bradley_terry fit + prompt bootstrap, same model (half ties, no position), in-process: {t_same:.2f} s"
           f"  -> ratio FastChat / mixedeval = {t_fc / t_same:.1f}x  ({res.provenance['engine']})")
@@ -156,14 +165,16 @@ def main() -> None:
     ap.add_argument("--n-resamples", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=None, help="FastChat's pool size (default: os.cpu_count())")
     ap.add_argument("--scale", action="store_true", help="only the 300 models x 30,000 battles case")
+    ap.add_argument("--fastchat-as-is", action="store_true",
+                    help="FastChat's workers with the inherited BLAS threads (slower on a busy machine)")
     a = ap.parse_args()
     print(f"CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f} (a shared machine: read the ratios)")
     sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes.split(",")]
     # FastChat's pools fork this process: they run before R starts (mixedeval is imported after)
     if a.scale:
-        t_scale = fastchat(scale_data(), a.n_resamples, a.workers)
+        t_scale = fastchat(scale_data(), a.n_resamples, a.workers, a.fastchat_as_is)
     else:
-        t_fc = [fastchat(simulate(n, k, p), a.n_resamples, a.workers) for n, k, p in sizes]
+        t_fc = [fastchat(simulate(n, k, p), a.n_resamples, a.workers, a.fastchat_as_is) for n, k, p in sizes]
     import mixedeval as me  # noqa: PLC0415 - after FastChat's forks (see above)
 
     me.bradley_terry(simulate(2000, 5, 100), ties="half", position_bias=False, n_resamples=0)  # start R (not timed)

@@ -133,8 +133,8 @@ def test_alpacaeval_weighted_preferences_reproduce_the_leaderboard_win_rate(caps
     assert df.attrs["baseline"] == "gpt4_1106_preview" and df["position"].isna().all()
     for model in ("FuseChat-3B", "tiny-model", "big-model"):
         m = df[df["model_b"] == model]
-        ours = 100 * (m.loc[m["winner"] == "model_b", "weight"].sum() + 0.5 * m.loc[m["winner"] == "tie", "weight"].sum()) \
-            / m["weight"].sum()
+        wins = m.loc[m["winner"] == "model_b", "weight"].sum() + 0.5 * m.loc[m["winner"] == "tie", "weight"].sum()
+        ours = 100 * wins / m["weight"].sum()
         thresholded = 100 * ((m.groupby("line")["preference"].first() > 1.5).mean()
                              + 0.5 * (m.groupby("line")["preference"].first() == 1.5).mean())
         assert ours == pytest.approx(_alpaca_win_rate(records, model), abs=1e-9)

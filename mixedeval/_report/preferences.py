@@ -93,7 +93,8 @@ def preferences(sec: Section, res: Any, ctx: Any = None) -> None:
               caption=f"Strengths (log-odds, {res.reference} = 0) and Elo ratings ({res.anchor or 'mean'} = "
                       f"{res.anchor_rating:g}); intervals: {res.interval_method}; model_std_error treats battles as "
                       "independent")
-    fig = None if len(tab) > PLOT_MAX_MODELS else sec.guarded("Elo plot", interval_plot, list(tab["model"]), tab["elo"], tab["elo_conf_low"],
+    fig = None if len(tab) > PLOT_MAX_MODELS else sec.guarded("Elo plot", interval_plot, list(tab["model"]), tab["elo"],
+                                                              tab["elo_conf_low"],
                       tab["elo_conf_high"], xlabel="Elo rating", title="Elo ratings")
     if fig is not None:
         sec.figure(fig, f"Elo ratings with {res.level:.0%} intervals ({res.interval_method})")

@@ -180,7 +180,8 @@ def _regular_file(p: Path) -> int:
     except OSError as exc:
         raise DataError(f"cannot read battle file {str(p)!r}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{str(p)!r} is not a regular file (a device, pipe or socket{' via a symlink' if p.is_symlink() else ''}); "
+        via = " via a symlink" if p.is_symlink() else ""
+        raise DataError(f"{str(p)!r} is not a regular file (a device, pipe or socket{via}); "
                         "pass a battle file (.csv, .json, .jsonl, .parquet) or a folder of judgment files")
     check_memory(float(st.st_size) * BYTES_PER_FILE_BYTE, f"reading the battle file {str(p)!r}",
                  "split the file (e.g. by month) and read the parts one at a time, or raise the limit",
@@ -366,7 +367,8 @@ def _mtbench(rec: dict, cols: dict[str, Any]) -> list[dict]:
         if w not in _MTBENCH:
             raise DataError(f"field 'g{g}_winner' is {w!r}; expected 'model_1', 'model_2', 'tie' or 'error' "
                             "(FastChat llm_judge play_a_match_pair)")
-        rows.append({"model_a": a, "model_b": b, "winner": _MTBENCH[w], "prompt": _opt(rec, "question_id", "the prompt"),
+        rows.append({"model_a": a, "model_b": b, "winner": _MTBENCH[w],
+                     "prompt": _opt(rec, "question_id", "the prompt"),
                      "judge": _judge_name(rec.get("judge")), "position": pos, "game": g, "turn": _opt(rec, "turn"),
                      "weight": 1.0})
     return rows
@@ -468,8 +470,8 @@ def _read_one(src: str, where: str, records: list[tuple[int, Any]], fmt: str | N
         _check_columns(records, cols, src)
         first = records[0][1]
         prompt = cols["prompt"]
-        cols["prompt"] = prompt if prompt in first else next((c for c in PROMPT_COLUMNS if prompt is None and c in first),
-                                                             None)
+        cols["prompt"] = prompt if prompt in first else next(
+            (c for c in PROMPT_COLUMNS if prompt is None and c in first), None)
         cols["judge"] = cols["judge"] if cols["judge"] in first else None
     rows, failed = _rows(records, fmt, cols, src, where, drop_failed)
     return fmt, rows, failed
@@ -529,6 +531,7 @@ def read_battles(source: Any, format: str | None = None, *,  # noqa: A002 - the 
     df = pd.DataFrame(rows)
     df = df[COLUMNS + [c for c in df.columns if c not in COLUMNS]] if len(df) else pd.DataFrame(columns=COLUMNS)
     df.attrs.update(format=fmts[0], n_failed=failed, files=files)
-    if fmts[0] in ("arenahard", "alpacaeval") and len(df) and df["model_a" if fmts[0] == "alpacaeval" else "model_b"].nunique() == 1:
-        df.attrs["baseline"] = str(df["model_a" if fmts[0] == "alpacaeval" else "model_b"].iloc[0])
+    base_col = {"arenahard": "model_b", "alpacaeval": "model_a"}.get(fmts[0])
+    if base_col and len(df) and df[base_col].nunique() == 1:
+        df.attrs["baseline"] = str(df[base_col].iloc[0])
     return df

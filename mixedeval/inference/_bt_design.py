@@ -154,12 +154,14 @@ def _labels(df: pd.DataFrame, column: str, role: str, as_str: bool = True) -> np
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"column {column!r} ({role}) holds a {type(s.iloc[i]).__name__} at row {df.index[i]} "
                             f"({str(s.iloc[i])[:40]}); {role} values must be strings or numbers")
-    out = s.astype(str).to_numpy()
+    if not as_str:  # prompts: hashable labels that never reach R (integer codes do)
+        return s.to_numpy()
+    out = s.to_numpy(dtype=object) if isinstance(s.dtype, pd.StringDtype) else s.astype(str).to_numpy()
     nul = [v for v in pd.unique(out) if "\x00" in v]
     if nul:
         raise DataError(f"column {column!r} ({role}) holds a NUL character ({nul[0][:40]!r}); clean the names first "
                         f"(e.g. df[{column!r}].str.replace('\\x00', ''))")
-    return out if as_str else s.to_numpy()
+    return out
 
 
 def _outcomes(df: pd.DataFrame, winner: str) -> np.ndarray:

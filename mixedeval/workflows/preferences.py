@@ -352,7 +352,8 @@ def _want_ranks(ranks: bool | None, k: int) -> bool:
 def _ranks_warning(ranks: bool, k: int) -> list[ResultWarning]:
     if ranks or k <= RANKS_MAX_MODELS:
         return []
-    return [ResultWarning("ranks_skipped", f"{k} models: the simultaneous rank intervals (over {k * (k - 1) // 2:,} pairs) "
+    return [ResultWarning("ranks_skipped", f"{k} models: the simultaneous rank intervals (over "
+                          f"{k * (k - 1) // 2:,} pairs) "
                           f"are skipped by default beyond {RANKS_MAX_MODELS} models; pass ranks=True (--ranks) to "
                           "compute them")]
 
@@ -411,7 +412,8 @@ def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any, min
     except (TypeError, ValueError, OverflowError):
         raise DataError(f"anchor_rating must be a number (e.g. 1000), got {anchor_rating!r}") from None
     if not np.isfinite(rating) or abs(rating) > 1e12:
-        raise DataError(f"anchor_rating must be a finite number (e.g. 1000: FastChat's initial rating), got {anchor_rating!r}")
+        raise DataError(f"anchor_rating must be a finite number (e.g. 1000: FastChat's initial rating), got "
+                        f"{anchor_rating!r}")
     if isinstance(min_judge_battles, bool) or not isinstance(min_judge_battles, (int, float, np.integer, np.floating)) \
             or not (min_judge_battles >= 0 and np.isfinite(min_judge_battles)):
         raise DataError(f"min_judge_battles must be a number >= 0 (0: every judge gets its own parameters), got "
@@ -443,7 +445,8 @@ def _judge_warnings(d: BTDesign, position_bias: bool, min_judge_battles: float) 
     if d.n_pooled:
         out.append(ResultWarning("judges_pooled", (
             f"{d.n_pooled} judge(s) with fewer than {min_judge_battles:g} battles share one set of judge parameters "
-            f"({POOLED_JUDGES!r}): too few battles to estimate a position bias{' and a leniency' if d.ties == 'davidson' else ''} "
+            f"({POOLED_JUDGES!r}): too few battles to estimate a position bias"
+            f"{' and a leniency' if d.ties == 'davidson' else ''} "
             "of their own; min_judge_battles=0 gives every judge its own (or judge_effect='random' shrinks them), "
             "judge=None ignores the judges")))
     if position_bias and not d.position_bias:
@@ -549,7 +552,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     ranks = _want_ranks(ranks, d.k)
     d, tie_warn = _without_ties(d)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d) + _judge_warnings(d, position_bias and not judge_random, min_judge_battles)
+    warns = (list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
+             + _judge_warnings(d, position_bias and not judge_random, min_judge_battles))
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
