@@ -6,7 +6,9 @@ Which answer the judge saw first is ``first`` = +1 (model_a first: the Arena's l
 default without a ``position`` column), -1 (model_b first: ``position == "b_first"``, as
 :func:`mixedeval.read_battles` records swapped games) or 0 (unknown: the battle carries no
 position effect). The table is aggregated into *cells* -- one per (model_a, model_b, judge,
-first) with the counts of a-wins, b-wins and ties -- and, for the resampling, into the same
+first) with the counts of a-wins, b-wins and ties, every pair written with its models in one order (a
+battle of b against a is that of a against b with the winner, the order shown and the covariates
+negated: the likelihood is the same) -- and, for the resampling, into the same
 counts per *unit* (prompt, or row when no prompt column is given) as a sparse (units x 3 cells)
 matrix: a bootstrap replicate's counts are a weighted sum of the units' rows, one matrix product
 for a whole block of replicates. With ``covariates`` (per-battle differences such as the answer
@@ -282,6 +284,26 @@ def _pool_judges(jd: np.ndarray, w: np.ndarray, min_battles: float) -> tuple[np.
     return out, int(small.sum())
 
 
+def _canonical(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, first: np.ndarray, cov: np.ndarray | None):
+    """Every battle written with the lower model index as model_a: a battle of b against a is the
+    battle of a against b with the winner, the order shown (first) and the covariate differences
+    negated, which leaves every likelihood here unchanged (eta changes sign, P(a wins) becomes
+    P(b wins), a tie stays a tie), so both directions of a pair share cells."""
+    swap = a > b
+    if not swap.any():
+        return a, b, outcome, first, cov
+    a2, b2 = np.where(swap, b, a), np.where(swap, a, b)
+    flip = np.array([1, 0, 2], dtype=outcome.dtype)
+    out2 = np.where(swap, flip[outcome], outcome)
+    first2 = np.where(swap, -first, first)
+    cov2 = None if cov is None else np.where(swap[:, None], -cov, cov)
+    return a2, b2, out2, first2, cov2
+
+
+def _as_is(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, first: np.ndarray, cov: np.ndarray | None):
+    return a, b, outcome, first, cov
+
+
 def _judge_positions(ji: np.ndarray, fi: np.ndarray, n_judges: int) -> np.ndarray:
     """Whether each judge has a battle whose order is known (first != 0)."""
     return np.bincount(ji, (fi != 0).astype(float), n_judges) > 0
@@ -289,8 +311,13 @@ def _judge_positions(ji: np.ndarray, fi: np.ndarray, n_judges: int) -> np.ndarra
 
 def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: str | None, judge: str | None,
                  ties: str, position_bias: bool, covariates: Sequence[str] | None, anchor: Any,
-                 position: str | None = None, weight: str | None = None, min_judge_battles: float = 0) -> BTDesign:
-    """Check the battle table and aggregate it (see the module docstring)."""
+                 position: str | None = None, weight: str | None = None, min_judge_battles: float = 0,
+                 keep_first: bool = True, canonical: bool = True) -> BTDesign:
+    """Check the battle table and aggregate it (see the module docstring); ``keep_first=False``:
+    nothing in the model uses the order the answers were shown in (no position term), so the
+    cells need not record it (half as many cells once the pairs are canonical); ``canonical=False``
+    keeps each battle's model_a (a prompt random intercept, ``(1 | prompt)``, shifts model_a's
+    log-odds: it is not symmetric in the two models)."""
     if not isinstance(df, pd.DataFrame):
         raise DataError(f"battles must be a pandas DataFrame, not {type(df).__name__}")
     if ties not in TIES:
@@ -318,6 +345,11 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
     ai, bi = mcodes[:n_keep], mcodes[n_keep:]
     ji, judges = _sorted_codes(jd[keep])
     fi = first[keep]
+    known = _judge_positions(ji, fi, len(judges))
+    ai, bi, oc, fi, cov = (_canonical if canonical else _as_is)(ai, bi, out[keep], fi,
+                                                                None if cov is None else cov[keep])
+    if not keep_first:  # no position term anywhere: the order shown does not enter the likelihood
+        fi = np.zeros_like(fi)
     if cov is None:
         nj = len(judges)
         key = ((ai * len(models) + bi) * nj + ji) * 3 + (fi + 1)
@@ -329,11 +361,10 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
         ca, cb, cj, cf = ai, bi, ji, fi
     n_cells = len(ca)
     counts = np.zeros((n_cells, 3))
-    np.add.at(counts, (cell, out[keep]), wt[keep])
-    umat, n_units = _unit_matrix(units[keep], cell, out[keep], n_cells, wt[keep])
-    known = _judge_positions(ji, fi, len(judges))
+    np.add.at(counts, (cell, oc), wt[keep])
+    umat, n_units = _unit_matrix(units[keep], cell, oc, n_cells, wt[keep])
     return BTDesign(models=models, ref=ref, judges=judges, a=ca.astype(np.int64), b=cb.astype(np.int64),
                     judge=cj.astype(np.int64), first=np.asarray(cf, dtype=float),
-                    cov=None if cov is None else cov[keep], cov_names=tuple(covariates),
+                    cov=cov, cov_names=tuple(covariates),
                     counts=counts, units=umat, unit_label="prompt" if prompt else "row", n_units=n_units, ties=ties,
                     position_bias=bool(position_bias) and bool(known.any()), position_judges=known, n_pooled=n_pooled)

@@ -546,7 +546,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
                      position_bias=position_bias and not judge_random, covariates=covariates,
                      anchor=reference or anchor or _present(df, baseline, model_a, model_b), position=position,
-                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles)
+                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles,
+                     keep_first=bool(position_bias), canonical=prompt_effect != "random")
     if anchor is not None and anchor not in d.models:
         raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
     ranks = _want_ranks(ranks, d.k)
