@@ -156,6 +156,9 @@ def run_scale(me, t_fc: float, a: argparse.Namespace) -> None:
     t_same, _ = ours(me, df, a.n_resamples, prompt=None, same_model=True)
     print(f"  me.bradley_terry same model: {t_same:.1f} s ({a.n_resamples / t_same:.0f} replicates/s) -> ratio "
           f"{t_fc / t_same:.1f}x")
+    t_ex, _ = ours(me, df, a.n_resamples, prompt=None, same_model=False, executor=a.workers or 2)
+    print(f"  me.bradley_terry defaults, executor={a.workers or 2} (two cores, as FastChat's pool): {t_ex:.1f} s "
+          f"({a.n_resamples / t_ex:.0f} replicates/s) -> ratio {t_fc / t_ex:.1f}x")
 
 
 def main() -> None:
