@@ -264,11 +264,13 @@ def _weights(df: pd.DataFrame, weight: str | None) -> np.ndarray:
     try:
         w = pd.to_numeric(df[weight], errors="raise").to_numpy(dtype=float)
     except (TypeError, ValueError):
-        raise DataError(f"weight column {weight!r} is not numeric; give each battle's weight as a number") from None
+        raise DataError(f"weight column {weight!r} is not numeric; give each battle's weight as a number (or pass "
+                        "weight=False: bradley_terry uses a column named 'weight' by default)") from None
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         raise DataError(f"weight column {weight!r} has {int(bad.sum())} missing, negative or infinite values (e.g. row "
-                        f"{df.index[np.flatnonzero(bad)[0]]}); weights are counts of battles (>= 0)")
+                        f"{df.index[np.flatnonzero(bad)[0]]}); weights are counts of battles (>= 0; weight=False "
+                        "ignores the column)")
     return w
 
 
