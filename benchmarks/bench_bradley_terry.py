@@ -1,34 +1,49 @@
-"""Bradley-Terry at arena scale: 1,000,000 battles among 100 models, the fit and a 1,000-replicate
-prompt bootstrap with me.bradley_terry, against the same work done FastChat's way.
+"""Bradley-Terry at arena scale: me.bradley_terry's fit + 1,000-replicate prompt bootstrap against
+FastChat's current bootstrap, side by side in this run.
 
-FastChat's way (fastchat/serve/monitor/elo_analysis.py): ``get_bootstrap_result`` draws
-``battles.sample(frac=1.0, replace=True)`` (rows) and calls ``compute_mle_elo`` on each sample:
-three pandas pivot tables (a-wins, ties, b-wins), a design of two weighted rows per ordered pair
-on +-log(10), and sklearn's ``LogisticRegression(fit_intercept=False, penalty=None, tol=1e-6)``
-(lbfgs). sklearn is not installed here, so the logistic regression is scipy's L-BFGS-B on the
-same weighted log-likelihood with the same tolerance (sklearn's lbfgs solver is scipy's L-BFGS-B).
-The baseline is timed on ``--baseline-resamples`` samples and extrapolated to 1,000 (said in
-the output). Both sides use ties as half wins and no position effect (FastChat's model);
-me.bradley_terry resamples prompts (50,000 prompts of 20 battles), FastChat rows. Both timings
-leave out the rank intervals (ranks=False; FastChat computes none).
+The baseline is FastChat's ``compute_bootstrap_bt`` (``fastchat/serve/monitor/rating_systems.py``,
+lm-sys/FastChat, read at commit 2bdb2e0c), re-derived here from its source (FastChat is not
+installed; its code is not copied, the computation is the same):
 
-    .venv/bin/python benchmarks/bench_bradley_terry.py [--battles 1000000] [--models 100]
-        [--prompts 50000] [--n-resamples 1000] [--baseline-resamples 10] [--workers 2]
+* ``preprocess_for_bt``: the battles become the distinct (model_a, model_b, outcome) triples with
+  their counts (outcome 1 / 0.5 / 0 for an a-win / tie / b-win; ``np.unique(..., axis=0)``);
+* the bootstrap draws ``rng.multinomial(n_battles, counts / n_battles, size=num_round)`` (a row
+  bootstrap expressed on the triples, ``default_rng(seed=0)``) and divides by n_battles;
+* ``fit_bt`` per replicate: ``scipy.optimize.minimize(method="L-BFGS-B", jac=True,
+  options={"maxiter": 100, "gtol": 1e-6})`` of the weighted Bradley-Terry negative log-likelihood
+  on the log(10)-scaled strengths (``bt_loss_and_grad``: ties as half a win, gradient gathered
+  with ``np.add.at``), from zeros;
+* the replicates run on ``multiprocessing.Pool(os.cpu_count())`` with ``imap_unordered``.
+
+me.bradley_terry does more: it resamples prompts (the unit that was sampled), not rows; it fits
+each replicate to convergence by Newton's method (not L-BFGS-B stopped at 100 iterations). The
+"same model" rows use FastChat's model (ties as half wins, no position effect); the "defaults"
+rows add mixedeval's defaults (Davidson ties with a leniency, the position bias). Rank intervals
+are left out (``ranks=False``: FastChat computes none). Each timing is one run (no
+extrapolation); the machine is shared, so the ratio of the two measured in the same run is the
+figure to read.
+
+    .venv/bin/python benchmarks/bench_bradley_terry.py                 # 1e5 / 30 and 1e6 / 100
+    .venv/bin/python benchmarks/bench_bradley_terry.py --sizes 100000:30:5000
+    .venv/bin/python benchmarks/bench_bradley_terry.py --scale          # 300 models x 30,000 battles
 """
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing as mp
+import os
 import time
+from functools import partial
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
-
-import mixedeval as me
+from scipy.special import expit
 
 
 def simulate(n: int, k: int, n_prompts: int, seed: int = 0) -> pd.DataFrame:
+    """n battles among k models on n_prompts prompts, Davidson ties (nu 0.6)."""
     rng = np.random.default_rng(seed)
     s = rng.normal(0.0, 0.8, size=k)
     a = rng.integers(0, k, n)
@@ -42,92 +57,135 @@ def simulate(n: int, k: int, n_prompts: int, seed: int = 0) -> pd.DataFrame:
                          "prompt": rng.integers(0, n_prompts, n)})
 
 
-def _lbfgs_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, tol: float = 1e-6) -> np.ndarray:
-    def obj(beta):
-        eta = X @ beta
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        f = np.sum(w * (np.logaddexp(0.0, eta) - y * eta))
-        return f, X.T @ (w * (mu - y))
-
-    return minimize(obj, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": tol, "maxiter": 15000}).x
-
-
-def compute_mle_elo(df: pd.DataFrame, scale=400, base=10, init_rating=1000) -> pd.Series:
-    """FastChat's compute_mle_elo (pivot tables, duplicated design, unpenalised logistic regression)."""
-    ptbl_a_win = pd.pivot_table(df[df["winner"] == "model_a"], index="model_a", columns="model_b", aggfunc="size",
-                                fill_value=0)
-    ties = df[df["winner"].isin(["tie", "tie (bothbad)"])]
-    ptbl_tie = pd.pivot_table(ties, index="model_a", columns="model_b", aggfunc="size", fill_value=0)
-    ptbl_tie = ptbl_tie + ptbl_tie.T
-    ptbl_b_win = pd.pivot_table(df[df["winner"] == "model_b"], index="model_a", columns="model_b", aggfunc="size",
-                                fill_value=0)
-    ptbl_win = ptbl_a_win * 2 + ptbl_b_win.T * 2 + ptbl_tie
-    models = pd.Series(np.arange(len(ptbl_win.index)), index=ptbl_win.index)
-    p = len(models)
-    X = np.zeros([p * (p - 1) * 2, p])
-    Y = np.zeros(p * (p - 1) * 2)
-    cur, weights = 0, []
-    for m_a in ptbl_win.index:
-        for m_b in ptbl_win.columns:
-            if m_a == m_b or math.isnan(ptbl_win.loc[m_a, m_b]) or math.isnan(ptbl_win.loc[m_b, m_a]):
-                continue
-            X[cur, models[m_a]], X[cur, models[m_b]] = math.log(base), -math.log(base)
-            Y[cur] = 1.0
-            weights.append(ptbl_win.loc[m_a, m_b])
-            X[cur + 1, models[m_a]], X[cur + 1, models[m_b]] = math.log(base), -math.log(base)
-            Y[cur + 1] = 0.0
-            weights.append(ptbl_win.loc[m_b, m_a])
-            cur += 2
-    coef = _lbfgs_logistic(X[:cur], Y[:cur], np.asarray(weights, dtype=float))
-    return pd.Series(scale * coef + init_rating, index=models.index)
+# ------------------------------------------------------------------ FastChat, re-derived (see above)
+def fc_triples(df: pd.DataFrame):
+    """preprocess_for_bt: distinct (a, b, outcome) triples, outcome in {0, 0.5, 1}, and their counts."""
+    n = len(df)
+    codes, models = pd.factorize(pd.concat([df["model_a"], df["model_b"]]))
+    sched = np.ones((n, 3), dtype=np.int32)
+    sched[:, 0], sched[:, 1] = codes[:n], codes[n:]
+    w = df["winner"].to_numpy()
+    sched[w == "model_a", 2] = 2
+    sched[w == "model_b", 2] = 0
+    uniq, counts = np.unique(sched, return_counts=True, axis=0)
+    return uniq[:, :2], uniq[:, 2] / 2.0, list(models), counts.astype(float)
 
 
-def fastchat_bootstrap(df: pd.DataFrame, n: int) -> tuple[pd.DataFrame, float]:
+def fc_loss(r, pairs, y, w, alpha):
+    """bt_loss_and_grad: weighted negative log-likelihood (ties half) and its gradient."""
+    p = expit(alpha * (r[pairs[:, 0]] - r[pairs[:, 1]]))
+    loss = -((np.log(p) * y + np.log(1.0 - p) * (1.0 - y)) * w).sum()
+    g_pair = -alpha * (y - p) * w
+    grad = np.zeros_like(r)
+    np.add.at(grad, pairs, g_pair[:, None] * np.array([1.0, -1.0]))
+    return loss, grad
+
+
+def fc_fit(pairs, y, w, n_models, alpha, tol=1e-6):
+    """fit_bt: L-BFGS-B from zeros, at most 100 iterations, gtol 1e-6."""
+    return minimize(fc_loss, np.zeros(n_models), args=(pairs, y, w, alpha), jac=True, method="L-BFGS-B",
+                    options={"maxiter": 100, "gtol": tol})["x"]  # (FastChat also passes disp=False)
+
+
+def _one_thread() -> None:
+    """Pool initializer: one BLAS thread per worker (OPENBLAS_NUM_THREADS=1 in effect)."""
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - in the worker
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def fc_bootstrap_bt(df: pd.DataFrame, num_round: int, workers: int | None = None, as_is: bool = False) -> np.ndarray:
+    """compute_bootstrap_bt: multinomial weights over the triples, one L-BFGS-B fit per replicate
+    on a process pool; Elo = 400 * strength + 1000. Unless ``as_is``, each worker runs with one
+    BLAS thread (FastChat's pool inherits one OpenBLAS thread per core in every worker: on a busy
+    machine they spin against each other, which would flatter the ratio)."""
+    pairs, y, models, w = fc_triples(df)
+    rng = np.random.default_rng(seed=0)
+    boot = rng.multinomial(len(df), w / w.sum(), size=num_round) / len(df)
+    fn = partial(fc_fit, pairs, y, n_models=len(models), alpha=math.log(10.0))
+    with mp.get_context("fork").Pool(workers or os.cpu_count(), initializer=None if as_is else _one_thread) as pool:
+        ratings = np.array(list(pool.imap_unordered(fn, boot)))
+    return 400.0 * ratings + 1000.0
+
+
+def fastchat(df: pd.DataFrame, n: int, workers: int | None, as_is: bool = False) -> float:
     t0 = time.perf_counter()
-    rows = [compute_mle_elo(df.sample(frac=1.0, replace=True, random_state=i)) for i in range(n)]
-    return pd.DataFrame(rows), time.perf_counter() - t0
+    pairs, y, models, w = fc_triples(df)
+    fc_fit(pairs, y, w, len(models), math.log(10.0))  # compute_bt on the full data
+    fc_bootstrap_bt(df, n, workers, as_is)
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ mixedeval
+def ours(me, df: pd.DataFrame, n: int, *, prompt: str | None, same_model: bool, executor=None):
+    kw = dict(ties="half", position_bias=False) if same_model else {}
+    t0 = time.perf_counter()
+    res = me.bradley_terry(df, prompt=prompt, n_resamples=n, random_state=0, ranks=False, progress=False,
+                           executor=executor, **kw)
+    return time.perf_counter() - t0, res
+
+
+def run_size(me, n_battles: int, k: int, n_prompts: int, t_fc: float, a: argparse.Namespace) -> None:
+    df = simulate(n_battles, k, n_prompts)
+    print(f"\n{n_battles:,} battles, {k} models, {n_prompts:,} prompts, {a.n_resamples} replicates")
+    print(f"  FastChat compute_bootstrap_bt (row bootstrap, L-BFGS-B, Pool({a.workers or os.cpu_count()}), one BLAS "
+          f"thread per worker{'; as is' if a.fastchat_as_is else ''}), fit + bootstrap: {t_fc:.2f} s")
+    t_same, res = ours(me, df, a.n_resamples, prompt="prompt", same_model=True)
+    print(f"  me.bradley_terry fit + prompt bootstrap, same model (half ties, no position), in-process: {t_same:.2f} s"
+          f"  -> ratio FastChat / mixedeval = {t_fc / t_same:.1f}x  ({res.provenance['engine']})")
+    t_ex, _ = ours(me, df, a.n_resamples, prompt="prompt", same_model=True, executor=a.workers or 2)
+    print(f"  same, executor={a.workers or 2}: {t_ex:.2f} s  -> ratio {t_fc / t_ex:.1f}x")
+    t_def, _ = ours(me, df, a.n_resamples, prompt="prompt", same_model=False)
+    print(f"  defaults (Davidson ties, position bias), in-process: {t_def:.2f} s  -> ratio {t_fc / t_def:.1f}x")
+    width = (res.table["elo_conf_high"] - res.table["elo_conf_low"]).median()
+    print(f"  median width of the 95% Elo intervals (prompt bootstrap, same model): {width:.1f} Elo points")
+
+
+def scale_data() -> pd.DataFrame:
+    """300 models x 30,000 battles, no prompt column (each battle its own unit)."""
+    return simulate(30_000, 300, 30_000, seed=2).drop(columns="prompt")
+
+
+def run_scale(me, t_fc: float, a: argparse.Namespace) -> None:
+    df = scale_data()
+    print(f"\nscale: {len(df):,} battles among 300 models, {a.n_resamples} replicates (row units: no prompt column)")
+    print(f"  FastChat compute_bootstrap_bt: {t_fc:.1f} s ({a.n_resamples / t_fc:.0f} replicates/s)")
+    t_def, _ = ours(me, df, a.n_resamples, prompt=None, same_model=False)
+    print(f"  me.bradley_terry defaults (Davidson, position bias), in-process: {t_def:.1f} s "
+          f"({a.n_resamples / t_def:.0f} replicates/s) -> ratio {t_fc / t_def:.1f}x")
+    t_same, _ = ours(me, df, a.n_resamples, prompt=None, same_model=True)
+    print(f"  me.bradley_terry same model: {t_same:.1f} s ({a.n_resamples / t_same:.0f} replicates/s) -> ratio "
+          f"{t_fc / t_same:.1f}x")
+    t_ex, _ = ours(me, df, a.n_resamples, prompt=None, same_model=False, executor=a.workers or 2)
+    print(f"  me.bradley_terry defaults, executor={a.workers or 2} (two cores, as FastChat's pool): {t_ex:.1f} s "
+          f"({a.n_resamples / t_ex:.0f} replicates/s) -> ratio {t_fc / t_ex:.1f}x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--battles", type=int, default=1_000_000)
-    ap.add_argument("--models", type=int, default=100)
-    ap.add_argument("--prompts", type=int, default=50_000)
+    ap.add_argument("--sizes", default="100000:30:5000,1000000:100:50000",
+                    help="battles:models:prompts, comma-separated")
     ap.add_argument("--n-resamples", type=int, default=1000)
-    ap.add_argument("--baseline-resamples", type=int, default=10)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=None, help="FastChat's pool size (default: os.cpu_count())")
+    ap.add_argument("--scale", action="store_true", help="only the 300 models x 30,000 battles case")
+    ap.add_argument("--fastchat-as-is", action="store_true",
+                    help="FastChat's workers with the inherited BLAS threads (slower on a busy machine)")
     a = ap.parse_args()
-    df = simulate(a.battles, a.models, a.prompts)
-    print(f"{len(df)} battles, {a.models} models, {a.prompts} prompts; ties as half wins, no position effect")
+    print(f"CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f} (a shared machine: read the ratios)")
+    sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes.split(",")]
+    # FastChat's pools fork this process: they run before R starts (mixedeval is imported after)
+    if a.scale:
+        t_scale = fastchat(scale_data(), a.n_resamples, a.workers, a.fastchat_as_is)
+    else:
+        t_fc = [fastchat(simulate(n, k, p), a.n_resamples, a.workers, a.fastchat_as_is) for n, k, p in sizes]
+    import mixedeval as me  # noqa: PLC0415 - after FastChat's forks (see above)
 
-    me.bradley_terry(df.head(2000), ties="half", position_bias=False, n_resamples=0)  # start R (not timed)
-    t0 = time.perf_counter()
-    fit = me.bradley_terry(df, prompt="prompt", ties="half", position_bias=False, n_resamples=0, ranks=False)
-    t_fit = time.perf_counter() - t0
-    print(f"me.bradley_terry fit only ({fit.provenance['engine']}): {t_fit:.2f} s")
-    t0 = time.perf_counter()
-    fc_full = compute_mle_elo(df)
-    t_fc_fit = time.perf_counter() - t0
-    diff = (fit.table.set_index("model")["elo"] - fc_full).abs().max()
-    print(f"FastChat compute_mle_elo on the full data: {t_fc_fit:.2f} s; max |Elo difference| = {diff:.2e} "
-          "(L-BFGS stops at gtol 1e-6, sklearn's tol; the exact comparison is tests/test_bradley_terry.py)")
-
-    timings = {}
-    for label, ex in (("in-process", None), (f"{a.workers} worker processes", a.workers)):
-        t0 = time.perf_counter()
-        res = me.bradley_terry(df, prompt="prompt", ties="half", position_bias=False, n_resamples=a.n_resamples,
-                               random_state=0, executor=ex, ranks=False)
-        timings[label] = time.perf_counter() - t0
-        print(f"me.bradley_terry fit + {a.n_resamples}-replicate prompt bootstrap, {label}: {timings[label]:.1f} s")
-    _, t_base = fastchat_bootstrap(df, a.baseline_resamples)
-    per = t_base / a.baseline_resamples
-    extrapolated = per * a.n_resamples + t_fc_fit
-    print(f"FastChat's way (row bootstrap, compute_mle_elo per sample): {per:.2f} s per replicate, timed on "
-          f"{a.baseline_resamples} replicates and EXTRAPOLATED to {a.n_resamples}: {extrapolated:.0f} s")
-    for label, t in timings.items():
-        print(f"ratio FastChat's way / me.bradley_terry ({label}): {extrapolated / t:.1f}x")
-    width = (res.table["elo_conf_high"] - res.table["elo_conf_low"]).median()
-    print(f"median width of the 95% Elo intervals (prompt bootstrap): {width:.1f} Elo points")
+    me.bradley_terry(simulate(2000, 5, 100), ties="half", position_bias=False, n_resamples=0)  # start R (not timed)
+    if a.scale:
+        run_scale(me, t_scale, a)
+        return
+    for (n, k, p), t in zip(sizes, t_fc):
+        run_size(me, n, k, p, t, a)
 
 
 if __name__ == "__main__":

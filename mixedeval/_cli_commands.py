@@ -12,6 +12,7 @@ import argparse
 import glob
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -504,32 +505,64 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------- preferences
 def _battle_column(df: Any, name: str | None, default: str) -> str | None:
-    """The column to use: the one named on the command line, else ``default`` when the table has
-    it with values (read_battles writes prompt/judge/position even where a format lacks them)."""
-    if name:
-        return name
+    """The column to use: the one named on the command line ('' = none), else ``default`` when the
+    table has it with values (read_battles writes prompt/judge/position even where a format lacks them)."""
+    if name is not None:
+        return name or None
     return default if default in df.columns and df[default].notna().any() else None
+
+
+def _style_columns(df: Any, wanted: bool) -> list[str]:
+    if not wanted:
+        return []
+    from .data._battles import STYLE_FIELDS  # noqa: PLC0415 - the battle reader loads with its subcommand only
+
+    cols = [c for c in STYLE_FIELDS if c in df.columns]
+    if not cols:
+        raise DataError("--style: the battle file has no conv_metadata style fields (sum_assistant_a_tokens, "
+                        "header_count_a, ...; Chatbot Arena's clean_battle files with conv_metadata have them); "
+                        "name your own columns with --covariate")
+    return cols
+
+
+def _preference_tables(args: argparse.Namespace, res: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
+                           "ranks": res.ranks, "reference": res.reference, "intervals": res.interval_method,
+                           "warnings": [str(w) for w in res.warnings]}
+    if args.win_probabilities:
+        out["win_probabilities"] = res.win_probabilities
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def cmd_preferences(args: argparse.Namespace) -> int:
     """``mixedeval preferences BATTLES``: Bradley-Terry strengths from pairwise judgments."""
-    df = read_battles(args.battles, format=args.format)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = read_battles(args.battles, format=args.format, drop_failed=args.drop_failed, baseline=args.baseline,
+                          strong_weight=args.strong_weight)
+    for w in caught:
+        _progress(args, str(w.message))
     cols = {k: _battle_column(df, getattr(args, k), k) for k in ("prompt", "judge", "position")}
+    if args.position is None and "position" in df.columns:
+        cols["position"] = "position"  # all missing (AlpacaEval): the order is unknown, not "model_a first"
+    if args.no_judge:
+        cols["judge"] = None
+    covariates = list(args.covariate or []) + _style_columns(df, args.style)
     _progress(args, f"fitting the Bradley-Terry model to {len(df)} battles"
                     + (f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
-    res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=args.covariate,
+    res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=covariates or None,
                         anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
                         prompt_effect=args.prompt_effect, judge_effect=args.judge_effect,
                         n_resamples=args.n_resamples, resample_judges=args.resample_judges,
-                        random_state=args.random_state, executor=args.executor, **cols)
-    out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
-                           "ranks": res.ranks, "intervals": res.interval_method,
-                           "warnings": [str(w) for w in res.warnings]}
-    if args.win_probabilities:
-        out["win_probabilities"] = res.win_probabilities
-    out = {k: v for k, v in out.items() if v is not None}
+                        random_state=args.random_state, executor=args.executor,
+                        weight=False if args.weight == "" else args.weight, min_judge_battles=args.min_judge_battles,
+                        reference=args.reference, ranks=False if args.no_ranks else (True if args.ranks else None),
+                        letters={"auto": None, "yes": True, "no": False}[args.letters],
+                        progress=False if args.quiet else None, **cols)
+    out = _preference_tables(args, res)
     if args.report:
-        path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet,
+                      input_file=df.attrs.get("files") or args.battles)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)

@@ -307,17 +307,14 @@ def _pairwise(names: list[str], est: np.ndarray, se: np.ndarray, maxstat: np.nda
 
 def _rank_bounds(k: int, pw: pd.DataFrame, pos: dict[str, int], higher_is_better: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
-    better = np.zeros(k, dtype=np.int64)  # number of names significantly better than each
-    worse = np.zeros(k, dtype=np.int64)
-    for name_a, name_b, d, sig in pw[["name_a", "name_b", "estimate", "significant"]].itertuples(index=False):
-        if not sig:
-            continue
-        ia, ib = pos[name_a], pos[name_b]
-        a_better = (d > 0) == higher_is_better
-        win, lose = (ia, ib) if a_better else (ib, ia)
-        better[lose] += 1
-        worse[win] += 1
-    return 1 + better, k - worse
+    """1 + the number of names significantly better than each, and k - the number significantly
+    worse (vectorized over the pairs: 2 million pairs of 2,000 names in milliseconds)."""
+    sig = pw["significant"].to_numpy(dtype=bool)
+    ia = pw["name_a"].map(pos).to_numpy()[sig].astype(np.int64)
+    ib = pw["name_b"].map(pos).to_numpy()[sig].astype(np.int64)
+    a_better = (pw["estimate"].to_numpy()[sig] > 0) == higher_is_better
+    win, lose = np.where(a_better, ia, ib), np.where(a_better, ib, ia)
+    return 1 + np.bincount(lose, minlength=k), k - np.bincount(win, minlength=k)
 
 
 def _letters(names: list[str], est: np.ndarray, pw: pd.DataFrame, order: np.ndarray) -> dict[str, str]:
@@ -328,13 +325,13 @@ def _letters(names: list[str], est: np.ndarray, pw: pd.DataFrame, order: np.ndar
     return _cld.compact_letters(pw["significant"].to_numpy(), comps, lvl_order, [names[i] for i in order])
 
 
-def _tables(names, est, pw, rank_sim, level, higher_is_better):
+def _tables(names, est, pw, rank_sim, level, higher_is_better, with_letters=True):
     k = len(names)
     pos = {n: i for i, n in enumerate(names)}
     low, high = _rank_bounds(k, pw, pos, higher_is_better)
     rank = rank_matrix(est[:, None], higher_is_better)[:, 0]
     order = np.lexsort((np.arange(k), rank))
-    letters = _letters(names, est, pw, order)
+    letters = _letters(names, est, pw, order) if with_letters else dict.fromkeys(names)
     table = pd.DataFrame({"name": names, "estimate": est, "rank": rank, "rank_low": low, "rank_high": high,
                           "letters": [letters[n] for n in names]}).iloc[order].reset_index(drop=True)
     dist = pd.DataFrame({"name": names, **rank_columns(rank_matrix(rank_sim.T, higher_is_better), level)})
@@ -343,7 +340,7 @@ def _tables(names, est, pw, rank_sim, level, higher_is_better):
 
 def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level: float = 0.95,
                    higher_is_better: bool = True, method: str | None = None, random_state: Any = None,
-                   n_sim: int = 100_000) -> RankIntervals:
+                   n_sim: int = 100_000, letters: bool = True) -> RankIntervals:
     """Simultaneous rank intervals, rank distribution and compact letters for k estimates.
 
     Parameters
@@ -361,6 +358,8 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         ``"normal"`` with draws only uses the draws' covariance.
     random_state : seeds the joint-normal simulation (``method="normal"``).
     n_sim : draws from the joint normal (critical value and rank distribution).
+    letters : compute the compact letter display (False: the ``letters`` column is empty; the
+        insert-absorb algorithm takes about a minute at 200 names).
 
     Returns
     -------
@@ -393,6 +392,6 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
     maxstat = _null_max(method, Z, d_hat, se)
     crit = float(np.quantile(maxstat, level))
     pw = _pairwise(names, est, se, maxstat, crit, method, bool(higher_is_better))
-    table, dist = _tables(names, est, pw, rank_sim, level, bool(higher_is_better))
+    table, dist = _tables(names, est, pw, rank_sim, level, bool(higher_is_better), bool(letters))
     return RankIntervals(table=table, pairwise=pw, rank_distribution=dist, critical_value=crit, method=method,
                          level=level, higher_is_better=bool(higher_is_better), n_draws=int(Z.shape[0]))

@@ -162,11 +162,31 @@ def _add_preferences(sub: Any) -> None:
                                    "annotations, MT-Bench or Arena-Hard judgments) and print each model's strength "
                                    "and Elo rating with intervals from a bootstrap over prompts, each judge's "
                                    "position bias, and rank intervals with tie groups.")
-    g.add_argument("battles", help="battle file (.csv, .json, .jsonl, .parquet)")
+    g.add_argument("battles", help="battle file (.csv, .json, .jsonl, .parquet) or a folder of judgment files "
+                                   "(arena-hard-auto's model_judgment/<judge>/: one .jsonl per model)")
     g.add_argument("--format", default=None, choices=["arena", "alpacaeval", "mtbench", "arenahard"],
                    help="file format (default: recognised from the fields)")
+    g.add_argument("--drop-failed", action="store_true",
+                   help="leave out judgments the judge did not give (MT-Bench 'error', null Arena-Hard scores, null "
+                        "AlpacaEval preferences) instead of stopping")
+    g.add_argument("--baseline", help="the baseline model of Arena-Hard v0.1 judgments (their records name none: "
+                                      "the config's baseline_model, e.g. gpt-4-0314)")
+    g.add_argument("--strong-weight", type=float, default=3.0,
+                   help="weight of an Arena-Hard '>>' verdict (default 3, Arena-Hard's own scoring)")
     g.add_argument("--prompt", help="column naming the prompt (default: 'prompt' when the file has one)")
-    g.add_argument("--judge", help="column naming the judge (default: 'judge' when the file has one)")
+    g.add_argument("--judge", help="column naming the judge (default: 'judge' when the file has one; '' = no "
+                                   "judge column)")
+    g.add_argument("--no-judge", action="store_true", help="ignore the judge column (one set of judge parameters)")
+    g.add_argument("--min-judge-battles", type=float, default=50,
+                   help="judges with fewer battles share one set of judge parameters (default 50; 0: every judge "
+                        "its own)")
+    g.add_argument("--weight", help="column of battle weights (default: 'weight' when the file has one, as the "
+                                    "reader writes it; '' = every row counts once)")
+    g.add_argument("--style", action="store_true",
+                   help="style control: add the Chatbot Arena conv_metadata covariates (style_length, "
+                        "style_headers, style_lists, style_bold) that the file has")
+    g.add_argument("--reference", help="model at strength 0 (default: the benchmark's baseline when the file "
+                                       "names one, else the first model by name)")
     g.add_argument("--position", help="column saying which answer was shown first (a_first / b_first); default: "
                                       "'position' when the file has one, else model_a was shown first")
     g.add_argument("--ties", default="davidson", choices=["davidson", "half", "drop"],
@@ -190,6 +210,11 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--executor", type=int, default=None, metavar="N",
                    help="run the bootstrap on N local worker processes (the same numbers as in one process)")
     g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
+    g.add_argument("--no-ranks", action="store_true", help="skip the simultaneous rank intervals")
+    g.add_argument("--ranks", action="store_true", help="compute the rank intervals even beyond 500 models (skipped "
+                                                       "there by default: their cost grows with the pairs)")
+    g.add_argument("--letters", default="auto", choices=["auto", "yes", "no"],
+                   help="compact letter display of the rank intervals (auto: up to 100 models)")
     g.set_defaults(func=cmd_preferences)
 
 

@@ -41,8 +41,8 @@ def test_arena_table_in_every_file_type(tmp_path, suffix):
         pd.DataFrame(ARENA).to_parquet(path)
     df = me.read_battles(path)
     assert df.attrs["format"] == "arena"
-    assert list(df.columns[:10]) == ["model_a", "model_b", "winner", "prompt", "judge", "position", "game", "turn",
-                                     "source", "line"]
+    assert list(df.columns[:11]) == ["model_a", "model_b", "winner", "prompt", "judge", "position", "game", "turn",
+                                     "weight", "source", "line"]
     assert df["winner"].tolist() == ["model_a", "tie (bothbad)", "tie", "model_b"]
     assert df["prompt"].tolist() == ["q1", "q2", "q3", "q4"]
     assert df["judge"].tolist() == ["arena_user_1", "arena_user_2", "arena_user_1", "arena_user_3"]
@@ -73,10 +73,13 @@ def test_alpacaeval_annotations(tmp_path):
     path.write_text(json.dumps(recs, indent=2))
     df = me.read_battles(path)
     assert df.attrs["format"] == "alpacaeval"
-    assert df["winner"].tolist() == ["model_a", "model_b", "tie", "tie", "model_a", "model_b"]
+    # weighted preferences (1.23, 1.9) are kept as two weighted rows of the one record
+    assert df["winner"].tolist() == ["model_a", "model_b", "tie", "tie", "model_a", "model_b", "model_a", "model_b"]
+    assert df["weight"].round(12).tolist() == [1.0, 1.0, 1.0, 1.0, 0.77, 0.23, 0.1, 0.9]
+    assert df["line"].tolist() == [1, 2, 3, 4, 5, 5, 6, 6]
     assert (df["model_a"] == "gpt4_1106_preview").all() and (df["model_b"] == "my-model").all()
-    assert df["preference"].tolist() == [1.0, 2.0, 1.5, 0.0, 1.23, 1.9]
-    assert df["position"].iloc[:5].isna().all() and df["position"].iloc[5] == "b_first"
+    assert df["preference"].tolist() == [1.0, 2.0, 1.5, 0.0, 1.23, 1.23, 1.9, 1.9]
+    assert df["position"].iloc[:6].isna().all() and (df["position"].iloc[6:] == "b_first").all()
     assert (df["prompt"] == "Name three colours.").all()
     assert (df["judge"] == "weighted_alpaca_eval_gpt4_turbo").all()
 

@@ -175,6 +175,10 @@ def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
     return None, design_factors
 
 
+#: result kinds whose section describes their own data (no empty "Data design" section without data)
+_OWN_DESIGN = ("preferences",)
+
+
 def _primary_sources(obj: Any) -> list[Source]:
     """The sources whose severe warnings count for a result's own section and for the answer:
     the result without its checks' warnings, and its fit unless its model is a check."""
@@ -223,7 +227,9 @@ def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:
         sources["answer"] = answer[1]
     if response_type_warnings(ctx):
         sections.append(build("model_check", ctx))
-    sections.append(build("design", ctx))
+    battles_only = ctx.items and all(kind.id in _OWN_DESIGN for kind, _ in ctx.items)
+    if ctx.fit is not None or ctx.data is not None or not battles_only:
+        sections.append(build("design", ctx))  # battle results describe their own design (models, battles)
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):
             sections.append(build(sid, ctx))

@@ -125,15 +125,25 @@ class Section:
         if rows:
             self.blocks.append({"kind": "kv", "caption": caption, "pairs": rows})
 
-    def table(self, df: Any, caption: str | None = None, note: str | None = None, max_rows: int = MAX_ROWS) -> None:
-        """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut)."""
+    def table(self, df: Any, caption: str | None = None, note: str | None = None, max_rows: int = MAX_ROWS,
+              decimals: Any = None) -> None:
+        """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut).
+        ``decimals``: ``{column: n}`` prints those float columns with n decimals throughout (one
+        column, one number of decimals) instead of 5 significant digits."""
         if df is None:
             return
         df = drop_empty_columns(df)
         n = len(df)
         shown = df.head(max_rows) if n > max_rows else df
         cols = [str(c) for c in shown.columns]
-        rows = [[fmt_cell(v, c) for v, c in zip(rec, cols)] for rec in shown.itertuples(index=False, name=None)]
+        fixed = dict(decimals or {})
+
+        def cell(v: Any, c: str) -> str:
+            if c in fixed and isinstance(v, (float, np.floating)) and math.isfinite(v):
+                return f"{float(v):.{fixed[c]}f}"
+            return fmt_cell(v, c)
+
+        rows = [[cell(v, c) for v, c in zip(rec, cols)] for rec in shown.itertuples(index=False, name=None)]
         numeric = [_is_numeric(shown[c]) for c in shown.columns]
         if n > max_rows:
             cut = f"first {max_rows} of {n} rows shown"

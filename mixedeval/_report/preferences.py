@@ -34,6 +34,15 @@ def win_heatmap(matrix: Any, title: str = ""):
     return fig
 
 
+#: largest number of models drawn in the win-probability heatmap (beyond, the cells are unreadable)
+HEATMAP_MAX_MODELS = 60
+#: largest number of models in the Elo and rank-interval plots (one row per model)
+PLOT_MAX_MODELS = 150
+#: decimals of the preference tables' columns (one column, one number of decimals)
+DECIMALS = {"estimate": 3, "std_error": 3, "conf_low": 3, "conf_high": 3, "model_std_error": 3, "elo": 1,
+            "elo_conf_low": 1, "elo_conf_high": 1}
+
+
 def _headline(res: Any) -> str:
     tab = res.table
     best = tab.iloc[0]
@@ -50,8 +59,9 @@ def _judges(sec: Section, res: Any) -> None:
     j = res.judges
     if j is None:
         return
-    sec.table(j, "Judges: position_bias = log-odds that the answer shown first wins between equally strong models "
-                 "(0 = no bias); leniency = Davidson's log(nu), the judge's propensity to call a tie")
+    sec.table(j, decimals=DECIMALS,
+              caption="Judges: position_bias = log-odds that the answer shown first wins between equally strong "
+                      "models (0 = no bias); leniency = Davidson's log(nu), the judge's propensity to call a tie")
     pos = j[j["parameter"] == "position_bias"]
     if len(pos):
         fig = sec.guarded("position bias plot", interval_plot, list(pos["judge"]), pos["estimate"], pos["conf_low"],
@@ -65,9 +75,11 @@ def _ranks(sec: Section, res: Any) -> None:
     r = res.ranks
     if r is None or not len(r):
         return
-    sec.table(r, f"Simultaneous {res.level:.0%} rank intervals (all models at once; rank 1 = best); models sharing "
-                 "a letter cannot be told apart (tie groups)")
-    fig = sec.guarded("rank interval plot", rank_interval_plot, r, title="Rank intervals")
+    sec.table(r, decimals=DECIMALS,
+              caption=f"Simultaneous {res.level:.0%} rank intervals (all models at once; rank 1 = best); models "
+                      "sharing a letter cannot be told apart (tie groups)")
+    fig = None if len(r) > PLOT_MAX_MODELS else sec.guarded("rank interval plot", rank_interval_plot, r,
+                                                            title="Rank intervals")
     if fig is not None:
         sec.figure(fig, "Rank of each model with its simultaneous interval")
 
@@ -77,17 +89,22 @@ def preferences(sec: Section, res: Any, ctx: Any = None) -> None:
     sec.kv([(k, v if isinstance(v, (int, float, str)) else str(v)) for k, v in res._scalars()],  # noqa: SLF001
            caption="Settings and summary")
     tab = res.table
-    sec.table(tab, f"Strengths (log-odds, {res.reference} = 0) and Elo ratings ({res.anchor or 'mean'} = "
-                   f"{res.anchor_rating:g}); intervals: {res.interval_method}; model_std_error treats battles as "
-                   "independent")
-    fig = sec.guarded("Elo plot", interval_plot, list(tab["model"]), tab["elo"], tab["elo_conf_low"],
+    sec.table(tab, decimals=DECIMALS,
+              caption=f"Strengths (log-odds, {res.reference} = 0) and Elo ratings ({res.anchor or 'mean'} = "
+                      f"{res.anchor_rating:g}); intervals: {res.interval_method}; model_std_error treats battles as "
+                      "independent")
+    fig = None if len(tab) > PLOT_MAX_MODELS else sec.guarded("Elo plot", interval_plot, list(tab["model"]), tab["elo"],
+                                                              tab["elo_conf_low"],
                       tab["elo_conf_high"], xlabel="Elo rating", title="Elo ratings")
     if fig is not None:
         sec.figure(fig, f"Elo ratings with {res.level:.0%} intervals ({res.interval_method})")
     _judges(sec, res)
     if res.covariates is not None:
-        sec.table(res.covariates, "Style covariates: log-odds of winning per unit of the difference a - b")
-    fig = sec.guarded("win-probability heatmap", win_heatmap, res.win_matrix(), "P(row model preferred)")
+        sec.table(res.covariates, decimals=DECIMALS,
+                  caption="Style covariates: log-odds of winning per unit of the difference a - b")
+    fig = None
+    if res.n_models <= HEATMAP_MAX_MODELS:
+        fig = sec.guarded("win-probability heatmap", win_heatmap, res.win_matrix(), "P(row model preferred)")
     if fig is not None:
         sec.figure(fig, "Win probabilities plogis(s_row - s_column): positions balanced, ties aside")
     _ranks(sec, res)

@@ -36,8 +36,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 from scipy.sparse.csgraph import connected_components
 
+from .. import _resources as res
 from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
@@ -46,7 +48,9 @@ from . import _bt_numpy
 from ._bt_design import BTDesign
 
 #: largest design (cells x parameters) sent to R's glm; larger ones are fitted in numpy
-R_DESIGN_LIMIT = 20_000_000
+#: (R's glm QR-decomposes the dense design in every IRLS step: 29,000 cells x 300 parameters took 29 s
+#: on the busy test machine, the numpy Newton iteration on the sparse design 1 s)
+R_DESIGN_LIMIT = 2_000_000
 PROMPT_EFFECTS = (None, "random", "model")
 
 
@@ -114,19 +118,37 @@ def separation_warning(d: BTDesign) -> ResultWarning | None:
 
 
 def check_identified(d: BTDesign) -> None:
-    """DataError when a position effect or covariate cannot be separated from the strengths."""
+    """DataError when a position effect or covariate cannot be separated from the strengths.
+
+    The information at a balanced point (every cell's battles split equally) is scaled to a
+    correlation matrix; the parameters are not identified when its smallest eigenvalue is zero.
+    The strengths' block is the comparison graph's Laplacian without the reference, positive
+    definite once the graph is connected (checked before), so only the Schur complement of the
+    other parameters needs an eigen-decomposition (a Cholesky solve instead of a p x p ``eigh``:
+    2,000 models in a fraction of a second)."""
     counts = d.counts.copy()
     counts[:, :] = counts.sum(axis=1, keepdims=True) / 3.0  # information at a balanced point
     info = _bt_numpy._score_info(_bt_numpy._Ops(d), counts[None], np.zeros((1, d.n_params)), d.ties)[2][0]
     scale = np.sqrt(np.outer(np.diag(info), np.diag(info)))
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = np.where(scale > 0, info / scale, 0.0)
-    ev, vec = np.linalg.eigh(corr)
-    if ev[0] > 1e-9:
+    m = d.k - 1
+    if corr.shape[0] == m:
+        return
+    try:
+        chol = cho_factor(corr[:m, :m])
+    except np.linalg.LinAlgError:
+        ev, vec = np.linalg.eigh(corr)
+        low, direction = ev[0], vec[:, 0]
+    else:
+        schur = corr[m:, m:] - corr[m:, :m] @ cho_solve(chol, corr[:m, m:])
+        ev, vec = np.linalg.eigh(schur)
+        low, direction = ev[0], np.r_[np.zeros(m), vec[:, 0]]
+    if low > 1e-9:
         return
     names = d.param_names()
-    bad = [f"{k} {n!r}" for (k, n), v in zip(names, vec[:, 0]) if abs(v) > 1e-3 and k != "strength"]
-    raise DataError(f"the parameters {bad or [names[int(np.argmax(abs(vec[:, 0])))]]} cannot be separated from the "
+    bad = [f"{k} {n!r}" for (k, n), v in zip(names, direction) if abs(v) > 1e-3 and k != "strength"]
+    raise DataError(f"the parameters {bad or [names[int(np.argmax(abs(direction)))]]} cannot be separated from the "
                     "models' strengths (e.g. every model of a judge appears on one side only); pass "
                     "position_bias=False, drop that covariate, or include battles with the positions swapped")
 
@@ -238,11 +260,25 @@ def _fit_r_glmer(d: BTDesign, level: float, prompt: bool, judge: bool, models: b
                  extra=extra)
 
 
+def check_size(d: BTDesign) -> None:
+    """DataError before the fit when its dense matrices do not fit the memory limit: the cells x
+    (judge and covariate) columns of the linear predictor and the p x p information matrices of the
+    identification check and the Newton iteration (about 6 copies), e.g. 10,000 judges each with
+    its own position bias and leniency."""
+    p, extra = d.n_params, d.n_params - d.k + 1
+    need = 8.0 * (3 * len(d.a) * max(extra, 1) + 6 * p * p)
+    res.check_memory(need, "the Bradley-Terry fit's dense matrices",
+                     "pool the judges (a larger min_judge_battles), use judge_effect='random', or judge=None",
+                     detail=(f"{d.k} models, {len(d.judges)} judges, {len(d.cov_names)} covariates: {p} parameters, "
+                             f"{len(d.a)} cells"))
+
+
 def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge_random: bool = False) -> BTFit:
     """Check the design and fit it (see the module docstring); ``judge_random``: the judges'
     position bias as a random slope of ``first`` (the design then has no position columns)."""
     if prompt_effect not in PROMPT_EFFECTS:
         raise DataError(f"prompt_effect must be None, 'random' or 'model'; got {prompt_effect!r}")
+    check_size(d)
     check_connected(d)
     check_identified(d)
     sep = separation_warning(d)

@@ -22,16 +22,50 @@ zero there), and parameters without information are returned as NaN.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
 
 from ._bt_design import BTDesign
 
 MAX_ITER = 100
 TOL = 1e-10
 RIDGE = 1e-9
+
+
+_LIMIT_LOCK = threading.Lock()
+#: [depth, limiter, controller]: callers inside one_blas_thread, the limiter restoring the thread
+#: counts when the last one leaves, and the threadpoolctl controller (made once: it scans the
+#: process's libraries, milliseconds a call)
+_LIMIT: list = [0, None, None]
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS limited to one thread inside the block (threadpoolctl; nested and concurrent
+    callers share one limit, the last one out restores the count). The products and solves here
+    are small (p x p, p ~ models); OpenBLAS' threads spin-wait between them and, when another
+    process holds a core, spin against it: a 301 x 301 ``eigh`` took 0.64 s with two threads on the
+    busy two-core test machine and 0.046 s with one (issue 33)."""
+    with _LIMIT_LOCK:
+        if _LIMIT[0] == 0:
+            if _LIMIT[2] is None:
+                _LIMIT[2] = ThreadpoolController()
+            _LIMIT[1] = _LIMIT[2].limit(limits=1, user_api="blas")
+        _LIMIT[0] += 1
+    try:
+        yield
+    finally:
+        with _LIMIT_LOCK:
+            _LIMIT[0] -= 1
+            if _LIMIT[0] == 0:
+                limiter, _LIMIT[1] = _LIMIT[1], None
+                limiter.restore_original_limits()
 
 
 @dataclass(frozen=True)
@@ -96,24 +130,60 @@ def _gram(w: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
     return np.matmul(e1.T[None] * w[:, None, :], e2)
 
 
-def cell_terms(counts: np.ndarray, eta: np.ndarray, tau: np.ndarray | None, ties: str):
+class Counts:
+    """The per-cell sums a likelihood needs, contiguous (B, C) arrays made once per fit (the
+    (B, C, 3) count table's strided columns cost as much as the likelihood itself): Davidson
+    ``diff`` = a-wins - b-wins, ``nt`` ties, ``n`` all; binomial ``y`` (a-wins, + half the ties) and
+    ``n`` (decided battles, + ties)."""
+
+    def __init__(self, counts: np.ndarray | None, ties: str, parts: dict | None = None) -> None:
+        self.ties = ties
+        if parts is not None:
+            self.parts = parts
+            return
+        na, nb_, nt = (np.ascontiguousarray(counts[..., i]) for i in range(3))
+        if ties == "davidson":
+            self.parts = {"diff": na - nb_, "nt": nt, "n": na + nb_ + nt}
+        elif ties == "half":
+            self.parts = {"y": na + 0.5 * nt, "n": na + nb_ + nt}
+        else:
+            self.parts = {"y": na, "n": na + nb_}
+
+    def __getitem__(self, idx: object) -> Counts:
+        return Counts(None, self.ties, {k: v[idx] for k, v in self.parts.items()})
+
+    @property
+    def total(self) -> np.ndarray:
+        """Battles per replicate (B,)."""
+        return self.parts["n"].sum(axis=1)
+
+
+def cell_terms(counts: np.ndarray | Counts, eta: np.ndarray, tau: np.ndarray | None, ties: str):
     """Log-likelihood (B,), score of eta and tau per cell, and the information weights
-    (w_ee, w_et, w_tt) per cell; ``counts`` (B, C, 3)."""
-    na, nb_, nt = counts[..., 0], counts[..., 1], counts[..., 2]
+    (w_ee, w_et, w_tt) per cell; ``counts`` (B, C, 3) or their :class:`Counts`."""
+    c = counts.parts if isinstance(counts, Counts) else Counts(counts, ties).parts
+    n = c["n"]
     if ties != "davidson":
-        y, n = (na + 0.5 * nt, na + nb_ + nt) if ties == "half" else (na, na + nb_)
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        ll = (y * eta - n * np.logaddexp(0.0, eta)).sum(axis=1)
+        y = c["y"]
+        e = np.exp(-np.abs(eta))  # one exponential: mu and log(1 + exp(eta)) from exp(-|eta|)
+        inv = 1.0 / (1.0 + e)
+        mu = np.where(eta >= 0, inv, e * inv)
+        ll = (y * eta - n * (np.maximum(eta, 0.0) + np.log1p(e))).sum(axis=1)
         return ll, y - n * mu, None, n * mu * (1.0 - mu), None, None
-    n = na + nb_ + nt
+    diff, nt = c["diff"], c["nt"]
     half = 0.5 * eta
-    lse = np.logaddexp(np.logaddexp(half, -half), tau)
-    pa, pb, pt = np.exp(half - lse), np.exp(-half - lse), np.exp(tau - lse)
-    ll = ((na - nb_) * half + nt * tau - n * lse).sum(axis=1)
-    r_eta = 0.5 * (na - nb_) - 0.5 * n * (pa - pb)
+    # D = exp(h) + exp(-h) + exp(tau) = exp(|h|) S, S = 1 + exp(-2|h|) + exp(tau - |h|): two
+    # exponentials and one logarithm per cell, stable for any h
+    a = np.abs(half)
+    e2, et = np.exp(-2.0 * a), np.exp(np.minimum(tau - a, 700.0))
+    inv = 1.0 / (1.0 + e2 + et)
+    small, pt = e2 * inv, et * inv
+    d = np.where(half >= 0, inv - small, small - inv)  # pa - pb
+    ll = (diff * half + nt * tau - n * (a - np.log(inv))).sum(axis=1)
+    r_eta = 0.5 * (diff - n * d)
     r_tau = nt - n * pt
-    w_ee = 0.25 * n * ((pa + pb) - (pa - pb) ** 2)
-    w_et = -0.5 * n * (pa - pb) * pt
+    w_ee = 0.25 * n * ((inv + small) - d * d)
+    w_et = -0.5 * n * d * pt
     w_tt = n * pt * (1.0 - pt)
     return ll, r_eta, r_tau, w_ee, w_et, w_tt
 
@@ -157,30 +227,58 @@ def _solve(info: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.linalg.solve(a, g[..., None])[..., 0]
 
 
-def fit(d: BTDesign, counts: np.ndarray, theta0: np.ndarray | None = None, max_iter: int = MAX_ITER) -> NewtonFit:
-    """Maximum-likelihood fits of the count tables ``counts`` (B, cells, 3) under design ``d``."""
+def fit(d: BTDesign, counts: np.ndarray, theta0: np.ndarray | None = None, max_iter: int = MAX_ITER,
+        tol: float = TOL) -> NewtonFit:
+    """Maximum-likelihood fits of the count tables ``counts`` (B, cells, 3) under design ``d``.
+    Stops when the last Newton step moved no parameter by more than ``tol`` (the estimate is then
+    within about ``tol**2`` of the maximum: Newton converges quadratically), or by less than 1e-7
+    with the score below 1e-9 per battle."""
     ops = _Ops(d)
     nb, p = counts.shape[0], d.n_params
+    counts = Counts(counts, d.ties)
     theta = np.zeros((nb, p)) if theta0 is None else np.array(theta0, dtype=float, copy=True)
     ll, g, info = _score_info(ops, counts, theta, d.ties)
     active = np.ones(nb, dtype=bool)
-    scale = np.maximum(counts.sum(axis=(1, 2)), 1.0)
+    scale = np.maximum(counts.total, 1.0)
     it = 0
     for it in range(1, max_iter + 1):
-        idx = active.nonzero()[0]
+        every = bool(active.all())
+        idx = slice(None) if every else active.nonzero()[0]
+        c_idx = counts if every else counts[idx]
+        t_old = theta[idx]
         step = _solve(info[idx], g[idx])
-        t_new, ll_new = _halve(ops, counts[idx], theta[idx], step, ll[idx], d.ties)
-        moved = np.abs(t_new - theta[idx]).max(axis=1)
-        theta[idx] = t_new
-        l2, g2, i2 = _score_info(ops, counts[idx], t_new, d.ties)
-        ll[idx], g[idx], info[idx] = l2, g2, i2
-        done = (moved < TOL) | ((moved < 1e-7) & (np.abs(g2).max(axis=1) < 1e-9 * scale[idx]))
-        active[idx[done]] = False
+        t_new, (l2, g2, i2) = _step(ops, c_idx, t_old, step, ll[idx], d.ties)
+        moved = np.abs(t_new - t_old).max(axis=1)
+        theta[idx], ll[idx], g[idx], info[idx] = t_new, l2, g2, i2
+        done = (moved < tol) | ((moved < 1e-7) & (np.abs(g2).max(axis=1) < 1e-9 * scale[idx]))
+        if every:
+            active[done] = False
+        else:
+            active[idx[done]] = False
         if not active.any():
             break
     dead = np.einsum("bii->bi", info) <= 0
     theta[dead] = np.nan
     return NewtonFit(theta=theta, information=info, loglik=ll, converged=~active, iterations=it)
+
+
+def _ok(ll_new: np.ndarray, ll: np.ndarray) -> np.ndarray:
+    return ll_new >= ll - 1e-9 * np.maximum(1.0, np.abs(ll))
+
+
+def _step(ops: _Ops, counts: np.ndarray, theta: np.ndarray, step: np.ndarray, ll: np.ndarray, ties: str):
+    """theta + step with its log-likelihood, score and information (computed once); the
+    replicates whose log-likelihood decreased get the step halved (:func:`_halve`)."""
+    cand = theta + step
+    sc = _score_info(ops, counts, cand, ties)
+    bad = ~_ok(sc[0], ll)
+    if bad.any():
+        fixed, _ = _halve(ops, counts[bad], theta[bad], 0.5 * step[bad], ll[bad], ties)
+        cand[bad] = fixed
+        sub = _score_info(ops, counts[bad], fixed, ties)
+        for whole, part in zip(sc, sub):
+            whole[bad] = part
+    return cand, sc
 
 
 def _halve(ops: _Ops, counts: np.ndarray, theta: np.ndarray, step: np.ndarray, ll: np.ndarray, ties: str):
@@ -189,7 +287,7 @@ def _halve(ops: _Ops, counts: np.ndarray, theta: np.ndarray, step: np.ndarray, l
     for _ in range(40):
         cand = theta + lam[:, None] * step
         ll_new = _loglik(ops, counts, cand, ties)
-        bad = ~(ll_new >= ll - 1e-9 * np.maximum(1.0, np.abs(ll)))
+        bad = ~_ok(ll_new, ll)
         if not bad.any():
             return cand, ll_new
         lam[bad] *= 0.5

@@ -12,7 +12,8 @@ length: style control, the contextual Bradley-Terry of the Arena). Ties:
 
 * ``"davidson"`` (default): Davidson's (1970) model, P(tie) = nu / (exp(eta/2) + exp(-eta/2) + nu),
   one tie propensity ``log(nu)`` per judge (the judge's leniency: how readily it calls a tie);
-* ``"half"``: a tie counts as half a win for each side (FastChat's ``compute_mle_elo``);
+* ``"half"``: a tie counts as half a win for each side (FastChat's ``compute_elo_mle_with_tie`` in
+  ``elo_analysis.py``, ``compute_bt`` in ``rating_systems.py``; Arena-Hard v0.1's ``compute_mle_elo``);
 * ``"drop"``: ties are removed.
 
 Estimation: R's ``glm`` on the +1/-1 design for half / dropped ties, an exact Newton iteration for
@@ -32,7 +33,7 @@ unit, with a ``unit_rows`` warning). ``model_std_error`` is the likelihood's sta
 treats battles as independent. With ``n_resamples=0`` the intervals are Wald intervals from it.
 
 Elo scale. ``elo = anchor_rating + 400 / ln(10) * (s - center)``, ``center`` = the strength of
-``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_mle_elo``
+``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_elo_mle_with_tie``
 (fastchat/serve/monitor/elo_analysis.py: a logistic regression without intercept or penalty on
 the +-ln(10) design, ties as half wins, ``SCALE=400``, ``INIT_RATING=1000``; its minimum-norm
 solution is mean-centred; with ``mixtral-8x7b-instruct-v0.1`` present it is shifted so that model
@@ -40,20 +41,23 @@ rates 1114 -- ``anchor="mixtral-8x7b-instruct-v0.1", anchor_rating=1114``).
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_level
 from ..errors import DataError
 from ..inference._bradley_terry import BTFit, fit_bt
-from ..inference._bt_design import TIES, BTDesign, build_design
+from ..inference._bt_numpy import one_blas_thread
+from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
 from ._bt_answer import BTAnswer
 from ._bt_bootstrap import bt_bootstrap
@@ -138,23 +142,62 @@ class BradleyTerryResult(BTAnswer, _WorkflowResult):
                 ("reference", self.reference), ("elo", f"{self.anchor or 'mean'} = {self.anchor_rating:g}")]
 
 
-def _contrasts(d: BTDesign, anchor: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """Matrices (k x p) mapping the parameters to the strengths (reference 0) and to the Elo
-    centre-differences ``s - center``."""
-    k, p = d.k, d.n_params
-    lmat = np.zeros((k, p))
-    lmat[d.free, np.arange(k - 1)] = 1.0
-    center = lmat[d.models.index(anchor)] if anchor is not None else lmat.mean(axis=0)
-    return lmat, lmat - center[None]
-
-
-def _map(draws: np.ndarray | None, lmat: np.ndarray) -> np.ndarray | None:
-    """``draws @ lmat.T`` over the parameters ``lmat`` uses (NaN elsewhere, e.g. the position bias of
-    a judge left out of a replicate, does not leak into the strengths)."""
-    if draws is None:
+def _present(df: pd.DataFrame, name: str | None, model_a: str, model_b: str) -> str | None:
+    """``name`` when it is one of the table's models (the benchmark's baseline as the reference)."""
+    if name is None or model_a not in df.columns or model_b not in df.columns:
         return None
-    cols = np.flatnonzero(np.abs(lmat).sum(axis=0))
-    return draws[:, cols] @ lmat[:, cols].T
+    return name if (df[model_a].astype(str) == name).any() or (df[model_b].astype(str) == name).any() else None
+
+
+def _strengths(d: BTDesign, theta: np.ndarray | None) -> np.ndarray | None:
+    """Strengths (..., k), the reference at 0, from parameter vectors (..., p) (only the strength
+    parameters are read: a NaN elsewhere, e.g. the position bias of a judge left out of a
+    replicate, does not leak into them)."""
+    if theta is None:
+        return None
+    out = np.zeros(theta.shape[:-1] + (d.k,))
+    out[..., d.free] = theta[..., :d.k - 1]
+    return out
+
+
+def _strength_cov(d: BTDesign, vcov: np.ndarray) -> np.ndarray:
+    """Covariance (k, k) of the strengths (the reference's row and column 0)."""
+    v = np.zeros((d.k, d.k))
+    v[np.ix_(d.free, d.free)] = vcov[:d.k - 1, :d.k - 1]
+    return v
+
+
+def _centered(s: np.ndarray | None, center: int | None) -> np.ndarray | None:
+    """``s - center``: the anchor's strength, or the mean strength (the Elo scale's centre)."""
+    if s is None:
+        return None
+    return s - (s[..., [center]] if center is not None else s.mean(axis=-1, keepdims=True))
+
+
+def _centered_var(v: np.ndarray, center: int | None) -> np.ndarray:
+    """Variance of each ``s_i - center`` from the strengths' covariance ``v``."""
+    diag = np.diag(v)
+    if center is not None:
+        return diag + v[center, center] - 2.0 * v[:, center]
+    return diag - 2.0 * v.mean(axis=1) + v.mean()
+
+
+def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
+    """``np.nanquantile(draws, probs, axis=0)`` (linear interpolation, numpy's default) in one
+    vectorized sort: NaN sorts last, each column interpolates among its own finite values
+    (numpy's nanquantile loops over the columns in Python: 10,000 columns took a second)."""
+    srt = np.sort(draws, axis=0)
+    n_ok = (~np.isnan(draws)).sum(axis=0)
+    out = np.full((len(probs), draws.shape[1]), np.nan)
+    cols = np.arange(draws.shape[1])
+    for i, q in enumerate(probs):
+        pos = q * np.maximum(n_ok - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(n_ok - 1, 0))
+        frac = pos - lo
+        v = srt[lo, cols] + frac * (srt[hi, cols] - srt[lo, cols])
+        out[i] = np.where(n_ok > 0, v, np.nan)
+    return out
 
 
 def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
@@ -163,13 +206,15 @@ def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level
         z = stats.norm.ppf(0.5 + level / 2)
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(draws, [alpha, 1 - alpha], axis=0)
-    return np.nanstd(draws, axis=0, ddof=1), lo, hi
+    lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.nanstd(draws, axis=0, ddof=1) if np.isnan(draws).any() else draws.std(axis=0, ddof=1)
+    return sd, lo, hi
 
 
-def _wald_se(lmat: np.ndarray, vcov: np.ndarray) -> np.ndarray:
+def _se(var: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
-        return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", lmat, vcov, lmat), 0.0))
+        return np.sqrt(np.maximum(var, 0.0))
 
 
 def _battle_counts(d: BTDesign) -> pd.DataFrame:
@@ -184,11 +229,14 @@ def _battle_counts(d: BTDesign) -> pd.DataFrame:
 
 def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, anchor: str | None,
                     anchor_rating: float) -> pd.DataFrame:
-    lmat, emat = _contrasts(d, anchor)
-    est, elo_c = lmat @ fit.theta, emat @ fit.theta
-    se_model = _wald_se(lmat, fit.vcov)
-    se, lo, hi = _interval(est, se_model, _map(draws, lmat), level)
-    _, elo_lo, elo_hi = _interval(elo_c, _wald_se(emat, fit.vcov), _map(draws, emat), level)
+    center = d.models.index(anchor) if anchor is not None else None
+    est = _strengths(d, fit.theta)
+    elo_c = _centered(est, center)
+    v = _strength_cov(d, fit.vcov)
+    se_model = _se(np.diag(v))
+    s_draws = _strengths(d, draws)
+    se, lo, hi = _interval(est, se_model, s_draws, level)
+    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level)
     tab = pd.DataFrame({"model": list(d.models), "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi,
                         "model_std_error": se_model, "elo": anchor_rating + ELO_SCALE * elo_c,
                         "elo_conf_low": anchor_rating + ELO_SCALE * elo_lo,
@@ -197,15 +245,39 @@ def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
     return tab.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
+#: strength differences whose percentiles are computed at once (bounds the win table's memory)
+_PAIR_CHUNK_BYTES = 64 * 2**20
+
+
+def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray):
+    """Estimate and interval of s_i - s_j for the pairs (i, j), a chunk of pairs at a time."""
+    strengths = _strengths(d, draws)
+    est = _strengths(d, fit.theta)
+    v = _strength_cov(d, fit.vcov) if draws is None else None
+    diff = est[i] - est[j]
+    lo, hi = np.empty(len(i)), np.empty(len(i))
+    step = len(i) if strengths is None else max(1, int(_PAIR_CHUNK_BYTES // (16 * max(len(strengths), 1))))
+    for s0 in range(0, len(i), step):
+        a, b, sl = i[s0:s0 + step], j[s0:s0 + step], slice(s0, s0 + step)
+        if strengths is None:
+            se = _se(v[a, a] + v[b, b] - 2 * v[a, b])
+            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level)
+        else:
+            _, lo[sl], hi[sl] = _interval(diff[sl], None, strengths[:, a] - strengths[:, b], level)
+    return diff, lo, hi
+
+
 def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
-    lmat, _ = _contrasts(d, None)
-    i, j = np.nonzero(~np.eye(d.k, dtype=bool))
-    dmat = lmat[i] - lmat[j]
-    diff = dmat @ fit.theta
-    _, lo, hi = _interval(diff, _wald_se(dmat, fit.vcov), _map(draws, dmat), level)
-    logistic = stats.logistic.cdf
-    return pd.DataFrame({"model": [d.models[x] for x in i], "opponent": [d.models[x] for x in j],
-                         "estimate": logistic(diff), "conf_low": logistic(lo), "conf_high": logistic(hi)})
+    """P(model preferred to opponent) for every ordered pair; the pairs (j, i) mirror (i, j)."""
+    i, j = np.triu_indices(d.k, 1)
+    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j)
+    logistic = special.expit
+    names = np.asarray(d.models, dtype=object)
+    out = pd.DataFrame({"model": np.r_[names[i], names[j]], "opponent": np.r_[names[j], names[i]],
+                        "estimate": logistic(np.r_[diff, -diff]), "conf_low": logistic(np.r_[lo, -hi]),
+                        "conf_high": logistic(np.r_[hi, -lo])})
+    pos = np.r_[i * d.k + j, j * d.k + i]
+    return out.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
 def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str]):
@@ -252,17 +324,57 @@ def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: f
                          "conf_high": hi})
 
 
-def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, random_state: Any):
+#: largest number of models that gets compact letters by default (multcomp's insert-absorb grows
+#: fast: 62 s at 200 models)
+LETTERS_MAX_MODELS = 100
+#: pair-draw products of the joint-normal rank intervals (n_sim x pairs): n_sim is lowered to keep
+#: within it for many models (at least 1,000 draws; 10,000 at 200 models)
+_RANK_WORK = 2e8
+#: largest number of models whose rank intervals are computed by default (ranks=None): their cost
+#: grows with the pairs (k^2 / 2) times the draws
+RANKS_MAX_MODELS = 500
+
+
+def _without_ties(d: BTDesign) -> tuple[BTDesign, list[ResultWarning]]:
+    """Davidson's model of battles none of which is a tie: the tie propensity's maximum is nu = 0
+    (log nu = -inf, where Newton never arrives), and the model is then Bradley-Terry's -- fitted
+    as such (ties="drop" drops nothing here), said in a warning."""
+    if d.ties != "davidson" or d.counts[:, 2].sum() > 0:
+        return d, []
+    return dataclasses.replace(d, ties="drop"), [ResultWarning("no_ties", (
+        "no battle is a tie: Davidson's tie model reduces to the Bradley-Terry model (tie propensity nu = 0, "
+        "log(nu) = -inf), which is what is fitted; the judges have no leniency parameter"))]
+
+
+def _want_ranks(ranks: bool | None, k: int) -> bool:
+    return k <= RANKS_MAX_MODELS if ranks is None else bool(ranks)
+
+
+def _ranks_warning(ranks: bool, k: int) -> list[ResultWarning]:
+    if ranks or k <= RANKS_MAX_MODELS:
+        return []
+    return [ResultWarning("ranks_skipped", f"{k} models: the simultaneous rank intervals (over "
+                          f"{k * (k - 1) // 2:,} pairs) "
+                          f"are skipped by default beyond {RANKS_MAX_MODELS} models; pass ranks=True (--ranks) to "
+                          "compute them")]
+
+
+def _rank_n_sim(k: int) -> int:
+    pairs = k * (k - 1) / 2
+    return int(min(100_000, max(1_000, _RANK_WORK // max(pairs, 1))))
+
+
+def _ranks(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, random_state: Any, letters: bool):
     """Simultaneous rank intervals (:func:`mixedeval.rank_intervals`) from the bootstrap replicates
     of the strengths (replicates where a model had no battles left out), else from their joint
-    normal distribution (vcov)."""
-    lmat, _ = _contrasts(d, None)
-    est = pd.Series(lmat @ fit.theta, index=list(d.models))
+    normal distribution (vcov; fewer normal draws for many models, see :func:`_rank_n_sim`)."""
+    est = pd.Series(_strengths(d, fit.theta), index=list(d.models))
     if draws is not None:
-        sd = _map(draws, lmat)
+        sd = _strengths(d, draws)
         sd = sd[np.isfinite(sd).all(axis=1)]
-        return rank_intervals(est, draws=sd, level=level, random_state=random_state)
-    return rank_intervals(est, vcov=lmat @ fit.vcov @ lmat.T, level=level, random_state=random_state)
+        return rank_intervals(est, draws=sd, level=level, random_state=random_state, letters=letters)
+    return rank_intervals(est, vcov=_strength_cov(d, fit.vcov), level=level, random_state=random_state,
+                          n_sim=_rank_n_sim(d.k), letters=letters)
 
 
 def _design_warnings(d: BTDesign) -> list[ResultWarning]:
@@ -290,22 +402,70 @@ def _check_judge_effect(judge_effect: Any, judge: str | None, position_bias: boo
     return judge_effect == "random"
 
 
-def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any) -> tuple[float, int, float]:
+def _check_args(level: Any, n_resamples: Any, anchor_rating: Any, ties: Any, min_judge_battles: Any
+                ) -> tuple[float, int, float]:
     level = require_level(level)
     n = 0 if n_resamples in (0, None) else check_n_resamples(n_resamples, minimum=2)
     if ties not in TIES:
         raise DataError(f"ties must be one of {', '.join(map(repr, TIES))}; got {ties!r}")
     try:
         rating = float(anchor_rating)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DataError(f"anchor_rating must be a number (e.g. 1000), got {anchor_rating!r}") from None
+    if not np.isfinite(rating) or abs(rating) > 1e12:
+        raise DataError(f"anchor_rating must be a finite number (e.g. 1000: FastChat's initial rating), got "
+                        f"{anchor_rating!r}")
+    if isinstance(min_judge_battles, bool) or not isinstance(min_judge_battles, (int, float, np.integer, np.floating)) \
+            or not (min_judge_battles >= 0 and np.isfinite(min_judge_battles)):
+        raise DataError(f"min_judge_battles must be a number >= 0 (0: every judge gets its own parameters), got "
+                        f"{min_judge_battles!r}")
     return level, n, rating
 
 
-def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any):
+def _label(v: Any, what: str) -> str | None:
+    """A model name given as an argument (anchor, reference), as the design names models (str)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int, float, np.integer, np.floating)):
+        raise DataError(f"{what} must be a model name (a string), got {type(v).__name__} {str(v)[:40]}")
+    return str(v)
+
+
+def _weight_column(df: pd.DataFrame, weight: Any) -> str | None:
+    """``weight``: a column, False / "" (none), or None: the column "weight" when the table has one
+    (as read_battles writes it)."""
+    if weight is None:
+        return "weight" if "weight" in df.columns else None
+    if weight is False or weight == "":
+        return None
+    return weight
+
+
+def _judge_warnings(d: BTDesign, position_bias: bool, min_judge_battles: float) -> list[ResultWarning]:
+    out = []
+    if d.n_pooled:
+        out.append(ResultWarning("judges_pooled", (
+            f"{d.n_pooled} judge(s) with fewer than {min_judge_battles:g} battles share one set of judge parameters "
+            f"({POOLED_JUDGES!r}): too few battles to estimate a position bias"
+            f"{' and a leniency' if d.ties == 'davidson' else ''} "
+            "of their own; min_judge_battles=0 gives every judge its own (or judge_effect='random' shrinks them), "
+            "judge=None ignores the judges")))
+    if position_bias and not d.position_bias:
+        out.append(ResultWarning("position_unknown", "no battle records which answer the judge saw first (e.g. "
+                                 "AlpacaEval annotations without is_switched_outputs): the model has no position-bias "
+                                 "term, and a position bias of the judge, if any, is not corrected"))
+    elif d.position_bias and d.n_position < len(d.judges):
+        names = [d.judges[i] for i in np.flatnonzero(~d.position_judges)][:5]
+        out.append(ResultWarning("position_unknown", f"the order the answers were shown in is unknown for every "
+                                 f"battle of the judge(s) {names}: they have no position-bias term"))
+    return out
+
+
+def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any, progress: Any,
+               ranks: bool):
     """The replicates and the warnings about them."""
     draws, conv = bt_bootstrap(d, fit.theta, n_resamples=n, ss=ss, resample_judges=resample_judges,
-                               executor=executor)
+                               executor=executor, progress=progress, ranks=ranks)
     warns = []
     if (~conv).any():
         warns.append(ResultWarning("bootstrap_nonconverged", f"{int((~conv).sum())} of {n} bootstrap replicates did "
@@ -318,14 +478,28 @@ def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, 
     return draws, warns
 
 
+def _one_blas_thread(func: Any) -> Any:
+    """Run ``func`` with numpy's BLAS on one thread (:func:`mixedeval.inference._bt_numpy.one_blas_thread`)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_blas_thread
 def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
                   prompt: str | None = None, judge: str | None = None, position: str | None = None,
                   ties: str = "davidson",
                   position_bias: bool = True, covariates: Sequence[str] | None = None, anchor: str | None = None,
                   anchor_rating: float = 1000.0, prompt_effect: str | None = None, judge_effect: str = "fixed",
                   level: float = 0.95,
-                  n_resamples: int = 1000, resample_judges: bool = False, ranks: bool = True,
-                  random_state: Any = None, executor: Any = None) -> BradleyTerryResult:
+                  n_resamples: int = 1000, resample_judges: bool = False, ranks: bool | None = None,
+                  random_state: Any = None, executor: Any = None, weight: str | bool | None = None,
+                  min_judge_battles: float = 50, reference: str | None = None, letters: bool | None = None,
+                  progress: bool | None = None) -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
 
     battles : one row per judgment; ``model_a`` is the answer shown first, ``winner`` one of
@@ -344,21 +518,44 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     judge_effect : "fixed" (one position bias per judge) or "random" (glmer with
         first + (0 + first | judge): normal position biases around a mean; ties="drop").
     n_resamples : bootstrap replicates (0: Wald intervals).  resample_judges : resample judges too.
-    ranks : compute the simultaneous rank intervals (False skips them: their compact letter display
-        takes minutes beyond ~50 models).
+    ranks : compute the simultaneous rank intervals (None: up to :data:`RANKS_MAX_MODELS` models,
+        beyond that skipped with a ``ranks_skipped`` warning; True / False: always / never).
+    letters : the compact letter display of the rank intervals (None: up to
+        :data:`LETTERS_MAX_MODELS` models; multcomp's insert-absorb takes a minute at 200 models).
     random_state, executor : the draws' seed and where the replicates run (same numbers everywhere).
+    weight : column of battle weights (a battle counts ``weight`` times, its prompt's battles kept
+        together in the bootstrap); None: the column ``weight`` when the table has one (as
+        :func:`mixedeval.read_battles` writes it: Arena-Hard ``>>`` verdicts 3, AlpacaEval's weighted
+        preferences), False: every row counts once.
+    min_judge_battles : judges with fewer battles (total weight) than this share one set of judge
+        parameters ("(pooled judges)", a ``judges_pooled`` warning); 0: every judge its own.
+    reference : the model whose log-odds strength is 0 (None: ``anchor``, else the benchmark's
+        baseline when the table names one -- ``df.attrs["baseline"]`` as read_battles sets it for
+        Arena-Hard and AlpacaEval -- else the first model by name). Stored as ``result.reference``.
+    progress : show the bootstrap's progress bar (None: for long runs only).
     """
-    level, n, rating = _check_args(level, n_resamples, anchor_rating, ties)
+    level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
+    if ranks is not None and not isinstance(ranks, (bool, np.bool_)):
+        raise DataError(f"ranks must be None (automatic), True or False, got {ranks!r}")
+    anchor, reference = _label(anchor, "anchor"), _label(reference, "reference")
     ss = seed_sequence(random_state)
     if resample_judges and not judge:
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
     judge_random = _check_judge_effect(judge_effect, judge, position_bias)
+    baseline = df.attrs.get("baseline") if isinstance(df.attrs.get("baseline"), str) else None
     d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
-                     position_bias=position_bias and not judge_random, covariates=covariates, anchor=anchor,
-                     position=position)
+                     position_bias=position_bias and not judge_random, covariates=covariates,
+                     anchor=reference or anchor or _present(df, baseline, model_a, model_b), position=position,
+                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles,
+                     keep_first=bool(position_bias), canonical=prompt_effect != "random")
+    if anchor is not None and anchor not in d.models:
+        raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
+    ranks = _want_ranks(ranks, d.k)
+    d, tie_warn = _without_ties(d)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = list(fit.warnings) + _design_warnings(d)
+    warns = (list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
+             + _judge_warnings(d, position_bias and not judge_random, min_judge_battles))
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
         warns.append(ResultWarning("no_bootstrap", f"random effects: the intervals are glmer's Wald intervals (the "
@@ -367,10 +564,11 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         n = 0
     draws = None
     if n:
-        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor)
+        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks))
         warns += bw
     units = ("prompt", "judge") if resample_judges else (d.unit_label,)
-    rank_res = _ranks(d, fit, draws, level, random_state) if ranks else None
+    letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
+    rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
     return BradleyTerryResult(
@@ -385,5 +583,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               position_bias=bool(position_bias), prompt_effect=prompt_effect,
                               judge_effect=judge_effect, judge_sd=fit.extra.get("judge_sd"),
                               position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
-                              resample_units=list(units) if n else [], n_resamples=n),
+                              resample_units=list(units) if n else [], n_resamples=n,
+                              weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
+                              judges_pooled=d.n_pooled, letters=letters),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
