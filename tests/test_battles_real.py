@@ -175,6 +175,7 @@ def test_quiet_silences_the_bootstrap_progress(capsys, monkeypatch):
     import mixedeval.resampling._draws as dr
 
     monkeypatch.setattr(dr, "auto_progress", lambda progress, work: True if progress is None else bool(progress))
+    monkeypatch.setenv("MIXEDEVAL_PROGRESS", "always")  # a bar is drawn only on a terminal otherwise (_progress)
     code, _, err = _run(capsys, ARENA, "--n-resamples", "128", "--no-ranks")
     assert code == 0 and "Bradley-Terry bootstrap" in err  # the bar shows without --quiet (forced here)
     code, _, err = _run(capsys, ARENA, "--n-resamples", "128", "--no-ranks", "--quiet")
