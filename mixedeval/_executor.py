@@ -14,9 +14,18 @@ One parameter, ``executor``, on every function with such a loop:
 
 The numbers do not depend on the executor or on the number of workers: every task receives its
 own seed derived from its index (never from the order in which workers finish), results are put
-back in task order, and tasks run numpy's BLAS with the caller's thread count (threadpoolctl),
-on which OpenBLAS' last bits depend. (Machines with other CPUs may still differ in the last bits,
-as any two runs on them would.) Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
+back in task order, and the resampling loops run their products with one BLAS thread wherever they
+run (:func:`one_blas_thread`; OpenBLAS' last bits depend on the thread count: measured here, a
+10 x 5,000 x 64 product differs between one and two threads). (Machines with other CPUs may still
+differ in the last bits, as any two runs on them would.)
+
+BLAS threads (issue 33): each worker process runs its tasks with ONE BLAS thread (threadpoolctl):
+n workers each spinning up one OpenBLAS thread per core would put n x cores busy threads on the
+machine's cores; a worker is the unit of parallelism. In the calling process, the resampling
+loops' count-matrix products (small: bounded by :data:`mixedeval.resampling._draws.CHUNK_BYTES`)
+also run with one thread: OpenBLAS' threads spin-wait between products, and when another process
+holds a core they spin against it (10 systems x 5,000 items x 1,000 resamples: 0.7-1.9 s with two
+threads on a busy two-core machine, 0.15 s with one; ``benchmarks/bench_bootstrap.py``). Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
 message) are raised in the caller. Progress bars (tqdm) count finished tasks with every executor.
 
 When things go wrong (issue 26; :mod:`mixedeval._pool`): a call with worker processes that stops
@@ -30,6 +39,7 @@ refused.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import numbers
 import concurrent.futures as cf
 import os
@@ -86,10 +96,40 @@ def _controller() -> ThreadpoolController:
     return _CONTROLLER[1]
 
 
+_ONE_THREAD_LOCK = threading.Lock()
+#: [depth, limiter]: how many callers (threads of this process) are inside one_blas_thread, and the
+#: threadpoolctl limiter that restores the original thread counts when the last one leaves
+_ONE_THREAD_STATE: list[Any] = [0, None]
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """Run the block with numpy's BLAS (OpenBLAS) limited to one thread, then restore the
+    original count. The limit is process-wide (OpenBLAS has one thread count per process), so
+    concurrent callers in several Python threads share it: the first one in sets it, the last one
+    out restores it (nesting works too). About 3 microseconds."""
+    with _ONE_THREAD_LOCK:
+        if _ONE_THREAD_STATE[0] == 0:
+            _ONE_THREAD_STATE[1] = _controller().limit(limits=1, user_api="blas")
+        _ONE_THREAD_STATE[0] += 1
+    try:
+        yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            _ONE_THREAD_STATE[0] -= 1
+            if _ONE_THREAD_STATE[0] == 0:
+                limiter, _ONE_THREAD_STATE[1] = _ONE_THREAD_STATE[1], None
+                limiter.restore_original_limits()
+
+
+#: BLAS threads of a task in a worker process (module docstring, "BLAS threads")
+WORKER_BLAS_THREADS = 1
+
+
 def _call(fn: Callable[..., Any], args: tuple, shared: Any, threads: int | None = None) -> Any:
-    """Run one task in a worker with the caller's BLAS thread count: OpenBLAS splits a product
-    differently with another count, which moves last bits (Dask's nannies start workers with
-    OPENBLAS_NUM_THREADS=1, and worker processes inherit that once a LocalCluster exists)."""
+    """Run one task in a worker with ``threads`` BLAS threads (:data:`WORKER_BLAS_THREADS`):
+    one per worker, so that n workers do not each start one OpenBLAS thread per core (Dask's
+    nannies start workers with OPENBLAS_NUM_THREADS=1 for the same reason)."""
     if threads is None:
         return fn(*args) if shared is None else fn(*args, shared_value(shared))
     with _controller().limit(limits=threads, user_api="blas"):
@@ -142,7 +182,7 @@ class _ProcessRunner(Runner):
         try:
             blob = None if shared is None else _pool.SharedBlob(shared)
             token = None if blob is None else blob.token()
-            threads = blas_threads()
+            threads = WORKER_BLAS_THREADS if blas_threads() is not None else None
             for i, args in enumerate(tasks):
                 futures[pool.submit(_call, fn, tuple(args), token, threads)] = i
             # fn and args go through pickle: module-level functions and plain values; closures
@@ -177,7 +217,7 @@ class _DaskRunner(Runner):
         futures = {}
         try:
             scattered = None if shared is None else client.scatter(shared, broadcast=True, hash=False)
-            threads = blas_threads()
+            threads = WORKER_BLAS_THREADS if blas_threads() is not None else None
             for i, args in enumerate(tasks):
                 fut = client.submit(_call, fn, tuple(args), scattered, threads, key=f"mixedeval-{call_id}-{i}",
                                     pure=False, retries=0)
