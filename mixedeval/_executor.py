@@ -43,6 +43,7 @@ import contextlib
 import numbers
 import concurrent.futures as cf
 import os
+import shutil
 import sys
 import threading
 import uuid
@@ -63,6 +64,8 @@ EXECUTOR_DOC = ("executor : where the loop runs: None (this process), an int or 
                 "executor")
 
 _POOLS: dict[int, _pool.Pool] = {}
+#: pools of calls that found the kept pool busy with another thread's call (see _ProcessRunner._live_pool)
+_EXTRA_POOLS: set[_pool.Pool] = set()
 _POOLS_LOCK = threading.Lock()
 #: this process's threadpoolctl controller (see _controller)
 _CONTROLLER: tuple[bool, ThreadpoolController] | None = None
@@ -154,6 +157,11 @@ class Runner:
         return out
 
 
+def _usable(pool: _pool.Pool) -> bool:
+    """Neither broken (a worker died) nor shut down (killed after a failed call)."""
+    return not (getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False))
+
+
 class _ProcessRunner(Runner):
     name = "processes"
 
@@ -161,14 +169,36 @@ class _ProcessRunner(Runner):
         self.n_workers = n_workers
 
     def _live_pool(self) -> _pool.Pool:
+        """The pool of this call. One call at a time uses a pool: the kept pool of ``n_workers``
+        when it is idle, else (another thread's call runs on it) a pool of this call's own, so
+        that a call stopped by its task's error, which kills its pool, never takes another
+        call's workers with it (issue 33)."""
         with _POOLS_LOCK:
             pool = _POOLS.get(self.n_workers)
-            if pool is None or getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False):
+            if pool is not None and pool.calls > 0:  # busy with another thread's call
+                pool = _pool.Pool(self.n_workers)
+                _EXTRA_POOLS.add(pool)
+            elif pool is None or not _usable(pool):
                 if pool is not None:  # broken while idle (a worker killed between calls)
                     pool.kill()
                 pool = _pool.Pool(self.n_workers)
                 _POOLS[self.n_workers] = pool
+            pool.calls += 1
             return pool
+
+    def _release(self, pool: _pool.Pool) -> None:
+        """After a call: the kept pool stays for the next call; a call's own pool becomes the kept
+        one when there is none, else it is shut down (its workers exit when idle)."""
+        with _POOLS_LOCK:
+            pool.calls -= 1
+            if pool not in _EXTRA_POOLS:
+                return
+            _EXTRA_POOLS.discard(pool)
+            if pool.calls == 0 and self.n_workers not in _POOLS and _usable(pool):
+                _POOLS[self.n_workers] = pool
+                return
+        pool.shutdown(wait=False)
+        shutil.rmtree(pool.tmpdir, ignore_errors=True)
 
     def _discard(self, pool: _pool.Pool) -> None:
         with _POOLS_LOCK:
@@ -178,7 +208,14 @@ class _ProcessRunner(Runner):
 
     def map(self, fn, tasks, *, shared=None, progress=False, desc=""):
         _pool.refuse_in_bootstrapping_child()
-        blob, pool, futures = None, self._live_pool(), {}
+        pool = self._live_pool()
+        try:
+            return self._run(pool, fn, tasks, shared, progress, desc)
+        finally:
+            self._release(pool)
+
+    def _run(self, pool, fn, tasks, shared, progress, desc):
+        blob, futures = None, {}
         try:
             blob = None if shared is None else _pool.SharedBlob(shared)
             token = None if blob is None else blob.token()
@@ -330,6 +367,7 @@ def resolve_executor(executor: Any) -> Runner:
 @atexit.register
 def _shutdown_pools() -> None:
     """At exit: idle pools stop; a pool still running tasks (a caller thread abandoned) is killed."""
-    for pool in list(_POOLS.values()):
+    for pool in [*_POOLS.values(), *_EXTRA_POOLS]:
         pool.kill()
     _POOLS.clear()
+    _EXTRA_POOLS.clear()
