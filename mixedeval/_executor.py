@@ -51,6 +51,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import threadpoolctl
 from threadpoolctl import ThreadpoolController, threadpool_info
 from tqdm.auto import tqdm
 
@@ -113,7 +114,9 @@ def one_blas_thread():
     out restores it (nesting works too). About 3 microseconds."""
     with _ONE_THREAD_LOCK:
         if _ONE_THREAD_STATE[0] == 0:
+            _release_blas_control()
             _ONE_THREAD_STATE[1] = _controller().limit(limits=1, user_api="blas")
+            _release_blas_control()
         _ONE_THREAD_STATE[0] += 1
     try:
         yield
@@ -122,7 +125,21 @@ def one_blas_thread():
             _ONE_THREAD_STATE[0] -= 1
             if _ONE_THREAD_STATE[0] == 0:
                 limiter, _ONE_THREAD_STATE[1] = _ONE_THREAD_STATE[1], None
+                _release_blas_control()
                 limiter.restore_original_limits()
+                _release_blas_control()
+
+
+def _release_blas_control() -> None:
+    """threadpoolctl >= 3.6 lets one Python thread at a time "control" OpenBLAS (a set from
+    another thread is silently ignored) and hands control back only when a limiter used as a
+    context manager exits in that thread. one_blas_thread sets and restores under its own lock,
+    possibly from two different threads (first in, last out), so it releases the control before
+    and after each change (public ``clear_controlling_thread(force=True)``; absent in older
+    versions, where every set applies)."""
+    clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
 
 
 #: BLAS threads of a task in a worker process (module docstring, "BLAS threads")
