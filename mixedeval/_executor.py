@@ -25,8 +25,10 @@ machine's cores; a worker is the unit of parallelism. In the calling process, th
 loops' count-matrix products (small: bounded by :data:`mixedeval.resampling._draws.CHUNK_BYTES`)
 also run with one thread: OpenBLAS' threads spin-wait between products, and when another process
 holds a core they spin against it (10 systems x 5,000 items x 1,000 resamples: 0.7-1.9 s with two
-threads on a busy two-core machine, 0.15 s with one; ``benchmarks/bench_bootstrap.py``). Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
-message) are raised in the caller. Progress bars (tqdm) count finished tasks with every executor.
+threads on a busy two-core machine, 0.05-0.15 s with one; ``benchmarks/bench_bootstrap.py``).
+
+Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's message) are raised in the
+caller. Progress bars (tqdm) count finished tasks with every executor.
 
 When things go wrong (issue 26; :mod:`mixedeval._pool`): a call with worker processes that stops
 before all its tasks are done (Ctrl-C, a task's error, a dead worker) kills its pool, so nothing
