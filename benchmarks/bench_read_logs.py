@@ -10,7 +10,13 @@ from a Parquet long table (``format="table"``). With ``--inspect N`` it also wri
 AI ``.eval`` log of N samples with inspect_ai's own writer and reads it (inspect_ai's reader
 builds a pydantic object per sample, the bulk of the time; N = 10,000 keeps it to minutes).
 
-    .venv/bin/python benchmarks/bench_read_logs.py [--inspect 10000]
+Schema validation (issue 33): every JSON line is checked against the format's declared shape
+(``mixedeval/data/_logs_schema.py``). The same read is timed, interleaved, with the validation as
+it runs (a compiled predicate per shape; the path-building ``first_error`` only for a rejected
+value), with ``first_error`` on every line (how it ran when reading became 1.84x slower), and with
+no validation at all; the ratios to the last say what the validation costs (goal <= 1.10x).
+
+    .venv/bin/python benchmarks/bench_read_logs.py [--inspect 10000] [--validation-only]
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import mixedeval as me
+from mixedeval.data import _logs_json, _logs_schema
 
 MODELS, TASKS, DOCS = 2, 5, 10_000
 
@@ -97,11 +104,43 @@ def bench_inspect(tmp: Path, n: int) -> None:
           f"alone: {t_inspect:.2f} s ({t_inspect / secs:.0%} of it)")
 
 
+def validation_cost(root: Path, repeats: int = 3) -> None:
+    """read_eval_logs with the validation as it runs, with first_error on every value (the old
+    path) and without validation, interleaved; best of ``repeats`` each."""
+    real_validate, real_predicate = _logs_json.validate, _logs_schema._predicate  # noqa: SLF001
+    variants = {"compiled predicates (as it runs)": (real_validate, real_predicate),
+                "first_error on every line (before)": (real_validate, lambda spec: lambda value: False),
+                "no validation": (lambda value, *a, **k: value, real_predicate)}
+    best = dict.fromkeys(variants, np.inf)
+    try:
+        for _ in range(repeats):
+            for name, (val, pred) in variants.items():
+                _logs_json.validate, _logs_schema._predicate = val, pred  # noqa: SLF001
+                t = time.perf_counter()
+                me.read_eval_logs(root)
+                best[name] = min(best[name], time.perf_counter() - t)
+    finally:
+        _logs_json.validate, _logs_schema._predicate = real_validate, real_predicate  # noqa: SLF001
+    base = best["no validation"]
+    print(f"  schema validation, the same read interleaved (best of {repeats}):")
+    for name, secs in best.items():
+        print(f"    {name:38s} {secs:.2f} s  ({secs / base:.2f}x the read without validation)")
+    print(f"  validation cost now: {best['compiled predicates (as it runs)'] / base:.2f}x (goal <= 1.10x; "
+          f"first_error on every line: {best['first_error on every line (before)'] / base:.2f}x)")
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     if "--inspect-only" in sys.argv:
         with tempfile.TemporaryDirectory() as tmp:
             bench_inspect(Path(tmp), int(sys.argv[sys.argv.index("--inspect-only") + 1]))
+        return
+    if "--validation-only" in sys.argv:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "out"
+            n = write_lm_eval(root, rng)
+            print(f"lm-eval --log_samples: {n:,} samples in {MODELS * TASKS} files")
+            validation_cost(root)
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "out"
@@ -120,6 +159,7 @@ def main() -> None:
         print(f"  floor (json.loads of the same lines, nothing else): {floor:.2f} s; read_eval_logs / floor = "
               f"{secs / floor:.2f}")
         print(f"  the same scores from a Parquet long table: {secs_pq:.2f} s, {rows / secs_pq:,.0f} rows/s")
+        validation_cost(root)
         if "--inspect" in sys.argv:
             bench_inspect(Path(tmp), int(sys.argv[sys.argv.index("--inspect") + 1]))
 

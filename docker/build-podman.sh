@@ -21,6 +21,9 @@
 # (podman's default nproc=32768 can exceed what a nested container may set). Builds on one machine
 # take turns (a lock in the cache directory), and each builds from a snapshot of the repository
 # taken at its start (without .git, .venv and caches), so edits made during a build do not mix.
+# The base image's rootfs is debootstrapped into a directory named for the run
+# (rootfs-<key>.<pid>.<random>.tmp) and published as rootfs-<key>.tar by an atomic rename, so two
+# runs never share a half-built rootfs even without the lock; the second run reuses the tarball.
 # Environment: MIXEDEVAL_DEBIAN_MIRROR (default http://deb.debian.org/debian), MIXEDEVAL_IMAGE_CACHE,
 # MIXEDEVAL_PYTHON (the image's Python for the wheelhouse; default /usr/bin/python3, i.e. bookworm's).
 # The podman flags for `podman run` are printed at the end (PODMAN_RUN=...).
@@ -97,18 +100,32 @@ if [ "$have" = "$KEY" ]; then
 else
   mkdir -p "$CACHE"
   tarball="$CACHE/rootfs-$KEY.tar"
-  if [ ! -s "$tarball" ]; then
-    rootfs="$CACHE/rootfs-$KEY.tmp"
-    rm -rf "$rootfs"
-    say "debootstrap --variant=$VARIANT $SUITE from $MIRROR"
-    log="$CACHE/debootstrap.log"
+  if [ -s "$tarball" ]; then
+    say "rootfs $KEY: cached ($tarball)"
+  else
+    # per-run names (this run's pid and a random suffix): even a run that got past the lock (another
+    # cache path to the same directory, a lock on a filesystem without flock) never debootstraps
+    # into, or tars from, another run's directory; the finished tarball appears by an atomic mv
+    # directories of runs that were killed (SIGKILL skips the trap): rootfs-<key>.<pid>.<random>.tmp
+    # whose pid is gone (and the unnamed rootfs-<key>.tmp of older versions of this script)
+    for stale in "$CACHE"/rootfs-*.tmp; do
+      [ -e "$stale" ] || continue
+      pid=$(basename "$stale" | awk -F. 'NF >= 4 { print $(NF - 2) }')
+      if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then rm -rf "$stale" "$stale.tar.part" "$stale.log"; fi
+    done
+    rootfs=$(mktemp -d --suffix=.tmp "$CACHE/rootfs-$KEY.$$.XXXXXX")
+    trap 'rm -rf "$rootfs" "$rootfs.tar.part"' EXIT
+    say "debootstrap --variant=$VARIANT $SUITE from $MIRROR (into $rootfs)"
+    log="$rootfs.log"
     debootstrap --variant="$VARIANT" "$SUITE" "$rootfs" "$MIRROR" >"$log" 2>&1 \
       || { tail -n 30 "$log" >&2; die "debootstrap failed (full log: $log)"; }
     rm -f "$rootfs/etc/apt/sources.list"
     printf '%s\n' "$SOURCES" > "$rootfs/etc/apt/sources.list.d/debian.sources"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar --numeric-owner -C "$rootfs" -cf "$tarball.part" . && mv "$tarball.part" "$tarball"
+    tar --numeric-owner -C "$rootfs" -cf "$rootfs.tar.part" . && mv "$rootfs.tar.part" "$tarball"
+    mv "$log" "$CACHE/debootstrap.log"
     rm -rf "$rootfs"
+    trap - EXIT
   fi
   say "podman import $tarball as $BASE"
   podman import --change "LABEL org.mixedeval.rootfs=$KEY" "$tarball" "$BASE" >/dev/null

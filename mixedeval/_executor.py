@@ -14,10 +14,21 @@ One parameter, ``executor``, on every function with such a loop:
 
 The numbers do not depend on the executor or on the number of workers: every task receives its
 own seed derived from its index (never from the order in which workers finish), results are put
-back in task order, and tasks run numpy's BLAS with the caller's thread count (threadpoolctl),
-on which OpenBLAS' last bits depend. (Machines with other CPUs may still differ in the last bits,
-as any two runs on them would.) Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's
-message) are raised in the caller. Progress bars (tqdm) count finished tasks with every executor.
+back in task order, and the resampling loops run their products with one BLAS thread wherever they
+run (:func:`one_blas_thread`; OpenBLAS' last bits depend on the thread count: measured here, a
+10 x 5,000 x 64 product differs between one and two threads). (Machines with other CPUs may still
+differ in the last bits, as any two runs on them would.)
+
+BLAS threads (issue 33): each worker process runs its tasks with ONE BLAS thread (threadpoolctl):
+n workers each spinning up one OpenBLAS thread per core would put n x cores busy threads on the
+machine's cores; a worker is the unit of parallelism. In the calling process, the resampling
+loops' count-matrix products (small: bounded by :data:`mixedeval.resampling._draws.CHUNK_BYTES`)
+also run with one thread: OpenBLAS' threads spin-wait between products, and when another process
+holds a core they spin against it (10 systems x 5,000 items x 1,000 resamples: 0.7-1.9 s with two
+threads on a busy two-core machine, 0.05-0.15 s with one; ``benchmarks/bench_bootstrap.py``).
+
+Exceptions raised in a task (e.g. :class:`mixedeval.RError` with R's message) are raised in the
+caller. Progress bars (tqdm) count finished tasks with every executor.
 
 When things go wrong (issue 26; :mod:`mixedeval._pool`): a call with worker processes that stops
 before all its tasks are done (Ctrl-C, a task's error, a dead worker) kills its pool, so nothing
@@ -30,9 +41,11 @@ refused.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import numbers
 import concurrent.futures as cf
 import os
+import shutil
 import sys
 import threading
 import uuid
@@ -40,6 +53,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import threadpoolctl
 from threadpoolctl import ThreadpoolController, threadpool_info
 from tqdm.auto import tqdm
 
@@ -54,6 +68,8 @@ EXECUTOR_DOC = ("executor : where the loop runs: None (this process), an int or 
                 "executor")
 
 _POOLS: dict[int, _pool.Pool] = {}
+#: pools of calls that found the kept pool busy with another thread's call (see _ProcessRunner._live_pool)
+_EXTRA_POOLS: set[_pool.Pool] = set()
 _POOLS_LOCK = threading.Lock()
 #: this process's threadpoolctl controller (see _controller)
 _CONTROLLER: tuple[bool, ThreadpoolController] | None = None
@@ -87,10 +103,56 @@ def _controller() -> ThreadpoolController:
     return _CONTROLLER[1]
 
 
+_ONE_THREAD_LOCK = threading.Lock()
+#: [depth, limiter]: how many callers (threads of this process) are inside one_blas_thread, and the
+#: threadpoolctl limiter that restores the original thread counts when the last one leaves
+_ONE_THREAD_STATE: list[Any] = [0, None]
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """Run the block with numpy's BLAS (OpenBLAS) limited to one thread, then restore the
+    original count. The limit is process-wide (OpenBLAS has one thread count per process), so
+    concurrent callers in several Python threads share it: the first one in sets it, the last one
+    out restores it (nesting works too). About 3 microseconds."""
+    with _ONE_THREAD_LOCK:
+        if _ONE_THREAD_STATE[0] == 0:
+            _release_blas_control()
+            _ONE_THREAD_STATE[1] = _controller().limit(limits=1, user_api="blas")
+            _release_blas_control()
+        _ONE_THREAD_STATE[0] += 1
+    try:
+        yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            _ONE_THREAD_STATE[0] -= 1
+            if _ONE_THREAD_STATE[0] == 0:
+                limiter, _ONE_THREAD_STATE[1] = _ONE_THREAD_STATE[1], None
+                _release_blas_control()
+                limiter.restore_original_limits()
+                _release_blas_control()
+
+
+def _release_blas_control() -> None:
+    """threadpoolctl >= 3.6 lets one Python thread at a time "control" OpenBLAS (a set from
+    another thread is silently ignored) and hands control back only when a limiter used as a
+    context manager exits in that thread. one_blas_thread sets and restores under its own lock,
+    possibly from two different threads (first in, last out), so it releases the control before
+    and after each change (public ``clear_controlling_thread(force=True)``; absent in older
+    versions, where every set applies)."""
+    clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+
+
+#: BLAS threads of a task in a worker process (module docstring, "BLAS threads")
+WORKER_BLAS_THREADS = 1
+
+
 def _call(fn: Callable[..., Any], args: tuple, shared: Any, threads: int | None = None) -> Any:
-    """Run one task in a worker with the caller's BLAS thread count: OpenBLAS splits a product
-    differently with another count, which moves last bits (Dask's nannies start workers with
-    OPENBLAS_NUM_THREADS=1, and worker processes inherit that once a LocalCluster exists)."""
+    """Run one task in a worker with ``threads`` BLAS threads (:data:`WORKER_BLAS_THREADS`):
+    one per worker, so that n workers do not each start one OpenBLAS thread per core (Dask's
+    nannies start workers with OPENBLAS_NUM_THREADS=1 for the same reason)."""
     if threads is None:
         return fn(*args) if shared is None else fn(*args, shared_value(shared))
     with _controller().limit(limits=threads, user_api="blas"):
@@ -115,6 +177,11 @@ class Runner:
         return out
 
 
+def _usable(pool: _pool.Pool) -> bool:
+    """Neither broken (a worker died) nor shut down (killed after a failed call)."""
+    return not (getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False))
+
+
 class _ProcessRunner(Runner):
     name = "processes"
 
@@ -122,14 +189,36 @@ class _ProcessRunner(Runner):
         self.n_workers = n_workers
 
     def _live_pool(self) -> _pool.Pool:
+        """The pool of this call. One call at a time uses a pool: the kept pool of ``n_workers``
+        when it is idle, else (another thread's call runs on it) a pool of this call's own, so
+        that a call stopped by its task's error, which kills its pool, never takes another
+        call's workers with it (issue 33)."""
         with _POOLS_LOCK:
             pool = _POOLS.get(self.n_workers)
-            if pool is None or getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", False):
+            if pool is not None and pool.calls > 0:  # busy with another thread's call
+                pool = _pool.Pool(self.n_workers)
+                _EXTRA_POOLS.add(pool)
+            elif pool is None or not _usable(pool):
                 if pool is not None:  # broken while idle (a worker killed between calls)
                     pool.kill()
                 pool = _pool.Pool(self.n_workers)
                 _POOLS[self.n_workers] = pool
+            pool.calls += 1
             return pool
+
+    def _release(self, pool: _pool.Pool) -> None:
+        """After a call: the kept pool stays for the next call; a call's own pool becomes the kept
+        one when there is none, else it is shut down (its workers exit when idle)."""
+        with _POOLS_LOCK:
+            pool.calls -= 1
+            if pool not in _EXTRA_POOLS:
+                return
+            _EXTRA_POOLS.discard(pool)
+            if pool.calls == 0 and self.n_workers not in _POOLS and _usable(pool):
+                _POOLS[self.n_workers] = pool
+                return
+        pool.shutdown(wait=False)
+        shutil.rmtree(pool.tmpdir, ignore_errors=True)
 
     def _discard(self, pool: _pool.Pool) -> None:
         with _POOLS_LOCK:
@@ -139,11 +228,18 @@ class _ProcessRunner(Runner):
 
     def map(self, fn, tasks, *, shared=None, progress=False, desc=""):
         _pool.refuse_in_bootstrapping_child()
-        blob, pool, futures = None, self._live_pool(), {}
+        pool = self._live_pool()
+        try:
+            return self._run(pool, fn, tasks, shared, progress, desc)
+        finally:
+            self._release(pool)
+
+    def _run(self, pool, fn, tasks, shared, progress, desc):
+        blob, futures = None, {}
         try:
             blob = None if shared is None else _pool.SharedBlob(shared)
             token = None if blob is None else blob.token()
-            threads = blas_threads()
+            threads = WORKER_BLAS_THREADS if blas_threads() is not None else None
             for i, args in enumerate(tasks):
                 futures[pool.submit(_call, fn, tuple(args), token, threads)] = i
             # fn and args go through pickle: module-level functions and plain values; closures
@@ -178,7 +274,7 @@ class _DaskRunner(Runner):
         futures = {}
         try:
             scattered = None if shared is None else client.scatter(shared, broadcast=True, hash=False)
-            threads = blas_threads()
+            threads = WORKER_BLAS_THREADS if blas_threads() is not None else None
             for i, args in enumerate(tasks):
                 fut = client.submit(_call, fn, tuple(args), scattered, threads, key=f"mixedeval-{call_id}-{i}",
                                     pure=False, retries=0)
@@ -291,6 +387,7 @@ def resolve_executor(executor: Any) -> Runner:
 @atexit.register
 def _shutdown_pools() -> None:
     """At exit: idle pools stop; a pool still running tasks (a caller thread abandoned) is killed."""
-    for pool in list(_POOLS.values()):
+    for pool in [*_POOLS.values(), *_EXTRA_POOLS]:
         pool.kill()
     _POOLS.clear()
+    _EXTRA_POOLS.clear()

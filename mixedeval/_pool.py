@@ -203,6 +203,7 @@ class Pool(cf.ProcessPoolExecutor):
         super().__init__(n_workers, mp_context=multiprocessing.get_context("spawn"),
                          initializer=_worker_init, initargs=(os.getpid(), self.tmpdir))
         self.n_workers = n_workers
+        self.calls = 0  # calls running on this pool now (mixedeval._executor keeps it at one at most)
         self.workers: list[multiprocessing.Process] = []  # every process started, for their exit codes
 
     def _spawn_process(self) -> None:

@@ -258,6 +258,20 @@ def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarra
     return out
 
 
+def _pair_sd(D: np.ndarray) -> np.ndarray:
+    """SD (ddof 1) over the draws of every pair difference D[:, j] - D[:, i] (i < j, Tukey order),
+    one name at a time: n_draws x (k - 1) at most, never n_draws x k (k - 1) / 2 (20,000 draws of
+    300 names would be 7 GB at once)."""
+    k = D.shape[1]
+    out = np.empty(k * (k - 1) // 2)
+    start = 0
+    for i in range(k - 1):
+        d = D[:, i + 1:] - D[:, i, None]
+        out[start:start + k - 1 - i] = d.std(axis=0, ddof=1)
+        start += k - 1 - i
+    return out
+
+
 def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
     """n_sim x k draws of N(0, V) (symmetric square root: V may be singular)."""
     w, U = np.linalg.eigh(V)
@@ -385,8 +399,13 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         se = _pair_se(V, a, b)
         rank_sim = est + Z
     else:
+        # the rank matrix of the draws, its working copies and one block of pair differences
+        guard = _resources.LoopGuard("the rank intervals", int(D.shape[0]), count=f"{D.shape[0]:,} draws",
+                                     unit="bootstrap draws",
+                                     fix="Pass fewer draws (e.g. draws[:2000]) or fewer names, or raise the limit.")
+        guard.check_memory(8.0 * (3 * len(names) + max(len(names) - 1, 0)))
         a, b = _pair_index(len(names))
-        se = (D[:, b] - D[:, a]).std(axis=0, ddof=1)
+        se = _pair_sd(D)
         Z, rank_sim = D, D
     d_hat = est[b] - est[a]
     maxstat = _null_max(method, Z, d_hat, se)

@@ -173,11 +173,15 @@ def _parse_limit(value: Any, source: str) -> tuple[str, float]:
     if isinstance(value, numbers.Integral):
         if value <= 0:
             raise DataError(f"{source} must be a positive number of bytes, got {value!r}; {_FORMS}")
+        if int(value) > _MAX_BYTES:
+            raise _too_large(source, value, "bytes", "none")
         return ("bytes", float(int(value)))
     if isinstance(value, numbers.Real):
         value = float(value)
         if math.isinf(value) and value > 0:
             return ("off", math.inf)
+        if math.isfinite(value) and value > _MAX_BYTES:
+            raise _too_large(source, value, "bytes", "none")
         if math.isfinite(value) and value >= 1:
             return ("bytes", float(int(value)))
         raise DataError(f"{source} must be a positive number of bytes, got {value!r}; {_FORMS}")
@@ -195,9 +199,24 @@ def _parse_limit(value: Any, source: str) -> tuple[str, float]:
     m = _SIZE.match(text)
     if m and m.group(2).lower() in _UNITS:
         n = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if n > _MAX_BYTES:  # '1e400GB' is inf: not a size (say 'none' to switch the guard off)
+            raise _too_large(source, value, "bytes", "none")
         if n >= 1:
             return ("bytes", float(int(n)))
     raise DataError(f"{source} must be {_FORMS}; got {value!r}")
+
+
+#: the largest limits taken as numbers (an exabyte; a million years): beyond them a value is a typo
+#: or an overflow (10**400, '1e400GB' is inf), and the way to say "no limit" is 'none'
+_MAX_BYTES = 1e18
+_MAX_SECONDS = 1e6 * 365.25 * 86400
+
+
+def _too_large(source: str, value: Any, unit: str, off: str) -> DataError:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    top = "1e18 bytes (an exabyte)" if unit == "bytes" else "a million years"
+    return DataError(f"{source} {shown} is too large to be a limit (the largest is {top}); to switch the guard off "
+                     f"pass {off!r}")
 
 
 def set_memory_limit(limit: int | str | None) -> None:
@@ -540,8 +559,12 @@ def _parse_duration(value: Any, source: str) -> float:
     """Seconds (inf when off) from a number of seconds, a duration string or 'none'."""
     if isinstance(value, bool):
         raise DataError(f"{source} must be {_TIME_FORMS}; got {value!r}")
+    if isinstance(value, numbers.Integral) and int(value) > _MAX_SECONDS:  # 10**400 does not fit a float
+        raise _too_large(source, value, "seconds", "none")
     if isinstance(value, numbers.Real):
         v = float(value)
+        if math.isfinite(v) and v > _MAX_SECONDS:
+            raise _too_large(source, value, "seconds", "none")
         if v > 0:
             return v
         raise DataError(f"{source} must be a positive number of seconds, got {value!r}; {_TIME_FORMS}")
@@ -551,7 +574,10 @@ def _parse_duration(value: Any, source: str) -> float:
             return math.inf
         m = _DURATION.match(text)
         if m and m.group(2).lower() in _TIME_UNITS and float(m.group(1)) > 0:
-            return float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]
+            v = float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]
+            if v > _MAX_SECONDS:  # '1e400' is inf: not a duration (say 'none' to switch the guard off)
+                raise _too_large(source, value, "seconds", "none")
+            return v
     raise DataError(f"{source} must be {_TIME_FORMS}; got {value!r}")
 
 

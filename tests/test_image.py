@@ -303,3 +303,102 @@ def test_new_shell_scripts_pass_shellcheck():
     assert found, "shellcheck is not installed: it comes with the test extra"
     out = subprocess.run([found, str(BUILD), str(MAKE_WHEELHOUSE)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# --- two runs on one machine (issue 33) ---------------------------------------------------------------
+
+
+def _slow_debootstrap_tools(tmp_path: Path, fake_flock: bool) -> tuple[str, Path]:
+    """Fake tools for two concurrent builds: a debootstrap that takes a second, logs each call
+    (start, target) and notes an overlap when another call is running at the same time (a mkdir
+    lock of its own); podman fails `podman run` so each build stops after the base image.
+    ``fake_flock``: a `flock` that always succeeds (a filesystem without locks)."""
+    path = _fake_tools(tmp_path, podman_run_error="Error: no container here (test)")
+    fake = Path(path.split(":", 1)[0])
+    calls, busy = tmp_path / "debootstrap-calls", tmp_path / "debootstrap-busy"
+    (fake / "debootstrap").write_text(
+        "#!/bin/bash\n"
+        f'echo "start $3" >> "{calls}"\n'
+        f'mkdir "{busy}" 2>/dev/null || echo "overlap $3" >> "{calls}"\n'
+        'mkdir -p "$3/etc/apt/sources.list.d"\n'
+        'for i in 1 2 3 4 5; do echo "$3 $i" >> "$3/written-by"; sleep 0.2; done\n'
+        f'rmdir "{busy}" 2>/dev/null || true\n')
+    if fake_flock:
+        (fake / "flock").write_text("#!/bin/sh\nexit 0\n")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    return path, calls
+
+
+def _two_builds(tmp_path: Path, path: str, cache: Path) -> list[subprocess.CompletedProcess]:
+    env = _env(PATH=path, MIXEDEVAL_IMAGE_CACHE=str(cache))
+    procs = [subprocess.Popen(["bash", str(BUILD), "--tag", f"x{i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for i in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        outs.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    return outs
+
+
+def _tarball_members(cache: Path) -> tuple[list[Path], list[str]]:
+    import tarfile
+
+    tars = sorted(cache.glob("rootfs-*.tar"))
+    with tarfile.open(tars[0]) as tf:
+        written = tf.extractfile("./written-by").read().decode().split("\n")
+    return tars, [w for w in written if w]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the build script needs root (debootstrap)")
+def test_two_concurrent_builds_debootstrap_once_and_the_second_reuses_it(tmp_path):
+    """Two test runs on one machine start the image build at once: one debootstraps, the other
+    waits for the cache lock and reuses the rootfs tarball; nothing is left half-built."""
+    path, calls = _slow_debootstrap_tools(tmp_path, fake_flock=False)
+    cache = tmp_path / "cache"
+    outs = _two_builds(tmp_path, path, cache)
+    for out in outs:  # both get as far as this machine allows (no container runtime here: exit 1 with the reason)
+        assert out.returncode == 1 and "cannot start a container here" in out.stderr, out.stdout + out.stderr
+    log = calls.read_text().splitlines()
+    assert [line.split()[0] for line in log] == ["start"], log  # one debootstrap, no overlap
+    joined = "".join(o.stdout for o in outs)
+    assert "waiting for another build on this machine" in joined and "cached" in joined, joined
+    tars, written = _tarball_members(cache)
+    assert len(tars) == 1 and len(written) == 5 and len({w.split()[0] for w in written}) == 1
+    assert not list(cache.glob("rootfs-*.tmp")) and not list(cache.glob("*.part"))  # no leftovers
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the build script needs root (debootstrap)")
+def test_without_the_lock_two_builds_debootstrap_into_their_own_directories(tmp_path):
+    """Where the lock does not hold (a filesystem without flock: a fake flock that always
+    succeeds), both runs debootstrap at once, each into a directory of its own, and the tarball
+    is one run's whole rootfs, not a mix of two."""
+    path, calls = _slow_debootstrap_tools(tmp_path, fake_flock=True)
+    cache = tmp_path / "cache"
+    outs = _two_builds(tmp_path, path, cache)
+    for out in outs:
+        assert out.returncode == 1 and "cannot start a container here" in out.stderr, out.stdout + out.stderr
+    log = calls.read_text().splitlines()
+    targets = [line.split()[1] for line in log if line.startswith("start")]
+    assert len(targets) == 2 and targets[0] != targets[1], log  # per-run names
+    assert any(line.startswith("overlap") for line in log), log  # they did run at the same time
+    tars, written = _tarball_members(cache)
+    assert len(tars) == 1 and len(written) == 5 and len({w.split()[0] for w in written}) == 1, written
+    assert not list(cache.glob("rootfs-*.tmp")) and not list(cache.glob("*.part"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the build script needs root (debootstrap)")
+def test_a_killed_runs_rootfs_directory_is_swept(tmp_path):
+    path, _ = _slow_debootstrap_tools(tmp_path, fake_flock=False)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = [cache / f"rootfs-abc.{dead.pid}.Xy12Ab.tmp", cache / "rootfs-abc.tmp"]
+    alive = cache / f"rootfs-abc.{os.getpid()}.Zz98Qq.tmp"  # a live run's directory stays
+    for d in (*stale, alive):
+        d.mkdir()
+    out = subprocess.run(["bash", str(BUILD), "--tag", "x"], capture_output=True, text=True, timeout=120,
+                         env=_env(PATH=path, MIXEDEVAL_IMAGE_CACHE=str(cache)))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert not any(d.exists() for d in stale) and alive.is_dir()

@@ -109,7 +109,10 @@ def label(f: LogFile, names: Sequence[str]) -> str:
 
 
 def _requested(system: str | Sequence[str]) -> list[str]:
-    names = [system] if isinstance(system, str) else [str(s) for s in system]
+    if not (isinstance(system, str) or (isinstance(system, (list, tuple)) and all(isinstance(s, str) for s in system))):
+        raise DataError(f"system= names one or more log fields as strings, e.g. system='model' or "
+                        f"system=['model', 'task_args.cot']; got {system!r}")
+    names = [system] if isinstance(system, str) else list(system)
     if not names:
         raise DataError("system= names one or more log fields, e.g. system=['model', 'task_args.cot']")
     bad = [n for n in names if n.split(".", 1)[0] not in FAMILIES]

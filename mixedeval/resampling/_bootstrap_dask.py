@@ -45,8 +45,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from .._executor import one_blas_thread
 from .._random import seed_sequence
 from ..errors import DataError
 from ..results import ResultWarning
@@ -330,7 +330,7 @@ def _replicate_sums(cells: _Cells, design: tuple[list[Any], np.ndarray], counts_
     rows[0] = S.sum(axis=0)
     part_ss = dr.stream(dr.stream(ss, 1), int(g))
     batch = int(max(1, min(dr.BLOCK, BATCH_BYTES // (8 * n_g))))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for blk, r in dr.block_sizes(0, n_resamples):
             m = counts_per_part[blk * dr.BLOCK:blk * dr.BLOCK + r, int(g)]
             rng = dr.block_generator(part_ss, blk)

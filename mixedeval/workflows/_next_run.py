@@ -12,7 +12,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..results import ResultWarning
-from .plan_eval import QuestionsNeededResult, _check_args, questions_needed
+from .plan_eval import QuestionsNeededResult, _check_args, _Refused, questions_needed
 from .summarize import summarize
 
 #: the smallest difference planned for by default (an observed difference below it is planned as 1 point)
@@ -51,6 +51,8 @@ def plan_next_run(logs: Any, metric: str, row: pd.Series | None, effect: float |
     try:
         plan = questions_needed(logs, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
                                 systems=(str(row["system_a"]), str(row["system_b"])))
+    except _Refused:  # an effect too small to plan for, an n_sim beyond the loop guard: the caller's error
+        raise
     except DataError as exc:
         return None, [ResultWarning("no_plan", f"no sample-size plan for the next run: {exc}")]
     warns = list(plan.warnings)

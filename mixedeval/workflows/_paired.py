@@ -51,6 +51,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..padjust import adjust_pvalues
+from ._input_checks import check_cluster_labels
 
 COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "t_value", "p_value", "p_adj",
            "conf_low", "conf_high", "method")
@@ -65,6 +66,7 @@ def check_clusters(s: pd.DataFrame, cluster: str) -> None:
     """A DataError unless every question (task, item) has exactly one, non-missing cluster."""
     if cluster not in s.columns:
         raise DataError(f"cluster={cluster!r} is not a column of the scores; columns: {list(s.columns)}")
+    check_cluster_labels(s[cluster], cluster)
     if s[cluster].isna().any():
         bad = s.loc[s[cluster].isna(), "item"].iloc[0]
         raise DataError(f"{int(s[cluster].isna().sum())} rows have no cluster (column {cluster!r}), e.g. item "

@@ -78,6 +78,14 @@ TABLE_COLUMNS = ["epochs", "method", "n_questions", "n_samples", "power", "conf_
 CLOSED_FORM = "closed_form"
 SIMULATION = "simulation"
 _CHUNK = 2_000_000  # simulated question differences held in memory at once
+#: more questions than this per system is no evaluation: an effect that needs them is refused
+MAX_QUESTIONS = 10**8
+
+
+class _Refused(DataError):
+    """A plan that cannot be made as asked (an effect too small to plan for, a simulation that
+    would exceed the loop guard): the caller's arguments, never a reason to skip a plan quietly
+    (:func:`mixedeval.compare_logs` turns other pilot problems into a ``no_plan`` warning)."""
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -131,9 +139,22 @@ def _var_d(var_between: float, within_a: float, within_b: float, epochs: int) ->
 def closed_form_questions(effect: float, var_d: float, target: float = 0.8, alpha: float = 0.05) -> int:
     """Miller's (2024) n: ``ceil((z_{1-alpha/2} + z_target)^2 var_d / effect^2)``, ``var_d`` the
     variance of one question's (epoch-averaged) difference of the two systems."""
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(target)
-    n = z**2 * var_d / effect**2
+    z = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(target))
+    ratio = z * math.sqrt(var_d) / abs(effect) if var_d > 0 else 0.0  # not effect**2: 1e-200**2 is 0
+    n = ratio * ratio  # inf, never OverflowError
+    if not n <= MAX_QUESTIONS:  # inf too
+        raise _Refused(_too_many(n, effect, var_d, z, target))
     return max(2, int(math.ceil(n - 1e-9)))
+
+
+def _too_many(n: float, effect: float, var_d: float, z: float, target: float) -> str:
+    """The refusal of an effect too small to plan for: how many questions it would take."""
+    size = f"about {n:.3g}" if math.isfinite(n) else "more than 1e308"
+    one_point = max(2, math.ceil((z * math.sqrt(var_d) / 0.01) ** 2))
+    return (f"detecting a difference of effect={effect:g} at power {target:g} would take {size} questions per "
+            f"system (Miller's closed form; variance of one question's difference {var_d:.4g}), more than the "
+            f"{MAX_QUESTIONS:,} any evaluation has: no plan is made for it. Plan for a difference you care about, "
+            f"in score units: effect=0.01 (one point) takes about {one_point:,} questions")
 
 
 def closed_form_power(n_questions: int, effect: float, var_d: float, alpha: float = 0.05) -> float:
@@ -163,7 +184,10 @@ class _Pieces:
 def _pair(name: str, x: Any) -> tuple[float, float] | None:
     if x is None:
         return None
-    vals = np.atleast_1d(np.asarray(x, dtype=float))
+    try:
+        vals = np.atleast_1d(np.asarray(x, dtype=float))
+    except (TypeError, ValueError):
+        raise DataError(f"{name} must be a number or a pair of numbers (system a, system b), got {x!r}") from None
     if vals.size == 1:
         vals = np.repeat(vals, 2)
     if vals.size != 2 or not np.isfinite(vals).all():
@@ -317,6 +341,8 @@ def _t_rejections(d: np.ndarray, crit: float) -> int:
     n = d.shape[1]
     mu = d.mean(axis=1)
     se = d.std(axis=1, ddof=1) / math.sqrt(n)
+    if not (np.isfinite(mu).all() and np.isfinite(se).all()):  # a NaN would count as a rejection below
+        raise RuntimeError("questions_needed's simulation produced non-finite question differences")
     with np.errstate(divide="ignore", invalid="ignore"):
         rej = np.where(se > 0, np.abs(mu / se) >= crit, mu != 0)
     return int(rej.sum())
@@ -329,7 +355,11 @@ def _simulate(p: _Pieces, pool: np.ndarray | None, n: int, epochs: int, effect: 
     crit = float(stats.t.ppf(1 - alpha / 2, n - 1))
     rows, k = max(1, _CHUNK // n), 0
     sd_d = math.sqrt(max(_var_for(p, epochs), 0.0))
-    sd_w = np.sqrt(np.array([p.within_a, p.within_b]) / epochs)
+    # a one-epoch pilot has no within-question variance (NaN): its question "means" are single
+    # scores that already carry the epoch noise, and only epochs=1 is planned, so the resampled
+    # questions get no extra noise (the NaN once made every simulated test "reject" at n = 2)
+    within = np.array([p.within_a, p.within_b])
+    sd_w = np.sqrt(np.where(np.isfinite(within), within, 0.0) / epochs)
     g = res.LoopGuard(f"questions_needed's simulation at {n} questions", n_sim, count=f"n_sim={res.format_count(n_sim)}",
                       unit="simulated evaluations",
                       fix="Use a smaller n_sim (2,000 gives the power to +-0.02), n_sim=0 for the closed form only, or "
@@ -343,7 +373,10 @@ def _simulate(p: _Pieces, pool: np.ndarray | None, n: int, epochs: int, effect: 
             x = rng.binomial(epochs, q) / epochs if p.binary else q + rng.standard_normal(q.shape) * sd_w
             d = x[..., 0] - x[..., 1]
         k += _t_rejections(d, crit)
-        g.block_done(start + r)
+        try:
+            g.block_done(start + r)
+        except DataError as exc:  # the loop guard's refusal (time): the caller's n_sim, not the pilot's fault
+            raise _Refused(str(exc)) from None
     return k
 
 
@@ -420,7 +453,12 @@ def _check_args(effect: Any, target: Any, alpha: Any, epochs: Any, n_sim: Any) -
         probs.append(v)
     ks = None
     if epochs is not None:
-        vals = [epochs] if isinstance(epochs, (int, np.integer)) else list(epochs)
+        if isinstance(epochs, (int, np.integer)):
+            vals = [epochs]
+        elif isinstance(epochs, (list, tuple, np.ndarray, range)):
+            vals = list(np.ravel(epochs)) if isinstance(epochs, np.ndarray) else list(epochs)
+        else:  # 2.5, "3": not a count of epochs
+            raise DataError(f"epochs must be a positive integer or a list of them, got {epochs!r}")
         if not vals or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in vals):
             raise DataError(f"epochs must be a positive integer or a list of them, got {epochs!r}")
         ks = sorted({int(k) for k in vals})

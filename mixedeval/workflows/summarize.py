@@ -62,6 +62,7 @@ from ..padjust import adjust_pvalues
 from ..resampling import sign_flip_test
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
+from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
 from ._paired import check_clusters, clustered_se, paired_differences
 
 CLUSTER_SES = (None, "CR2")
@@ -149,6 +150,7 @@ def _table_scores(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
                         "item": df[cols["item"]].astype(str).to_numpy(),
                         "run": df[cols["run"]].astype(str).to_numpy() if cols["run"] else "1",
                         "score": df[cols["score"]].to_numpy(dtype=float)})
+    check_repeated_questions(out, cols["epoch"])
     if cols["epoch"]:
         out["epoch"] = df[cols["epoch"]].astype(str).to_numpy()
         dup = out.duplicated(["system", "task", "item", "run", "epoch"])
@@ -379,7 +381,7 @@ def summarize(
         a ``metric`` column it selects rows.
     score, system, item : the table's columns (as :func:`mixedeval.bootstrap` names them).
     task, run, epoch : the table's task, run and epoch columns; default: the column of that name
-        if there is one (else one task, one run; rows repeating a question are its epochs).
+        if there is one (else one task, one run, one epoch: rows repeating a question are refused).
     cluster : a column naming each question's cluster (for logs: an Inspect sample metadata
         field); adds Inspect's clustered SE and intervals; the pairwise SE is cluster-robust.
     cluster_se : ``"CR2"`` adds clubSandwich's CR2 SE (``std_error_cr2``).
@@ -392,6 +394,8 @@ def summarize(
     ``mixedeval summarize LOGS... --metric M [--cluster C] [--json]``.
     """
     level = _check_options(level, cluster_se, cluster, n_resamples)
+    check_column_args(score=score, system=system, item=item, task=task, run=run, epoch=epoch)
+    check_table_systems(data, systems)
     cols = {"score": score, "system": system, "item": item, "task": task, "run": run, "epoch": epoch}
     s, logs, metric = _read(data, metric, cols, cluster, format, systems, drop_missing)
     s = _prepare(s, cluster)
