@@ -265,7 +265,7 @@ def test_summarize_refuses_repeated_questions_without_an_epoch_column(table):
     dup = pd.concat([table, table.iloc[:3]], ignore_index=True)
     with pytest.raises(me.DataError, match=r"6 rows repeat a question.*drop_duplicates.*epoch="):  # 3 x 2 copies
         me.summarize(dup)
-    with pytest.raises(me.DataError, match="repeat an item id"):  # compare_logs reads tables the same way
+    with pytest.raises(me.DataError, match=r"repeat a \(system, item\)"):  # compare_logs reads tables the same way
         me.compare_logs(dup, metric="score", n_resamples=100)
     ok = pd.concat([table.assign(epoch=1), table.assign(epoch=2)], ignore_index=True)
     assert me.summarize(ok, epoch="epoch").table["n_epochs"].max() == 2  # named epochs are fine

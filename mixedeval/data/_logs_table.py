@@ -138,7 +138,8 @@ def _check_repeats(df: pd.DataFrame, src: str) -> None:
         return
     r = key_frame.loc[dup].iloc[0]
     shown = ", ".join(k for k in keys if k != "metric")
-    what = (f"{int(dup.sum())} rows of {src!r} repeat a ({shown}), e.g. system {r['system']!r}, item {r['item']!r}"
+    where = "the table" if src == "<DataFrame>" else repr(src)
+    what = (f"{int(dup.sum())} rows of {where} repeat a ({shown}), e.g. system {r['system']!r}, item {r['item']!r}"
             + (f", metric {r['metric']!r}" if "metric" in keys else ""))
     sub = df.loc[dup]
     group = [sub[k].astype(str) for k in keys]

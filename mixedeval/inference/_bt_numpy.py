@@ -22,15 +22,12 @@ zero there), and parameters without information are returned as NaN.
 """
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import ThreadpoolController
 
+from .._executor import one_blas_thread  # noqa: F401 - re-exported for the Bradley-Terry modules
 from ._bt_design import BTDesign
 
 MAX_ITER = 100
@@ -38,34 +35,9 @@ TOL = 1e-10
 RIDGE = 1e-9
 
 
-_LIMIT_LOCK = threading.Lock()
-#: [depth, limiter, controller]: callers inside one_blas_thread, the limiter restoring the thread
-#: counts when the last one leaves, and the threadpoolctl controller (made once: it scans the
-#: process's libraries, milliseconds a call)
-_LIMIT: list = [0, None, None]
-
-
-@contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """numpy's BLAS limited to one thread inside the block (threadpoolctl; nested and concurrent
-    callers share one limit, the last one out restores the count). The products and solves here
-    are small (p x p, p ~ models); OpenBLAS' threads spin-wait between them and, when another
-    process holds a core, spin against it: a 301 x 301 ``eigh`` took 0.64 s with two threads on the
-    busy two-core test machine and 0.046 s with one (issue 33)."""
-    with _LIMIT_LOCK:
-        if _LIMIT[0] == 0:
-            if _LIMIT[2] is None:
-                _LIMIT[2] = ThreadpoolController()
-            _LIMIT[1] = _LIMIT[2].limit(limits=1, user_api="blas")
-        _LIMIT[0] += 1
-    try:
-        yield
-    finally:
-        with _LIMIT_LOCK:
-            _LIMIT[0] -= 1
-            if _LIMIT[0] == 0:
-                limiter, _LIMIT[1] = _LIMIT[1], None
-                limiter.restore_original_limits()
+# one_blas_thread: the process-wide one-thread BLAS limit of mixedeval._executor (issue 33: small
+# p x p products and solves spin OpenBLAS threads against a busy core; a 301 x 301 eigh took 0.64 s
+# with two threads and 0.046 s with one)
 
 
 @dataclass(frozen=True)
