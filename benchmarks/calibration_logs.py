@@ -93,7 +93,12 @@ class Scenario:
 
 SCENARIOS: dict[str, Scenario] = {
     "a iid epochs": Scenario("a iid epochs"),
-    "b run effects": Scenario("b run effects", epochs=1, runs=4, sd_run=0.3),
+    "b 3 iid runs": Scenario("b 3 iid runs", n=50, epochs=1, runs=3),
+    "b 3 runs, run effect": Scenario("b 3 runs, run effect", n=50, epochs=1, runs=3, sd_run=0.3),
+    "b 3 runs, strong run effect": Scenario("b 3 runs, strong run effect", n=50, epochs=1, runs=3, sd_run=0.6),
+    "b 5 iid runs": Scenario("b 5 iid runs", n=50, epochs=1, runs=5),
+    "b 5 runs, run effect": Scenario("b 5 runs, run effect", n=50, epochs=1, runs=5, sd_run=0.3),
+    "b 5 runs, strong run effect": Scenario("b 5 runs, strong run effect", n=50, epochs=1, runs=5, sd_run=0.6),
     "c clustered": Scenario("c clustered", epochs=2, clusters=20, sd_c=1.0, sd_g=1.2),
     "d near 1": Scenario("d near 1", mu=4.3),
     "d near 0": Scenario("d near 0", mu=-4.3),
@@ -144,6 +149,33 @@ def headline(df: pd.DataFrame, sc: Scenario, cluster: bool = True) -> tuple[floa
     return r["delta"], r["std_error"], r["conf_low"], r["conf_high"], r["p_value"]
 
 
+def two_stage_old(df: pd.DataFrame) -> tuple[float, float, float, float, float]:
+    """The previous headline with several runs (the baseline): per system the ANOVA estimate of its
+    between-run variance on R - 1 df, added to sd(d)^2 / n, Satterthwaite df of each difference of
+    mean squares."""
+    from scipy import stats
+
+    avg = epoch_means(df)
+    q = avg.groupby(["system", "item"])["score"].mean().unstack(0)
+    d = (q["a"] - q["b"]).to_numpy()
+    n = d.size
+    parts = [(d.var(ddof=1) / n, n - 1.0)]
+    for x in ("a", "b"):
+        y = avg[avg.system == x].pivot(index="item", columns="run", values="score").to_numpy()
+        R = y.shape[1]
+        col = y.mean(axis=0)
+        resid = y - y.mean(axis=1, keepdims=True) - col[None, :] + y.mean()
+        ms_run, ms_res = n * col.var(ddof=1), float(np.sum(resid**2) / ((n - 1) * (R - 1)))
+        if ms_run > ms_res:
+            parts.append(((ms_run - ms_res) / n / R,
+                          (ms_run - ms_res) ** 2 / (ms_run**2 / (R - 1) + ms_res**2 / ((n - 1) * (R - 1)))))
+    v = sum(p[0] for p in parts)
+    dfw = v**2 / sum(p[0] ** 2 / p[1] for p in parts)
+    se, delta = np.sqrt(v), float(d.mean())
+    h = float(stats.t.ppf(0.975, dfw)) * se
+    return delta, se, delta - h, delta + h, float(2 * stats.t.sf(abs(delta / se), dfw))
+
+
 def boot(df: pd.DataFrame, run: str | None, n_resamples: int, seed: int) -> tuple[float, float, float, float, float]:
     """``me.bootstrap`` paired difference a - b (percentile interval, shift-method p)."""
     import mixedeval as me
@@ -172,7 +204,7 @@ def glmm_p(df: pd.DataFrame, seed: int) -> float:
 def methods_for(sc: Scenario, glmm: bool) -> list[str]:
     out = ["headline"]
     if sc.runs > 1:
-        out.append("bootstrap items+runs")
+        out += ["two-stage (previous)", "bootstrap items+runs"]
     if sc.epochs > 1 and sc.runs == 1 and not sc.clusters:
         out.append("epochs as runs")
     if sc.clusters:
@@ -186,6 +218,8 @@ def one(sc: Scenario, method: str, df: pd.DataFrame, n_resamples: int, seed: int
     """(delta, SE, low, high, p) of one method on one data set (NaN interval for the GLMM LRT)."""
     if method == "headline":
         return headline(df, sc)
+    if method == "two-stage (previous)":
+        return two_stage_old(df)
     if method == "unclustered t":
         return headline(df, sc, cluster=False)
     if method == "bootstrap items+runs":
@@ -227,10 +261,12 @@ def summarize(sc: Scenario, method: str, res: np.ndarray) -> dict[str, Any]:
     reps = int(res.shape[0])
     est = alt[np.isfinite(alt[:, 0]), 0]
     sd = float(np.std(est, ddof=1)) if est.size > 1 else np.nan
+    half = (alt[:, 3] - alt[:, 2]) / 2
     return {"scenario": sc.name, "method": method, "reps": reps, "theta": theta,
             "coverage": cov, "cov_mc_se": np.sqrt(cov * (1 - cov) / max(ok.sum(), 1)),
             "type_i": rej, "type_i_mc_se": np.sqrt(rej * (1 - rej) / max(pk.sum(), 1)),
-            "se_over_sd": float(np.nanmean(alt[:, 1]) / sd) if np.isfinite(sd) and sd > 0 else np.nan}
+            "se_over_sd": float(np.nanmean(alt[:, 1]) / sd) if np.isfinite(sd) and sd > 0 else np.nan,
+            "halfwidth_over_sd": float(np.nanmean(half) / 1.96 / sd) if np.isfinite(sd) and sd > 0 else np.nan}
 
 
 def run_all(names: list[str], reps: int, n_resamples: int, executor: Any, random_state: int, glmm: bool,
@@ -256,13 +292,14 @@ def run_all(names: list[str], reps: int, n_resamples: int, executor: Any, random
 
 def markdown(tab: pd.DataFrame) -> str:
     """The README table."""
-    lines = ["| scenario | method | reps | coverage (MC SE) | type I error (MC SE) | mean SE / SD |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = ["| scenario | method | reps | coverage (MC SE) | type I error (MC SE) | mean SE / SD | "
+             "mean half-width / 1.96 / SD |", "|---|---|---:|---:|---:|---:|---:|"]
     for r in tab.itertuples():
         cov = "—" if not np.isfinite(r.coverage) else f"{100 * r.coverage:.1f}% ({100 * r.cov_mc_se:.1f})"
         se = "—" if not np.isfinite(r.se_over_sd) else f"{r.se_over_sd:.2f}"
+        hw = "—" if not np.isfinite(r.halfwidth_over_sd) else f"{r.halfwidth_over_sd:.3f}"
         lines.append(f"| {r.scenario} | {r.method} | {r.reps} | {cov} | {100 * r.type_i:.1f}% "
-                     f"({100 * r.type_i_mc_se:.1f}) | {se} |")
+                     f"({100 * r.type_i_mc_se:.1f}) | {se} | {hw} |")
     return "\n".join(lines)
 
 
@@ -284,6 +321,10 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         print(tab.round(4).to_string(index=False))
     print()
     print(markdown(tab))
+    base = tab[tab["method"] == "two-stage (previous)"].set_index("scenario")["halfwidth_over_sd"]
+    new = tab[tab["method"] == "headline"].set_index("scenario")["halfwidth_over_sd"]
+    for sc in base.index:
+        print(f"{sc}: mean half-width, headline / previous two-stage = {new[sc] / base[sc]:.3f}")
     print(f"\n{reps} reps per scenario, {B} bootstrap resamples, executor={ex}, "
           f"{time.perf_counter() - t0:.0f} s")
     return tab

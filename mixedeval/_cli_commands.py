@@ -52,6 +52,8 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
             print(f"{key}: {val}")
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")
+    for w in tables.get("check_warnings", ()):
+        print(f"check warning: {w}")
     return 0
 
 
@@ -290,6 +292,19 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+def _answer_out(args: argparse.Namespace, res: Any) -> dict[str, Any]:
+    """The answer first: the headline (its sentence; with --json its fields and text), the
+    direction, the leaderboard and the checks."""
+    head: Any = res.headline_text()
+    if args.json:
+        head = None if res.headline is None else res.headline.to_dict()
+    out = {"headline": head, "direction": None if res.direction is None else res.direction.note,
+           "leaderboard": res.leaderboard}
+    if res.checks is not None or args.json:
+        out["checks"] = res.checks
+    return out
+
+
 def cmd_compare_logs(args: argparse.Namespace) -> int:
     source: Any = list(args.paths)
     if args.system:  # NAME=PATH pairs name the systems explicitly
@@ -309,11 +324,13 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        adjust=args.adjust, system=args.system_from or None,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
-                       n_sim=args.n_sim)
-    out: dict[str, Any] = {"headline": res.headline_text(), "next_run": res.plan_text(), "differences": res.table,
+                       n_sim=args.n_sim, higher_is_better=getattr(args, "higher_is_better", None))
+    out: dict[str, Any] = {**_answer_out(args, res), "next_run": res.plan_text(), "differences": res.table,
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
-                           "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
+                           "bootstrap": res.bootstrap, "means": res.means,
+                           "warnings": [str(w) for w in res.answer_warnings],
+                           "check_warnings": [str(w) for w in res.check_warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
                       progress=not args.quiet)
@@ -329,9 +346,10 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     _progress(args, f"reading the logs and summarizing {args.metric!r}")
     res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
                     cluster=args.cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
-                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state)
-    out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
-                           "warnings": [str(w) for w in res.warnings]}
+                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state,
+                    reference=getattr(args, "reference", None), higher_is_better=getattr(args, "higher_is_better", None))
+    out: dict[str, Any] = {**_answer_out(args, res), "metric": res.metric, "table": res.table,
+                           "pairwise": res.pairwise, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet)
         _progress(args, f"report written to {path}")
