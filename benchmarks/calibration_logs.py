@@ -201,10 +201,10 @@ def glmm_p(df: pd.DataFrame, seed: int) -> float:
     return float(res.p_value)
 
 
-def methods_for(sc: Scenario, glmm: bool) -> list[str]:
+def methods_for(sc: Scenario, glmm: bool, boot_runs: bool = True) -> list[str]:
     out = ["headline"]
     if sc.runs > 1:
-        out += ["two-stage (previous)", "bootstrap items+runs"]
+        out += ["two-stage (previous)", *(["bootstrap items+runs"] if boot_runs else [])]
     if sc.epochs > 1 and sc.runs == 1 and not sc.clusters:
         out.append("epochs as runs")
     if sc.clusters:
@@ -270,14 +270,14 @@ def summarize(sc: Scenario, method: str, res: np.ndarray) -> dict[str, Any]:
 
 
 def run_all(names: list[str], reps: int, n_resamples: int, executor: Any, random_state: int, glmm: bool,
-            chunk_size: int = 25) -> pd.DataFrame:
+            chunk_size: int = 25, boot_runs: bool = True) -> pd.DataFrame:
     """Every scenario's rows, the data sets spread over ``executor`` in chunks of ``chunk_size``."""
     from mixedeval._executor import resolve_executor
 
     runner = resolve_executor(executor)
     tasks, where = [], []
     for si, name in enumerate(names):
-        ms = methods_for(SCENARIOS[name], glmm)
+        ms = methods_for(SCENARIOS[name], glmm, boot_runs)
         for ci, start in enumerate(range(0, reps, chunk_size)):
             tasks.append((name, ms, random_state, (si, ci), min(chunk_size, reps - start), n_resamples))
             where.append(name)
@@ -311,12 +311,14 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--executor", default=None, help="None, an int (processes) or 'processes'")
     ap.add_argument("--glmm", action="store_true", help="also the GLMM likelihood-ratio test's type I error")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--no-run-bootstrap", action="store_true",
+                    help="skip the (slow) items+runs bootstrap in the runs scenarios")
     ap.add_argument("--random-state", type=int, default=20241101)
     a = ap.parse_args(argv)
     reps, B = (200, 300) if a.quick else (a.reps, a.n_resamples)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
     t0 = time.perf_counter()
-    tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm)
+    tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm, boot_runs=not a.no_run_bootstrap)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tab.round(4).to_string(index=False))
     print()
