@@ -294,5 +294,5 @@ def test_glmm_differences_sit_on_the_headline_scale():
     np.testing.assert_allclose(res.model_differences["std_error"], direct["std_error"], rtol=1e-10)
     assert abs(res.model_differences["estimate"].iloc[0] - res.table["delta"].iloc[0]) < 0.02
     d = res.to_dict()
-    assert list(d)[0] == "headline" and d["headline"] == res.headline_text()
+    assert list(d)[0] == "headline" and d["headline"]["text"] == res.headline_text() == d["headline_text"]
     assert str(res).find("headline") < str(res).find("model-based check")
