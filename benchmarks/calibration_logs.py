@@ -303,6 +303,91 @@ def markdown(tab: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ runs, vectorized
+def simulate_runs(sc: Scenario, delta: float, rng: np.random.Generator, reps: int) -> np.ndarray:
+    """``reps`` data sets of the runs scenarios at once: the epoch means, shape (reps, 2, R, n)
+    (the same data model as :func:`simulate`)."""
+    n, R, E = sc.n, sc.runs, sc.epochs
+    sgn = np.array([1.0, -1.0])[None, :, None, None]
+    eta = (sc.mu + sgn * delta / 2 + rng.normal(0, SD_Q, (reps, 1, 1, n)) + rng.normal(0, SD_INT, (reps, 2, 1, n))
+           + rng.normal(0, sc.sd_run, (reps, 2, R, 1)))
+    return rng.binomial(E, expit(eta)) / E
+
+
+def _frame_of(y: np.ndarray) -> pd.DataFrame:
+    """One data set of :func:`simulate_runs` as the long table compare_logs reads."""
+    s, r, i = np.indices(y.shape).reshape(3, -1)
+    return pd.DataFrame({"system": np.array(["a", "b"])[s], "task": "t", "item": i.astype(str),
+                         "run": r.astype(str), "score": y.ravel()})
+
+
+def runs_methods(y: np.ndarray, level: float = 0.95) -> dict[str, np.ndarray]:
+    """The headline (pooled run variance, :mod:`mixedeval.workflows._paired`) and the previous
+    two-stage SE on every data set at once: per method an array (reps, 5) of delta, SE, low,
+    high, p. Checked against ``paired_differences`` / :func:`two_stage_old` on the first data sets."""
+    from scipy import stats
+
+    reps, _, R, n = y.shape
+    d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)  # question means over runs, a - b
+    delta, vq = d.mean(axis=1), d.var(axis=1, ddof=1) / n
+    col = y.mean(axis=3)
+    resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
+    ss_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)  # (reps, 2)
+    ss_res = (resid**2).sum(axis=(2, 3))
+    out = {}
+    # headline: pooled over the two systems, truncated at 0, the run part on the pooled df
+    df_run, df_res = 2 * (R - 1), 2 * (n - 1) * (R - 1)
+    ms_res = ss_res.sum(axis=1) / df_res
+    s2 = np.maximum(0.0, (ss_run.sum(axis=1) - ms_res * df_run) / (df_run * n))
+    vr = s2 * 2.0 / R
+    v = vq + vr
+    dfw = v**2 / (vq**2 / (n - 1) + vr**2 / df_run)
+    out["headline"] = _t_rows(delta, v, dfw, level)
+    # previous: per system, Satterthwaite df of each difference of mean squares
+    ms_run, ms_res_s = ss_run / (R - 1), ss_res / ((n - 1) * (R - 1))
+    est = np.maximum(0.0, (ms_run - ms_res_s) / n) / R
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dfs = (ms_run - ms_res_s) ** 2 / (ms_run**2 / (R - 1) + ms_res_s**2 / ((n - 1) * (R - 1)))
+        den = vq**2 / (n - 1) + np.where(est > 0, est**2 / dfs, 0.0).sum(axis=1)
+    v_old = vq + est.sum(axis=1)
+    out["two-stage (previous)"] = _t_rows(delta, v_old, v_old**2 / den, level)
+    return out
+
+
+def _t_rows(delta: np.ndarray, v: np.ndarray, df: np.ndarray, level: float) -> np.ndarray:
+    from scipy import stats
+
+    se = np.sqrt(v)
+    q = stats.t.ppf(0.5 + level / 2, df)
+    p = 2 * stats.t.sf(np.abs(delta / se), df)
+    return np.column_stack([delta, se, delta - q * se, delta + q * se, p])
+
+
+def check_runs_vectorized(sc: Scenario, rng: np.random.Generator, k: int = 5) -> None:
+    """The vectorized methods equal the package's code on ``k`` data sets (1e-10)."""
+    y = simulate_runs(sc, DELTA_ALT, rng, k)
+    fast = runs_methods(y)
+    for j in range(k):
+        df = _frame_of(y[j])
+        r = paired_differences(df, ["a", "b"], runs=True).iloc[0]
+        np.testing.assert_allclose(fast["headline"][j], [r["delta"], r["std_error"], r["conf_low"], r["conf_high"],
+                                                         r["p_value"]], rtol=1e-10)
+        np.testing.assert_allclose(fast["two-stage (previous)"][j], two_stage_old(df.assign(epoch="0")), rtol=1e-10)
+
+
+def runs_table(names: list[str], reps: int, random_state: int) -> pd.DataFrame:
+    """The runs scenarios, vectorized (after :func:`check_runs_vectorized`)."""
+    rows = []
+    for si, name in enumerate(names):
+        sc = SCENARIOS[name]
+        rng = np.random.default_rng(np.random.SeedSequence(random_state, spawn_key=(100 + si,)))
+        check_runs_vectorized(sc, rng)
+        alt, null = runs_methods(simulate_runs(sc, DELTA_ALT, rng, reps)), runs_methods(simulate_runs(sc, 0.0, rng, reps))
+        for m in alt:
+            rows.append(summarize(sc, m, np.stack([alt[m], null[m]], axis=1)))
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=2000, help="simulated data sets per scenario (each: alt + null)")
@@ -313,12 +398,18 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
     ap.add_argument("--no-run-bootstrap", action="store_true",
                     help="skip the (slow) items+runs bootstrap in the runs scenarios")
+    ap.add_argument("--runs-vectorized", action="store_true",
+                    help="the runs scenarios (b ...) only, headline and previous two-stage SE computed on all data "
+                         "sets at once (checked against the package's code on the first data sets)")
     ap.add_argument("--random-state", type=int, default=20241101)
     a = ap.parse_args(argv)
     reps, B = (200, 300) if a.quick else (a.reps, a.n_resamples)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
     t0 = time.perf_counter()
-    tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm, boot_runs=not a.no_run_bootstrap)
+    if a.runs_vectorized:
+        tab = runs_table([s for s in a.scenarios if SCENARIOS[s].runs > 1], reps, a.random_state)
+    else:
+        tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm, boot_runs=not a.no_run_bootstrap)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tab.round(4).to_string(index=False))
     print()

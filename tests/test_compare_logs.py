@@ -292,7 +292,9 @@ def test_glmm_differences_sit_on_the_headline_scale():
     direct = res.fit.emmeans("system", marginal="integrate").contrasts(adjust="holm", scale="difference").table
     np.testing.assert_allclose(res.model_differences["estimate"], direct["estimate"], rtol=1e-10)
     np.testing.assert_allclose(res.model_differences["std_error"], direct["std_error"], rtol=1e-10)
-    assert abs(res.model_differences["estimate"].iloc[0] - res.table["delta"].iloc[0]) < 0.02
+    r = res.table.iloc[0]  # leaderboard order: the better system (b) first; the model's contrast is a - b
+    assert (r["system_a"], r["system_b"]) == ("b", "a") and res.model_differences["contrast"].iloc[0] == "a - b"
+    assert abs(res.model_differences["estimate"].iloc[0] + r["delta"]) < 0.02
     d = res.to_dict()
     assert list(d)[0] == "headline" and d["headline"]["text"] == res.headline_text() == d["headline_text"]
     assert str(res).find("headline") < str(res).find("model-based check")
