@@ -22,10 +22,11 @@ because the sum of the independent normal effects is normal. Each expectation is
 Gauss-Hermite quadrature with 200 nodes (exact to rounding for this smooth integrand). Under the
 null (Delta = 0, the systems identical in distribution) theta = 0 exactly.
 
-Scenarios: (a) i.i.d. epochs: 60 questions, 3 epochs, one run; (b) real run effects: 60
-questions, 4 runs per system (sd_run = 0.3), one epoch; (c) clustered questions: 20 clusters of 3
-questions (sd_c = 1, sd_g = 1.2), 2 epochs, ``cluster=``; (d) accuracies near 1 and near 0 (mean
-accuracy about 0.95 and 0.05), 60 questions, 3 epochs; (e) 30 questions, 3 epochs.
+Scenarios: (a) i.i.d. epochs: 60 questions, 3 epochs, one run; (b) runs: 50 questions, one epoch,
+3 or 5 runs per system, i.i.d. (sd_run = 0), with a run effect (sd_run = 0.3) or a strong one
+(0.6); (c) clustered questions: 20 clusters of 3 questions (sd_c = 1, sd_g = 1.2), 2 epochs,
+``cluster=``; (d) accuracies near 1 and near 0 (mean accuracy about 0.95 and 0.05), 60
+questions, 3 epochs; (e) 30 questions, 3 epochs.
 
 Methods (rows of the table): ``headline`` is what ``me.compare_logs`` reports (epoch means, then
 ``_paired.paired_differences``: Miller's paired t; clustered SE with ``cluster``; the two-stage
@@ -40,11 +41,14 @@ Monte-Carlo SE sqrt(c (1 - c) / reps); the type I error (Delta = 0) and its MC S
 the mean reported SE over the SD of the estimates across the simulated data sets (Delta = 0.5).
 
 Measured (2,000 reps, 500 bootstrap resamples, 2 processes, about 7 minutes): headline coverage
-94.7-95.2% and type I error 4.3-5.7% in scenarios a, c, d, e; b (4 runs) 96.1% / 4.0%
-(conservative: the run variance rests on 3 df per system); epochs as runs 98.6-98.9% / 0.5-1.0%
-(SE 1.41-1.46x the truth); bootstrap items+runs 97.5% / 2.1% (SE 1.24x); unclustered t on
-clustered questions 91.0% / 8.1%.
+94.7-95.2% and type I error 4.3-5.7% in scenarios a, c, d, e; epochs as runs 98.6-98.9% /
+0.5-1.0% (SE 1.41-1.46x the truth); unclustered t on clustered questions 91.0% / 8.1%.
+Runs (``--runs-vectorized --reps 20000``, 40 s; the column ``halfwidth_over_sd`` is the mean
+half-width / 1.96 over the true SD): 3 i.i.d. runs 96.5% / 1.135 (previous two-stage SE 97.7% /
+1.348), 3 runs with a run effect 93.5% / 1.077, strong 92.0% / 1.134; 5 i.i.d. runs 95.7% /
+1.080 (previous 1.160), 5 with a run effect 94.1% / 1.035, strong 93.2% / 1.041.
 
+    .venv/bin/python benchmarks/calibration_logs.py --runs-vectorized --reps 20000 --scenarios "b 3 iid runs" ...
     .venv/bin/python benchmarks/calibration_logs.py [--reps 2000] [--quick] [--executor 2]
         [--n-resamples 1000] [--glmm] [--random-state 20241101]
 
