@@ -40,8 +40,9 @@ def _board(means: pd.DataFrame, vcov: pd.DataFrame, task: str, direction: _answe
            level: float) -> pd.DataFrame:
     m = means[means["task"] == task].set_index("system")
     names = list(m.index)
+    V = vcov.loc[names, names].to_numpy(dtype=float)
     return _answer.leaderboard(m["estimate"], std_error=m["std_error"], conf_low=m["conf_low"],
-                               conf_high=m["conf_high"], vcov=vcov.loc[names, names].to_numpy(),
+                               conf_high=m["conf_high"], vcov=V if np.isfinite(V).all() else None,
                                higher_is_better=direction.higher_is_better, level=level)
 
 
