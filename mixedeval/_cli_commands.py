@@ -48,7 +48,7 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     for key, val in tables.items():
         if isinstance(val, pd.DataFrame):
             print_table(key, val)
-        elif key not in ("fit", "warnings", "report"):
+        elif key not in ("fit", "warnings", "check_warnings", "report"):
             print(f"{key}: {val}")
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .. import _answer
 from .._random import seed_sequence
@@ -629,6 +630,15 @@ def _model_pair(tab: pd.DataFrame | None, label: str, better: str, other: str) -
     return None
 
 
+def _unadjusted(r: pd.Series, level: float) -> tuple[float, float]:
+    """The unadjusted interval of a contrast row (estimate -+ t or z quantile x SE; the table's own
+    interval is adjusted over the pairs)."""
+    df = float(r["df"]) if "df" in r.index and pd.notna(r["df"]) else np.inf
+    q = float(stats.t.ppf(0.5 + level / 2.0, df)) if np.isfinite(df) else float(stats.norm.ppf(0.5 + level / 2.0))
+    est, se = float(r["estimate"]), float(r["std_error"])
+    return est - q * se, est + q * se
+
+
 def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_diff: pd.DataFrame | None,
             boot: pd.DataFrame, analysis_name: str, posthoc_df: str, *, n_systems: int, runs: bool, cluster: bool,
             n_resamples: int) -> pd.DataFrame | None:
@@ -655,7 +665,8 @@ def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_
     hit = _model_pair(diff, label, head.better, head.other)
     if hit is not None:
         r, sign = hit
-        lo, hi = sorted((sgn * sign * float(r["conf_low"]), sgn * sign * float(r["conf_high"])))
+        lo, hi = _unadjusted(r, head.level)
+        lo, hi = sorted((sgn * sign * lo, sgn * sign * hi))
         what = "difference of population-averaged accuracies" if model_diff is not None else "contrast"
         rows.append(_answer.check_row(f"{model_name} {what}", head, estimate=sgn * sign * float(r["estimate"]),
                                       conf_low=lo, conf_high=hi, p_value=float(r["p_value"]),
