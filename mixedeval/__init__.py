@@ -78,6 +78,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "read_battles": ("mixedeval.data._battles", "read_battles"),
     "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
     "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
+    "judge_corrected": ("mixedeval.workflows.judges", "judge_corrected"),
+    "JudgeCorrected": ("mixedeval.workflows.judges", "JudgeCorrected"),
+    "judge_agreement": ("mixedeval.workflows.judges", "judge_agreement"),
+    "labels_needed": ("mixedeval.workflows.judges", "labels_needed"),
+    "read_judge_scores": ("mixedeval.data._judge_labels", "read_judge_scores"),
+    "bradley_terry_corrected": ("mixedeval.workflows._judges_battles", "bradley_terry_corrected"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

@@ -344,3 +344,92 @@ def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low:
 def checks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The checks table (columns :data:`CHECK_COLUMNS`) from :func:`check_row` rows."""
     return pd.DataFrame(rows, columns=list(CHECK_COLUMNS))
+
+
+# ------------------------------------------------------------------------------ differences
+#: the columns of a result's ``differences`` table (every system against the best or the reference)
+DIFFERENCE_COLUMNS = ("name", "versus", "estimate", "conf_low", "conf_high", "p_value")
+
+
+def differences(pairs: pd.DataFrame, anchor: str, names: list[str], higher_is_better: bool) -> pd.DataFrame:
+    """Every system's difference from ``anchor`` (the best, or the reference) in the better
+    direction: ``estimate`` > 0 means the system is better than the anchor, < 0 worse.
+
+    ``pairs`` has one row per pair with columns ``a, b, delta`` (a - b on the score's scale),
+    ``conf_low, conf_high`` (of a - b) and ``p_value``; the rows involving ``anchor`` are used,
+    in the order of ``names`` (the leaderboard's). Columns :data:`DIFFERENCE_COLUMNS`."""
+    sign = 1.0 if higher_is_better else -1.0
+    by_other: dict[str, dict[str, Any]] = {}
+    for r in pairs.itertuples(index=False):
+        a, b = str(r.a), str(r.b)
+        if anchor not in (a, b) or a == b:
+            continue
+        other, s = (a, 1.0) if b == anchor else (b, -1.0)
+        lo, hi = s * float(r.conf_low), s * float(r.conf_high)  # other - anchor
+        lo, hi = min(lo, hi), max(lo, hi)
+        est = sign * s * float(r.delta)
+        lo, hi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)
+        by_other.setdefault(other, {"name": other, "versus": anchor, "estimate": est, "conf_low": lo,
+                                    "conf_high": hi, "p_value": float(r.p_value)})
+    rows = [by_other[n] for n in map(str, names) if n in by_other]
+    return pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
+
+
+def _metric_word(metric: Any) -> str:
+    m = str(metric or "score")
+    return m.upper() if len(m) <= 4 and m.isalpha() else m
+
+
+def answer_sentence(diffs: pd.DataFrame, head: Headline | None, *, metric: Any = None, scale: float = 1.0,
+                    unit: str = "") -> str:
+    """The answer in one line, from every system's difference from a reference
+    (:func:`differences`, ``versus`` the reference) and the headline (best vs runner-up):
+    ``"Marking and PostEdit lower TER by 1.2 and 1.0 points vs Baseline (p < 0.001 each);
+    Marking vs PostEdit not distinguishable (+0.3 points, 95% CI -0.0 to +0.6, p = 0.07)"``."""
+    d = head.direction if head is not None else None
+    lower = d is not None and not d.higher_is_better
+    word = "lower" if lower else "higher"
+    m = _metric_word(metric if metric is not None else (d.metric if d is not None else None))
+    u = f" {unit}" if unit else ""
+    digits = _short_digits(scale * float(np.nanmedian(np.abs(diffs["conf_high"] - diffs["conf_low"])) / 3.92)) \
+        if len(diffs) else 2
+    parts = []
+    if len(diffs):
+        ref = str(diffs["versus"].iloc[0])
+        apart = diffs[(diffs["conf_low"] > 0)]
+        if len(apart):
+            names = list(apart["name"].astype(str))
+            vals = [f"{scale * v:.{digits}f}" for v in apart["estimate"]]
+            ps = apart["p_value"].to_numpy(dtype=float)
+            ptxt = (f"p < 0.001{' each' if len(ps) > 1 else ''}" if np.all(ps < 0.001) else
+                    "p = " + ", ".join(f"{p:.2g}" for p in ps))
+            parts.append(f"{_and(names)} {word} {m} by {_and(vals)}{u} vs {ref} ({ptxt})")
+        worse = diffs[diffs["conf_high"] < 0]
+        if len(worse):
+            parts.append(f"{_and(list(worse['name'].astype(str)))} {'higher' if lower else 'lower'} {m} than {ref}")
+        same = diffs[(diffs["conf_low"] <= 0) & (diffs["conf_high"] >= 0)]
+        if len(same) and head is not None and {str(head.better), str(head.other)} != {ref, *map(str, same["name"])}:
+            parts.append(f"{_and(list(same['name'].astype(str)))} not distinguishable from {ref}")
+    if head is not None:
+        s = head.scale if head.scale != 1.0 else scale
+        hu = f" {head.unit}" if head.unit else u
+        dd = _short_digits(s * head.std_error)
+        lvl = int(round(100 * head.level))
+        nums = (f"{s * head.estimate:+.{dd}f}{hu}, {lvl}% CI {s * head.conf_low:+.{dd}f} to {s * head.conf_high:+.{dd}f}, "
+                f"p = {head.p_value:.2g}")
+        if head.distinguishable:
+            parts.append(f"{head.better} {word} {m} than {head.other} ({nums})")
+        else:
+            parts.append(f"{head.better} vs {head.other} not distinguishable ({nums})")
+    return "; ".join(parts) if parts else "nothing to compare"
+
+
+def _short_digits(se: float) -> int:
+    """Decimals for a number in a sentence: one significant digit of its standard error."""
+    if not np.isfinite(se) or se <= 0:
+        return 2
+    return int(min(6, max(0, -math.floor(math.log10(abs(se))))))
+
+
+def _and(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]

@@ -9,33 +9,58 @@ returns the exit status; errors are raised (``main`` reports them).
 from __future__ import annotations
 
 import argparse
+import glob
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
 from . import datasets
 from ._console import print_json, print_table
-from ._report import report
-from .data._battles import read_battles
-from .data._design_spec import design
+from ._format import plain
+from .data._logs import read_eval_logs
 from .data.table import as_pandas
-from .demo import run_demo, run_llm_demo
-from .engine.check import check_r
 from .errors import DataError, UsageError
-from .inference._clmm import clmm
-from .inference._glmm import glmm
-from .inference._lmm import LMMFit, lmm
-from .inference.compare import compare
-from .resampling import bootstrap
 from .workflows.compare_logs import compare_logs
-from .workflows.preferences import bradley_terry
-from .workflows.power import minimum_detectable_effect, power, power_curve, sample_size
 from .workflows.plan_eval import questions_needed
-from .workflows.language_disparity import language_disparity
 from .workflows.summarize import summarize
-from .workflows.variance_components import variance_components
+
+
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: the report (matplotlib, jinja2), the models (R)
+    and the other workflows load only for the subcommand that uses them, so that ``compare-logs``
+    and ``summarize`` (numpy, no R by default) start fast (``benchmarks/bench_cli_startup.py``)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+report = _lazy("._report", "report")
+read_battles = _lazy(".data._battles", "read_battles")
+design = _lazy(".data._design_spec", "design")
+run_demo = _lazy(".demo", "run_demo")
+run_llm_demo = _lazy(".demo", "run_llm_demo")
+check_r = _lazy(".engine.check", "check_r")
+clmm = _lazy(".inference._clmm", "clmm")
+glmm = _lazy(".inference._glmm", "glmm")
+lmm = _lazy(".inference._lmm", "lmm")
+compare = _lazy(".inference.compare", "compare")
+bootstrap = _lazy(".resampling", "bootstrap")
+bradley_terry = _lazy(".workflows.preferences", "bradley_terry")
+minimum_detectable_effect = _lazy(".workflows.power", "minimum_detectable_effect")
+power = _lazy(".workflows.power", "power")
+power_curve = _lazy(".workflows.power", "power_curve")
+sample_size = _lazy(".workflows.power", "sample_size")
+language_disparity = _lazy(".workflows.language_disparity", "language_disparity")
+variance_components = _lazy(".workflows.variance_components", "variance_components")
+judge_corrected = _lazy(".workflows.judges", "judge_corrected")
+labels_needed = _lazy(".workflows.judges", "labels_needed")
+read_judge_scores = _lazy(".data._judge_labels", "read_judge_scores")
 
 
 def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
@@ -48,8 +73,8 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     for key, val in tables.items():
         if isinstance(val, pd.DataFrame):
             print_table(key, val)
-        elif key not in ("fit", "warnings", "check_warnings", "report"):
-            print(f"{key}: {val}")
+        elif key not in ("fit", "warnings", "check_warnings", "report") and val is not None:  # None: not computed
+            print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")
     for w in tables.get("check_warnings", ()):
@@ -160,15 +185,25 @@ def cmd_fit(args: argparse.Namespace) -> int:
         out["anova"] = anova.table
     emm = con = None
     if args.emmeans:
+        from .inference._lmm import LMMFit  # noqa: PLC0415 - loaded by the fit already
+
         emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
             else fit.emmeans(args.emmeans)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
+    # every part's warnings, e.g. the contrasts' ci_adjust: emmeans has no Holm intervals, so conf_low/conf_high
+    # are Bonferroni-adjusted while p_adj is Holm (text: "warning: ..." lines; --json: the "warnings" list)
+    out["warnings"] = _warning_texts(fit, anova, emm, con)
     if args.report:
         _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
     return _emit(args, out, text=str(fit))
+
+
+def _warning_texts(*results: Any) -> list[str]:
+    """The warnings of ``results`` (None skipped) as text, each once, in order."""
+    return list(dict.fromkeys(str(w) for r in results if r is not None for w in (getattr(r, "warnings", ()) or ())))
 
 
 def _power_model(args: argparse.Namespace) -> Any:
@@ -200,7 +235,10 @@ def _cmd_questions_needed(args: argparse.Namespace) -> int:
     except ValueError:
         raise DataError(f"--epochs {args.epochs!r} must be comma-separated integers, e.g. 1,3,5") from None
     _progress(args, f"questions needed to detect {effect:g} at power {args.target} ({args.n_sim} simulations)")
-    res = questions_needed(args.from_logs, effect, target=args.target, alpha=args.alpha,
+    pilot: Any = args.from_logs
+    if args.system_from:  # the fields that define the systems: read here (questions_needed reads plain paths)
+        pilot = read_eval_logs(pilot, metric=args.metric, system=args.system_from)
+    res = questions_needed(pilot, effect, target=args.target, alpha=args.alpha,
                            epochs=epochs, metric=args.metric, systems=pair, n_sim=args.n_sim,
                            random_state=args.random_state)
     out: dict[str, Any] = {"questions_needed": res.table, "estimates": res.estimates,
@@ -281,9 +319,11 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
                     resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
-                    n_groups=args.n_groups, higher_is_better=not args.lower_is_better,
+                    n_groups=args.n_groups, higher_is_better=False if args.lower_is_better else None,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    out: dict[str, Any] = {"summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
+    out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
+                           "leaderboard": res.leaderboard,
+                           "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
     if args.report:
         _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
@@ -305,6 +345,53 @@ def _answer_out(args: argparse.Namespace, res: Any) -> dict[str, Any]:
     return out
 
 
+def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) -> tuple[Any, str | None, Any]:
+    """``(source, cluster, system_from)`` for ``compare-logs`` / ``summarize``.
+
+    With ``--run`` / ``--epoch`` (a score table's columns; ``--cluster`` then names the table's
+    cluster column too) the table is read here by :func:`mixedeval.read_eval_logs` with
+    ``columns=`` and handed over as :class:`~mixedeval.EvalLogs`; so it is for ``--system-from``
+    when the workflow takes no ``system=`` (``pre_read_systems``: ``summarize``, whose ``system=``
+    is a table's column). Otherwise the paths go to the workflow as they are."""
+    columns = {k: v for k, v in (("run", args.run), ("epoch", args.epoch)) if v}
+    system_from = args.system_from or None
+    if not columns and not (pre_read_systems and system_from):
+        return source, args.cluster, system_from
+    fmt, cluster, meta = args.format, args.cluster, [args.cluster] if args.cluster else []
+    if columns:
+        if fmt not in ("auto", "table"):
+            raise UsageError(f"--run and --epoch name columns of a score table; --format {fmt} logs carry their "
+                             f"runs and epochs themselves (see 'mixedeval {args.command} --help')")
+        fmt, meta = "table", []
+        if args.cluster:  # the table's cluster column, carried as the canonical 'cluster'
+            columns["cluster"], cluster = args.cluster, "cluster"
+    logs = read_eval_logs(source, fmt, metric=args.metric, columns=columns or None, drop_missing=args.drop_missing,
+                          system=system_from, metadata=meta)
+    return logs, cluster, None
+
+
+def _log_inputs(args: argparse.Namespace) -> list[str]:
+    """The log paths given on the command line (files and folders; globs expanded) for the report's
+    provenance, which hashes a file and shows a folder as a folder."""
+    given = [*getattr(args, "paths", ()), *(a.partition("=")[2] for a in getattr(args, "system", None) or ())]
+    out: list[str] = []
+    for p in given:
+        out += sorted(glob.glob(p, recursive=True)) if any(c in p for c in "*?[") else [p]
+    return out
+
+
+#: what ``compare-logs`` says in place of the model-based check when it was not run
+NO_MODEL_CHECK = ("model-based check not run (add --checks for the mixed model: likelihood-ratio test, contrasts "
+                  "and estimated marginal means)")
+
+
+def _wants_model_check(args: argparse.Namespace) -> bool:
+    """Whether ``compare-logs`` fits the mixed model (the model-based check, seconds of R): when
+    asked with ``--checks``, or implied by ``--report`` (the report shows it), ``--analysis glmm``
+    / ``lmm`` or ``--trials`` (options of the model)."""
+    return bool(args.checks or args.report or args.analysis != "auto" or args.trials is not None)
+
+
 def cmd_compare_logs(args: argparse.Namespace) -> int:
     source: Any = list(args.paths)
     if args.system:  # NAME=PATH pairs name the systems explicitly
@@ -319,21 +406,25 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
     elif not args.paths:
         raise UsageError("give one or more log paths (or --system NAME=PATH) (see 'mixedeval compare-logs --help')")
     _progress(args, f"reading the logs and comparing the systems on {args.metric!r}")
+    source, cluster, system_from = _read_logs(args, source, pre_read_systems=False)
     res = compare_logs(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
-                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=args.cluster,
-                       adjust=args.adjust, system=args.system_from or None,
+                       analysis=args.analysis, trials=args.trials, reference=args.reference, cluster=cluster,
+                       adjust=args.adjust, system=system_from,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
-                       n_sim=args.n_sim, higher_is_better=getattr(args, "higher_is_better", None))
+                       n_sim=args.n_sim, model_check=_wants_model_check(args),
+                       higher_is_better=getattr(args, "higher_is_better", None))
     out: dict[str, Any] = {**_answer_out(args, res), "next_run": res.plan_text(), "differences": res.table,
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
                            "bootstrap": res.bootstrap, "means": res.means,
                            "warnings": [str(w) for w in res.answer_warnings],
                            "check_warnings": [str(w) for w in res.check_warnings]}
+    if res.glrt is None:  # the model-based check was not asked for
+        out["analysis"] = NO_MODEL_CHECK
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
-                      progress=not args.quiet)
+                      progress=not args.quiet, input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
@@ -344,14 +435,16 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     if not source:
         raise UsageError("give one or more log paths (see 'mixedeval summarize --help')")
     _progress(args, f"reading the logs and summarizing {args.metric!r}")
+    source, cluster, _ = _read_logs(args, source, pre_read_systems=True)
     res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
-                    cluster=args.cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
+                    cluster=cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
                     sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state,
                     reference=getattr(args, "reference", None), higher_is_better=getattr(args, "higher_is_better", None))
     out: dict[str, Any] = {**_answer_out(args, res), "metric": res.metric, "table": res.table,
                            "pairwise": res.pairwise, "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet)
+        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
+                      input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)
@@ -456,6 +549,53 @@ def cmd_preferences(args: argparse.Namespace) -> int:
     out = {k: v for k, v in out.items() if v is not None}
     if args.report:
         path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """(the table judge_corrected reads, its epoch column)."""
+    one = args.scores[0] if len(args.scores) == 1 else None
+    is_table = one is not None and str(one).lower().endswith((".csv", ".tsv", ".parquet", ".pq"))
+    if is_table and not args.labels:
+        return _load_data(one), args.epoch
+    df = read_judge_scores(one if is_table else list(args.scores), args.labels, metric=args.metric, format=args.format,
+                           system=args.system, item=args.item, epoch=args.epoch, task=args.task,
+                           judge_score=args.judge_score, label_id=args.label_id, label_system=args.label_system,
+                           label_epoch=args.label_epoch, label_task=args.label_task, human_score=args.human_score)
+    return df, "epoch"
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """``mixedeval judge SCORES``: judge-corrected leaderboard, agreement, bias and budget."""
+    data, epoch = _judge_data(args)
+    canonical = epoch == "epoch" and "judge_score" in data.columns and args.labels is not None
+    cols = ({"judge_score": "judge_score", "human_score": "human_score", "system": "system", "item": "item"}
+            if canonical else {"judge_score": args.judge_score, "human_score": args.human_score,
+                               "system": args.system, "item": args.item})
+    _progress(args, f"correcting the judge's scores with {args.method}")
+    res = judge_corrected(data, cols["judge_score"], cols["human_score"], system=cols["system"], item=cols["item"],
+                          epoch=epoch, judge=args.judge, cluster=args.cluster, method=args.method, level=args.level,
+                          higher_is_better=False if args.lower_is_better else None, reference=args.reference,
+                          random_state=args.random_state)
+    out: dict[str, Any] = {"headline": res.headline.to_dict() if res.headline is not None else None,
+                           "leaderboard": res.leaderboard, "systems": res.table, "pairwise": res.pairwise,
+                           "checks": res.checks}
+    if not args.json:
+        out["headline"] = res.headline_text()
+    agreement = budget = None
+    if not args.no_agreement:
+        agreement = res.agreement(n_resamples=args.n_resamples, random_state=args.random_state)
+        out.update(agreement=agreement.table, bias=agreement.bias, bias_test=agreement.bias_test)
+    if args.width is not None or args.power is not None:
+        budget = labels_needed(res, width=args.width, power=args.power, delta=args.delta, cost_ratio=args.cost_ratio)
+        out["labels_needed"] = budget.table
+    warns = list(res.warnings) + (list(agreement.warnings) if agreement else []) + (list(budget.warnings) if budget else [])
+    out["warnings"] = [str(w) for w in warns]
+    out = {k: v for k, v in out.items() if v is not None}
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: judge-corrected evaluation", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)

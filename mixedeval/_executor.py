@@ -43,6 +43,7 @@ from typing import Any
 from threadpoolctl import ThreadpoolController, threadpool_info
 from tqdm.auto import tqdm
 
+from ._progress import bar_disabled
 from . import _pool
 from .errors import DataError, ExecutorError, ExecutorWarning, WorkerLostError
 
@@ -235,7 +236,7 @@ def _collect(futures: dict, as_completed: Callable, n: int, progress: bool, desc
 
 
 def _bar(total: int, progress: bool, desc: str):
-    return tqdm(total=total, desc=desc or "tasks", unit="task", leave=False, disable=not progress)
+    return tqdm(total=total, desc=desc or "tasks", unit="task", leave=False, disable=bar_disabled(progress))
 
 
 def available_cpus() -> int:

@@ -28,3 +28,43 @@ def fmt_p(p: Any) -> str:
     if p >= 1e-4:
         return f"{p:.4f}"
     return f"{p:.2e}"
+
+
+def plain(value: Any) -> str:
+    """A setting's value as plain words, never a Python repr (report provenance, the command line's
+    text output): None -> ``none``; True/False -> ``yes``/``no``; a float -> 6 significant digits
+    (NaN -> ``NA``); numpy scalars as their Python values; a dict -> ``key: value, ...``; a list,
+    tuple or set -> ``a, b, c`` (nested ones in parentheses); a table -> ``table of N rows``; a
+    path -> its text; a numpy ``SeedSequence`` -> ``SeedSequence, entropy N``; a ``Generator``
+    -> ``numpy Generator (PCG64)``; anything else -> ``str(value)``."""
+    if value is None:
+        return "none"
+    if hasattr(value, "item") and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # numpy scalar
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "NA" if math.isnan(value) else f"{value:.6g}"
+    if isinstance(value, (int, str)):
+        return str(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{plain(k)}: {_nested(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple, set, frozenset)) or (type(value).__module__ == "numpy"
+                                                             and hasattr(value, "tolist")):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(
+            value.tolist() if hasattr(value, "tolist") else value)
+        return ", ".join(_nested(v) for v in items) or "none"
+    if hasattr(value, "shape") and hasattr(value, "columns"):  # a DataFrame
+        return f"table of {len(value)} rows"
+    name = type(value).__name__
+    if name == "SeedSequence":
+        return f"SeedSequence, entropy {value.entropy}"
+    if name == "Generator" and hasattr(value, "bit_generator"):
+        return f"numpy Generator ({type(value.bit_generator).__name__})"
+    return str(value)
+
+
+def _nested(value: Any) -> str:
+    """:func:`plain` of a value inside a list or dict: a nested container in parentheses."""
+    text = plain(value)
+    return f"({text})" if isinstance(value, (dict, list, tuple, set, frozenset)) and "," in text else text

@@ -109,6 +109,49 @@ cmd_vca = _command("cmd_vca")
 cmd_disparity = _command("cmd_disparity")
 cmd_demo = _command("cmd_demo")
 cmd_preferences = _command("cmd_preferences")
+cmd_judge = _command("cmd_judge")
+
+
+# ------------------------------------------------------------------------------- judges
+def _add_judge(sub: Any) -> None:
+    g = sub.add_parser("judge", parents=[_common(data=False)],
+                       help="LLM-judge scores corrected with a few human labels (PPI++), judge agreement and bias, "
+                            "labelling budget",
+                       description="Read judge scores (a score table, or evaluation logs such as Inspect AI's "
+                                   "model_graded_qa / model_graded_fact) and people's labels on a random subset, and "
+                                   "print the judge-corrected leaderboard and headline (prediction-powered inference: "
+                                   "PPI++, PPI or Rogan-Gladen), the human-only and judge-only estimates beside them, "
+                                   "the judge's agreement with people and its bias by system, and how many labels a "
+                                   "target interval width or power needs.")
+    g.add_argument("scores", nargs="+", help="score table (.csv, .parquet) with judge and human scores, or log files, "
+                                             "directories or globs")
+    g.add_argument("--labels", help="table of people's labels joined by sample id (with --label-* columns)")
+    g.add_argument("--metric", help="the judge's metric in the logs (e.g. model_graded_qa)")
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"],
+                   help="format of the scores (default auto: from the files)")
+    for opt, default in (("--judge-score", "judge_score"), ("--human-score", "human_score"), ("--system", "system"),
+                         ("--item", "item")):
+        g.add_argument(opt, default=default, help=f"column name (default {default})")
+    for opt in ("--epoch", "--judge", "--cluster", "--task"):
+        g.add_argument(opt, help="column name (optional)")
+    g.add_argument("--label-id", default="id", help="sample-id column of --labels (default id)")
+    g.add_argument("--label-system", help="system column of --labels")
+    g.add_argument("--label-epoch", help="epoch column of --labels")
+    g.add_argument("--label-task", help="task column of --labels")
+    g.add_argument("--method", default="ppi++", choices=["ppi++", "ppi", "rogan-gladen"],
+                   help="ppi++ (default: power-tuned prediction-powered inference), ppi, or rogan-gladen (0/1 judge)")
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    g.add_argument("--reference", help="reference system of the headline")
+    g.add_argument("--lower-is-better", action="store_true", help="lower scores are better")
+    g.add_argument("--width", type=float, help="labelling budget: the interval width wanted for the headline difference")
+    g.add_argument("--power", type=float, help="labelling budget: the power wanted (with --delta)")
+    g.add_argument("--delta", type=float, help="the difference to detect (default: the headline's)")
+    g.add_argument("--cost-ratio", type=float, help="cost of a human label / cost of a judge call (plans both)")
+    g.add_argument("--no-agreement", action="store_true", help="skip the agreement and bias tables")
+    g.add_argument("--n-resamples", type=int, default=1000, help="cluster-bootstrap replicates of the agreement "
+                                                                  "intervals (default 1000)")
+    g.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    g.set_defaults(func=cmd_judge)
 
 
 # ------------------------------------------------------------------------------- preferences
@@ -134,7 +177,7 @@ def _add_preferences(sub: Any) -> None:
                                                          "length (style control; repeatable)")
     g.add_argument("--anchor", help="model whose Elo rating is --anchor-rating (default: the mean rating is)")
     g.add_argument("--anchor-rating", type=float, default=1000.0, help="Elo of the anchor (default 1000)")
-    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
                                                                   "0: intervals from the likelihood alone)")
     g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
@@ -222,9 +265,11 @@ def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="ordered ratings: a cumulative link mixed model (ordinal::clmm)")
     f.add_argument("--link", default=None, help="link function of --family / --ordinal (default: the canonical one)")
     f.add_argument("--nagq", type=int, default=1, help="quadrature points of a GLMM / clmm (1 = Laplace; 0 = fast)")
-    f.add_argument("--df-method", default="satterthwaite", choices=["satterthwaite", "kenward-roger", "asymptotic"])
+    f.add_argument("--df-method", default="satterthwaite", choices=["satterthwaite", "kenward-roger", "asymptotic"],
+                   help="denominator df of the t and F tests and of the EMMs (default satterthwaite; asymptotic: z)")
     f.add_argument("--anova", action="store_true", help="add the F-test table with partial eta-squared")
-    f.add_argument("--anova-type", type=int, default=3, choices=[1, 2, 3])
+    f.add_argument("--anova-type", type=int, default=3, choices=[1, 2, 3],
+                   help="sums of squares of --anova: type 1, 2 or 3 (default 3)")
     f.add_argument("--emmeans", metavar="FACTOR", help="factor for estimated marginal means and pairwise contrasts")
     f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
     f.set_defaults(func=cmd_fit)
@@ -242,16 +287,19 @@ def _add_power(sub: Any) -> None:
         w.add_argument(f"--{name}", type=int, default=default, help=f"design: number of {what} (default {default})")
     w.add_argument("--variance", action="append", metavar="COMPONENT=V",
                    help="design: a variance component, e.g. item=0.04 residual=0.01 (repeatable)")
-    w.add_argument("--family", default="gaussian", choices=["gaussian", "binomial"])
+    w.add_argument("--family", default="gaussian", choices=["gaussian", "binomial"],
+                   help="response: gaussian (linear mixed model, default) or binomial (0/1 scores, GLMM)")
     w.add_argument("--intercept", type=float, default=0.0, help="design: the reference system's mean (binomial: log-odds)")
     w.add_argument("--effect", type=float, action="append",
                    help="the tested coefficient (repeat: one per non-reference system)")
     w.add_argument("--term", default=None, help="tested fixed-effect term of a pilot fit (default system)")
     w.add_argument("--test", default="lrt", choices=["lrt", "satterthwaite", "kenward-roger", "wald_z", "sign_flip",
-                                                     "approximate_randomization", "paired_bootstrap"])
-    w.add_argument("--alpha", type=float, default=0.05)
+                                                     "approximate_randomization", "paired_bootstrap"],
+                   help="the test whose power is simulated (default lrt: likelihood-ratio test of the term)")
+    w.add_argument("--alpha", type=float, default=0.05, help="significance level of the test (default 0.05)")
     w.add_argument("--n-sim", type=int, default=200, help="simulations per power estimate (default 200)")
-    w.add_argument("--random-state", type=int, default=None, metavar="INT")
+    w.add_argument("--random-state", type=int, default=None, metavar="INT",
+                   help="seed of the simulations (R's set.seed; default: a fresh one, recorded in the output)")
     w.add_argument("--along", default="items", help="factor extended by --values / --sample-size (default items)")
     w.add_argument("--values", metavar="N1,N2,...", help="power curve at these sizes of --along")
     w.add_argument("--target", "--power", dest="target", type=float, default=0.8, help="target power (default 0.8)")
@@ -263,6 +311,8 @@ def _add_power(sub: Any) -> None:
     w.add_argument("--points", type=float, help="--from-logs: the difference to detect in points (3 = 0.03)")
     w.add_argument("--epochs", metavar="K1,K2,...", help="--from-logs: epochs to plan for (default 1 and the pilot's)")
     w.add_argument("--pair", metavar="A,B", help="--from-logs: the two systems (needed when the logs have more)")
+    w.add_argument("--system-from", action="append", metavar="FIELD",
+                   help="--from-logs: a log field that defines the systems (repeatable), as in compare-logs")
     w.set_defaults(func=cmd_power)
 
 
@@ -295,7 +345,7 @@ def _add_vca(sub: Any, common: argparse.ArgumentParser) -> None:
     v.add_argument("--all-interactions", action="store_true", help="every two-way interaction of object and facets")
     v.add_argument("--nested", metavar="A/B", help="nested term, expanded as (1|A) + (1|A:B)")
     v.add_argument("--ml", action="store_true", help="fit by ML (default REML)")
-    v.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    v.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS, help="lme4's optimizer (default nloptwrap)")
     v.add_argument("--size", action="append", metavar="FACET=N",
                    help="levels averaged over for the reliability coefficients (repeatable; default 1)")
     v.add_argument("--d-study", action="append", metavar="FACET=N1,N2,..",
@@ -313,6 +363,22 @@ def _direction_args(g: Any) -> None:
                    help="lower scores are better (error rates, TER, loss)")
 
 
+def _log_options(g: argparse.ArgumentParser) -> None:
+    """The options of the commands that read evaluation logs and score tables: which fields define
+    the systems, and a table's run and epoch columns."""
+    g.add_argument("--system-from", action="append", metavar="FIELD",
+                   help="a log field that defines the systems (repeatable; their values join into the name): model, "
+                        "task_args or task_args.KEY, solver, plan, model_args[.KEY], tags, generation_config[.KEY]; "
+                        "e.g. --system-from model --system-from task_args.cot. Default: the model name, split by the "
+                        "fields its logs differ in, with a warning")
+    g.add_argument("--run", metavar="COLUMN",
+                   help="a score table's column naming the runs of a system (training seeds, repeated evaluations: "
+                        "their variance enters the intervals), e.g. --run seed")
+    g.add_argument("--epoch", metavar="COLUMN",
+                   help="a score table's column numbering repeated samples of a question within one evaluation "
+                        "(epochs: averaged within the question, never counted as runs)")
+
+
 def _add_compare_logs(sub: Any) -> None:
     g = sub.add_parser("compare-logs", parents=[_common(data=False)],
                        help="compare systems from evaluation-harness logs (lm-eval, Inspect AI, HELM)",
@@ -325,14 +391,13 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("paths", nargs="*", help="log files, directories (searched recursively) or globs")
     g.add_argument("--system", action="append", metavar="NAME=PATH",
                    help="name a system explicitly (repeatable; instead of PATH arguments)")
-    g.add_argument("--system-from", action="append", metavar="FIELD",
-                   help="a log field that defines the systems (repeatable; their values join into the name): model, "
-                        "task_args or task_args.KEY, solver, plan, model_args[.KEY], tags, generation_config[.KEY]; "
-                        "e.g. --system-from model --system-from task_args.cot. Default: the model name, split by the "
-                        "fields its logs differ in, with a warning")
+    _log_options(g)
     g.add_argument("--metric", required=True, help="metric to compare (e.g. acc, exact_match, an Inspect scorer)")
-    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
-    g.add_argument("--analysis", default="auto", choices=["auto", "glmm", "lmm"])
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"],
+                   help="log format (default: recognised from the files)")
+    g.add_argument("--analysis", default="auto", choices=["auto", "glmm", "lmm"],
+                   help="the model-based check: auto (binomial GLMM for 0/1 scores, LMM otherwise), glmm or lmm; "
+                        "implies --checks")
     g.add_argument("--trials", type=int, help="scores are proportions of this many attempts (k of n): binomial GLMM")
     g.add_argument("--reference", help="reference system: the headline is the best other system against it")
     _direction_args(g)
@@ -340,7 +405,7 @@ def _add_compare_logs(sub: Any) -> None:
                                      "metadata field such as passage_id): clustered standard errors")
     g.add_argument("--adjust", default="holm", help="p-value adjustment (default holm)")
     g.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
-    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
     g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
     g.add_argument("--effect", type=float, help="the next run's plan: the difference to detect, in score units "
@@ -349,6 +414,11 @@ def _add_compare_logs(sub: Any) -> None:
     g.add_argument("--n-sim", type=int, default=1000, help="the next run's plan: simulations per size beside Miller's "
                                                            "closed form (0: closed form only; default 1000)")
     g.add_argument("--no-plan", action="store_true", help="skip the sample-size plan for the next run")
+    g.add_argument("--checks", action="store_true",
+                   help="also fit the mixed model (the model-based check: binomial GLMM or LMM, its likelihood-ratio "
+                        "test, contrasts and estimated marginal means; starts R and takes seconds). Without it the "
+                        "output is the headline, the accuracies, the paired bootstrap and the plan, which need no "
+                        "model; --report, --analysis glmm/lmm and --trials imply it")
     g.set_defaults(func=cmd_compare_logs)
 
 
@@ -364,15 +434,17 @@ def _add_summarize(sub: Any) -> None:
                                    "scores) and Holm-adjusted p. The output opens with the headline: the best system "
                                    "against the runner-up.")
     g.add_argument("paths", nargs="+", help="log files, directories (searched recursively) or globs")
+    _log_options(g)
     g.add_argument("--metric", required=True, help="metric to summarize (an Inspect scorer, lm-eval acc, ...)")
-    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"])
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"],
+                   help="log format (default: recognised from the files)")
     g.add_argument("--cluster", help="column of the logs naming each question's cluster (an Inspect sample "
                                      "metadata field): Inspect's clustered stderr(cluster=)")
     g.add_argument("--cluster-se", default=None, choices=["CR2"], help="also clubSandwich's CR2 clustered SE")
     g.add_argument("--reference", help="reference system: the headline is the best other system against it")
     _direction_args(g)
     g.add_argument("--adjust", default="holm", help="p-value adjustment over pairs x tasks (default holm)")
-    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--sign-flip", action="store_true", help="add the sign-flip permutation p-value of each pair")
     g.add_argument("--n-resamples", type=int, default=10_000, help="sign-flip replicates (default 10000)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the sign-flip test (default 0)")
@@ -385,15 +457,19 @@ def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Performance potential, realisation ratio (mean, SD, CV per model) and language "
                                    "potential from score ~ language + task + (1|model) by ML.")
     _data_arg(g)
-    g.add_argument("--score", default="score")
-    g.add_argument("--model", default="model")
-    g.add_argument("--language", default="language")
+    g.add_argument("--score", default="score", help="score column (default score)")
+    g.add_argument("--model", default="model", help="model column (default model)")
+    g.add_argument("--language", default="language", help="language column (default language)")
     g.add_argument("--task", action="append", help="task column (repeat to join several, e.g. dataset and metric)")
     g.add_argument("--reference", action="append", metavar="FACTOR=LEVEL", help="reference level, e.g. language=en")
-    g.add_argument("--lp-convention", default="published", choices=["published", "all_tasks"])
+    g.add_argument("--lp-convention", default="published", choices=["published", "all_tasks"],
+                   help="language potential: published (mean over the non-reference task effects, the authors' Table 2; "
+                        "default) or all_tasks (all tasks with the reference's zero)")
     g.add_argument("--drop-aggregates", action="store_true", help="drop records whose language is an aggregate (avg)")
-    g.add_argument("--pp-threshold", type=float, default=0.0)
-    g.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS)
+    g.add_argument("--pp-threshold", type=float, default=0.0,
+                   help="records whose performance potential is at or below this get no realisation ratio (NaN, with a "
+                        "warning); default 0")
+    g.add_argument("--optimizer", default="nloptwrap", choices=OPTIMIZERS, help="lme4's optimizer (default nloptwrap)")
     g.add_argument("--n-resamples", type=int, default=0, help="parametric-bootstrap refits for intervals (default none)")
     g.add_argument("--random-state", type=int, default=1, metavar="INT",
                    help="R's set.seed for the parametric bootstrap (default 1)")
@@ -435,8 +511,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--aggregator", default="mean", choices=["mean", "median", "geometric_mean"],
                    help="how per-group scores combine into a system score (default mean)")
     b.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap replicates (default 10000)")
-    b.add_argument("--ci", default="percentile", choices=["percentile", "basic", "bca", "se"])
-    b.add_argument("--level", type=float, default=0.95)
+    b.add_argument("--ci", default="percentile", choices=["percentile", "basic", "bca", "se"],
+                   help="bootstrap interval: percentile (default), basic, bca (bias-corrected and accelerated) or se "
+                        "(normal, from the bootstrap SE)")
+    b.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
     b.add_argument("--lower-is-better", action="store_true", help="rank low scores first (error rates such as TER)")
@@ -449,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_logs(sub)
     _add_summarize(sub)
     _add_preferences(sub)
+    _add_judge(sub)
     return p
 
 

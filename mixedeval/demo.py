@@ -31,6 +31,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from . import datasets
+from ._answer import answer_sentence
 from ._console import print_json, print_table
 from ._report import report
 from ._report.blocks import as_frame
@@ -94,6 +95,8 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     anova = steps.run("F test with partial eta-squared", fit.anova)
     emm = steps.run("estimated marginal means", fit.emmeans, "system")
     con = steps.run("Holm pairwise contrasts", emm.contrasts, method="pairwise", adjust="holm") if emm else None
+    answer = steps.run("the answer: leaderboard, headline, differences from Baseline", _ter_answer, emm) \
+        if emm else None
     r2 = steps.run("R2 (Nakagawa-Schielzeth)", fit.r2)
     icc = steps.run("ICC", fit.icc)
     diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim,
@@ -108,6 +111,9 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
                     ann, score="score", object="sentence", facets=["rater", "occasion"], interactions="all")
 
     tables: dict[str, Any] = {
+        "answer": answer,
+        "leaderboard": answer["leaderboard"] if answer else None,
+        "differences_from_baseline": answer["differences"] if answer else None,
         "design": design.factors if design is not None else None,
         "design_relations": design.relations if design is not None else None,
         "fixed_effects": fit.fixed,
@@ -131,6 +137,56 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
                      input_file=[str(_path(DATASETS["kreutzer_ter"])), str(_path(DATASETS["kreutzer_annotation"]))],
                      title="mixedeval demo: Kreutzer et al. (2020) TER, ter ~ system + (1|sentence_id)")
     return tables, results, report_kw
+
+
+TER_REFERENCE = "Baseline"
+
+
+def _ter_answer(emm: Any) -> dict[str, Any]:
+    """The one answer of the TER analysis from the EMMs (lower TER is better, known from the
+    name): the leaderboard, the headline (best vs runner-up), every system against Baseline and
+    the sentence saying it (:func:`mixedeval._answer.answer_sentence`, TER points = 100 x TER)."""
+    board = emm.leaderboard()
+    head = emm.headline()
+    diffs = emm.differences(reference=TER_REFERENCE)
+    sentence = answer_sentence(diffs, head, scale=100.0, unit="points")
+    return {"sentence": sentence, "headline": head.text() if head is not None else None,
+            "direction": emm.direction.note, "leaderboard": board, "differences": diffs,
+            "p_value": head.p_value if head is not None else None}
+
+
+def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
+    """The TER demo's text output: the answer in one line first, then the leaderboard, the checks
+    and one line per further part (the tables are in the report and in --json)."""
+    ans = tables.get("answer")
+    if ans:
+        print(ans["sentence"])
+        print(f"\nheadline: {ans['headline']}\ndirection: {ans['direction']}")
+        board = ans["leaderboard"]
+        print_table("leaderboard (best first; rank interval simultaneous; same letter = not told apart)",
+                    board[["rank", "name", "estimate", "conf_low", "conf_high", "rank_low", "rank_high", "letters"]])
+    fit, anova, comparison, _emm, _con, r2, icc, diag, boot, vca = results
+    lines = []
+    if comparison is not None:
+        r = comparison.table.iloc[-1]
+        lines.append(f"likelihood-ratio test of the system effect (ML refits): chi2({r['df']:g}) = {r['chisq']:.1f}, "
+                     f"p = {r['p_value']:.2g}")
+    if boot is not None:
+        lines.append(f"paired bootstrap over sentences: {boot.headline_text()}")
+    if r2 is not None and icc is not None:
+        lines.append(f"R2 marginal {r2.r2_marginal:.3g}, conditional {r2.r2_conditional:.3g}; ICC {icc.icc_adjusted:.3g}")
+    if diag is not None:
+        s = diag.summary()
+        flagged = list(s.loc[s["verdict"] == "warning", "name"])
+        lines.append("residual diagnostics: " + ("all checks ok" if not flagged else "flagged: " + ", ".join(flagged)))
+    if vca is not None:
+        rel = vca.reliability()
+        vals = ", ".join(f"{c} {v:.2f}" for c, v in zip(rel["coefficient"], rel["value"]))
+        lines.append(f"annotation study (mode {ANNOTATION_MODE}): {vals}")
+    if lines:
+        print("\nchecks and details:")
+        for line in lines:
+            print(f"  {line}")
 
 
 def _r2_icc_table(r2: Any, icc: Any) -> Any:
@@ -185,18 +241,24 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
                      progress=progress, **report_kw)
     total = round(time.perf_counter() - t0, 3)
     if as_json:
-        print_json({"dataset": dataset, "tables": {k: v for k, v in tables.items() if v is not None},
+        ans = tables.get("answer") or {}
+        print_json({"dataset": dataset, "answer": ans.get("sentence"), "headline": ans.get("headline"),
+                    "p_value": ans.get("p_value"), "direction": ans.get("direction"),
+                    "tables": {k: v for k, v in tables.items() if v is not None and k != "answer"},
                      "report": str(path) if path is not None else None, "timings": steps.timings,
                      "total_seconds": total, "failures": steps.failures})
     else:
-        print(f"mixedeval demo: {dataset}")
-        for name, tab in tables.items():
-            if tab is not None:
-                print_table(name.replace("_", " "), tab)
+        if dataset == "kreutzer_ter":
+            _print_ter(tables, results)
+        else:
+            print(f"mixedeval demo: {dataset}")
+            for name, tab in tables.items():
+                if tab is not None:
+                    print_table(name.replace("_", " "), tab)
         if steps.failures:
             print("\nfailed steps:\n" + json.dumps(steps.failures, indent=2))
         print(f"\nreport: {path}" if path is not None else "\nreport: not written")
-        print(f"total time: {total:.1f} s")
+        print(f"all tables: --json; total time: {total:.1f} s")
     return 1 if steps.failures else 0
 
 

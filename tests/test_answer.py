@@ -89,3 +89,29 @@ def test_check_rows():
     assert A.check_row("x", h, estimate=-0.05, p_value=0.001)["verdict"] == "differs: the opposite sign"
     t = A.checks_table([A.check_row("boot", h, p_value=0.002)])
     assert list(t.columns) == list(A.CHECK_COLUMNS)
+
+
+def test_differences_from_anchor_both_directions():
+    pairs = pd.DataFrame({"a": ["x", "x", "y"], "b": ["y", "z", "z"], "delta": [0.1, 0.3, 0.2],
+                          "conf_low": [0.05, 0.2, 0.1], "conf_high": [0.15, 0.4, 0.3], "p_value": [0.01, 0.001, 0.02]})
+    d = A.differences(pairs, "x", ["x", "y", "z"], higher_is_better=True)
+    assert list(d.columns) == list(A.DIFFERENCE_COLUMNS) and list(d["name"]) == ["y", "z"]
+    assert d["estimate"].tolist() == pytest.approx([-0.1, -0.3])  # y - x, z - x: worse than the best
+    assert d["conf_low"].tolist() == pytest.approx([-0.15, -0.4]) and d["conf_high"].tolist() == pytest.approx([-0.05, -0.2])
+    # lower is better: z is best; y - z = 0.2 higher, so 0.2 worse
+    d2 = A.differences(pairs, "z", ["z", "y", "x"], higher_is_better=False)
+    assert list(d2["name"]) == ["y", "x"] and d2["estimate"].tolist() == pytest.approx([-0.2, -0.3])
+    assert d2["conf_low"].tolist() == pytest.approx([-0.3, -0.4]) and d2["conf_high"].tolist() == pytest.approx([-0.1, -0.2])
+
+
+def test_answer_sentence_lower_is_better():
+    d = A.direction("ter")
+    diffs = pd.DataFrame({"name": ["Marking", "PostEdit"], "versus": "Baseline", "estimate": [0.0123, 0.0096],
+                          "conf_low": [0.0082, 0.0055], "conf_high": [0.0165, 0.0137], "p_value": [5e-9, 5e-6]})
+    h = A.headline("Marking", "PostEdit", -0.0027, 0.0015, -0.0057, 0.0002, 0.068, np.inf, "lmm", d)
+    s = A.answer_sentence(diffs, h, scale=100, unit="points")
+    assert s.startswith("Marking and PostEdit lower TER by 1.2 and 1.0 points vs Baseline (p < 0.001 each)"), s
+    assert "Marking vs PostEdit not distinguishable (+0.3 points, 95% CI -0.0 to +0.6" in s and "p = 0.068" in s
+    h2 = A.headline("a", "b", 0.05, 0.01, 0.03, 0.07, 1e-4, 50, "t", A.direction("acc"))
+    s2 = A.answer_sentence(diffs.iloc[:0], h2, scale=100, unit="points")
+    assert s2.startswith("a higher ACC than b (+5 points, 95% CI +3 to +7"), s2

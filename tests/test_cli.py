@@ -46,7 +46,7 @@ def _subcommands():
 
 def test_every_subcommand_exists():
     assert set(_subcommands()) == {"check", "demo", "fit", "compare", "power", "bootstrap", "vca", "disparity",
-                                   "compare-logs", "summarize", "preferences"}
+                                   "compare-logs", "summarize", "preferences", "judge"}
 
 
 @pytest.mark.parametrize("cmd", [[], *[[c] for c in ["check", "demo", "fit", "compare", "bootstrap", "vca",
@@ -127,6 +127,11 @@ def test_bootstrap_json(capsys, ter):
     assert_rel(ranks[["p_rank_1", "p_rank_2", "p_rank_3"]].sum(axis=1), np.ones(3))
     pw = pd.DataFrame(out["pairwise"])
     assert len(pw) == 3 and (pw["p_adj"] >= pw["p_value"]).all()
+    # the answer first: lowest TER first, the headline is the best against the runner-up, p is its p
+    board = pd.DataFrame(out["leaderboard"])
+    assert list(board["name"]) == list(summ.sort_values("estimate")["system"])
+    assert out["headline"].startswith(f"{board['name'][0]} − {board['name'][1]}: +")
+    assert "lower is better" in out["direction"] and 0 < out["p_value"] <= 1
     # same random_state, same numbers
     assert run_json(capsys, BOOT) == out
 
@@ -136,7 +141,7 @@ def test_bootstrap_report(capsys, tmp_path):
     assert main([*BOOT, "--quiet", "--report", str(path)]) == 0
     assert "== ranks ==" in capsys.readouterr().out
     ids = {el.get("id") for el in ET.parse(path).getroot().iter("section")}
-    assert ids == {"overview", "design", "bootstrap", "provenance"}
+    assert ids == {"answer", "overview", "design", "bootstrap", "provenance"}
 
 
 # ---------------------------------------------------------------------------------------- vca

@@ -238,7 +238,7 @@ def test_cli_compare_logs_writes_tables_and_report(tmp_path):
                         "--system", f"large={LM / 'EleutherAI__pythia-160m'}", "--n-resamples", "100", "--quiet"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    assert re.search(r"\(?large\)? / \(?small\)?", p.stdout)  # systems named by --system NAME=PATH
+    assert re.search(r"^headline: (large - small|small - large): ", p.stdout, re.M)  # systems named by --system
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "compare-logs", str(LM), "--metric", "accuracy"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "metric(s) ['accuracy'] not found" in p.stderr

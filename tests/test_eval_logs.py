@@ -354,6 +354,7 @@ def test_inspect_missing_extra_says_how_to_install(inspect_logs, monkeypatch):
         raise me.DataError(_logs_inspect._INSTALL)
 
     monkeypatch.setattr(_logs_inspect, "_inspect", broken)
+    monkeypatch.setattr(_logs_inspect, "inspect_installed", lambda: False)  # the direct .eval reader too
     with pytest.raises(me.DataError, match=r"pip install 'mixedeval\[logs\]'"):
         me.read_eval_logs(inspect_logs / "eval")
 

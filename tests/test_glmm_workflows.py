@@ -65,9 +65,18 @@ def test_compare_systems_binomial_equals_r(binary, r_reference):
     assert_rel(res.contrasts["p_value"], R("bin_raw$p.value"), rtol=RTOL)
     assert res.contrast_result.estimate_label == "odds_ratio"
     assert res.averaged is None
-
-
-def test_compare_systems_gaussian_on_binary_says_which_model(binary):
+    # the answer: "correct" is higher-is-better; the headline is a difference of probabilities (emmeans
+    # regrid), best against runner-up, unadjusted, as R's emmeans gives it
+    order = res.emmeans.sort_values("emmean", ascending=False)["system"].astype(str).tolist()
+    assert res.direction.higher_is_better and list(res.leaderboard["name"]) == order
+    h = res.headline
+    assert (h.better, h.other) == tuple(order[:2]) and h.estimate > 0
+    R("bin_diff <- as.data.frame(summary(pairs(emmeans::regrid(bin_emm), adjust = 'none'), infer = c(TRUE, TRUE)))")
+    labels = list(R("as.character(bin_diff$contrast)"))
+    fwd, rev = f"{h.better} - {h.other}", f"{h.other} - {h.better}"
+    i, sign = (labels.index(fwd), 1.0) if fwd in labels else (labels.index(rev), -1.0)
+    assert_rel(h.estimate, sign * R("bin_diff$estimate")[i], rtol=RTOL)
+    assert_rel(h.p_value, R("bin_diff$p.value")[i], rtol=RTOL)
     res = me.compare_systems(binary, score="correct", system="system", item="item")
     assert any(w.kind == "response_type" and "binomial" in w.message for w in res.warnings)
     res_b = me.compare_systems(binary, score="correct", system="system", item="item", family="binomial")

@@ -125,7 +125,7 @@ def test_html_is_well_formed(full_report):
 def test_every_section_of_a_full_analysis_is_present(full_report):
     text = full_report.read_text(encoding="utf-8")
     secs = _sections(text)
-    assert list(secs) == ["overview", *FULL]
+    assert list(secs) == ["answer", "overview", *FULL]  # the answer first (issue 30), then the sections
     assert [s for s in SECTION_TITLES if s in FULL] == FULL  # SECTION_TITLES is the report order
     for sid in FULL:
         title = SECTION_TITLES[sid]
@@ -292,7 +292,7 @@ def test_fit_report_computes_the_missing_parts(tmp_path, analysis, capsys):
 def test_report_without_a_model(tmp_path, analysis):
     path = me.report(analysis["bootstrap"], path=tmp_path / "boot.html", progress=False)
     secs = _sections(path.read_text(encoding="utf-8"))
-    assert list(secs) == ["overview", "design", "bootstrap", "provenance"]
+    assert list(secs) == ["answer", "overview", "design", "bootstrap", "provenance"]  # the bootstrap answers
     assert "Not available: no data" in secs["design"]
 
 
@@ -360,7 +360,8 @@ def test_every_resampling_and_workflow_result_gets_its_section(tmp_path, ter, an
     secs = _sections(text)
     expected = ["paired_test", "paired_test_2", "variance_decomposition", "leaderboard", "run_intervals",
                 "pooled_run_bootstrap", "compare_systems", "krippendorff", "potential_intervals"]
-    assert list(secs) == ["overview", "design", *expected, "provenance"]
+    # compare_systems answers; its run-averaging note is a check's warning, in a section of its own
+    assert list(secs) == ["answer", "overview", "design", *expected, "check_warnings", "provenance"]
     for sid in expected:
         assert _status(text, sid) in ("ok", "warning"), (sid, secs[sid][:500])
         assert _tables(secs[sid]), sid  # every result shows its main table

@@ -107,12 +107,47 @@ def test_compare_systems_published_values(cs):
     model p < 0.0001 (residual SD 0.0591); Table 2.3: marking - post-edit p = 0.0685 (Holm)."""
     s = cs.table.set_index("analysis")
     assert round(float(s.loc["averaged, linear model (no item effect)", "p_value"]), 3) == 0.517
-    assert cs.p_value < 1e-7
+    assert cs.glrt_p_value < 1e-7
     assert round(float(s.loc["averaged, linear model (no item effect)", "residual_sd"]), 4) == 0.2576
     assert round(float(s.loc["all instances, mixed model (item intercept)", "residual_sd"]), 4) == 0.0591
     c = cs.contrasts.set_index("contrast")["p_adj"]
     assert round(float(c["Marking - PostEdit"]), 4) == 0.0685
     assert (c[["Baseline - Marking", "Baseline - PostEdit"]] < 1e-4).all()
+
+
+def test_compare_systems_answer(R, cs, ter):
+    """The one answer (issue 30): TER is lower-is-better (known metric), the leaderboard puts the
+    lowest TER first, the headline is the best (Marking) against the runner-up (PostEdit) with the
+    advantage positive, and its numbers are emmeans' own unadjusted contrast (R, 1e-8)."""
+    assert cs.direction.higher_is_better is False and cs.direction.source == "known metric"
+    assert list(cs.leaderboard["name"]) == ["Marking", "PostEdit", "Baseline"]
+    assert list(cs.leaderboard["rank"]) == [1, 2, 3] and cs.leaderboard["letters"].iloc[-1] != "a"
+    h = cs.headline
+    assert (h.better, h.other) == ("Marking", "PostEdit") and h.estimate > 0 and cs.p_value == h.p_value
+    R("ans_m <- lmerTest::lmer(ter ~ system + (1|sentence_id), data = ter_df)")
+    R("ans_p <- as.data.frame(summary(pairs(emmeans::emmeans(ans_m, 'system', lmer.df = 'asymptotic'), "
+      "adjust = 'none'), infer = c(TRUE, TRUE)))")
+    row = int(R("which(ans_p$contrast == 'Marking - PostEdit')")[0]) - 1
+    assert_rel(-h.estimate, R("ans_p$estimate")[row], rtol=1e-8)  # Marking - PostEdit < 0: Marking lower
+    assert_rel(h.std_error, R("ans_p$SE")[row], rtol=1e-8)
+    assert_rel(h.p_value, R("ans_p$p.value")[row], rtol=1e-8)
+    assert_rel([h.conf_low, h.conf_high], [-R("ans_p$asymp.UCL")[row], -R("ans_p$asymp.LCL")[row]], rtol=1e-8)
+    assert h.text().startswith("Marking − PostEdit: +0.0027") and "lower ter is better" in h.text()
+    # the checks: the omnibus GLRT (differs: it tests all systems at once) and the run-averaged analyses
+    checks = cs.checks.set_index("check")
+    assert checks["verdict"].iloc[0].startswith("differs: the likelihood-ratio test asks")
+    assert_rel(checks["p_value"].iloc[0], cs.glrt_p_value, rtol=1e-12)
+    assert len(checks) == 3 and (checks["verdict"].iloc[1:] == "agrees").all()
+    # every system against the best, in the better direction (< 0: higher TER than Marking)
+    d = cs.differences.set_index("name")
+    assert list(d.index) == ["PostEdit", "Baseline"] and (d["estimate"] < 0).all()
+    assert_rel(d.loc["PostEdit", "estimate"], -h.estimate, rtol=1e-12)
+    # with a reference, the best other system against it
+    ref = compare_systems(ter, "ter", "system", "sentence_id", reference="Baseline", average=False)
+    assert (ref.headline.better, ref.headline.other) == ("Marking", "Baseline") and ref.headline.estimate > 0.01
+    d2 = cs.to_dict()
+    assert d2["headline_text"] == cs.headline_text() and d2["headline"]["better"] == "Marking"
+    json.dumps(d2)
 
 
 def test_compare_systems_extra_random_and_reference(R, ter):

@@ -1,7 +1,8 @@
 """Self-contained HTML report of an evaluation analysis.
 
 :func:`report` takes result objects and writes one HTML file (figures embedded as ``data:``
-URIs, styles inline, no scripts, nothing fetched from the network). Each result is shown in the
+URIs, styles inline, no scripts, nothing fetched from the network). The page opens with the
+answer (:mod:`.answer`: headline, leaderboard, differences from the best, checks). Each result is shown in the
 section of its type (:mod:`mixedeval.report.dispatch`): one fitted model with its F tests,
 likelihood-ratio tests, EMMs, contrasts, R², ICC and simulated-residual diagnostics (the parts
 not given are computed), then one section per resampling or workflow result, closed by a
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from .. import __version__
@@ -24,15 +26,21 @@ from ..data.table import as_pandas
 from .compute import compute_missing as _compute, given_only
 from .dispatch import dispatch, section_titles
 from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build, response_type_warnings
-from .truth import Entry, item_sources, model_sources, review
+from .answer import answer_of, build_answer, candidates, model_is_check, secondary_warnings
+from .truth import Entry, Source, item_sources, model_sources, review
 
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
 _STATUS_TEXT = {"ok": "ok", "warning": "warning", "not_available": "not available", "error": "error"}
 
 
+#: the answer comes first; the warnings of the checks follow the result sections
+ANSWER_TITLES = {"answer": "The answer"}
+CHECK_TITLES = {"check_warnings": "Warnings of the checks"}
+
+
 def _section_titles() -> dict[str, str]:
-    return {**FIRST, **MODEL_TITLES, **section_titles(), **LAST}
+    return {**ANSWER_TITLES, **FIRST, **MODEL_TITLES, **section_titles(), **CHECK_TITLES, **LAST}
 
 
 def __getattr__(name: str) -> Any:
@@ -99,6 +107,14 @@ def report(
         part that fails or whose module is missing says why in its section.
     progress : progress messages on stderr (also off when ``MIXEDEVAL_QUIET`` is set).
 
+    The page opens with the answer (:mod:`mixedeval._report.answer`): the headline sentence of
+    the result that answers (``compare_logs``, ``summarize``, ``compare_systems``,
+    ``bradley_terry``, the model's EMMs, ``bootstrap``, in that order), the best-first
+    leaderboard, a plot of every system's difference from the best (or the reference) and the
+    checks with their verdicts; then the list of sections, the details, the data design and the
+    provenance. Warnings of the checks (secondary analyses) have a section of their own and never
+    set the answer's badge.
+
     A section whose rendering fails shows the error and the others are still written. A section
     showing a result with a severe warning (:func:`mixedeval.results.is_severe`: unstable standard
     errors, separation, a failed convergence check, a singular fit on a tested term) is marked
@@ -150,28 +166,84 @@ def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
         factors = design_factors or [c for c in ("system", "task", "item", "run", "epoch", "cluster")
                                      if c in t.columns and t[c].nunique() > 1 and (c != "run" or several_runs)]
         return t.reset_index(drop=True), factors
+    for _kind, obj in items:  # a workflow result carrying its model (compare_systems): the model's data
+        fit = getattr(obj, "fit", None)
+        data = getattr(fit, "data", None)
+        if isinstance(data, pd.DataFrame) and len(data):
+            factors = design_factors or [c for c in (getattr(fit, "factors", ()) or ()) if c in data.columns] or None
+            return data, factors
     return None, design_factors
 
 
+def _primary_sources(obj: Any) -> list[Source]:
+    """The sources whose severe warnings count for a result's own section and for the answer:
+    the result without its checks' warnings, and its fit unless its model is a check."""
+    skip = tuple((str(getattr(w, "kind", "")), str(getattr(w, "message", w))) for w in secondary_warnings(obj))
+    srcs = item_sources(obj)
+    srcs[0].skip = skip
+    return srcs[:1] if model_is_check(obj) else srcs
+
+
+def _check_warnings(sec: Any, checked: list[tuple[str, Any]]) -> None:
+    """The warnings of the checks (secondary analyses) of the results in ``checked``."""
+    sec.text("These warnings concern the secondary analyses (the checks beside a headline: a model-based test, "
+             "a run-averaged analysis), not the headline itself; the headline's own warnings are in its section.")
+    for title, obj in checked:
+        sec.warnings(secondary_warnings(obj), caption=f"{title}: warnings of the checks")
+        fit = getattr(obj, "fit", None)
+        if model_is_check(obj) and fit is not None:
+            sec.warnings([w for w in getattr(fit, "warnings", ()) or () if w not in secondary_warnings(obj)],
+                         caption=f"{title}: warnings of the model fit (a check)")
+    sec.headline = f"{sum(len(secondary_warnings(o)) for _, o in checked)} warning(s) of the checks"
+
+
+def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
+    """The answer section and its sources (the headline's analysis only), or None."""
+    cands = candidates(ctx.items, ctx.results.get("emmeans") or [])
+    if not cands:
+        return None
+    obj = cands[0]
+    sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(
+        s, answer_of(obj, cands[1:], ctx.results.get("comparison") or [])))
+    if any(obj is o for _, o in ctx.items):
+        return sec, _primary_sources(obj)
+    return sec, model_sources(ctx, "emmeans", ("emmeans",))
+
+
 def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:
-    """The design section, the model sections that have something to show, one section per
-    result in ``ctx.items`` (ids made unique: ``bootstrap``, ``bootstrap_2``), extra tables and
-    provenance; and the "Read this first" entries of their severe warnings (those sections are
-    marked "warning")."""
-    sections = [build("model_check", ctx)] if response_type_warnings(ctx) else []
+    """The answer (:mod:`.answer`), the design section, the model sections that have something
+    to show, one section per result in ``ctx.items`` (ids made unique: ``bootstrap``,
+    ``bootstrap_2``), the warnings of the checks, extra tables and provenance; and the "Read this
+    first" entries of their severe warnings (those sections are marked "warning"; the checks'
+    warnings mark their own section only)."""
+    sections, sources = [], {}
+    answer = _answer_section(ctx)
+    if answer is not None:
+        sections.append(answer[0])
+        sources["answer"] = answer[1]
+    if response_type_warnings(ctx):
+        sections.append(build("model_check", ctx))
     sections.append(build("design", ctx))
-    sources = {}
     for sid, keys in MODEL_SECTIONS.items():
         if ctx.fit is not None or any(ctx.results.get(k) for k in keys):
             sections.append(build(sid, ctx))
             sources[sid] = model_sources(ctx, sid, keys)
     count: dict[str, int] = {}
+    checked: list[tuple[str, Any]] = []
     for kind, obj in ctx.items:
         count[kind.id] = n = count.get(kind.id, 0) + 1
         sid, title = (kind.id, kind.title) if n == 1 else (f"{kind.id}_{n}", f"{kind.title} ({n})")
         sections.append(guarded_build(sid, title, kind.builder, obj, ctx))
-        sources[sid] = item_sources(obj)
+        sources[sid] = _primary_sources(obj)
+        fit = getattr(obj, "fit", None)
+        if secondary_warnings(obj) or (model_is_check(obj) and getattr(fit, "warnings", None)):
+            checked.append((title, obj))
+    if checked:
+        sections.append(guarded_build("check_warnings", CHECK_TITLES["check_warnings"], _check_warnings, checked))
+        sources["check_warnings"] = [
+            *(Source(o, only=tuple(secondary_warnings(o))) for _, o in checked),
+            *(s for _, o in checked if model_is_check(o) for s in item_sources(o)[1:])]
     if ctx.extra_tables:
         sections.append(build("extra", ctx))
     sections.append(build("provenance", ctx))
-    return sections, review(sections, sources)
+    return sections, review(sections, sources, quiet=("check_warnings",))

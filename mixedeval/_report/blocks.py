@@ -129,6 +129,7 @@ class Section:
         """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut)."""
         if df is None:
             return
+        df = drop_empty_columns(df)
         n = len(df)
         shown = df.head(max_rows) if n > max_rows else df
         cols = [str(c) for c in shown.columns]
@@ -150,9 +151,17 @@ class Section:
             self.blocks.append({"kind": "figures", "figures": [fig_block]})
 
     def warnings(self, items: Any, caption: str = "Warnings") -> None:
-        lines = [str(w) for w in (items or ())]
+        """A list of warnings; R's notes (kind ``r_message``: messages, not warnings) go to a
+        list of notes of their own."""
+        items = list(items or ())
+        notes = [w for w in items if getattr(w, "kind", None) == "r_message"]
+        lines = [str(w) for w in items if w not in notes]
         if lines:
             self.blocks.append({"kind": "warnings", "caption": caption, "items": lines})
+        if notes:
+            self.blocks.append({"kind": "notes", "caption": "Notes from R" if caption == "Warnings" else
+                                f"{caption}: notes from R",
+                                "items": [f"{getattr(w, 'source', 'R')}: {getattr(w, 'message', w)}" for w in notes]})
 
     def guarded(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``func``; on failure record it visibly in this section and return None."""
@@ -162,6 +171,15 @@ class Section:
             self.set_status("error")
             self.blocks.append({"kind": "error", "text": f"{what} failed: {type(exc).__name__}: {one_line(exc)}"})
             return None
+
+
+def drop_empty_columns(df: Any) -> Any:
+    """The table without its columns that hold no value at all (every cell missing), when it has
+    rows; other columns untouched."""
+    if not isinstance(df, pd.DataFrame) or not len(df) or not len(df.columns):
+        return df
+    empty = [c for c in df.columns if df[c].isna().all()]
+    return df.drop(columns=empty) if empty and len(empty) < len(df.columns) else df
 
 
 def _is_numeric(series: Any) -> bool:

@@ -38,6 +38,8 @@ from ..results import ResultMixin
 from ..workflows.compare_logs import CompareLogsResult
 from ..workflows.compare_systems import CompareSystemsResult
 from ..workflows.conditional_compare import ConditionalCompareResult
+from ..workflows._judges_battles import JudgedBattlesResult
+from ..workflows.judges import JudgeCorrected
 from ..workflows.krippendorff import KrippendorffResult
 from ..workflows.language_disparity import (
     DisparityBootstrap,
@@ -51,6 +53,7 @@ from ..workflows.preferences import BradleyTerryResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
+from . import judges as judges_section
 from . import preferences as prefs
 from . import result_sections as rs
 
@@ -103,6 +106,8 @@ def result_kinds() -> dict[type, Kind]:
         MinimumDetectableEffect: Kind("minimum_detectable_effect", "Design and power: minimum detectable effect",
                                       rs.minimum_detectable_effect),
         BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
+        JudgeCorrected: Kind("judges", "LLM judge corrected with human labels", judges_section.judges),
+        JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
     }
 
 

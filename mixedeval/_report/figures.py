@@ -211,3 +211,28 @@ def bar_plot(labels: Sequence[str], values: Sequence[float], *, xlabel: str = ""
     ax.barh(y, vals, color=_BLUE, alpha=0.85, xerr=xerr, error_kw={"ecolor": "#333333", "lw": 1})
     _label_rows(ax, y, labels, xlabel, title, fontsize=7 if n > 25 else 9)
     return fig
+
+
+def difference_plot(labels: Sequence[str], estimate: Sequence[float], conf_low: Sequence[float],
+                    conf_high: Sequence[float], *, anchor: str, xlabel: str = "difference", scale: float = 1.0):
+    """Every system's difference from ``anchor`` (the best, or the reference), one row each in
+    leaderboard order with the anchor itself at 0 on top: points with interval bars, a dashed
+    line at 0; bars that cross it mark systems not told apart from the anchor. ``scale``
+    multiplies the values (100: points)."""
+    labels = [str(anchor), *(str(v) for v in labels)]
+    est = np.r_[0.0, np.asarray(estimate, dtype=float)] * scale
+    lo = np.r_[np.nan, np.asarray(conf_low, dtype=float)] * scale
+    hi = np.r_[np.nan, np.asarray(conf_high, dtype=float)] * scale
+    n = len(labels)
+    fig = _figure((5.2, min(5.4, max(1.9, 0.27 * n + 1.0))))
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    apart = np.isfinite(lo) & np.isfinite(hi) & ((lo > 0) | (hi < 0))
+    colors = np.where(apart, _BLUE, "#7a8796")
+    for yi, e, c, w in zip(y, est, colors, _whiskers(est, lo, hi).T):
+        ax.errorbar([e], [yi], xerr=w.reshape(2, 1), fmt="o", color=c, ecolor=c, elinewidth=2, capsize=3, markersize=5)
+    ax.plot([0.0], [y[0]], marker="D", color="#1d2733", markersize=6)
+    ax.axvline(0.0, color=_GREY, ls="--", lw=1)
+    fs = 9 if n <= 12 else 7
+    _label_rows(ax, y, labels, xlabel, "", fontsize=fs)
+    return fig

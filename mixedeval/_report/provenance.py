@@ -1,6 +1,12 @@
 """The provenance block of the report: software versions, the settings each result recorded,
 random states and simulation sizes, and SHA-256 hashes of the input files and of the table as
-analysed, so the numbers can be reproduced."""
+analysed, so the numbers can be reproduced.
+
+Values are shown as plain words (:func:`mixedeval._format.plain`: ``none``, ``yes``/``no``,
+``key: value`` lists), never as Python reprs. An input that is a folder (a directory of
+evaluation logs) is shown as a folder: its path with a trailing separator, the number of files
+and their total size, and one SHA-256 over the sorted relative paths and the files' own hashes
+(:func:`sha256_folder`); a path that does not exist says "not found"."""
 from __future__ import annotations
 
 import hashlib
@@ -13,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from .._format import plain
 
 _VERSION = re.compile(r"^\d+(\.\d+)+([.-]\w+)*$")
 _PY_PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "jinja2", "rpy2")
@@ -28,6 +35,31 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_folder(path: str | Path) -> tuple[int, int, str]:
+    """(number of files, total bytes, SHA-256) of the files under a folder (recursively, hidden
+    files and folders left out): the hash is over the lines ``<relative path>\t<SHA-256 of the
+    file>``, sorted, so that the same files give the same hash wherever the folder lies."""
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.relative_to(root).as_posix()}\t{sha256_file(f)}\n".encode())
+    return len(files), sum(f.stat().st_size for f in files), h.hexdigest()
+
+
+def _input_row(p: str | Path) -> dict[str, Any]:
+    """The provenance row of one input: a file, a folder (as a folder), or a path not found."""
+    path = Path(p)
+    if path.is_file():
+        return {"file": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    if path.is_dir():
+        n, size, digest = sha256_folder(path)
+        return {"file": f"{str(path).rstrip('/')}/ (folder of {n} file{'s' if n != 1 else ''})", "bytes": size,
+                "sha256": digest}
+    return {"file": str(path), "bytes": None, "sha256": "not found"}
 
 
 def sha256_frame(df: Any) -> str:
@@ -77,26 +109,20 @@ def collect(ctx: Any) -> dict[str, Any]:
             if isinstance(v, str) and _VERSION.match(v) and k not in ("estimator",):
                 r_versions.setdefault("R" if k.lower() in ("r", "r_version") else k, v)
             elif any(w in k.lower() for w in _SEED_WORDS):
-                if (f"{name}: {k}", v) not in seeds:
-                    seeds.append((f"{name}: {k}", v))
+                if (f"{name}: {k}", plain(v)) not in seeds:
+                    seeds.append((f"{name}: {k}", plain(v)))
             else:
-                settings.append({"source": name, "setting": str(k), "value": str(v)})
+                settings.append({"source": name, "setting": str(k), "value": plain(v)})
         for attr in ("random_state", "n_sim", "n_resamples"):
             v = getattr(obj, attr, None)
             if isinstance(v, (int, str)) and not any(s[0] == f"{name}: {attr}" for s in seeds):
-                seeds.append((f"{name}: {attr}", v))
+                seeds.append((f"{name}: {attr}", plain(v)))
     if r_versions:
         known = {k.lower() for k, _ in software}
         software += [(k, v) for k, v in r_versions.items() if k.lower() not in known]
     else:
         software.append(("R", "not used by the results in this report"))
-    inputs = []
-    for p in ctx.input_files:
-        path = Path(p)
-        if path.is_file():
-            inputs.append({"file": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)})
-        else:
-            inputs.append({"file": str(path), "bytes": None, "sha256": "file not found"})
+    inputs = [_input_row(p) for p in ctx.input_files]
     data = ctx.data if ctx.data is not None else getattr(ctx.fit, "data", None)
     data_pairs: list[tuple[str, Any]] = []
     if data is not None:

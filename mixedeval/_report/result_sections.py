@@ -15,7 +15,15 @@ from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatma
 
 
 def _warnings(sec: Section, obj: Any) -> None:
-    sec.warnings(list(getattr(obj, "warnings", ()) or ()))
+    """The result's warnings about its headline; those of its checks are counted here and shown
+    in the section "Warnings of the checks"."""
+    from .answer import primary_warnings, secondary_warnings  # noqa: PLC0415 - answer imports this module's figures
+
+    sec.warnings(primary_warnings(obj))
+    n = len(secondary_warnings(obj))
+    if n:
+        sec.text(f"{n} warning(s) of the checks (secondary analyses, not the headline) are shown in the section "
+                 "\"Warnings of the checks\".", css="table-note")
 
 
 def _scalars(obj: Any) -> list[tuple[str, Any]]:

@@ -337,18 +337,24 @@ def emmeans(sec: Section, ctx: Context) -> None:
         if fig is not None:
             sec.figure(fig, f"Estimated marginal means with {level}% confidence intervals")
         _emm_ranks(sec, res)
-        best = tab.loc[tab["emmean"].idxmax()]
+        d = getattr(res, "direction", None)
+        hib = bool(getattr(d, "higher_is_better", True))
+        best = tab.loc[tab["emmean"].idxmax() if hib else tab["emmean"].idxmin()]
         lab = " | ".join(str(best[c]) for c in _label_columns(tab, "emmean"))
-        sec.headline = f"{len(tab)} means; highest {lab} = {fmt_number(float(best['emmean']))}"
+        sec.headline = (f"{len(tab)} means; best {lab} = {fmt_number(float(best['emmean']))}"
+                        + (f" ({d.word})" if d is not None else ""))
 
 
 def _emm_ranks(sec: Section, res: Any) -> None:
-    """Simultaneous rank intervals of the means (joint normal of the EMMs; rank 1 = highest)."""
+    """Simultaneous rank intervals of the means (joint normal of the EMMs; rank 1 = best in the
+    direction of the response, :attr:`EMMResult.direction`)."""
     if not callable(getattr(res, "ranks", None)) or getattr(res, "by", ()) or getattr(res, "kind", "") != "emmeans":
         return
     scale = " (link scale)" if hasattr(res, "estimate_label") else ""
+    d = getattr(res, "direction", None)
+    best = f"rank 1 = best: {d.note}" if d is not None else "rank 1 = highest"
     rank_interval_block(sec, "ranks()", lambda: res.ranks(random_state=1),
-                        f"Simultaneous {{level}} rank intervals of the means{scale}, rank 1 = highest (all means at "
+                        f"Simultaneous {{level}} rank intervals of the means{scale}, {best} (all means at "
                         "once, Mogstad et al. 2024, from emmeans' covariance of the means) and compact letters: means "
                         "sharing a letter are not significantly different",
                         "Simultaneous rank intervals of the means with compact letters")

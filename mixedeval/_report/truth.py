@@ -116,6 +116,10 @@ class Source:
     tested: tuple[str, ...] = ()
     random: Any = None
     exclude: tuple[str, ...] = ()
+    #: warnings (kind, message) of the result not taken here (a check's, shown in their own section)
+    skip: tuple[tuple[str, str], ...] = ()
+    #: the warnings to judge instead of the result's own (a check-warnings section)
+    only: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -179,9 +183,12 @@ def model_sources(ctx: Any, section_id: str, keys: tuple[str, ...]) -> list[Sour
 def severe_warnings(src: Source) -> list[tuple[Any, Source]]:
     """The severe warnings of a source's result (each once)."""
     out, seen = [], set()
-    for w in getattr(src.obj, "warnings", ()) or ():
+    ws = src.only if src.only is not None else (getattr(src.obj, "warnings", ()) or ())
+    for w in ws:
         kind = effective_kind(w)
         key = (kind, getattr(w, "message", str(w)))
+        if (str(getattr(w, "kind", "")), key[1]) in src.skip:
+            continue
         if key in seen or kind in src.exclude or not is_severe(w, src.tested, src.random):
             continue
         seen.add(key)
@@ -200,13 +207,18 @@ def _plain(w: Any, src: Source) -> tuple[str, str, str]:
     return label, meaning, fix
 
 
-def review(sections: list[Section], sources: dict[str, list[Source]]) -> list[Entry]:
+def review(sections: list[Section], sources: dict[str, list[Source]], quiet: Any = ()) -> list[Entry]:
     """Mark every section showing a severe warning ("warning", never "ok") and return the entries
-    of the "Read this first" box, one per warning kind (and singular component), in report order."""
+    of the "Read this first" box, one per warning kind (and singular component), in report order.
+    Sections in ``quiet`` (the warnings of checks) are marked but do not open the report."""
     entries: dict[tuple[str, str], Entry] = {}
     for sec in sections:
         found = [hit for src in sources.get(sec.id, ()) for hit in severe_warnings(src)]
         if not found:
+            continue
+        if sec.id in quiet:
+            labels = list(dict.fromkeys(_plain(w, src)[0] for w, src in found))
+            sec.set_status("warning", "Severe for the checks (not for the headline): " + " ".join(labels))
             continue
         for w, src in found:
             label, meaning, fix = _plain(w, src)

@@ -1,4 +1,5 @@
-"""Reader of Inspect AI eval logs (``.eval`` and ``.json``), through inspect_ai's own reader.
+"""Reader of Inspect AI eval logs (``.eval`` and ``.json``), through inspect_ai's own reader (a
+finished ``.eval`` archive is read directly, to the same values, by :mod:`._logs_inspect_fast`).
 
 ``inspect_ai.log.read_eval_log`` gives the header (``log.eval.model``, ``log.eval.task``,
 ``log.eval.run_id``, ``log.eval.task_version``, ``log.eval.task_args``, ``log.eval.dataset``,
@@ -33,6 +34,7 @@ inspect_ai is an optional dependency (``pip install 'mixedeval[logs]'``).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -44,6 +46,8 @@ from typing import Any
 from ..errors import DataError
 from ._logs_json import JSON_MEMORY_FACTOR, check_size, file_size
 from ._logs_rows import Rows, metadata_column
+from ._logs_inspect_fast import read_log_fast
+from ._logs_inspect_fast import value_to_float as fast_value_to_float
 from ._logs_zip import check_eval_archive
 
 _INSTALL = ("reading Inspect AI logs needs the inspect_ai package, an optional dependency of mixedeval: "
@@ -57,6 +61,12 @@ def _inspect():
     except ImportError as exc:
         raise DataError(_INSTALL) from exc
     return read_eval_log, value_to_float()
+
+
+def inspect_installed() -> bool:
+    """Whether inspect_ai is installed (looked up, not imported): the direct ``.eval`` reader is
+    used only then, so that reading Inspect logs needs the ``mixedeval[logs]`` extra either way."""
+    return importlib.util.find_spec("inspect_ai") is not None
 
 
 def looks_like_inspect_json(p: Path) -> bool:
@@ -215,19 +225,29 @@ def _add_reduced(rows: Rows, log: Any, to_float: Any, raw: dict, reducers: dict,
             rows.add(*key[:3], name_out, v, key[3], None, key[5], key[6], None, epoch=1, **meta)
 
 
+def _read_log(path: Path, src: str) -> tuple[Any, Any]:
+    """The log and the score-value mapping: a finished ``.eval`` archive read directly
+    (:mod:`._logs_inspect_fast`, the same values without importing inspect_ai, which takes a
+    second), anything else through inspect_ai's ``read_eval_log`` and ``value_to_float()``."""
+    log = read_log_fast(path) if inspect_installed() else None
+    if log is not None:
+        return log, fast_value_to_float
+    read_eval_log, to_float = _inspect()
+    try:
+        return read_eval_log(src), to_float
+    except Exception as exc:  # inspect raises its own errors for unreadable logs
+        raise DataError(f"inspect_ai could not read {src!r}: {exc}") from exc
+
+
 def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows`` (epochs reduced
     by the log's reducer when it is not the mean; module docstring)."""
-    read_eval_log, to_float = _inspect()
     src = str(path)
     if path.suffix.lower() == ".eval":
-        check_eval_archive(path)  # before inspect_ai inflates the entries whole
+        check_eval_archive(path)  # before its entries are inflated whole
     else:
         check_size(src, file_size(path), JSON_MEMORY_FACTOR, "the whole JSON log")
-    try:
-        log = read_eval_log(src)
-    except Exception as exc:  # inspect raises its own errors for unreadable logs
-        raise DataError(f"inspect_ai could not read {src!r}: {exc}") from exc
+    log, to_float = _read_log(path, src)
     ev = log.eval
     sysname = system if system is not None else str(ev.model)
     status = str(getattr(log, "status", "success"))

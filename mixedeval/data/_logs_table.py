@@ -4,8 +4,13 @@
 "id", "run": "seed", "task": "dataset"}``; canonical names the file already uses need no entry.
 Long form: the table has a ``metric`` and a ``score`` column. Wide form: one column per metric
 (the columns named in ``metric``, else every numeric column that is not a key). ``system`` and
-``item`` are required; ``task`` defaults to the file name, ``run`` to one run, ``epoch`` (repeated
-samples of an item within one evaluation) to none. An optional ``cluster`` (the group of
+``item`` are required; ``task`` defaults to the file name (for a DataFrame, which has none: the
+metric's name, i.e. the score column of a wide table), ``run`` to one run, ``epoch`` (repeated
+samples of an item within one evaluation) to none. Rows that repeat a (system, task, item, run,
+epoch) of one metric are an error naming the table's column that tells them apart and whether it
+looks like runs (``seed``, ``run``, ``replicate``, ``trial``: ``columns={"run": ...}``, CLI
+``--run``) or epochs (``epoch``, ``sample``, ``attempt``, ``repeat``: ``columns={"epoch": ...}``,
+CLI ``--epoch``). An optional ``cluster`` (the group of
 questions an item belongs to: a passage, a document, a template; ``columns={"cluster":
 "passage"}`` or a column named ``cluster``) is carried into the table as a ``cluster`` column for
 clustered standard errors (``me.compare_logs(..., cluster="cluster")``).
@@ -116,12 +121,53 @@ def read_score_table(path: Path | pd.DataFrame, rows: Rows, *, columns: Mapping[
                         "it") from None
 
 
+#: column names that say "runs of a system" / "repeated samples within one evaluation" (lower case, substrings)
+_RUN_WORDS = ("seed", "run", "replicat", "trial", "rep")
+_EPOCH_WORDS = ("epoch", "sample", "attempt", "repeat", "draw", "generation")
+
+
+def _check_repeats(df: pd.DataFrame, src: str) -> None:
+    """Rows that repeat a (system, task, item, run, epoch) of one metric are a DataError naming the
+    column that tells them apart and saying whether it looks like runs or epochs (a seeds table
+    read without ``run``: ``columns={"run": "seed"}``, CLI ``--run seed``). ``df``: the table with
+    canonical names, long (with ``metric``) or wide (one row holds every metric)."""
+    keys = [k for k in ("system", "task", "item", "metric", "run", "epoch") if k in df.columns]
+    key_frame = df[keys].astype(str)
+    dup = key_frame.duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return
+    r = key_frame.loc[dup].iloc[0]
+    shown = ", ".join(k for k in keys if k != "metric")
+    what = (f"{int(dup.sum())} rows of {src!r} repeat a ({shown}), e.g. system {r['system']!r}, item {r['item']!r}"
+            + (f", metric {r['metric']!r}" if "metric" in keys else ""))
+    sub = df.loc[dup]
+    group = [sub[k].astype(str) for k in keys]
+    candidates = [c for c in df.columns if c not in (*KEYS, "metric", "score")
+                  and bool((sub[c].astype(str).groupby(group).nunique() > 1).any())]
+    if not candidates:
+        raise DataError(f"{what}; no other column tells them apart: if they are runs of a system (seeds, repeated "
+                        "evaluations) or repeated samples of an item, add a column numbering them and name it as "
+                        "run (columns={'run': ...}, CLI --run) or epoch (columns={'epoch': ...}, CLI --epoch); "
+                        "otherwise drop the duplicates")
+    named = [c for c in candidates if any(w in str(c).lower() for w in (*_RUN_WORDS, *_EPOCH_WORDS))]
+    col = str((named or candidates)[0])
+    low = col.lower()
+    runs = (f"columns={{'run': {col!r}}} (CLI --run {col})", "runs of a system (training seeds, repeated evaluations)")
+    epochs = (f"columns={{'epoch': {col!r}}} (CLI --epoch {col})", "repeated samples of an item within one evaluation")
+    is_epoch = any(w in low for w in _EPOCH_WORDS) and not any(w in low for w in ("seed", "run"))
+    first, second = (epochs, runs) if is_epoch else (runs, epochs)
+    looks = ("looks like " + ("epochs" if is_epoch else "runs")) if named else "may hold them"
+    raise DataError(f"{what}; column {col!r} tells them apart and {looks}: if it names {first[1]}, read the table "
+                    f"with {first[0]}; if it numbers {second[1]}, with {second[0]}")
+
+
 def _read_score_table(path: Path | pd.DataFrame, src: str, rows: Rows, columns: Mapping[str, str] | None,
                       metric: Any, system: str | None) -> None:
     df = read_table(path) if not isinstance(path, pd.DataFrame) else path
     if system is not None and "system" not in dict(columns or {}):
         df = df.assign(system=system)
     df = _renamed(df, columns, src)
+    _check_repeats(df, src)
     if "metric" in df.columns and "score" in df.columns:
         long = df
     else:
@@ -139,7 +185,12 @@ def _read_score_table(path: Path | pd.DataFrame, src: str, rows: Rows, columns: 
     def strings(col: pd.Series) -> np.ndarray:
         return col.astype(str).to_numpy(dtype=object)  # vectorized (iterating arrow strings is slow)
 
-    task = strings(long["task"]) if "task" in long.columns else np.full(n, Path(src).stem, dtype=object)
+    if "task" in long.columns:
+        task = strings(long["task"])
+    elif isinstance(path, pd.DataFrame):  # no file name: the metric (the score column of a wide table)
+        task = strings(long["metric"])
+    else:
+        task = np.full(n, Path(src).stem, dtype=object)
     run = strings(long["run"]) if "run" in long.columns else np.full(n, None, dtype=object)
     epoch = strings(long["epoch"]) if "epoch" in long.columns else np.full(n, None, dtype=object)
     c = rows.cols

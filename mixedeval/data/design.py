@@ -20,8 +20,10 @@ class DesignDescription(ResultMixin):
     """``table`` (= ``factors``): factor, n_levels, min_rows_per_level, max_rows_per_level.
     ``relations``: factor_a, factor_b, relation (crossed / partially crossed / a nested in b /
     b nested in a), cells_observed, cells_possible.
-    ``balanced``: every combination of the factors' levels occurs, each with the same number of
-    rows."""
+    ``balanced``: every cell of the design occurs, each with the same number of rows; factors
+    nested in one another (items in tasks, seeds in systems) count their observed combinations
+    as the possible ones (a complete evaluation log set, every system on every question of every
+    task, is balanced)."""
 
     n_rows: int
     factors: Any
@@ -55,6 +57,29 @@ def _relation(df, a: str, b: str) -> tuple[str, int, int]:
     if b_in_a and n_b > n_a:
         return f"{b} nested in {a}", observed, possible
     return "partially crossed", observed, possible
+
+
+def _possible_cells(df, factors: list[str], relations: list[dict]) -> int:
+    """The number of cells a complete design has: factors nested in one another (items in tasks,
+    seeds in systems) form one group whose observed combinations are its possible ones; the
+    groups are crossed, so the cells multiply. Without nesting: the product of the levels."""
+    group = {f: f for f in factors}
+
+    def root(f: str) -> str:
+        while group[f] != f:
+            f = group[f]
+        return f
+
+    for r in relations:
+        if " nested in " in r["relation"]:
+            group[root(r["factor_a"])] = root(r["factor_b"])
+    members: dict[str, list[str]] = {}
+    for f in factors:
+        members.setdefault(root(f), []).append(f)
+    n = 1
+    for cols in members.values():
+        n *= len(df[cols].dropna().drop_duplicates())
+    return n
 
 
 def _require_hashable(df, column: str) -> None:
@@ -100,10 +125,7 @@ def describe_design(data: Any, factors: Sequence[str]) -> DesignDescription:
     if cell.size == 0:  # every row misses at least one factor
         raise DataError(f"no row has a value in every factor ({', '.join(map(str, factors))}); fill in the "
                         "missing levels or describe fewer factors")
-    n_full = 1
-    for r in rows:
-        n_full *= r["n_levels"]
-    balanced = bool(cell.nunique() == 1 and cell.size == n_full)
+    balanced = bool(cell.nunique() == 1 and cell.size == _possible_cells(df, factors, rel))
     return DesignDescription(
         n_rows=len(df),
         factors=pd.DataFrame(rows),

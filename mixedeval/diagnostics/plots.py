@@ -125,17 +125,38 @@ def _binned_quantiles(x: np.ndarray, y: np.ndarray, n_bins: int) -> tuple[np.nda
     return centres, qs
 
 
+#: below this many distinct predictions, DHARMa's plotResiduals treats them as a factor (boxplots)
+FACTOR_BELOW = 10
+
+
 @_plain
-def plot_residuals_vs_predicted(diag: Diagnostics, rank: bool = True, quantile_lines: bool = True, n_bins: int = 10, ax=None):
+def plot_residuals_vs_predicted(diag: Diagnostics, rank: bool = True, quantile_lines: bool = True, n_bins: int = 10,
+                                ax=None, as_factor: bool | None = None):
     """Scaled residuals against the (rank-transformed) population-level predictions, with dashed
     reference lines at 0.25, 0.5, 0.75 (DHARMa's ``plotResiduals``). ``quantile_lines`` adds the
     empirical 0.25/0.5/0.75 quantiles of the residuals within ``n_bins`` bins of the predictor
     (a simple stand-in for DHARMa's qgam quantile regressions); under a correct model they lie on
-    the reference lines."""
+    the reference lines.
+
+    As DHARMa's ``plotResiduals(asFactor = NULL)`` does, predictions taking fewer than
+    :data:`FACTOR_BELOW` distinct values (a model whose only fixed effect is a factor, e.g. one
+    prediction per system) are drawn as one boxplot of the residuals per distinct prediction
+    (``as_factor`` forces either way)."""
     fig, ax = _figure(ax)
     pred = np.asarray(diag.predicted, dtype=float)
-    x = rank_transform(pred) if rank else pred
     res = diag.residuals
+    values = np.unique(pred[np.isfinite(pred)])
+    if as_factor if as_factor is not None else values.size < FACTOR_BELOW:
+        data = [res[pred == v] for v in values]
+        ax.boxplot(data, widths=0.6, patch_artist=True, boxprops={"facecolor": "lightgrey"})
+        ax.set_xticks(range(1, len(values) + 1), [f"{v:.4g}" for v in values],
+                      rotation=45 if len(values) > 5 else 0, ha="right" if len(values) > 5 else "center")
+        for q in _QUANTILES:
+            ax.axhline(q, ls="--", color="grey", lw=1)
+        ax.set(ylim=(0, 1), xlabel=f"Model predictions ({len(values)} distinct values: one box each)",
+               ylabel="DHARMa residual", title="Residual vs. predicted")
+        return fig
+    x = rank_transform(pred) if rank else pred
     ax.scatter(x, res, color="black", **_point_style(res.size))
     for q in _QUANTILES:
         ax.axhline(q, ls="--", color="grey", lw=1)

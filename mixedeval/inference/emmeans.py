@@ -219,13 +219,61 @@ class EMMResult(_EmmeansOutput):
         return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, random_state=random_state,
                          effect_size=effect_size)
 
-    def ranks(self, level: float = 0.95, higher_is_better: bool = True, random_state: Any = None,
+    @property
+    def direction(self):
+        """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
+        name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
+        from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return emm_direction(self)
+
+    def leaderboard(self, higher_is_better: bool | None = None, level: float | None = None,
+                    random_state: Any = None):
+        """The means best first: name, estimate, std_error, conf_low, conf_high (this table's),
+        rank, rank_low, rank_high (simultaneous rank intervals from emmeans' covariance of the
+        means, Mogstad et al. 2024) and letters. ``higher_is_better=None``: from the response's
+        name (``ter ~ ...``: lower is better)."""
+        from .rankings import emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return emm_leaderboard(self, higher_is_better=higher_is_better, level=level, random_state=random_state)
+
+    def headline(self, higher_is_better: bool | None = None, reference: Any = None):
+        """The best mean against the runner-up (or the best other against ``reference``): their
+        emmeans contrast (unadjusted p-value and interval), signed so that the better one's
+        advantage is positive (:class:`mixedeval._answer.Headline`); None with one mean."""
+        from .rankings import emm_headline  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        return emm_headline(self, higher_is_better=higher_is_better, reference=reference)
+
+    def differences(self, higher_is_better: bool | None = None, reference: Any = None):
+        """Every mean's difference from the best (or from ``reference``) in the better direction
+        (> 0: better than it), with unadjusted intervals and p-values of the emmeans contrasts:
+        name, versus, estimate, conf_low, conf_high, p_value."""
+        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
+
+        board = emm_leaderboard(self, higher_is_better=higher_is_better)
+        head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board)
+        return emm_differences(self, board, head, self.contrasts(method="pairwise", adjust="none").table)
+
+    def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
+        """:meth:`headline` in one line."""
+        h = self.headline(higher_is_better, reference)
+        return "a single mean: nothing to compare" if h is None else h.text()
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value (best against runner-up, unadjusted)."""
+        h = self.headline()
+        return float("nan") if h is None else h.p_value
+
+    def ranks(self, level: float = 0.95, higher_is_better: bool | None = None, random_state: Any = None,
               n_sim: int = 100_000):
         """Simultaneous rank intervals of the means (:func:`mixedeval.rank_intervals` with the
         joint normal of the means: ``vcov`` of the emmGrid from R's emmeans; the df of the means
         are not used, so with few groups the intervals are slightly liberal), rank distribution
         and compact letters. ``higher_is_better=False`` ranks the smallest mean first (error
-        rates such as TER)."""
+        rates such as TER); None (default) takes the direction from the response's name
+        (:attr:`direction`: ``ter`` is lower-is-better)."""
         from .rankings import _emm_ranks  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return _emm_ranks(self, level=level, higher_is_better=higher_is_better, random_state=random_state,

@@ -40,6 +40,7 @@ Sälevä, Ataman & Lignos (2025) for language resampling and rank distributions.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
+from .._answer import Direction, choose_pair, differences, direction, headline, leaderboard
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -257,10 +259,85 @@ class BootstrapResult(ResultMixin):
         return pd.DataFrame(st.p_beats(self.distribution, hib), index=pd.Index(list(self.systems), name="system_a"),
                             columns=pd.Index(list(self.systems), name="system_b"))
 
+    # ------------------------------------------------------------------ the one answer
+    @property
+    def direction(self):
+        """Which way the score is better (:class:`mixedeval._answer.Direction`): declared with
+        ``higher_is_better=``, or from the score's name (``ter``: lower), as :func:`bootstrap`
+        decided it."""
+
+        d = self.provenance.get("direction") or {}
+        return Direction(bool(self.higher_is_better), d.get("source", "declared"), d.get("metric"))
+
+    @functools.cached_property
+    def leaderboard(self) -> pd.DataFrame:
+        """The systems best first (:func:`mixedeval._answer.leaderboard`): name, estimate,
+        std_error (bootstrap SD), conf_low, conf_high (the default interval), rank, rank_low,
+        rank_high (simultaneous rank intervals from the replicates, Mogstad et al. 2024) and
+        letters."""
+
+        s = self.summary()
+        idx = [str(x) for x in self.systems]
+        return leaderboard(pd.Series(self.estimate, index=idx), std_error=s["std_error"].to_numpy(),
+                           conf_low=s["conf_low"].to_numpy(), conf_high=s["conf_high"].to_numpy(),
+                           draws=self.distribution.T, higher_is_better=self.higher_is_better, level=self.level)
+
+    @functools.cached_property
+    def headline(self):
+        """The best system against the runner-up (or the best other against the ``reference``
+        given to :func:`bootstrap`): the paired bootstrap difference with its interval (the
+        default ``ci``) and shift-method p-value, signed so the better system's advantage is
+        positive (:class:`mixedeval._answer.Headline`); None with one system."""
+
+        pair = choose_pair(self.leaderboard, self.provenance.get("reference"))
+        if pair is None:
+            return None
+        names = [str(x) for x in self.systems]
+        ia, ib = names.index(pair[0]), names.index(pair[1])
+        est = self.estimate[[ia]] - self.estimate[[ib]]
+        dist = self.distribution[[ia]] - self.distribution[[ib]]
+        lo, hi = self._interval(est, dist, tuple(j[[ia]] - j[[ib]] for j in self._jackknife), None, None)
+        sd = st.sd(dist)
+        c = st.count_extreme(dist - dist.mean(axis=1, keepdims=True), est, "two-sided")
+        p = st.p_from_count(c, self.n_resamples, "plus_one")
+        return headline(pair[0], pair[1], float(est[0]), float(sd[0]), float(lo[0]), float(hi[0]), float(p[0]),
+                        float("inf"), f"paired bootstrap ({self.ci} interval, shift-method p)", self.direction,
+                        level=self.level, reference=self.provenance.get("reference"))
+
+    @property
+    def checks(self) -> None:
+        """No second analysis of the same question in a bootstrap result (None)."""
+        return None
+
+    @functools.cached_property
+    def differences(self) -> pd.DataFrame:
+        """Every system's paired difference from the best (or the ``reference``) in the better
+        direction (> 0: better than it), with the default interval and the shift-method p-value:
+        name, versus, estimate, conf_low, conf_high, p_value."""
+
+        ref = self.provenance.get("reference")
+        anchor = str(ref) if ref is not None else str(self.leaderboard["name"].iloc[0])
+        names = [str(x) for x in self.systems]
+        pw = self.pairwise(adjust="none", reference=self.systems[names.index(anchor)]) if len(names) > 1 else None
+        if pw is None:
+            return pd.DataFrame(columns=["name", "versus", "estimate", "conf_low", "conf_high", "p_value"])
+        pairs = pw.rename(columns={"system_a": "a", "system_b": "b"})
+        return differences(pairs, anchor, list(self.leaderboard["name"]), self.higher_is_better)
+
+    def headline_text(self) -> str:
+        """:attr:`headline` in one line."""
+        return "a single system: nothing to compare" if self.headline is None else self.headline.text()
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value (paired bootstrap, shift method)."""
+        return float("nan") if self.headline is None else float(self.headline.p_value)
+
     def to_dict(self) -> dict[str, Any]:
         """Tables and settings, JSON-friendly (the raw distribution is left out: use
         ``.distribution``)."""
         return jsonable({
+            "headline": None if self.headline is None else self.headline.to_dict(), "leaderboard": self.leaderboard,
             "summary": self.summary(), "pairwise": self.pairwise(), "ranks": self.ranks(),
             "systems": list(self.systems), "statistic": self.statistic, "aggregator": self.aggregator,
             "resample": list(self.resample), "n_resamples": self.n_resamples, "ci": self.ci,
@@ -582,7 +659,8 @@ def bootstrap(
     level: float = 0.95,
     random_state: Any = None,
     n_groups: int | None = None,
-    higher_is_better: bool = True,
+    higher_is_better: bool | None = None,
+    reference: Any = None,
     drop_missing: bool = False,
     chunk_size: int | None = None,
     precision: Literal["float64", "float32"] = "float64",
@@ -634,8 +712,13 @@ def bootstrap(
     n_groups : int, optional
         Draw this many groups WITHOUT replacement in every replicate (a leaderboard on a
         random subset of languages) instead of all groups with replacement.
-    higher_is_better : bool
-        Direction used by ranks() and p_beats() (False for error rates such as TER).
+    higher_is_better : bool, optional
+        Direction used by ranks(), p_beats(), the leaderboard and the headline (False for error
+        rates such as TER). None (default): from the score's name (``ter``, ``wer``, ``loss``:
+        lower; ``accuracy``, ``bleu``: higher; an unknown name: higher, said in ``direction.note``).
+    reference : optional
+        A system: the headline is the best other system against it (default: the best against
+        the runner-up).
     drop_missing : bool
         Missing cells (a system lacking an item or a run) raise a DataError naming them;
         with True the incomplete items are dropped (for every system) and a warning is kept.
@@ -662,9 +745,10 @@ def bootstrap(
         ``table`` (= ``summary()``), ``pairwise(adjust="holm")``, ``ranks()``, ``p_beats()``,
         ``distribution``.
     """
+    d = _direction(score, statistic, higher_is_better)
     if is_partitioned_input(data, executor):
-        return _partitioned(data, score, system, item, run, group, resample, statistic, aggregator, n_resamples, ci,
-                            level, random_state, higher_is_better, executor)
+        return _answered(_partitioned(data, score, system, item, run, group, resample, statistic, aggregator,
+                                      n_resamples, ci, level, random_state, d.higher_is_better, executor), d, reference)
     cfg = _check_args(score, statistic, aggregator, ci, level, n_resamples, precision, random_state)
     _parse_resample(resample, run, group, item, 2, n_groups)  # argument errors before reading the table
     tab = _pivot(data, cfg.cols, system, item, run, group, drop_missing)
@@ -688,7 +772,27 @@ def bootstrap(
     estimate.setflags(write=False)
     dist.setflags(write=False)
     columns = {"score": cfg.cols, "system": system, "item": item, "run": run, "group": group}
-    return _result(tab, levels, cfg, estimate, dist, jack, n_groups, bool(higher_is_better), columns, chunk_size)
+    return _answered(_result(tab, levels, cfg, estimate, dist, jack, n_groups, d.higher_is_better, columns,
+                             chunk_size), d, reference)
+
+
+def _direction(score: Any, statistic: Any, higher_is_better: Any):
+    """The score's direction: declared, or from the score's (or named statistic's) name."""
+
+    metric = score if isinstance(score, str) else (statistic if isinstance(statistic, str) else None)
+    if isinstance(statistic, str) and statistic != "mean":
+        metric = statistic
+    return direction(metric, higher_is_better)
+
+
+def _answered(out: BootstrapResult, d: Any, reference: Any) -> BootstrapResult:
+    """The result with its direction and reference recorded (provenance); a reference that is not
+    a system is a DataError."""
+    if reference is not None and str(reference) not in [str(s) for s in out.systems]:
+        raise DataError(f"reference={reference!r} is not one of the systems {list(out.systems)}")
+    out.provenance["direction"] = d.to_dict()
+    out.provenance["reference"] = None if reference is None else str(reference)
+    return out
 
 
 def _partitioned(data, score, system, item, run, group, resample, statistic, aggregator, n_resamples, ci, level,

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._progress import bar_disabled
 from .._executor import resolve_executor
 from ..errors import DataError
 
@@ -71,7 +72,7 @@ def chunks(n_resamples: int, length: int, progress: bool, desc: str) -> Iterator
     """Consecutive (start, stop) chunks of ``length`` resamples, with an optional tqdm bar."""
     bar = None
     if progress:
-        bar = tqdm(total=n_resamples, desc=desc, unit="resample", leave=False)
+        bar = tqdm(total=n_resamples, desc=desc, unit="resample", leave=False, disable=bar_disabled(progress))
     try:
         for start in range(0, n_resamples, length):
             stop = min(n_resamples, start + length)

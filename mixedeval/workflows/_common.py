@@ -29,9 +29,8 @@ from ..data.validate import (
     require_nonempty,
     require_supported_dtypes,
 )
-from ..engine import _bridge
 from ..errors import DataError
-from ..inference._lmm import normalize_df_method
+from ..inference._options import normalize_df_method
 from ..results import ResultMixin, ResultWarning, jsonable
 
 #: Koo & Li (2016) interpretation bands of reliability coefficients: (upper bound, label)
@@ -191,6 +190,8 @@ def worker_model(token: str, model_bytes: bytes) -> ShippedModel:
     (``token``). The refits then start from the caller's own model, not from a refit of the data
     in another process (which can differ from it in lme4's last bits)."""
     if token not in _WORKER_MODELS:
+        from ..engine import _bridge  # noqa: PLC0415 - R: the workflows that need no model do not load it
+
         _WORKER_MODELS.clear()
         _WORKER_MODELS[token] = ShippedModel(_bridge.unserialize_model(model_bytes))
     return _WORKER_MODELS[token]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .._progress import bar_disabled
 from .. import _resources as res
 from .._random import r_seed
 from ..data._design_spec import Design, extend_levels, factor_name, with_sizes
@@ -297,7 +298,7 @@ def run(m: Model, effect: Sequence[float], test: str, *, n_sim: int, ss: np.rand
         parts += executor.map(_batch_task, tasks, shared=(m, tuple(effect), test, ss, n_resamples),
                               progress=progress, desc=f"power ({test})") if tasks else []
         return _simulations_table(parts, test), info
-    bar = tqdm(total=n_sim, initial=first, desc=f"power ({test})", unit="sim", leave=False, disable=not progress)
+    bar = tqdm(total=n_sim, initial=first, desc=f"power ({test})", unit="sim", leave=False, disable=bar_disabled(progress))
     try:
         for start in range(first, n_sim, batch_size):
             stop = min(n_sim, start + batch_size)

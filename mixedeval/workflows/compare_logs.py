@@ -65,19 +65,12 @@ from .._random import seed_sequence
 from ..data._logs import EvalLogs, read_eval_logs
 from ..data.validate import require_level
 from ..errors import DataError
-from ..inference._lmm import lmm
-from ..inference.compare import compare
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
 from ._logs_answer import logs_answer, pair_row
 from ._next_run import accuracies, check_plan, plan_next_run, plan_text
 from ._paired import check_clusters
-
-try:  # the binomial GLMM (GLMM issue); without it the binary path falls back to the LMM with a warning
-    from ..inference._glmm import glmm
-except ImportError:  # pragma: no cover - depends on the installed version
-    glmm = None
 
 ALL_TASKS = "(all tasks)"
 ANALYSES = ("auto", "glmm", "lmm")
@@ -136,7 +129,7 @@ class CompareLogsResult(_WorkflowResult):
     means: Any
     data_summary: Any
     analysis: str
-    formula: str
+    formula: str | None
     metric: str
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
@@ -166,11 +159,13 @@ class CompareLogsResult(_WorkflowResult):
     _title = "System comparison from evaluation logs"
 
     def _scalars(self):
-        lrt = float(self.glrt["p_value"].iloc[-1]) if self.glrt is not None and len(self.glrt) else float("nan")
-        return [("headline", self.headline_text()),
-                ("direction", self.direction.note if self.direction is not None else "higher is better"),
-                ("next run", self.plan_text()), ("metric", self.metric),
-                ("model-based check", f"{self.analysis}: {self.formula}"),
+        out = [("headline", self.headline_text()),
+               ("direction", self.direction.note if self.direction is not None else "higher is better"),
+               ("next run", self.plan_text()), ("metric", self.metric)]
+        if self.glrt is None:  # model_check=False
+            return [*out, ("model-based check", self.analysis)]
+        lrt = float(self.glrt["p_value"].iloc[-1]) if len(self.glrt) else float("nan")
+        return [*out, ("model-based check", f"{self.analysis}: {self.formula}"),
                 ("check: system effect, likelihood-ratio p-value (all systems at once)", f"{lrt:.4g}")]
 
     def headline_text(self) -> str:
@@ -316,6 +311,14 @@ def _fit_models(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks
     lhs = "score"
     fixed = "system * task" if tasks else "system"
     null_fixed = "task" if tasks else "1"
+    # the models (rpy2, R) are imported when the model-based check runs (model_check=True): the
+    # command line's default skips it and should not pay for loading them
+    from ..inference._lmm import lmm  # noqa: PLC0415 - R: only when the model-based check runs
+
+    try:  # the binomial GLMM; without it the binary path falls back to the LMM with a warning
+        from ..inference._glmm import glmm  # noqa: PLC0415 - R: only when the model-based check runs
+    except ImportError:  # pragma: no cover - depends on the installed version
+        glmm = None
     warns: list[ResultWarning] = []
     use_glmm = analysis == "glmm" or (analysis == "auto" and kind != "continuous")
     if use_glmm and kind == "continuous":
@@ -461,6 +464,27 @@ def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, lev
     return pd.concat(pw, ignore_index=True), pd.concat(means, ignore_index=True), boot, warns
 
 
+#: what :func:`compare_logs` holds in place of the model-based check when ``model_check=False``
+_NO_MODEL = (None, None, None, None, None, "not run (model_check=False)", None, [])
+
+
+def _model_check(frame: pd.DataFrame, kind: str, analysis: str, runs: bool, tasks: bool, trials: int | None,
+                 sys_levels: Sequence[str], epochs: bool, posthoc_df: str, adjust: str, level: float) -> tuple:
+    """The model-based check (step 3 of the module docstring): the fit, the likelihood-ratio test's
+    table, the contrasts, EMMs and the GLMM's differences, the analysis' name, its formula and
+    the warnings of all of them."""
+    from ..inference.compare import compare  # noqa: PLC0415 - R: only when the check runs
+
+    full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
+                                                            {"system": sys_levels}, epochs)
+    glrt = compare(null, full, names=["null", "full"])
+    con_fit, analysis_name, w_sep = _separated(full, analysis_name)
+    con, emm, model_diff, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]),
+                                                analysis_name.startswith("binomial"), posthoc_df, adjust, level)
+    return (full, glrt.table, con, emm, model_diff, analysis_name, formula,
+            [*warns, *full.warnings, *null.warnings, *glrt.warnings, *w_sep, *w2])
+
+
 def compare_logs(
     source: Any,
     metric: str = "acc",
@@ -484,6 +508,7 @@ def compare_logs(
     target: float = 0.8,
     n_sim: int = 1000,
     higher_is_better: bool | None = None,
+    model_check: bool = True,
 ) -> CompareLogsResult:
     """Compare the systems in evaluation logs on ``metric``: mixed model, contrasts, bootstrap, report.
 
@@ -523,6 +548,12 @@ def compare_logs(
         observed, at least 0.01) at power ``target``, Miller's closed form beside ``n_sim``
         simulations (0: closed form only). It ignores ``cluster`` and pools runs as epochs
         (its warnings say so). ``plan=False`` skips it.
+    model_check : fit the mixed model of step 3 (the model-based check: the GLMM or LMM, its
+        likelihood-ratio test, contrasts and EMMs; it starts R and takes seconds). False skips it:
+        ``glrt``, ``contrasts``, ``emmeans``, ``model_differences``, ``formula`` and ``fit`` are
+        None and ``analysis`` says "not run"; the headline, the accuracies, the bootstrap and the
+        plan need no model and are the same. The command line skips it unless asked
+        (``mixedeval compare-logs ... --checks``).
 
     Returns a :class:`CompareLogsResult`; ``me.report(result, path="report.html")`` writes its HTML
     report (the command line: ``mixedeval compare-logs PATH... --metric acc --report out.html``).
@@ -544,13 +575,9 @@ def compare_logs(
             raise DataError(f"reference {reference!r} is not a system in the logs ({', '.join(sys_levels)})")
         sys_levels = [str(reference)] + [x for x in sys_levels if x != str(reference)]
     epochs = _epochs_vary(s)
-    full, null, analysis_name, formula, warns = _fit_models(frame, kind, analysis, runs, tasks, trials,
-                                                            {"system": sys_levels}, epochs)
-    glrt = compare(null, full, names=["null", "full"])
-    con_fit, analysis_name, w_sep = _separated(full, analysis_name)
-    con, emm, model_diff, w2 = _contrast_tables(con_fit, tasks, str(frame["task"].iloc[0]), analysis_name.startswith("binomial"),
-                                    posthoc_df, adjust, level)
-    w2 = w_sep + w2
+    model = (_model_check(frame, kind, analysis, runs, tasks, trials, sys_levels, epochs, posthoc_df, adjust, level)
+             if model_check else _NO_MODEL)
+    full, glrt, con, emm, model_diff, analysis_name, formula, w_model = model
     ss = seed_sequence(random_state)
     avg = epoch_means(s.assign(score=s["score"].astype(float)))
     direction = _answer.direction(metric, higher_is_better)
@@ -562,14 +589,13 @@ def compare_logs(
     acc = accuracies(logs, metric, cluster, level, adjust)
     nxt, w4 = (plan_next_run(logs, metric, _plan_row(ans.headline), effect, target, n_sim, ss, cluster)
                if plan else (None, []))
-    model_tag = "check:glmm" if analysis_name.startswith("binomial") else "check:lmm"
-    w_df = _df_note(analysis_name, posthoc_df)
-    checks = _checks(ans.headline, ans.label, glrt.table, con, model_diff, bpw, analysis_name, posthoc_df,
+    model_tag = "check:glmm" if str(analysis_name).startswith("binomial") else "check:lmm"
+    w_df = _df_note(analysis_name, posthoc_df) if glrt is not None else []
+    checks = _checks(ans.headline, ans.label, glrt, con, model_diff, bpw, analysis_name, posthoc_df,
                      n_systems=len(sys_levels), runs=runs, cluster=bool(cluster), n_resamples=n_resamples)
-    warnings = dedupe_warnings([*logs.warnings, *w4,
-                                *_tag([*warns, *full.warnings, *null.warnings, *glrt.warnings, *w2, *w_df], model_tag),
+    warnings = dedupe_warnings([*logs.warnings, *w4, *_tag([*w_model, *w_df], model_tag),
                                 *_tag(w3, "check:bootstrap")])
-    prov = dict(full.provenance)
+    prov = dict(full.provenance) if full is not None else {}
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
                  "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
                  "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
@@ -580,7 +606,7 @@ def compare_logs(
                  "direction": direction.note, "reference": None if reference is None else str(reference),
                  "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)",
                  "plan_effect": None if not plan else "observed" if effect is None else float(effect)})
-    return CompareLogsResult(table=ans.table, contrasts=con, model_differences=model_diff, glrt=glrt.table,
+    return CompareLogsResult(table=ans.table, contrasts=con, model_differences=model_diff, glrt=glrt,
                              emmeans=emm, bootstrap=bpw, means=bmeans,
                              data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                              analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,

@@ -33,7 +33,16 @@ from ..data.validate import ROWS_CHECKED, require_level
 from ..engine import _bridge
 from ..inference._glmm import glmm
 from ..inference._lmm import lmm
+from .._answer import check_row, checks_table
 from ..inference.compare import compare
+from ..inference.rankings import (
+    contrast_headline,
+    emm_differences,
+    emm_direction,
+    emm_headline,
+    emm_leaderboard,
+    pair_row,
+)
 from ..results import ResultWarning
 from ._common import (
     _WorkflowResult,
@@ -110,6 +119,11 @@ class AveragedAnalysis(_WorkflowResult):
 class CompareSystemsResult(_WorkflowResult):
     """Result of :func:`compare_systems`.
 
+    The one answer (:mod:`mixedeval._answer`): ``leaderboard`` (systems best first), ``headline``
+    (best vs runner-up or reference; ``headline_text()``, ``p_value``), ``checks`` (other analyses
+    of the question with verdicts), ``direction``, ``differences`` (every system against the best
+    or the reference, in the better direction, unadjusted).
+
     ``table`` (the main table): analysis, formula, nobs, residual_sd, chisq, df, p_value
     (all-instances mixed model, and the averaged analyses when there was anything to average) --
     Hagmann's Table 2.2. ``glrt``: :func:`mixedeval.compare`'s table (null and full model, ML).
@@ -130,25 +144,105 @@ class CompareSystemsResult(_WorkflowResult):
     posthoc_df: str
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
+    leaderboard: Any = None
+    headline: Any = None
+    checks: Any = None
+    direction: Any = None
+    differences: Any = None
     fit: Any = field(default=None, repr=False, compare=False)
     null_fit: Any = field(default=None, repr=False, compare=False)
     emm_result: Any = field(default=None, repr=False, compare=False)
     contrast_result: Any = field(default=None, repr=False, compare=False)
 
     _main_table = "table"
-    _print_tables = ("table", "emmeans", "contrasts")
+    _print_tables = ("leaderboard", "checks", "table", "emmeans", "contrasts")
     _skip_in_dict = ("fit", "null_fit", "emm_result", "contrast_result")
     _title = "System comparison with a linear mixed model (GLRT, EMMs, pairwise contrasts)"
 
     def _scalars(self):
-        p = float(self.glrt["p_value"].iloc[-1])
-        return [("omnibus GLRT p-value", f"{p:.4g}"), ("p-value adjustment", self.p_adjust),
-                ("post-hoc df", self.posthoc_df)]
+        out = [("headline", self.headline_text())] if self.headline is not None else []
+        if self.direction is not None:
+            out.append(("direction", self.direction.note))
+        return out + [("omnibus GLRT p-value (check)", f"{self.glrt_p_value:.4g}"),
+                      ("p-value adjustment", self.p_adjust), ("post-hoc df", self.posthoc_df)]
+
+    def headline_text(self) -> str:
+        """The one answer: the best system against the runner-up (or against ``reference``), its
+        advantage in the better direction with its interval and p-value (:attr:`headline`)."""
+        return "fewer than two systems: nothing to compare" if self.headline is None else self.headline.text()
 
     @property
     def p_value(self) -> float:
-        """The omnibus GLRT p-value on all instances."""
+        """The headline's p-value: the pairwise contrast of the best system and the runner-up (or
+        the reference), unadjusted; the omnibus GLRT's is :attr:`glrt_p_value`."""
+        return float("nan") if self.headline is None else float(self.headline.p_value)
+
+    @property
+    def glrt_p_value(self) -> float:
+        """The omnibus GLRT p-value on all instances (a check of the headline)."""
         return float(self.glrt["p_value"].iloc[-1])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the headline (in words and numbers) first, then the tables and settings."""
+        out = super().to_dict()
+        out["headline"] = None if self.headline is None else self.headline.to_dict()
+        out["direction"] = None if self.direction is None else self.direction.to_dict()
+        return {"headline_text": self.headline_text(), **out}
+
+
+# ------------------------------------------------------------------- the one answer
+def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, glrt: Any,
+            averaged: AveragedAnalysis | None = None) -> dict[str, Any]:
+    """leaderboard, headline, checks and direction (:mod:`mixedeval._answer`): the EMMs best
+    first (rank intervals from emmeans' covariance), the headline from the pairwise contrast of
+    the best and the runner-up (or ``reference``), and as checks the omnibus GLRT (and its
+    parametric bootstrap), and the run-averaged analyses when there are any."""
+    d = emm_direction(emm, higher_is_better)
+    board = emm_leaderboard(emm, higher_is_better=d.higher_is_better)
+    head = emm_headline(emm, higher_is_better=d.higher_is_better, reference=reference, board=board,
+                        contrasts=contrasts)
+    if head is None:
+        return {"leaderboard": board, "headline": None, "checks": None, "direction": d, "differences": None}
+    k = len(board)
+    why_omnibus = None if k == 2 else "the likelihood-ratio test asks whether any of the systems differ, not this pair"
+    g = glrt.table
+    rows = [check_row("likelihood-ratio test of the system effect (ML refits)", head,
+                      p_value=float(g["p_value"].iloc[-1]), why=None)]
+    if why_omnibus is not None and rows[0]["verdict"].startswith("differs"):
+        rows[0] = check_row(rows[0]["check"], head, p_value=rows[0]["p_value"], why=why_omnibus)
+    if "p_value_pb" in g.columns:
+        rows.append(check_row("parametric bootstrap of the likelihood-ratio test (pbkrtest)", head,
+                              p_value=float(g["p_value_pb"].iloc[-1]),
+                              why=why_omnibus if k > 2 else None))
+    if averaged is not None:
+        rows += _averaged_checks(averaged, emm, head)
+    diffs = emm_differences(emm, board, head, contrasts if contrasts is not None else
+                            emm.contrasts(method="pairwise", adjust="none").table)
+    return {"leaderboard": board, "headline": head, "checks": checks_table(rows), "direction": d, "differences": diffs}
+
+
+def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any) -> list[dict[str, Any]]:
+    """The run-averaged analyses as checks: the averaged mixed model's contrast of the headline
+    pair, and the averaged linear model's omnibus test (Hagmann 2023, Table 2.2)."""
+    labels = [str(x) for x in averaged.emmeans.iloc[:, 0]]
+    why = "averaging the runs of each system per item discards their replication (Hagmann 2023, Table 2.2)"
+    out = []
+    if head.better in labels and head.other in labels and len(averaged.contrasts) == len(labels) * (len(labels) - 1) // 2:
+        row, sign = pair_row(averaged.contrasts, labels, head.better, head.other)
+        h2 = contrast_headline(row, sign, head.better, head.other, head.direction, level=head.level, method="averaged")
+        adv = h2.estimate if h2.better == head.better else -h2.estimate
+        lo, hi = (h2.conf_low, h2.conf_high) if h2.better == head.better else (-h2.conf_high, -h2.conf_low)
+        r = check_row("run-averaged data, mixed model (item intercept): the same pair", head, estimate=adv,
+                      conf_low=lo, conf_high=hi, p_value=h2.p_value)
+        if r["verdict"].startswith("differs") and r["verdict"] != "differs: the opposite sign":
+            r = check_row(r["check"], head, estimate=adv, conf_low=lo, conf_high=hi, p_value=h2.p_value, why=why)
+        out.append(r)
+    p_lm = float(averaged.glrt["p_value"].iloc[0])
+    r = check_row("run-averaged data, linear model without the item effect (Hagmann Eq. 2.10)", head, p_value=p_lm)
+    if r["verdict"].startswith("differs"):
+        r = check_row(r["check"], head, p_value=p_lm, why=why + "; without the item effect the systems are not paired")
+    out.append(r)
+    return out
 
 
 def _averaged(frame, score: str, system: str, item: str, levels, posthoc_df, contrast_kw, level, optimizer):
@@ -194,6 +288,7 @@ def compare_systems(
     effect_size: str = "total",
     optimizer: str | None = None,
     family: str = "gaussian",
+    higher_is_better: bool | None = None,
     n_resamples: int | None = None,
     random_state: Any = None,
     executor: Any = None,
@@ -223,13 +318,22 @@ def compare_systems(
         (GLMMs are ML fits), the EMMs are accuracies (probabilities, ``type="response"``) with
         their intervals, and the pairwise contrasts are odds ratios (``estimate_label``), Holm by
         default. ``posthoc_df``, ``effect_size`` and the averaged analysis apply to the LMM only.
+    higher_is_better : which way the score is better; None (default): from the score's name
+        (``ter``, ``wer``, ``error``, ``loss``: lower; ``accuracy``, ``bleu``, ``chrf``: higher;
+        an unknown name: higher, said in ``direction.note``). The leaderboard, ranks, letters and
+        headline follow it.
     n_resamples, random_state, executor, progress : with ``n_resamples``, the omnibus GLRT also
         gets ``p_value_pb``, the parametric-bootstrap p-value of pbkrtest's ``PBmodcomp`` computed
         by :func:`mixedeval.compare` on the same two fits (an int ``random_state`` is R's
         ``set.seed``; ``executor`` runs the refits on workers; ``progress`` shows their bar).
 
-    Returns a :class:`CompareSystemsResult` (``table``, ``glrt``, ``emmeans``, ``contrasts``,
-    ``averaged``, ``warnings``, ``fit``).
+    Returns a :class:`CompareSystemsResult`: the one answer first -- ``leaderboard`` (the
+    systems best first: EMM, interval, simultaneous rank interval, letters), ``headline`` (the
+    best system against the runner-up, or against ``reference`` when given: their pairwise
+    contrast, unadjusted, signed so the better system's advantage is positive;
+    ``headline_text()``, ``p_value``), ``checks`` (the omnibus GLRT, its parametric bootstrap and
+    the run-averaged analyses of the same question, each with its verdict), ``direction`` --
+    then ``table``, ``glrt``, ``emmeans``, ``contrasts``, ``averaged``, ``warnings``, ``fit``.
     """
     posthoc_df = check_posthoc_df(posthoc_df)
     level = require_level(level)
@@ -237,7 +341,7 @@ def compare_systems(
                                            "executor": executor, "progress": progress}
     if family != "gaussian":
         return _compare_glmm_systems(data, score, system, item, reference, adjust, random=random, level=level,
-                                     optimizer=optimizer, family=family, pb=pb)
+                                     optimizer=optimizer, family=family, pb=pb, higher_is_better=higher_is_better)
     optimizer = optimizer or "nloptwrap"
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
@@ -271,10 +375,13 @@ def compare_systems(
     prov.update({"workflow": "compare_systems", "posthoc_df": posthoc_df, "adjust": adjust, "level": float(level),
                  "effect_size": effect_size,
                  "glrt": "lme4 anova (ML refit)", "contrasts": "emmeans::contrast pairwise", **_pb_provenance(an.glrt)})
+    answer = _answer(an.emm, an.contrasts.table, reference=reference, higher_is_better=higher_is_better,
+                     glrt=an.glrt, averaged=averaged)
+    prov["direction"] = answer["direction"].note
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=an.emm.table, contrasts=an.contrasts.table, averaged=averaged,
         p_adjust=an.contrasts.p_adjust, posthoc_df=posthoc_df, warnings=dedupe_warnings(warnings), provenance=prov,
-        fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts,
+        fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts, **answer,
     )
 
 
@@ -291,7 +398,7 @@ def _pb_provenance(glrt: Any) -> dict[str, Any]:
 
 def _compare_glmm_systems(data: Any, score: str, system: str, item: str, reference: Any, adjust: str, *,
                           random: Any, level: float, optimizer: str, family: str,
-                          pb: Mapping[str, Any] | None = None) -> CompareSystemsResult:
+                          pb: Mapping[str, Any] | None = None, higher_is_better: Any = None) -> CompareSystemsResult:
     """:func:`compare_systems` with a GLMM (``family``): GLRT, response-scale EMMs and ratio contrasts."""
     df = as_pandas(data)
     extra = random_terms(random, [str(c) for c in df.columns])
@@ -313,10 +420,14 @@ def _compare_glmm_systems(data: Any, score: str, system: str, item: str, referen
     prov.update({"workflow": "compare_systems", "family": family, "posthoc_df": "asymptotic", "adjust": adjust,
                  "level": float(level), "glrt": "lme4 anova (ML)", "contrasts": f"emmeans::contrast pairwise "
                  f"({con.estimate_label})", **_pb_provenance(glrt)})
+    diff = emm.contrasts(method="pairwise", adjust="none", scale="difference") if len(emm.table) > 1 else None
+    answer = _answer(emm, None if diff is None else diff.table, reference=reference,
+                     higher_is_better=higher_is_better, glrt=glrt)
+    prov["direction"] = answer["direction"].note
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=emm.table, contrasts=con.table, averaged=None,
         p_adjust=con.p_adjust, posthoc_df="asymptotic", warnings=dedupe_warnings(warnings), provenance=prov,
-        fit=full, null_fit=null, emm_result=emm, contrast_result=con,
+        fit=full, null_fit=null, emm_result=emm, contrast_result=con, **answer,
     )
 
 

@@ -65,6 +65,7 @@ import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 from tqdm.auto import tqdm
 
+from .._progress import bar_disabled
 from .._executor import resolve_executor
 from .._random import r_seed
 from .._resources import LoopGuard
@@ -781,7 +782,8 @@ def _refit_replicates(fit, ysim: np.ndarray, chunk_size: int, progress: bool, ex
         return _combine_refits(parts, time.perf_counter() - t)
     bar = None
     if progress:
-        bar = tqdm(total=n_rep, desc="parametric bootstrap refits", unit="refit", leave=False)
+        bar = tqdm(total=n_rep, desc="parametric bootstrap refits", unit="refit", leave=False,
+                   disable=bar_disabled(progress))
     parts: list[dict[str, Any]] = []
     t_refit = 0.0
     try:

@@ -60,7 +60,18 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
-from .power import clopper_pearson
+
+
+def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of k / n, as :func:`mixedeval.workflows.power.clopper_pearson`
+    computes it (scipy's ``binomtest(...).proportion_ci(method="exact")``), without importing that
+    module: it loads the R-backed power simulation, which the plan from logs does not need (the
+    command line's ``compare-logs`` starts faster)."""
+    if n == 0:
+        return math.nan, math.nan
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
 
 TABLE_COLUMNS = ["epochs", "method", "n_questions", "n_samples", "power", "conf_low", "conf_high",
                  "power_at_closed_form_n", "std_error", "effect", "alpha", "target", "n_sim"]
@@ -383,13 +394,13 @@ def _rows_for(p: _Pieces, epochs: int, effect: float, target: float, alpha: floa
         return done[n] / n_sim
 
     n_s = _search(power_at, n_cf, target, max(1000, 16 * n_cf))
-    lo, hi = clopper_pearson(done[n_s], n_sim, 0.95) if n_s else (math.nan, math.nan)
+    lo, hi = _clopper_pearson(done[n_s], n_sim, 0.95) if n_s else (math.nan, math.nan)
     rows.append({**base, "method": SIMULATION, "n_questions": n_s if n_s else math.nan,
                  "n_samples": n_s * epochs if n_s else math.nan, "power": power_at(n_s) if n_s else math.nan,
                  "conf_low": lo, "conf_high": hi, "power_at_closed_form_n": power_at(n_cf),
                  "std_error": math.sqrt(var_d / n_s) if n_s else math.nan, "n_sim": n_sim})
     searched = [{"epochs": epochs, "n_questions": n, "n_rejected": k, "n_sim": n_sim, "power": k / n_sim,
-                 **dict(zip(("conf_low", "conf_high"), clopper_pearson(k, n_sim, 0.95)))} for n, k in sorted(done.items())]
+                 **dict(zip(("conf_low", "conf_high"), _clopper_pearson(k, n_sim, 0.95)))} for n, k in sorted(done.items())]
     return rows, searched
 
 

@@ -55,6 +55,7 @@ from ..errors import DataError
 from ..inference._bradley_terry import BTFit, fit_bt
 from ..inference._bt_design import TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
+from ._bt_answer import BTAnswer
 from ._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
@@ -66,7 +67,7 @@ STRENGTH_COLUMNS = ("model", "estimate", "std_error", "conf_low", "conf_high", "
 
 
 @dataclass(frozen=True, repr=False)
-class BradleyTerryResult(_WorkflowResult):
+class BradleyTerryResult(BTAnswer, _WorkflowResult):
     """Result of :func:`bradley_terry`.
 
     table : strengths, best first: model, estimate (log-odds, reference model 0), std_error,

@@ -123,7 +123,7 @@ def _summary_rows(scope: str, res, system: str) -> list[dict[str, Any]]:
     for r in res.contrasts.to_dict(orient="records"):
         rows.append({"scope": scope, "contrast": r["contrast"], **means, "estimate": r["estimate"],
                      "effect_size": r["effect_size"], "p_value": r["p_value"], "p_adj": r["p_adj"],
-                     "glrt_p_value": res.p_value, "nobs": res.fit.nobs})
+                     "glrt_p_value": res.glrt_p_value, "nobs": res.fit.nobs})
     return rows
 
 

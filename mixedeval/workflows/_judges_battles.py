@@ -1,0 +1,199 @@
+"""Judged battles with a few human verdicts: PPI++-corrected Bradley-Terry strengths
+(:func:`bradley_terry_corrected`; the numerics in :mod:`mixedeval.inference._bt_ppi`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import _answer
+from ..data.table import as_pandas
+from ..data.validate import require_columns, require_level
+from ..errors import DataError
+from ..inference._bt_ppi import PPIFit, ppi_bt
+from ..results import ResultWarning
+from ._common import _WorkflowResult
+
+#: verdict labels (as me.bradley_terry reads them) -> a's share of the win
+VERDICTS = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}
+
+
+@dataclass(frozen=True, repr=False)
+class JudgedBattlesResult(_WorkflowResult):
+    """PPI++-corrected Bradley-Terry strengths (:func:`bradley_terry_corrected`).
+
+    table : model, strength (log-odds, the reference model 0), std_error, conf_low, conf_high
+        (corrected), classical_* (people's verdicts only) and judge_* (the judge's verdicts only,
+        uncorrected), best first.
+    leaderboard, headline, checks, direction : the shared answer (:mod:`mixedeval._answer`); the
+        headline is the strength difference of the best model and the runner-up (or reference).
+    """
+
+    table: pd.DataFrame
+    leaderboard: pd.DataFrame
+    headline: Any
+    checks: Any
+    direction: Any
+    lam: float
+    level: float
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+
+    _print_tables = ("leaderboard", "table", "checks")
+    _title = "Judge-corrected Bradley-Terry strengths"
+
+    def _scalars(self):
+        return [("headline", self.headline_text()), ("lambda (PPI++ weight)", round(self.lam, 4))]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["headline"] = self.headline.to_dict() if self.headline is not None else None
+        d["direction"] = self.direction.to_dict()
+        return d
+
+    def headline_text(self) -> str:
+        """The one-line answer."""
+        return self.headline.text() if self.headline is not None else "one model: no comparison"
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value."""
+        return float(self.headline.p_value) if self.headline is not None else float("nan")
+
+
+def _verdicts(df: pd.DataFrame, col: str, allow_missing: bool) -> np.ndarray:
+    v = df[col]
+    miss = v.isna().to_numpy()
+    if miss.any() and not allow_missing:
+        raise DataError(f"column {col!r} (the judge's verdicts) has {int(miss.sum())} missing values; every battle "
+                        "needs the judge's verdict")
+    out = v.astype(str).str.lower().map(VERDICTS).to_numpy(dtype=float)
+    bad = np.isnan(out) & ~miss
+    if bad.any():
+        raise DataError(f"column {col!r} has values {sorted(set(v[bad].astype(str)))[:6]} that are not verdicts; use "
+                        f"{', '.join(map(repr, VERDICTS))}")
+    return out
+
+
+def _design(df: pd.DataFrame, model_a: str, model_b: str, anchor: Any) -> tuple[np.ndarray, list[str], str]:
+    a, b = df[model_a].astype(str).to_numpy(), df[model_b].astype(str).to_numpy()
+    if (a == b).any():
+        raise DataError(f"{int((a == b).sum())} battles pit a model against itself; drop them")
+    models = sorted(set(a) | set(b))
+    ref = models[0] if anchor is None else str(anchor)
+    if ref not in models:
+        raise DataError(f"anchor={anchor!r} is not one of the models {models[:10]}")
+    others = [m for m in models if m != ref]
+    idx = {m: i for i, m in enumerate(others)}
+    X = np.zeros((len(df), len(others)))
+    rows = np.arange(len(df))
+    ia = np.array([idx.get(m, -1) for m in a])
+    ib = np.array([idx.get(m, -1) for m in b])
+    X[rows[ia >= 0], ia[ia >= 0]] += 1
+    X[rows[ib >= 0], ib[ib >= 0]] -= 1
+    return X, [ref, *others], ref
+
+
+def _fit_all(X, y, yh, lab, cl, method):
+    cl_l = None if cl is None else cl[lab]
+    cl_u = None if cl is None else cl[~lab]
+    fits = {"": ppi_bt(X[lab], y[lab], yh[lab], X[~lab], yh[~lab], method=method, cl_l=cl_l, cl_u=cl_u),
+            "classical_": ppi_bt(X[lab], y[lab], yh[lab], X[~lab], yh[~lab], method="classical", cl_l=cl_l,
+                                 cl_u=cl_u)}
+    # the judge alone: a plain fit to its verdicts on every battle (people's verdicts ignored)
+    fits["judge_"] = ppi_bt(X, yh, yh, X[:0], yh[:0], method="classical", cl_l=cl, cl_u=None if cl is None else cl[:0])
+    return fits
+
+
+def _table(fits: dict[str, PPIFit], names: list[str], level: float) -> tuple[pd.DataFrame, np.ndarray]:
+    out = pd.DataFrame({"model": names})
+    V_full = None
+    for prefix, f in fits.items():
+        est = np.concatenate([[0.0], f.theta])
+        V = np.zeros((len(names), len(names)))
+        V[1:, 1:] = f.vcov
+        se = np.sqrt(np.diag(V))
+        q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(f.df) else stats.t.ppf(0.5 + level / 2, f.df)
+        out[f"{prefix}strength"] = est
+        out[f"{prefix}std_error"] = se
+        out[f"{prefix}conf_low"], out[f"{prefix}conf_high"] = est - q * se, est + q * se
+        if prefix == "":
+            V_full = V
+    return out, V_full
+
+
+def _pair(fit: PPIFit, names: list[str], a: str, b: str, level: float) -> tuple[float, float, float, float, float]:
+    est = np.concatenate([[0.0], fit.theta])
+    V = np.zeros((len(names), len(names)))
+    V[1:, 1:] = fit.vcov
+    i, j = names.index(a), names.index(b)
+    d = est[i] - est[j]
+    se = float(np.sqrt(V[i, i] + V[j, j] - 2 * V[i, j]))
+    q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(fit.df) else stats.t.ppf(0.5 + level / 2, fit.df)
+    z = abs(d) / se if se > 0 else np.nan
+    p = float(2 * (stats.norm.sf(z) if not np.isfinite(fit.df) else stats.t.sf(z, fit.df)))
+    return d, se, d - q * se, d + q * se, p
+
+
+def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: str = "model_b",
+                            winner: str = "winner", human_winner: str = "human_winner", cluster: str | None = None,
+                            anchor: Any = None, method: str = "ppi++", level: float = 0.95, reference: Any = None,
+                            random_state: Any = None) -> JudgedBattlesResult:
+    """Bradley-Terry strengths from judge verdicts on all battles corrected by people's verdicts
+    on a random subset (PPI++ for the Bradley-Terry coefficients; Boyeau, Angelopoulos et al.,
+    ICML 2025, "AutoEval done right").
+
+    ``winner`` holds the judge's verdict on every battle, ``human_winner`` people's verdict where
+    they gave one (missing elsewhere); verdicts are ``"model_a"``, ``"model_b"``, ``"tie"`` or
+    ``"tie (bothbad)"`` (a tie counts half a win each). Strengths are log-odds with the
+    ``anchor`` model (default: the first name) at 0. ``method``: ``"ppi++"`` (power-tuned) or
+    ``"ppi"``. The numbers are ppi-python's ``ppi_logistic_ci`` on the Bradley-Terry design (see
+    :mod:`mixedeval.inference._bt_ppi`); ``cluster=`` (e.g. the prompt) makes the covariance
+    cluster-robust. The people-only and judge-only fits are beside them (``classical_*``,
+    ``judge_*``), and the judge-only headline difference is a check.
+    """
+    if method not in ("ppi++", "ppi"):
+        raise DataError(f"method must be 'ppi++' or 'ppi', not {method!r}")
+    level = require_level(level)
+    df = as_pandas(battles, what="battles")
+    require_columns(df, [model_a, model_b, winner, human_winner, cluster], "battles")
+    yh = _verdicts(df, winner, allow_missing=False)
+    y = _verdicts(df, human_winner, allow_missing=True)
+    lab = ~np.isnan(y)
+    if lab.sum() < 10:
+        raise DataError(f"only {int(lab.sum())} battles have a human verdict in {human_winner!r}; PPI needs people's "
+                        "verdicts on a random sample of battles (tens at least)")
+    X, names, ref = _design(df, model_a, model_b, anchor)
+    cl = None if cluster is None else pd.factorize(df[cluster].astype(str))[0]
+    fits = _fit_all(X, np.where(lab, y, 0.0), yh, lab, cl, method)
+    table, V = _table(fits, names, level)
+    d = _answer.direction("strength", True)
+    board = _answer.leaderboard(pd.Series(table["strength"].to_numpy(), index=names),
+                                std_error=table["std_error"].to_numpy(), conf_low=table["conf_low"].to_numpy(),
+                                conf_high=table["conf_high"].to_numpy(), vcov=V + np.eye(len(names)) * 1e-12,
+                                level=level, random_state=random_state)
+    head, checks = None, None
+    pair = _answer.choose_pair(board, reference)
+    if pair is not None:
+        a, b = pair
+        dd, se, lo, hi, p = _pair(fits[""], names, a, b, level)
+        head = _answer.headline(a, b, dd, se, lo, hi, p, fits[""].df,
+                                f"{'PPI++' if method == 'ppi++' else 'PPI'} judge-corrected Bradley-Terry",
+                                d, level=level, unit="log-odds", reference=reference)
+        rows = []
+        for prefix, name in (("classical_", "human verdicts only (classical)"), ("judge_", "judge verdicts only")):
+            d2, _, lo2, hi2, p2 = _pair(fits[prefix], names, head.better, head.other, level)
+            rows.append(_answer.check_row(name, head, estimate=d2, conf_low=lo2, conf_high=hi2, p_value=p2))
+        checks = _answer.checks_table(rows)
+    order = table["strength"].to_numpy().argsort()[::-1]
+    prov = {"workflow": "bradley_terry_corrected", "method": method, "anchor": ref, "n_battles": len(df),
+            "n_labels": int(lab.sum()), "cluster": cluster, "level": level}
+    return JudgedBattlesResult(table=table.iloc[order].reset_index(drop=True), leaderboard=board, headline=head,
+                               checks=checks, direction=d, lam=fits[""].lam, level=level, warnings=(),
+                               provenance=prov)
+
+
+__all__ = ["JudgedBattlesResult", "bradley_terry_corrected"]
