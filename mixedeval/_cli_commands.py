@@ -332,6 +332,11 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+def _of_check(w: Any) -> bool:
+    """A warning of a check (``source="check:..."``), printed apart from the answer's."""
+    return str(getattr(w, "source", "")).startswith("check:")
+
+
 def _answer_out(args: argparse.Namespace, res: Any) -> dict[str, Any]:
     """The answer first: the headline (its sentence; with --json its fields and text), the
     direction, the leaderboard and the checks."""
@@ -418,8 +423,8 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
                            "bootstrap": res.bootstrap, "means": res.means,
-                           "warnings": [str(w) for w in res.answer_warnings],
-                           "check_warnings": [str(w) for w in res.check_warnings]}
+                           "warnings": [str(w) for w in res.warnings if not _of_check(w)],
+                           "check_warnings": [str(w) for w in res.warnings if _of_check(w)]}
     if res.glrt is None:  # the model-based check was not asked for
         out["analysis"] = NO_MODEL_CHECK
     if args.report:

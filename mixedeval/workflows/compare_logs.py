@@ -91,7 +91,7 @@ class CompareLogsResult(_WorkflowResult):
     checks : the other analyses of the headline's question (model contrast, likelihood-ratio
         test, bootstrap): check, estimate, conf_low, conf_high, p_value, verdict (``"agrees"`` or
         ``"differs: <why>"``). Their warnings have ``source`` ``"check:glmm"``, ``"check:lmm"``
-        or ``"check:bootstrap"`` (:attr:`check_warnings`).
+        or ``"check:bootstrap"``.
     direction : :class:`mixedeval._answer.Direction` of the score (declared or from the metric).
     table : every pair per task (and pooled over tasks, ``task == "(all tasks)"``), system_a
         before system_b in leaderboard order: task, system_a, system_b, n_items, delta (mean score of a minus b, on the
@@ -171,16 +171,6 @@ class CompareLogsResult(_WorkflowResult):
     def headline_text(self) -> str:
         """The headline in one line: "best − runner-up: +5.0 points (95% CI ...), p = ... [paired t]"."""
         return "no pair of systems to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def check_warnings(self) -> tuple[ResultWarning, ...]:
-        """The warnings of the checks (``source`` starting with ``"check:"``): they do not qualify the headline."""
-        return tuple(w for w in self.warnings if str(w.source).startswith("check:"))
-
-    @property
-    def answer_warnings(self) -> tuple[ResultWarning, ...]:
-        """The warnings about the data and the headline (every warning that is not a check's)."""
-        return tuple(w for w in self.warnings if not str(w.source).startswith("check:"))
 
     def plan_text(self) -> str:
         """The sample-size answer for the next run in one sentence (:attr:`plan`)."""
