@@ -22,10 +22,11 @@ because the sum of the independent normal effects is normal. Each expectation is
 Gauss-Hermite quadrature with 200 nodes (exact to rounding for this smooth integrand). Under the
 null (Delta = 0, the systems identical in distribution) theta = 0 exactly.
 
-Scenarios: (a) i.i.d. epochs: 60 questions, 3 epochs, one run; (b) real run effects: 60
-questions, 4 runs per system (sd_run = 0.3), one epoch; (c) clustered questions: 20 clusters of 3
-questions (sd_c = 1, sd_g = 1.2), 2 epochs, ``cluster=``; (d) accuracies near 1 and near 0 (mean
-accuracy about 0.95 and 0.05), 60 questions, 3 epochs; (e) 30 questions, 3 epochs.
+Scenarios: (a) i.i.d. epochs: 60 questions, 3 epochs, one run; (b) runs: 50 questions, one epoch,
+3 or 5 runs per system, i.i.d. (sd_run = 0), with a run effect (sd_run = 0.3) or a strong one
+(0.6); (c) clustered questions: 20 clusters of 3 questions (sd_c = 1, sd_g = 1.2), 2 epochs,
+``cluster=``; (d) accuracies near 1 and near 0 (mean accuracy about 0.95 and 0.05), 60
+questions, 3 epochs; (e) 30 questions, 3 epochs.
 
 Methods (rows of the table): ``headline`` is what ``me.compare_logs`` reports (epoch means, then
 ``_paired.paired_differences``: Miller's paired t; clustered SE with ``cluster``; the two-stage
@@ -40,11 +41,14 @@ Monte-Carlo SE sqrt(c (1 - c) / reps); the type I error (Delta = 0) and its MC S
 the mean reported SE over the SD of the estimates across the simulated data sets (Delta = 0.5).
 
 Measured (2,000 reps, 500 bootstrap resamples, 2 processes, about 7 minutes): headline coverage
-94.7-95.2% and type I error 4.3-5.7% in scenarios a, c, d, e; b (4 runs) 96.1% / 4.0%
-(conservative: the run variance rests on 3 df per system); epochs as runs 98.6-98.9% / 0.5-1.0%
-(SE 1.41-1.46x the truth); bootstrap items+runs 97.5% / 2.1% (SE 1.24x); unclustered t on
-clustered questions 91.0% / 8.1%.
+94.7-95.2% and type I error 4.3-5.7% in scenarios a, c, d, e; epochs as runs 98.6-98.9% /
+0.5-1.0% (SE 1.41-1.46x the truth); unclustered t on clustered questions 91.0% / 8.1%.
+Runs (``--runs-vectorized --reps 20000``, 40 s; the column ``halfwidth_over_sd`` is the mean
+half-width / 1.96 over the true SD): 3 i.i.d. runs 96.5% / 1.135 (previous two-stage SE 97.7% /
+1.348), 3 runs with a run effect 93.5% / 1.077, strong 92.0% / 1.134; 5 i.i.d. runs 95.7% /
+1.080 (previous 1.160), 5 with a run effect 94.1% / 1.035, strong 93.2% / 1.041.
 
+    .venv/bin/python benchmarks/calibration_logs.py --runs-vectorized --reps 20000 --scenarios "b 3 iid runs" ...
     .venv/bin/python benchmarks/calibration_logs.py [--reps 2000] [--quick] [--executor 2]
         [--n-resamples 1000] [--glmm] [--random-state 20241101]
 
@@ -93,7 +97,12 @@ class Scenario:
 
 SCENARIOS: dict[str, Scenario] = {
     "a iid epochs": Scenario("a iid epochs"),
-    "b run effects": Scenario("b run effects", epochs=1, runs=4, sd_run=0.3),
+    "b 3 iid runs": Scenario("b 3 iid runs", n=50, epochs=1, runs=3),
+    "b 3 runs, run effect": Scenario("b 3 runs, run effect", n=50, epochs=1, runs=3, sd_run=0.3),
+    "b 3 runs, strong run effect": Scenario("b 3 runs, strong run effect", n=50, epochs=1, runs=3, sd_run=0.6),
+    "b 5 iid runs": Scenario("b 5 iid runs", n=50, epochs=1, runs=5),
+    "b 5 runs, run effect": Scenario("b 5 runs, run effect", n=50, epochs=1, runs=5, sd_run=0.3),
+    "b 5 runs, strong run effect": Scenario("b 5 runs, strong run effect", n=50, epochs=1, runs=5, sd_run=0.6),
     "c clustered": Scenario("c clustered", epochs=2, clusters=20, sd_c=1.0, sd_g=1.2),
     "d near 1": Scenario("d near 1", mu=4.3),
     "d near 0": Scenario("d near 0", mu=-4.3),
@@ -144,6 +153,33 @@ def headline(df: pd.DataFrame, sc: Scenario, cluster: bool = True) -> tuple[floa
     return r["delta"], r["std_error"], r["conf_low"], r["conf_high"], r["p_value"]
 
 
+def two_stage_old(df: pd.DataFrame) -> tuple[float, float, float, float, float]:
+    """The previous headline with several runs (the baseline): per system the ANOVA estimate of its
+    between-run variance on R - 1 df, added to sd(d)^2 / n, Satterthwaite df of each difference of
+    mean squares."""
+    from scipy import stats
+
+    avg = epoch_means(df)
+    q = avg.groupby(["system", "item"])["score"].mean().unstack(0)
+    d = (q["a"] - q["b"]).to_numpy()
+    n = d.size
+    parts = [(d.var(ddof=1) / n, n - 1.0)]
+    for x in ("a", "b"):
+        y = avg[avg.system == x].pivot(index="item", columns="run", values="score").to_numpy()
+        R = y.shape[1]
+        col = y.mean(axis=0)
+        resid = y - y.mean(axis=1, keepdims=True) - col[None, :] + y.mean()
+        ms_run, ms_res = n * col.var(ddof=1), float(np.sum(resid**2) / ((n - 1) * (R - 1)))
+        if ms_run > ms_res:
+            parts.append(((ms_run - ms_res) / n / R,
+                          (ms_run - ms_res) ** 2 / (ms_run**2 / (R - 1) + ms_res**2 / ((n - 1) * (R - 1)))))
+    v = sum(p[0] for p in parts)
+    dfw = v**2 / sum(p[0] ** 2 / p[1] for p in parts)
+    se, delta = np.sqrt(v), float(d.mean())
+    h = float(stats.t.ppf(0.975, dfw)) * se
+    return delta, se, delta - h, delta + h, float(2 * stats.t.sf(abs(delta / se), dfw))
+
+
 def boot(df: pd.DataFrame, run: str | None, n_resamples: int, seed: int) -> tuple[float, float, float, float, float]:
     """``me.bootstrap`` paired difference a - b (percentile interval, shift-method p)."""
     import mixedeval as me
@@ -169,10 +205,10 @@ def glmm_p(df: pd.DataFrame, seed: int) -> float:
     return float(res.p_value)
 
 
-def methods_for(sc: Scenario, glmm: bool) -> list[str]:
+def methods_for(sc: Scenario, glmm: bool, boot_runs: bool = True) -> list[str]:
     out = ["headline"]
     if sc.runs > 1:
-        out.append("bootstrap items+runs")
+        out += ["two-stage (previous)", *(["bootstrap items+runs"] if boot_runs else [])]
     if sc.epochs > 1 and sc.runs == 1 and not sc.clusters:
         out.append("epochs as runs")
     if sc.clusters:
@@ -186,6 +222,8 @@ def one(sc: Scenario, method: str, df: pd.DataFrame, n_resamples: int, seed: int
     """(delta, SE, low, high, p) of one method on one data set (NaN interval for the GLMM LRT)."""
     if method == "headline":
         return headline(df, sc)
+    if method == "two-stage (previous)":
+        return two_stage_old(df)
     if method == "unclustered t":
         return headline(df, sc, cluster=False)
     if method == "bootstrap items+runs":
@@ -227,21 +265,23 @@ def summarize(sc: Scenario, method: str, res: np.ndarray) -> dict[str, Any]:
     reps = int(res.shape[0])
     est = alt[np.isfinite(alt[:, 0]), 0]
     sd = float(np.std(est, ddof=1)) if est.size > 1 else np.nan
+    half = (alt[:, 3] - alt[:, 2]) / 2
     return {"scenario": sc.name, "method": method, "reps": reps, "theta": theta,
             "coverage": cov, "cov_mc_se": np.sqrt(cov * (1 - cov) / max(ok.sum(), 1)),
             "type_i": rej, "type_i_mc_se": np.sqrt(rej * (1 - rej) / max(pk.sum(), 1)),
-            "se_over_sd": float(np.nanmean(alt[:, 1]) / sd) if np.isfinite(sd) and sd > 0 else np.nan}
+            "se_over_sd": float(np.nanmean(alt[:, 1]) / sd) if np.isfinite(sd) and sd > 0 else np.nan,
+            "halfwidth_over_sd": float(np.nanmean(half) / 1.96 / sd) if np.isfinite(sd) and sd > 0 else np.nan}
 
 
 def run_all(names: list[str], reps: int, n_resamples: int, executor: Any, random_state: int, glmm: bool,
-            chunk_size: int = 25) -> pd.DataFrame:
+            chunk_size: int = 25, boot_runs: bool = True) -> pd.DataFrame:
     """Every scenario's rows, the data sets spread over ``executor`` in chunks of ``chunk_size``."""
     from mixedeval._executor import resolve_executor
 
     runner = resolve_executor(executor)
     tasks, where = [], []
     for si, name in enumerate(names):
-        ms = methods_for(SCENARIOS[name], glmm)
+        ms = methods_for(SCENARIOS[name], glmm, boot_runs)
         for ci, start in enumerate(range(0, reps, chunk_size)):
             tasks.append((name, ms, random_state, (si, ci), min(chunk_size, reps - start), n_resamples))
             where.append(name)
@@ -256,14 +296,100 @@ def run_all(names: list[str], reps: int, n_resamples: int, executor: Any, random
 
 def markdown(tab: pd.DataFrame) -> str:
     """The README table."""
-    lines = ["| scenario | method | reps | coverage (MC SE) | type I error (MC SE) | mean SE / SD |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = ["| scenario | method | reps | coverage (MC SE) | type I error (MC SE) | mean SE / SD | "
+             "mean half-width / 1.96 / SD |", "|---|---|---:|---:|---:|---:|---:|"]
     for r in tab.itertuples():
         cov = "—" if not np.isfinite(r.coverage) else f"{100 * r.coverage:.1f}% ({100 * r.cov_mc_se:.1f})"
         se = "—" if not np.isfinite(r.se_over_sd) else f"{r.se_over_sd:.2f}"
+        hw = "—" if not np.isfinite(r.halfwidth_over_sd) else f"{r.halfwidth_over_sd:.3f}"
         lines.append(f"| {r.scenario} | {r.method} | {r.reps} | {cov} | {100 * r.type_i:.1f}% "
-                     f"({100 * r.type_i_mc_se:.1f}) | {se} |")
+                     f"({100 * r.type_i_mc_se:.1f}) | {se} | {hw} |")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ runs, vectorized
+def simulate_runs(sc: Scenario, delta: float, rng: np.random.Generator, reps: int) -> np.ndarray:
+    """``reps`` data sets of the runs scenarios at once: the epoch means, shape (reps, 2, R, n)
+    (the same data model as :func:`simulate`)."""
+    n, R, E = sc.n, sc.runs, sc.epochs
+    sgn = np.array([1.0, -1.0])[None, :, None, None]
+    eta = (sc.mu + sgn * delta / 2 + rng.normal(0, SD_Q, (reps, 1, 1, n)) + rng.normal(0, SD_INT, (reps, 2, 1, n))
+           + rng.normal(0, sc.sd_run, (reps, 2, R, 1)))
+    return rng.binomial(E, expit(eta)) / E
+
+
+def _frame_of(y: np.ndarray) -> pd.DataFrame:
+    """One data set of :func:`simulate_runs` as the long table compare_logs reads."""
+    s, r, i = np.indices(y.shape).reshape(3, -1)
+    return pd.DataFrame({"system": np.array(["a", "b"])[s], "task": "t", "item": i.astype(str),
+                         "run": r.astype(str), "score": y.ravel()})
+
+
+def runs_methods(y: np.ndarray, level: float = 0.95) -> dict[str, np.ndarray]:
+    """The headline (pooled run variance, :mod:`mixedeval.workflows._paired`) and the previous
+    two-stage SE on every data set at once: per method an array (reps, 5) of delta, SE, low,
+    high, p. Checked against ``paired_differences`` / :func:`two_stage_old` on the first data sets."""
+    from scipy import stats
+
+    reps, _, R, n = y.shape
+    d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)  # question means over runs, a - b
+    delta, vq = d.mean(axis=1), d.var(axis=1, ddof=1) / n
+    col = y.mean(axis=3)
+    resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
+    ss_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)  # (reps, 2)
+    ss_res = (resid**2).sum(axis=(2, 3))
+    out = {}
+    # headline: pooled over the two systems, truncated at 0, the run part on the pooled df
+    df_run, df_res = 2 * (R - 1), 2 * (n - 1) * (R - 1)
+    ms_res = ss_res.sum(axis=1) / df_res
+    s2 = np.maximum(0.0, (ss_run.sum(axis=1) - ms_res * df_run) / (df_run * n))
+    vr = s2 * 2.0 / R
+    v = vq + vr
+    dfw = v**2 / (vq**2 / (n - 1) + vr**2 / df_run)
+    out["headline"] = _t_rows(delta, v, dfw, level)
+    # previous: per system, Satterthwaite df of each difference of mean squares
+    ms_run, ms_res_s = ss_run / (R - 1), ss_res / ((n - 1) * (R - 1))
+    est = np.maximum(0.0, (ms_run - ms_res_s) / n) / R
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dfs = (ms_run - ms_res_s) ** 2 / (ms_run**2 / (R - 1) + ms_res_s**2 / ((n - 1) * (R - 1)))
+        den = vq**2 / (n - 1) + np.where(est > 0, est**2 / dfs, 0.0).sum(axis=1)
+    v_old = vq + est.sum(axis=1)
+    out["two-stage (previous)"] = _t_rows(delta, v_old, v_old**2 / den, level)
+    return out
+
+
+def _t_rows(delta: np.ndarray, v: np.ndarray, df: np.ndarray, level: float) -> np.ndarray:
+    from scipy import stats
+
+    se = np.sqrt(v)
+    q = stats.t.ppf(0.5 + level / 2, df)
+    p = 2 * stats.t.sf(np.abs(delta / se), df)
+    return np.column_stack([delta, se, delta - q * se, delta + q * se, p])
+
+
+def check_runs_vectorized(sc: Scenario, rng: np.random.Generator, k: int = 5) -> None:
+    """The vectorized methods equal the package's code on ``k`` data sets (1e-10)."""
+    y = simulate_runs(sc, DELTA_ALT, rng, k)
+    fast = runs_methods(y)
+    for j in range(k):
+        df = _frame_of(y[j])
+        r = paired_differences(df, ["a", "b"], runs=True).iloc[0]
+        np.testing.assert_allclose(fast["headline"][j], [r["delta"], r["std_error"], r["conf_low"], r["conf_high"],
+                                                         r["p_value"]], rtol=1e-10)
+        np.testing.assert_allclose(fast["two-stage (previous)"][j], two_stage_old(df.assign(epoch="0")), rtol=1e-10)
+
+
+def runs_table(names: list[str], reps: int, random_state: int) -> pd.DataFrame:
+    """The runs scenarios, vectorized (after :func:`check_runs_vectorized`)."""
+    rows = []
+    for si, name in enumerate(names):
+        sc = SCENARIOS[name]
+        rng = np.random.default_rng(np.random.SeedSequence(random_state, spawn_key=(100 + si,)))
+        check_runs_vectorized(sc, rng)
+        alt, null = runs_methods(simulate_runs(sc, DELTA_ALT, rng, reps)), runs_methods(simulate_runs(sc, 0.0, rng, reps))
+        for m in alt:
+            rows.append(summarize(sc, m, np.stack([alt[m], null[m]], axis=1)))
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
@@ -274,16 +400,28 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--executor", default=None, help="None, an int (processes) or 'processes'")
     ap.add_argument("--glmm", action="store_true", help="also the GLMM likelihood-ratio test's type I error")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--no-run-bootstrap", action="store_true",
+                    help="skip the (slow) items+runs bootstrap in the runs scenarios")
+    ap.add_argument("--runs-vectorized", action="store_true",
+                    help="the runs scenarios (b ...) only, headline and previous two-stage SE computed on all data "
+                         "sets at once (checked against the package's code on the first data sets)")
     ap.add_argument("--random-state", type=int, default=20241101)
     a = ap.parse_args(argv)
     reps, B = (200, 300) if a.quick else (a.reps, a.n_resamples)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
     t0 = time.perf_counter()
-    tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm)
+    if a.runs_vectorized:
+        tab = runs_table([s for s in a.scenarios if SCENARIOS[s].runs > 1], reps, a.random_state)
+    else:
+        tab = run_all(a.scenarios, reps, B, ex, a.random_state, a.glmm, boot_runs=not a.no_run_bootstrap)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(tab.round(4).to_string(index=False))
     print()
     print(markdown(tab))
+    base = tab[tab["method"] == "two-stage (previous)"].set_index("scenario")["halfwidth_over_sd"]
+    new = tab[tab["method"] == "headline"].set_index("scenario")["halfwidth_over_sd"]
+    for sc in base.index:
+        print(f"{sc}: mean half-width, headline / previous two-stage = {new[sc] / base[sc]:.3f}")
     print(f"\n{reps} reps per scenario, {B} bootstrap resamples, executor={ex}, "
           f"{time.perf_counter() - t0:.0f} s")
     return tab

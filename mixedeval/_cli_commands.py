@@ -74,10 +74,12 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     for key, val in tables.items():
         if isinstance(val, pd.DataFrame):
             print_table(key, val)
-        elif key not in ("fit", "warnings", "report") and val is not None:  # None: a part not computed
+        elif key not in ("fit", "warnings", "check_warnings", "report") and val is not None:  # None: not computed
             print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
         print(f"warning: {w}")
+    for w in tables.get("check_warnings", ()):
+        print(f"check warning: {w}")
     return 0
 
 
@@ -331,6 +333,24 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     return _emit(args, out)
 
 
+def _of_check(w: Any) -> bool:
+    """A warning of a check (``source="check:..."``), printed apart from the answer's."""
+    return str(getattr(w, "source", "")).startswith("check:")
+
+
+def _answer_out(args: argparse.Namespace, res: Any) -> dict[str, Any]:
+    """The answer first: the headline (its sentence; with --json its fields and text), the
+    direction, the leaderboard and the checks."""
+    head: Any = res.headline_text()
+    if args.json:
+        head = None if res.headline is None else res.headline.to_dict()
+    out = {"headline": head, "direction": None if res.direction is None else res.direction.note,
+           "leaderboard": res.leaderboard}
+    if res.checks is not None or args.json:
+        out["checks"] = res.checks
+    return out
+
+
 def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) -> tuple[Any, str | None, Any]:
     """``(source, cluster, system_from)`` for ``compare-logs`` / ``summarize``.
 
@@ -398,11 +418,14 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        adjust=args.adjust, system=system_from,
                        n_resamples=args.n_resamples, level=args.level, random_state=args.random_state,
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
-                       n_sim=args.n_sim, model_check=_wants_model_check(args))
-    out: dict[str, Any] = {"headline": res.headline_text(), "next_run": res.plan_text(), "differences": res.table,
+                       n_sim=args.n_sim, model_check=_wants_model_check(args),
+                       higher_is_better=getattr(args, "higher_is_better", None))
+    out: dict[str, Any] = {**_answer_out(args, res), "next_run": res.plan_text(), "differences": res.table,
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
-                           "bootstrap": res.bootstrap, "means": res.means, "warnings": [str(w) for w in res.warnings]}
+                           "bootstrap": res.bootstrap, "means": res.means,
+                           "warnings": [str(w) for w in res.warnings if not _of_check(w)],
+                           "check_warnings": [str(w) for w in res.warnings if _of_check(w)]}
     if res.glrt is None:  # the model-based check was not asked for
         out["analysis"] = NO_MODEL_CHECK
     if args.report:
@@ -421,9 +444,10 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     source, cluster, _ = _read_logs(args, source, pre_read_systems=True)
     res = summarize(source, metric=args.metric, format=args.format, drop_missing=args.drop_missing,
                     cluster=cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
-                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state)
-    out: dict[str, Any] = {"metric": res.metric, "table": res.table, "pairwise": res.pairwise,
-                           "warnings": [str(w) for w in res.warnings]}
+                    sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state,
+                    reference=getattr(args, "reference", None), higher_is_better=getattr(args, "higher_is_better", None))
+    out: dict[str, Any] = {**_answer_out(args, res), "metric": res.metric, "table": res.table,
+                           "pairwise": res.pairwise, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
                       input_file=_log_inputs(args))

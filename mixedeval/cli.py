@@ -378,6 +378,16 @@ def _add_vca(sub: Any, common: argparse.ArgumentParser) -> None:
     v.set_defaults(func=cmd_vca)
 
 
+def _direction_args(g: Any) -> None:
+    """--higher-is-better / --lower-is-better (default: from the metric's name)."""
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("--higher-is-better", dest="higher_is_better", action="store_const", const=True, default=None,
+                   help="higher scores are better (default: decided from the metric's name; unknown: higher, said "
+                        "in the output)")
+    d.add_argument("--lower-is-better", dest="higher_is_better", action="store_const", const=False,
+                   help="lower scores are better (error rates, TER, loss)")
+
+
 def _log_options(g: argparse.ArgumentParser) -> None:
     """The options of the commands that read evaluation logs and score tables: which fields define
     the systems, and a table's run and epoch columns."""
@@ -414,7 +424,8 @@ def _add_compare_logs(sub: Any) -> None:
                    help="the model-based check: auto (binomial GLMM for 0/1 scores, LMM otherwise), glmm or lmm; "
                         "implies --checks")
     g.add_argument("--trials", type=int, help="scores are proportions of this many attempts (k of n): binomial GLMM")
-    g.add_argument("--reference", help="reference system")
+    g.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    _direction_args(g)
     g.add_argument("--cluster", help="column of the logs naming each question's cluster (e.g. an Inspect sample "
                                      "metadata field such as passage_id): clustered standard errors")
     g.add_argument("--adjust", default="holm", help="p-value adjustment (default holm)")
@@ -444,7 +455,9 @@ def _add_summarize(sub: Any) -> None:
                                    "task x system the mean of the epoch-averaged question scores, Inspect's "
                                    "stderr() and ci(), a Wilson interval for 0/1 scores (with --cluster also "
                                    "Inspect's clustered stderr), and per pair of systems the paired difference "
-                                   "(Miller 2024) with the paired t or exact McNemar test and Holm-adjusted p.")
+                                   "(Miller 2024) with the paired t test (the exact McNemar test beside it for 0/1 "
+                                   "scores) and Holm-adjusted p. The output opens with the headline: the best system "
+                                   "against the runner-up.")
     g.add_argument("paths", nargs="+", help="log files, directories (searched recursively) or globs")
     _log_options(g)
     g.add_argument("--metric", required=True, help="metric to summarize (an Inspect scorer, lm-eval acc, ...)")
@@ -453,6 +466,8 @@ def _add_summarize(sub: Any) -> None:
     g.add_argument("--cluster", help="column of the logs naming each question's cluster (an Inspect sample "
                                      "metadata field): Inspect's clustered stderr(cluster=)")
     g.add_argument("--cluster-se", default=None, choices=["CR2"], help="also clubSandwich's CR2 clustered SE")
+    g.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    _direction_args(g)
     g.add_argument("--adjust", default="holm", help="p-value adjustment over pairs x tasks (default holm)")
     g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--sign-flip", action="store_true", help="add the sign-flip permutation p-value of each pair")

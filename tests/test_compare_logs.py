@@ -16,7 +16,6 @@ import pytest
 
 import mixedeval as me
 from inspect_helpers import answer_solver
-from mixedeval.workflows import compare_logs as cl_mod
 
 from conftest import OPTIMIZER_RTOL
 
@@ -173,7 +172,9 @@ def test_choices_and_errors():
 
 
 def test_binary_path_falls_back_to_the_lmm_with_a_warning_without_glmm(monkeypatch):
-    monkeypatch.setattr(cl_mod, "glmm", None)
+    import mixedeval.inference._glmm as glmm_mod  # compare_logs imports it when the model-based check runs
+
+    monkeypatch.setattr(glmm_mod, "glmm", None)
     res = me.compare_logs(LM, metric="acc", n_resamples=100, random_state=0, progress=False,
                           reference="EleutherAI/pythia-70m")
     assert res.analysis.startswith("LMM")
@@ -238,7 +239,7 @@ def test_cli_compare_logs_writes_tables_and_report(tmp_path):
                         "--system", f"large={LM / 'EleutherAI__pythia-160m'}", "--n-resamples", "100", "--quiet"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    assert re.search(r"^headline: (large - small|small - large): ", p.stdout, re.M)  # systems named by --system
+    assert re.search(r"^headline: (large − small|small − large): ", p.stdout, re.M)  # systems named by --system
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "compare-logs", str(LM), "--metric", "accuracy"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "metric(s) ['accuracy'] not found" in p.stderr
@@ -292,7 +293,9 @@ def test_glmm_differences_sit_on_the_headline_scale():
     direct = res.fit.emmeans("system", marginal="integrate").contrasts(adjust="holm", scale="difference").table
     np.testing.assert_allclose(res.model_differences["estimate"], direct["estimate"], rtol=1e-10)
     np.testing.assert_allclose(res.model_differences["std_error"], direct["std_error"], rtol=1e-10)
-    assert abs(res.model_differences["estimate"].iloc[0] - res.table["delta"].iloc[0]) < 0.02
+    r = res.table.iloc[0]  # leaderboard order: the better system (b) first; the model's contrast is a - b
+    assert (r["system_a"], r["system_b"]) == ("b", "a") and res.model_differences["contrast"].iloc[0] == "a - b"
+    assert abs(res.model_differences["estimate"].iloc[0] + r["delta"]) < 0.02
     d = res.to_dict()
-    assert list(d)[0] == "headline" and d["headline"] == res.headline_text()
+    assert list(d)[0] == "headline" and d["headline"]["text"] == res.headline_text() == d["headline_text"]
     assert str(res).find("headline") < str(res).find("model-based check")

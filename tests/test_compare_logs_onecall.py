@@ -67,11 +67,14 @@ def test_headline_is_the_paired_t_on_inspects_reduced_scores(result, two_logs):
     t = stats.ttest_rel(a, b)
     ci = t.confidence_interval(0.95)
     (row,) = result.table.to_dict("records")
+    assert (a - b).mean() > 0  # a is the better system: first on the leaderboard and in the pair
     assert (row["system_a"], row["system_b"]) == ("mockllm/a", "mockllm/b")
+    assert list(result.leaderboard["name"]) == ["mockllm/a", "mockllm/b"]
     assert row["delta"] == pytest.approx((a - b).mean(), rel=RTOL)
     assert row["p_value"] == pytest.approx(t.pvalue, rel=1e-8)
     assert (row["conf_low"], row["conf_high"]) == pytest.approx((ci.low, ci.high), rel=1e-8)
-    assert result.headline_text().startswith(f"mockllm/a - mockllm/b: {100 * (a - b).mean():+.1f} points")
+    assert result.headline_text().startswith(f"mockllm/a − mockllm/b: {100 * (a - b).mean():+.1f} points")
+    assert result.p_value == pytest.approx(t.pvalue, rel=1e-8)  # the headline's p, not the GLMM's LRT
 
 
 def test_plan_is_millers_closed_form_from_the_raw_epoch_scores(result, two_logs):
@@ -81,7 +84,7 @@ def test_plan_is_millers_closed_form_from_the_raw_epoch_scores(result, two_logs)
     within = {m: v.var(axis=1, ddof=1).mean() for m, v in x.items()}
     k = 3
     var_between = max(0.0, d.var(ddof=1) - sum(within.values()) / k)
-    effect = round(abs(d.mean()), 3)
+    effect = abs(d.mean())  # the size observed, not rounded
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
     plan = result.plan
     assert plan.effect == pytest.approx(effect) and plan.systems == ("mockllm/a", "mockllm/b")
@@ -113,7 +116,8 @@ def test_one_command_gives_all_of_it_with_the_report(two_logs, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["headline"].startswith("mockllm/a - mockllm/b:")
+    assert out["headline"]["text"].startswith("mockllm/a − mockllm/b:") and out["headline"]["better"] == "mockllm/a"
+    assert list(out)[0] == "headline" and out["leaderboard"][0]["name"] == "mockllm/a"
     assert out["next_run"].startswith("to detect a difference of")
     assert {r["system"] for r in out["accuracies"]} == {"mockllm/a", "mockllm/b"}
     assert {r["method"] for r in out["plan"]} == {"closed_form", "simulation"}

@@ -88,7 +88,7 @@ def test_cli_demo_llm_writes_the_report_with_the_headline(tmp_path):
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "demo", "llm", "--report", str(out),
                         "--n-resamples", "200", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    head = re.search(r"^headline: (mockllm/large - mockllm/medium: \+\d+\.\d points \(95% CI [^)]*\), p = \S+)",
+    head = re.search(r"^headline: (mockllm/large − mockllm/medium: \+\d+\.\d points \(95% CI [^)]*\), p = \S+)",
                      p.stdout, re.M)
     assert head, p.stdout
     assert "differences in accuracy" in p.stdout and "(all tasks)" in p.stdout

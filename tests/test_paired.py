@@ -3,8 +3,8 @@
 * the paired question-level t of Miller (2024) = ``t.test(x, y, paired = TRUE)``;
 * the clustered SE = ``sandwich::vcovCL(lm(d ~ 1), cluster = ~cluster, type = "HC0",
   cadjust = TRUE)`` (Inspect AI's ``stderr(cluster=)``), t interval on G - 1 df;
-* the between-run variance of the two-stage SE = the ANOVA estimate from R's ``anova(lm(y ~ item
-  + run))`` mean squares;
+* the between-run variance pooled over systems = the ANOVA estimate from R's ``anova(lm(y ~ item
+  + run))`` sums of squares per system, and lme4's REML estimate in a balanced design;
 * ``p_adj`` of NaN p-values = ``p.adjust`` (NA ignored, n = number of non-missing);
 * the ``cluster`` column of a generic table read by me.read_eval_logs and used by me.compare_logs.
 """
@@ -112,40 +112,61 @@ def test_a_question_in_two_clusters_or_none_is_an_error():
         _paired.paired_differences(bad, ["a", "b"], cluster="cluster")
 
 
-def test_run_variance_equals_the_anova_estimate_from_r(R):
+def test_pooled_run_variance_equals_the_anova_estimates_from_r_and_lme4_reml(R):
     rng = np.random.default_rng(15)
     n, k = 25, 4
-    y = rng.normal(0, 1, (n, 1)) + rng.normal(0, 0.5, (1, k)) + rng.normal(0, 0.3, (n, k))
-    est, df = _paired.run_components(y)
-    _put("yv", y.ravel())  # row-major: item-major
-    ms = R(f"item <- factor(rep(seq_len({n}), each = {k})); run <- factor(rep(seq_len({k}), {n})); "
-           "a <- anova(lm(yv ~ item + run)); c(a['run', 'Mean Sq'], a['Residuals', 'Mean Sq'])")
-    np.testing.assert_allclose(est, (ms[0] - ms[1]) / n, rtol=RTOL)
-    np.testing.assert_allclose(df, (ms[0] - ms[1]) ** 2 / (ms[0] ** 2 / (k - 1) + ms[1] ** 2 / ((n - 1) * (k - 1))),
-                               rtol=RTOL)
+    tabs = [rng.normal(0, 1, (n, 1)) + rng.normal(0, 0.5, (1, k)) + rng.normal(0, 0.3, (n, k)) for _ in range(3)]
+    est, df = _paired.pooled_run_variance(tabs)
+    ss_run = ss_res = 0.0
+    for y in tabs:  # per system: R's anova(lm(y ~ item + run)) sums of squares
+        _put("yv", y.ravel())  # row-major: item-major
+        a = R(f"item <- factor(rep(seq_len({n}), each = {k})); run <- factor(rep(seq_len({k}), {n})); "
+              "a <- anova(lm(yv ~ item + run)); c(a['run', 'Sum Sq'], a['Residuals', 'Sum Sq'])")
+        ss_run, ss_res = ss_run + a[0], ss_res + a[1]
+    ms_run, ms_res = ss_run / (3 * (k - 1)), ss_res / (3 * (n - 1) * (k - 1))
+    np.testing.assert_allclose(est, (ms_run - ms_res) / n, rtol=RTOL)
+    assert df == 3 * (k - 1)
+    # balanced and positive: the method-of-moments estimate is lme4's REML estimate of the run variance
+    _put("yall", np.concatenate([y.ravel() for y in tabs]))
+    reml = R(f"sys <- factor(rep(1:3, each = {n * k})); it <- factor(rep(rep(seq_len({n}), each = {k}), 3)); "
+             f"rn <- factor(rep(rep(seq_len({k}), {n}), 3)); "
+             "f <- lme4::lmer(yall ~ sys * it + (1 | sys:rn), REML = TRUE); "
+             "as.data.frame(lme4::VarCorr(f))$vcov[1]")[0]
+    np.testing.assert_allclose(est, reml, rtol=1e-6)
+    # no run effect beyond the question x run noise: truncated at 0; one run: no information
+    flat = [rng.normal(0, 1, (n, 1)) + rng.normal(0, 0.3, (n, k)) - 0.0 for _ in range(2)]
+    flat = [y - y.mean(axis=0, keepdims=True) for y in flat]  # identical run means
+    assert _paired.pooled_run_variance(flat) == (0.0, 2.0 * (k - 1))
+    assert _paired.pooled_run_variance([tabs[0][:, :1]]) == (0.0, np.inf)
 
 
-def test_two_stage_se_adds_the_run_variance_per_system():
+def test_run_se_adds_the_pooled_run_variance_with_its_df():
     rng = np.random.default_rng(16)
-    n, R = 30, 3
+    n = 30
     rows = []
-    for s, shift in (("a", 0.1), ("b", 0.0)):
+    for s, shift, R in (("a", 0.1, 3), ("b", 0.0, 3), ("c", 0.05, 5)):
         base = rng.normal(0.5, 0.2, n)
         for r in range(R):
             sc = base + rng.normal(0, 0.1) + rng.normal(0, 0.05, n)
             rows.append(pd.DataFrame({"system": s, "task": "t", "item": range(n), "run": str(r), "score": sc + shift}))
     s = pd.concat(rows, ignore_index=True)
-    row = _paired.paired_differences(s, ["a", "b"], runs=True).iloc[0]
+    out = _paired.paired_differences(s, ["a", "b", "c"], runs=True)
+    tabs = [s[s.system == x].pivot(index="item", columns="run", values="score").to_numpy() for x in "abc"]
+    s2, df_run = _paired.pooled_run_variance(tabs)
+    assert s2 > 0 and df_run == 2 + 2 + 4
     q = s.groupby(["system", "item"])["score"].mean().unstack(0)
-    d = (q["a"] - q["b"]).to_numpy()
-    parts = [(d.var(ddof=1) / n, n - 1)]
-    for x in ("a", "b"):
-        est, df = _paired.run_components(s[s.system == x].pivot(index="item", columns="run", values="score").to_numpy())
-        parts.append((est / R, df))
-    v = sum(p[0] for p in parts)
-    np.testing.assert_allclose(row["std_error"], np.sqrt(v), rtol=1e-12)
-    np.testing.assert_allclose(row["df"], v**2 / sum(p[0] ** 2 / p[1] for p in parts if p[0] > 0), rtol=1e-12)
-    assert row["method"] == _paired.RUNS_METHOD
+    for (_, row), (a, b, Ra, Rb) in zip(out.iterrows(), [("a", "b", 3, 3), ("a", "c", 3, 5), ("b", "c", 3, 5)]):
+        d = (q[a] - q[b]).to_numpy()
+        vq, vr = d.var(ddof=1) / n, s2 * (1 / Ra + 1 / Rb)
+        np.testing.assert_allclose(row["std_error"], np.sqrt(vq + vr), rtol=1e-12)
+        np.testing.assert_allclose(row["df"], (vq + vr) ** 2 / (vq**2 / (n - 1) + vr**2 / df_run), rtol=1e-12)
+        assert row["method"] == _paired.RUNS_METHOD
+    # the leaderboard's covariance: a difference of two systems has the pair's variance
+    means, V = _paired.system_means(s, ["a", "b", "c"], runs=True)
+    Vt = V["t"]
+    for _, row in out.iterrows():
+        a, b = row["system_a"], row["system_b"]
+        np.testing.assert_allclose(Vt.loc[a, a] + Vt.loc[b, b] - 2 * Vt.loc[a, b], row["std_error"] ** 2, rtol=1e-10)
 
 
 def test_nan_p_values_are_left_out_of_the_adjustment_as_r_does(R):
@@ -213,32 +234,40 @@ def test_epoch_means_keep_the_cluster():
     assert len(avg) == 72 and avg.groupby("item")["cluster"].nunique().max() == 1
 
 
-def test_compare_logs_with_runs_uses_the_two_stage_se(R):
+def test_compare_logs_with_runs_adds_the_pooled_run_variance(R):
     rng = np.random.default_rng(20)
     rows = []
     for s, p0 in (("base", 0.55), ("tuned", 0.65)):
         for r in range(3):
-            shift = rng.normal(0, 0.05)
+            shift = rng.normal(0, 0.08)
             for i in range(40):
                 rows += [{"system": s, "item": f"q{i}", "run": f"seed{r}", "epoch": e,
                           "acc": float(rng.random() < p0 + shift)} for e in range(2)]
     df = pd.DataFrame(rows)
     res = me.compare_logs(df, metric="acc", format="table", analysis="lmm", n_resamples=100, random_state=2,
-                          progress=False)
+                          progress=False, plan=False)
     row = res.table.iloc[0]
     assert row["method"] == _paired.RUNS_METHOD
     em = df.groupby(["system", "run", "item"], as_index=False)["acc"].mean()  # epochs averaged
-    v = 0.0
+    ss_run = ss_res = 0.0
     for x in ("base", "tuned"):
         y = em[em.system == x].pivot(index="item", columns="run", values="acc")
         _put("yv", y.to_numpy().ravel())
-        ms = R(f"item <- factor(rep(seq_len({y.shape[0]}), each = {y.shape[1]})); "
-               f"run <- factor(rep(seq_len({y.shape[1]}), {y.shape[0]})); a <- anova(lm(yv ~ item + run)); "
-               "c(a['run', 'Mean Sq'], a['Residuals', 'Mean Sq'])")
-        v += max(0.0, (ms[0] - ms[1]) / y.shape[0]) / y.shape[1]
+        a = R(f"item <- factor(rep(seq_len({y.shape[0]}), each = {y.shape[1]})); "
+              f"run <- factor(rep(seq_len({y.shape[1]}), {y.shape[0]})); a <- anova(lm(yv ~ item + run)); "
+              "c(a['run', 'Sum Sq'], a['Residuals', 'Sum Sq'])")
+        ss_run, ss_res = ss_run + a[0], ss_res + a[1]
+    ms_run, ms_res = ss_run / 4, ss_res / (2 * 39 * 2)
+    s2 = max(0.0, (ms_run - ms_res) / 40)
+    v = s2 * (1 / 3 + 1 / 3)
     q = em.groupby(["system", "item"])["acc"].mean().unstack(0)
     d = (q[row["system_a"]] - q[row["system_b"]]).to_numpy()
     _put("d", d)
-    np.testing.assert_allclose(row["std_error"], np.sqrt(R("var(d) / length(d)")[0] + v), rtol=RTOL)
+    vq = R("var(d) / length(d)")[0]
+    np.testing.assert_allclose(row["std_error"], np.sqrt(vq + v), rtol=RTOL)
     np.testing.assert_allclose(row["delta"], d.mean(), rtol=RTOL)
-    assert v > 0 and row["df"] < len(d) - 1  # the run part is present: Satterthwaite df below n - 1
+    assert v > 0
+    np.testing.assert_allclose(row["df"], (vq + v) ** 2 / (vq**2 / 39 + v**2 / 4), rtol=RTOL)
+    # the headline is the leaderboard's top pair, signed for the better system
+    assert res.headline.better == res.leaderboard["name"].iloc[0] and res.headline.estimate > 0
+    assert res.p_value == pytest.approx(row["p_value"], rel=1e-12)

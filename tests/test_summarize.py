@@ -122,21 +122,33 @@ def test_clustered_cr2_wilson_and_pairs_equal_r(R, epoch_logs):
     assert (plain["p_value"], plain["conf_low"], plain["conf_high"]) == pytest.approx(tuple(tt), rel=RTOL)
 
 
-def test_binary_one_epoch_pairs_get_the_exact_mcnemar_test_equal_to_r(R, one_epoch_logs):
+def test_binary_one_epoch_pairs_get_the_paired_t_and_the_exact_mcnemar_check_equal_to_r(R, one_epoch_logs):
     res = me.summarize(one_epoch_logs, metric="match")
     logs = me.read_eval_logs(one_epoch_logs)
     wide = logs.table.pivot(index="item", columns="system", values="score")
-    assert len(res.pairwise) == 3 and set(res.pairwise["test"]) == {"exact McNemar"}
-    expected = []
+    # the same test as compare_logs (paired t); McNemar is a labelled extra column and a check
+    assert len(res.pairwise) == 3 and set(res.pairwise["test"]) == {"paired t"}
+    expected, tp = [], []
     for _, r in res.pairwise.iterrows():
         d = wide[r["system_a"]] - wide[r["system_b"]]
         b, c = int((d > 0).sum()), int((d < 0).sum())
         assert (r["n_a_better"], r["n_b_better"]) == (b, c)
         expected.append(R(f"binom.test({b}, {b + c})$p.value")[0] if b + c else 1.0)
-    np.testing.assert_allclose(res.pairwise["p_value"], expected, rtol=RTOL)
-    _r_vec(R, "sm_p", expected)
+        _r_vec(R, "sm_a", wide[r["system_a"]].to_numpy())
+        _r_vec(R, "sm_b", wide[r["system_b"]].to_numpy())
+        tp.append(R("t.test(sm_a, sm_b, paired = TRUE)$p.value")[0])
+    np.testing.assert_allclose(res.pairwise["p_mcnemar"], expected, rtol=RTOL)
+    np.testing.assert_allclose(res.pairwise["p_value"], tp, rtol=RTOL)
+    _r_vec(R, "sm_p", tp)
     np.testing.assert_allclose(res.pairwise["p_adj"], R('p.adjust(sm_p, "holm")'), rtol=RTOL)
     assert res.table["wilson_low"].notna().all() and (res.table["n_epochs"] == 1).all()
+    # the headline: the best against the runner-up, its p the paired t's; McNemar is a check
+    board = res.leaderboard
+    assert list(board["estimate"]) == sorted(board["estimate"], reverse=True)
+    h = res.headline
+    assert (h.better, h.other) == (board["name"].iloc[0], board["name"].iloc[1]) and h.estimate >= 0
+    assert res.p_value == h.p_value and res.headline_text().startswith(f"{h.better} − {h.other}")
+    assert res.checks["check"].iloc[0].startswith("exact McNemar")
 
 
 def test_sign_flip_column_is_the_exact_permutation_p_and_reproducible():
@@ -181,7 +193,7 @@ def test_one_system_and_several_runs():
     runs = pd.DataFrame([(s, f"q{i}", r, rng.normal(m)) for s, m in (("a", 0.3), ("b", 0.0)) for i in range(15)
                          for r in ("r1", "r2", "r3")], columns=["system", "item", "run", "score"])
     rr = me.summarize(runs)
-    assert "several_runs" in [w.kind for w in rr.warnings] and rr.pairwise["test"].iloc[0] == "paired t, runs"
+    assert "several_runs" in [w.kind for w in rr.warnings] and rr.pairwise["test"].iloc[0] == "paired t, run variance"
     assert (rr.table["n_runs"] == 3).all()
 
 

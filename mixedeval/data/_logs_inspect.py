@@ -15,6 +15,21 @@ never a run); several logs of one model and task are its runs (the log's run id)
 scalar ``metadata`` fields become columns of the table (a field named like a canonical column gets
 the prefix ``metadata_``), e.g. a question's cluster for ``compare_logs(cluster=...)``.
 
+Epoch reducers: Inspect reduces each sample's epochs to one score per scorer before its metrics
+(``Task(epochs=Epochs(3, "max"))``; the reducers are in ``log.reductions`` and
+``log.eval.config.epochs_reducer``, default ``mean``). The mean keeps the epochs as rows (they
+are averaged within the question downstream, and a GLMM may use them as repeated trials); any
+other reducer is applied here as Inspect applies it (``inspect_ai/scorer/_reducer/reducer.py``)
+and gives one row per question (epoch 1): ``median`` (statistics.median of the floats), ``mode``
+(the most common raw value, first seen on ties), ``max`` (the value with the largest float),
+``pass_at_k`` (Chen et al. 2021: ``1 - prod(1 - k / (total - correct + 1 .. total))``, a value
+counted correct at >= 1), ``at_least_k`` (1 when at least k values are >= 1) and ``pass_k``
+(``C(correct, k) / C(total, k)``). With several reducers the first keeps the scorer's name and
+the others are the metrics ``<scorer>_<reducer>``. Each reduced score is checked against
+Inspect's own reduced score in the log; a reducer that is not one of these, or whose values
+differ from Inspect's (e.g. ``pass_at(k, value=0.5)``, whose threshold the log does not record),
+is a DataError naming it.
+
 inspect_ai is an optional dependency (``pip install 'mixedeval[logs]'``).
 """
 from __future__ import annotations
@@ -22,6 +37,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
+import statistics
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +142,89 @@ def _add_value(rows: Rows, to_float: Any, metric: str, v: Any, key: tuple, src: 
         rows.note("non_numeric", f"{metric!r} in {src} (sample {key[2]}): {str(v)[:60]}")
 
 
+# ------------------------------------------------------------------------------ epoch reducers
+REDUCERS = ("mean", "median", "mode", "max", "pass_at_k", "at_least_k", "pass_k")
+
+
+def _reducer_names(log: Any) -> dict[str, list[str]]:
+    """Per scorer, the epoch reducers Inspect applied (``log.reductions``; else the eval config's
+    ``epochs_reducer``; default mean). Key ``None``: the config's list for scorers not listed."""
+    out: dict[Any, list[str]] = defaultdict(list)
+    for red in getattr(log, "reductions", None) or []:
+        name = getattr(red, "reducer", None) or "mean"
+        if name not in out[red.scorer]:
+            out[red.scorer].append(str(name))
+    cfg = getattr(getattr(log.eval, "config", None), "epochs_reducer", None)
+    out[None] = [str(r) for r in cfg] if cfg else ["mean"]
+    return dict(out)
+
+
+def _reduce(name: str, values: list[Any], to_float: Any) -> float:
+    """One reducer on one question's epoch values, as Inspect computes it; DataError when unknown."""
+    vals = [v for v in values if not (isinstance(v, float) and math.isnan(v))]
+    floats = [float(to_float(v)) for v in vals]
+    if not floats:
+        return math.nan
+    m = re.fullmatch(r"(pass_at|at_least|pass_k)_(\d+)", name)
+    if name == "mean":
+        return float(statistics.mean(floats))
+    if name == "median":
+        return float(statistics.median(floats))
+    if name == "mode":
+        return float(to_float(Counter(vals).most_common(1)[0][0]))
+    if name == "max":
+        return float(to_float(max(vals, key=to_float)))
+    if m is not None:
+        kind, k = m.group(1), int(m.group(2))
+        total, correct = len(floats), sum(1 for f in floats if f >= 1.0)
+        if kind == "at_least":
+            return 1.0 if correct >= k else 0.0
+        if total < k:
+            return math.nan
+        if kind == "pass_k":
+            return math.comb(correct, k) / math.comb(total, k)
+        if total - correct < k:
+            return 1.0
+        prod = 1.0
+        for j in range(total - correct + 1, total + 1):
+            prod *= 1.0 - k / j
+        return 1.0 - prod
+    raise DataError(f"the Inspect epoch reducer {name!r} cannot be reproduced by mixedeval (it applies "
+                    f"{', '.join(REDUCERS)}); rerun the evaluation with one of those, or use the log's reduced "
+                    "scores in a score table")
+
+
+def _inspect_reduced(log: Any, to_float: Any) -> dict[tuple[str, str, str], float]:
+    """(scorer, reducer, sample id) -> Inspect's own reduced score (scalar values only)."""
+    out = {}
+    for red in getattr(log, "reductions", None) or []:
+        for smp in red.samples:
+            v = smp.value
+            if _convertible(v):
+                out[(str(red.scorer), str(red.reducer or "mean"), str(smp.sample_id))] = float(to_float(v))
+    return out
+
+
+def _add_reduced(rows: Rows, log: Any, to_float: Any, raw: dict, reducers: dict, src: str) -> None:
+    """The rows of the non-mean reducers: one per question and reducer, checked against Inspect's."""
+    theirs = _inspect_reduced(log, to_float)
+    for (scorer, metric, sid), (vals, key, meta) in raw.items():
+        names = reducers.get(scorer, reducers[None])
+        for j, name in enumerate(names):
+            v = _reduce(name, vals, to_float)
+            ref = theirs.get((scorer, name, sid))
+            if ref is not None and metric == scorer and not (math.isclose(v, ref, rel_tol=1e-9, abs_tol=1e-12)
+                                                              or (math.isnan(v) and math.isnan(ref))):
+                raise DataError(f"the Inspect epoch reducer {name!r} of scorer {scorer!r} could not be reproduced in "
+                                f"{src}: sample {sid} reduces to {v!r} here, {ref!r} in the log (a threshold or "
+                                "option the log does not record?)")
+            if math.isnan(v):
+                rows.note("non_numeric", f"{metric!r} in {src} (sample {sid}): no scored epoch")
+                continue
+            name_out = metric if j == 0 else f"{metric}_{name}"
+            rows.add(*key[:3], name_out, v, key[3], None, key[5], key[6], None, epoch=1, **meta)
+
+
 def _read_log(path: Path, src: str) -> tuple[Any, Any]:
     """The log and the score-value mapping: a finished ``.eval`` archive read directly
     (:mod:`._logs_inspect_fast`, the same values without importing inspect_ai, which takes a
@@ -139,7 +240,8 @@ def _read_log(path: Path, src: str) -> tuple[Any, Any]:
 
 
 def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
-    """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows``."""
+    """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows`` (epochs reduced
+    by the log's reducer when it is not the mean; module docstring)."""
     src = str(path)
     if path.suffix.lower() == ".eval":
         check_eval_archive(path)  # before its entries are inflated whole
@@ -154,13 +256,19 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     sig = _signature(ev)
     rows.fields = _fields(log)
     run_group = str(getattr(ev, "run_id", None) or getattr(ev, "eval_id", None) or path.stem)
+    reducers = _reducer_names(log)
+    raw: dict[tuple[str, str, str], tuple[list, tuple, dict]] = {}
     for s in log.samples or []:
         meta = _metadata(s)
         for scorer, score in (s.scores or {}).items():
             v = score.value
             key = (sysname, str(ev.task), str(s.id), run_group, int(s.epoch), src, sig)
-            if isinstance(v, dict):
-                for k, vk in v.items():
-                    _add_value(rows, to_float, f"{scorer}/{k}", vk, key, src, meta)
-            else:
-                _add_value(rows, to_float, str(scorer), v, key, src, meta)
+            items = [(f"{scorer}/{k}", vk) for k, vk in v.items()] if isinstance(v, dict) else [(str(scorer), v)]
+            plain = reducers.get(str(scorer), reducers[None]) == ["mean"]
+            for metric, val in items:
+                if plain or not _convertible(val):
+                    _add_value(rows, to_float, metric, val, key, src, meta)
+                else:
+                    raw.setdefault((str(scorer), metric, str(s.id)), ([], key, meta))[0].append(val)
+    if raw:
+        _add_reduced(rows, log, to_float, raw, reducers, src)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -46,8 +47,8 @@ def plan_next_run(logs: Any, metric: str, row: pd.Series | None, effect: float |
     ``effect`` None plans for a difference of the size observed (at least 1 point)."""
     if row is None:
         return None, []
-    if effect is None:
-        effect = max(round(abs(float(row["delta"])), 3), MIN_PLANNED_EFFECT)
+    if effect is None:  # the size observed, not rounded (a rounded effect changes n near small differences)
+        effect = max(abs(float(row["delta"])), MIN_PLANNED_EFFECT)
     try:
         plan = questions_needed(logs, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
                                 systems=(str(row["system_a"]), str(row["system_b"])))
@@ -74,24 +75,50 @@ def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -
     return float(z * math.sqrt(max(var_d, 0.0) / n_questions))
 
 
+#: relative disagreement of the simulated and the closed-form n above which the simulation leads
+DISAGREE = 0.10
+
+
+def _why_disagree(plan: QuestionsNeededResult) -> str:
+    """Why the simulation and Miller's closed form differ, in words."""
+    est = plan.estimates.set_index("quantity")["value"]
+    means = [float(est.get("mean_a", np.nan)), float(est.get("mean_b", np.nan))]
+    edge = [m for m in means if np.isfinite(m) and (m > 0.85 or m < 0.15)]
+    if edge:
+        return ("near the ceiling or floor (accuracy " + ", ".join(f"{m:.2f}" for m in edge) + ") moving the systems "
+                "apart by the effect changes p (1 - p) and clips at 0 or 1, which the closed form's fixed pilot "
+                "variances do not see; the simulation draws the scores at the planned accuracies and runs the t test")
+    return ("the closed form is a normal approximation with the pilot's variances; the simulation runs the paired t "
+            "test on scores drawn like the pilot's")
+
+
 def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int, observed: bool) -> str:
-    """The plan in one sentence: questions needed per number of epochs, and what the current design detects."""
+    """The plan in one sentence: questions needed per number of epochs (the simulation's n first
+    where it and Miller's closed form differ by more than 10%, with the reason), and what the
+    current design detects."""
     if plan is None:
         return "no sample-size plan (see the warnings)"
     t = plan.table
-    parts = []
+    parts, disagree = [], False
     for k in dict.fromkeys(t["epochs"]):
         rows = t[t["epochs"] == k].set_index("method")["n_questions"]
         cf, sim = rows.get("closed_form"), rows.get("simulation")
         if cf is None or pd.isna(cf):
             continue
-        sim_txt = "" if sim is None or pd.isna(sim) else f" (simulation: {int(sim)})"
-        parts.append(f"{int(cf)} questions x {int(k)} epoch{'s' if k > 1 else ''}{sim_txt}")
+        ep = f"{int(k)} epoch{'s' if k > 1 else ''}"
+        if sim is not None and not pd.isna(sim) and abs(float(sim) - float(cf)) > DISAGREE * float(cf):
+            disagree = True
+            parts.append(f"{int(sim)} questions x {ep} by simulation (Miller's closed form: {int(cf)})")
+        else:
+            sim_txt = "" if sim is None or pd.isna(sim) else f" (simulation: {int(sim)})"
+            parts.append(f"{int(cf)} questions x {ep}{sim_txt}")
     if not parts:
         return "no sample-size plan (the pilot's variances are not estimable; see the warnings)"
     size = " (the size observed)" if observed else ""
     mde = detectable_now(plan, n_questions, epochs)
+    why = f" The simulation leads where the two differ by more than 10%: {_why_disagree(plan)}." if disagree else ""
     return (f"to detect a difference of {100 * plan.effect:.1f} points{size} between {plan.systems[0]} and {plan.systems[1]} with "
-            f"{100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller 2024 closed form). "
-            f"With these {n_questions} questions x {epochs} epoch{'s' if epochs > 1 else ''} the smallest difference "
-            f"detectable at that power is {100 * mde:.1f} points.")
+            f"{100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller 2024 closed form"
+            f"{f' beside {plan.n_sim} simulations' if plan.n_sim else ''}).{why} With these {n_questions} questions x {epochs} "
+            f"epoch{'s' if epochs > 1 else ''} the smallest difference detectable at that power is {100 * mde:.1f} "
+            "points (closed form).")

@@ -2,22 +2,29 @@
 
 1. The logs are read by :func:`mixedeval.read_eval_logs` (lm-eval, Inspect AI, HELM, tables),
    with its checks (missing items, duplicated ids, mixed tasks).
-2. The headline (``.table``): per task and pair of systems, the difference in mean score on the
-   shared questions with its interval and one p-value. Epochs (repeated samples of a question
-   within one evaluation) are averaged within the question first -- they are never runs.
-   It is the paired question-level analysis of Miller (2024) (:mod:`mixedeval.workflows._paired`:
-   SE = sd(d) / sqrt(n), t interval, paired t test); with ``cluster=`` the cluster-robust SE of
-   Inspect AI's ``stderr(cluster=)`` on clusters - 1 df; when some system has several runs, each
-   question's score is its mean over runs and each system's between-run variance (ANOVA
-   estimate) is added to the SE, with Satterthwaite df (the two-stage SE). ``method`` says which.
+2. The answer (one analysis, :mod:`mixedeval.workflows._logs_answer`): the direction of the score
+   (``higher_is_better=``, or known from the metric's name: :func:`mixedeval._answer.direction`),
+   the best-first ``leaderboard`` (each system's mean score, pooled over tasks as the mean of the
+   task means, with its interval, simultaneous rank interval and letters; per task in
+   ``leaderboards``) and the ``headline``: the best system against the runner-up (or the best
+   other system against ``reference=``), signed so that the better system's advantage is positive;
+   ``p_value`` and ``headline_text()`` are the headline's. All from the paired question-level
+   analysis of Miller (2024) (:mod:`mixedeval.workflows._paired`: epochs averaged within the
+   question -- they are never runs; SE = sd(d) / sqrt(n), t interval, paired t test); with
+   ``cluster=`` the cluster-robust SE of Inspect AI's ``stderr(cluster=)`` on clusters - 1 df;
+   when some system has several runs, each question's score is its mean over runs and the
+   between-run variance (method of moments, pooled over the systems, truncated at 0) is added with
+   Welch-Satterthwaite df. The means' covariance matrix is that of the same analysis (the
+   difference of two systems has exactly the headline's SE), so the rank intervals and letters
+   agree with the pairwise table (``.table``, every pair per task and pooled, ``p_adj`` by
+   ``adjust``). ``method`` says which SE.
    Calibration (``benchmarks/calibration_logs.py``, 2,000 simulated pairs per scenario): 95%
    intervals cover 94.7-95.2% and the test rejects 4.3-5.7% at no difference with i.i.d.
-   epochs, clustered questions (``cluster=``), accuracies near 0 and 1 and 30 questions. With 4
-   runs per system it is conservative (96.1% coverage, 4.0% rejections; 97.8% / 3.4% in another
-   1,000): the run variance rests on 3 df per system and its Satterthwaite df are small. The
-   earlier headline with several runs, the bootstrap of questions and runs (still step 4),
-   covered 97.5-98.8% (its SE 1.24-1.30 times the truth: resampling questions and runs both
-   counts the question x run noise twice).
+   epochs, clustered questions (``cluster=``), accuracies near 0 and 1 and 30 questions; with
+   several runs see :mod:`mixedeval.workflows._paired` and the benchmark's runs scenarios.
+   The model-based analysis and the bootstrap below are **checks** of the headline (``checks``:
+   one row each, verdict ``"agrees"`` or ``"differs: <why>"``); their warnings carry
+   ``source="check:<name>"`` and do not qualify the headline.
 3. The model-based check, chosen from the scores of ``metric``:
 
    * 0/1 scores (accuracy, exact match), or proportions of ``trials`` attempts (k of n): the
@@ -38,20 +45,22 @@
    marginal means of the systems per task (``by="task"``) and pooled over tasks (emmeans'
    equal-weight average), with ``p_value`` unadjusted and ``p_adj`` adjusted (Holm by default).
 4. The paired bootstrap of the mean of the epoch-averaged scores (:func:`mixedeval.bootstrap`:
-   items, and runs when there are several, drawn with replacement, the same draws for every
-   system) per task and across tasks (the mean of the task means), with intervals and
+   questions -- whole clusters of questions with ``cluster=`` -- and runs when there are several,
+   drawn with replacement, the same draws for every system) per task and across tasks (the mean of the task means), with intervals and
    shift-method p-values of the differences.
 5. ``me.report(result, path=...)`` writes the HTML report (the CLI's ``compare-logs --report``).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from .. import _answer
 from .._random import seed_sequence
 from ..data._logs import EvalLogs, read_eval_logs
 from ..data.validate import require_level
@@ -59,8 +68,9 @@ from ..errors import DataError
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
-from ._next_run import accuracies, check_plan, headline_pair, plan_next_run, plan_text
-from ._paired import check_clusters, paired_differences
+from ._logs_answer import logs_answer, pair_row
+from ._next_run import accuracies, check_plan, plan_next_run, plan_text
+from ._paired import check_clusters
 
 ALL_TASKS = "(all tasks)"
 ANALYSES = ("auto", "glmm", "lmm")
@@ -70,8 +80,21 @@ ANALYSES = ("auto", "glmm", "lmm")
 class CompareLogsResult(_WorkflowResult):
     """Result of :func:`compare_logs`.
 
-    table : the headline: per task (and pooled over tasks, ``task == "(all tasks)"``) and pair
-        of systems, task, system_a, system_b, n_items, delta (mean score of a minus b, on the
+    headline : the one answer (:class:`mixedeval._answer.Headline`): the best system against the
+        runner-up (or against ``reference``) on the pooled scores, the better system's advantage
+        positive, with its interval and the paired test's p-value (``p_value``,
+        ``headline_text()``).
+    leaderboard : best first (``direction``): name, estimate (mean score; pooled over tasks: the
+        mean of the task means), std_error, conf_low, conf_high, rank, rank_low, rank_high
+        (simultaneous rank intervals from the means' covariance of the headline's analysis),
+        letters. ``leaderboards``: the same per task (task column; None with one task).
+    checks : the other analyses of the headline's question (model contrast, likelihood-ratio
+        test, bootstrap): check, estimate, conf_low, conf_high, p_value, verdict (``"agrees"`` or
+        ``"differs: <why>"``). Their warnings have ``source`` ``"check:glmm"``, ``"check:lmm"``
+        or ``"check:bootstrap"``.
+    direction : :class:`mixedeval._answer.Direction` of the score (declared or from the metric).
+    table : every pair per task (and pooled over tasks, ``task == "(all tasks)"``), system_a
+        before system_b in leaderboard order: task, system_a, system_b, n_items, delta (mean score of a minus b, on the
         score's scale: 0.05 is 5 accuracy points), std_error, df, t_value, p_value, p_adj
         (``adjust`` over pairs x tasks), conf_low, conf_high, method (see the module docstring).
     model_differences : the binomial GLMM's pairwise differences of the population-averaged
@@ -115,33 +138,39 @@ class CompareLogsResult(_WorkflowResult):
     boot_result: Any = field(default=None, repr=False, compare=False)
     accuracies: Any = None
     plan: Any = field(default=None, compare=False)
+    headline: Any = None
+    leaderboard: Any = None
+    leaderboards: Any = None
+    checks: Any = None
+    direction: Any = None
 
     _main_table = "table"
-    _print_tables = ("table", "accuracies", "model_differences", "contrasts", "bootstrap", "means")
+    _print_tables = ("leaderboard", "checks", "table", "accuracies", "model_differences", "contrasts", "bootstrap",
+                     "means")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly: the headline in words first, then the tables and settings."""
-        return {"headline": self.headline_text(), "next_run": self.plan_text(), **super().to_dict()}
+        """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
+        d = super().to_dict()
+        d.update(headline=None if self.headline is None else self.headline.to_dict(),
+                 direction=None if self.direction is None else self.direction.to_dict())
+        return {"headline": d.pop("headline"), "headline_text": self.headline_text(), "next_run": self.plan_text(),
+                **d}
     _skip_in_dict = ("fit", "logs", "boot_result")
     _title = "System comparison from evaluation logs"
 
     def _scalars(self):
-        out = [("headline", self.headline_text()), ("next run", self.plan_text()), ("metric", self.metric)]
+        out = [("headline", self.headline_text()),
+               ("direction", self.direction.note if self.direction is not None else "higher is better"),
+               ("next run", self.plan_text()), ("metric", self.metric)]
         if self.glrt is None:  # model_check=False
             return [*out, ("model-based check", self.analysis)]
+        lrt = float(self.glrt["p_value"].iloc[-1]) if len(self.glrt) else float("nan")
         return [*out, ("model-based check", f"{self.analysis}: {self.formula}"),
-                ("system effect, likelihood-ratio p-value (secondary)", f"{self.p_value:.4g}")]
+                ("check: system effect, likelihood-ratio p-value (all systems at once)", f"{lrt:.4g}")]
 
     def headline_text(self) -> str:
-        """The first pooled (or only) pairwise difference in words: "a - b: +5.0 points (95% CI ...), p = ..."."""
-        t = self.table
-        if t is None or not len(t):
-            return "no pair of systems to compare"
-        pooled = t[t["task"] == ALL_TASKS]
-        r = (pooled if len(pooled) else t).iloc[0]
-        lvl = int(round(100 * float(self.provenance.get("level", 0.95))))
-        return (f"{r['system_a']} - {r['system_b']}: {100 * r['delta']:+.1f} points ({lvl}% CI {100 * r['conf_low']:+.1f} "
-                f"to {100 * r['conf_high']:+.1f}), p = {r['p_value']:.3g} [{r['method'].split(':')[0]}]")
+        """The headline in one line: "best − runner-up: +5.0 points (95% CI ...), p = ... [paired t]"."""
+        return "no pair of systems to compare" if self.headline is None else self.headline.text()
 
     def plan_text(self) -> str:
         """The sample-size answer for the next run in one sentence (:attr:`plan`)."""
@@ -155,11 +184,9 @@ class CompareLogsResult(_WorkflowResult):
 
     @property
     def p_value(self) -> float:
-        """The likelihood-ratio p-value of the system effect (the model-based check; NaN when it
-        was not run, ``model_check=False``)."""
-        if self.glrt is None:
-            return float("nan")
-        return float(self.glrt["p_value"].iloc[-1])
+        """The headline's p-value (the paired test of the best system against the runner-up or the
+        reference); the likelihood-ratio test of the model is a check (``glrt``, ``checks``)."""
+        return float("nan") if self.headline is None else float(self.headline.p_value)
 
 
 # ------------------------------------------------------------------------------ the data
@@ -364,16 +391,6 @@ def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, post
     return pd.concat(cons, ignore_index=True), pd.concat(emms, ignore_index=True), model_diff, warns
 
 
-# ------------------------------------------------------------------------------ the headline
-def _headline(avg: pd.DataFrame, systems: Sequence[str], tasks: bool, adjust: str, level: float,
-              cluster: str | None = None) -> pd.DataFrame:
-    """The paired question-level differences of the epoch means (Miller 2024), with clustered SE
-    when ``cluster`` names the clusters and the between-run variance added when runs vary
-    (:func:`mixedeval.workflows._paired.paired_differences`)."""
-    return paired_differences(avg, systems, level=level, adjust=adjust, pooled_label=ALL_TASKS if tasks else None,
-                              cluster=cluster, runs=_runs_vary(avg))
-
-
 # ------------------------------------------------------------------------------ the bootstrap
 def _runs_vary(sub: pd.DataFrame) -> bool:
     return bool(sub.groupby("system")["run"].nunique().max() > 1)
@@ -393,10 +410,28 @@ def _pooled_input(s: pd.DataFrame) -> tuple[pd.DataFrame, bool, list[ResultWarni
         "resample the runs")]
 
 
+def _cluster_sums(s: pd.DataFrame) -> pd.DataFrame:
+    """Per system, task, cluster and run: the sum of the question scores and their count (the
+    bootstrap of whole clusters: the mean over questions is sum / count of the drawn clusters)."""
+    g = s.groupby(["system", "task", "cluster", "run"], observed=True, sort=False)["score"]
+    return g.agg(score_sum="sum", n_questions="size").reset_index()
+
+
+def _ratio(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    return total / count
+
+
 def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, level: float,
-                random_state: np.random.SeedSequence, progress: Any) -> tuple[pd.DataFrame, pd.DataFrame, Any, list[ResultWarning]]:
-    """Paired bootstrap of the mean per task and (several tasks) of the mean of the task means."""
-    kw = dict(score="score", system="system", item="item", n_resamples=n_resamples, level=level, progress=progress)
+                random_state: np.random.SeedSequence, progress: Any, cluster: bool = False,
+                higher_is_better: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, Any, list[ResultWarning]]:
+    """Paired bootstrap of the mean per task and (several tasks) of the mean of the task means;
+    with ``cluster`` whole clusters of questions are drawn (the mean is the ratio of the drawn
+    clusters' score sums to their question counts)."""
+    kw = dict(score="score", system="system", item="item", n_resamples=n_resamples, level=level, progress=progress,
+              higher_is_better=higher_is_better)
+    if cluster:
+        s = _cluster_sums(s)
+        kw.update(score=["score_sum", "n_questions"], item="cluster", statistic=_ratio)
     ss = seed_sequence(random_state)
     task_names = sorted(s["task"].unique())
     names = [*task_names, ALL_TASKS] if tasks else task_names
@@ -404,7 +439,7 @@ def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, lev
     boot = None
     for name, seed in zip(names, ss.spawn(len(names))):
         if name == ALL_TASKS:
-            sub, runs, w = _pooled_input(s)
+            sub, runs, w = _pooled_input(s) if not cluster else (s, _runs_vary(s), [])
             warns += w
             boot = bootstrap(sub, run="run" if runs else None, group="task", random_state=seed, **kw)
         else:
@@ -462,6 +497,7 @@ def compare_logs(
     effect: float | None = None,
     target: float = 0.8,
     n_sim: int = 1000,
+    higher_is_better: bool | None = None,
     model_check: bool = True,
 ) -> CompareLogsResult:
     """Compare the systems in evaluation logs on ``metric``: mixed model, contrasts, bootstrap, report.
@@ -480,7 +516,11 @@ def compare_logs(
         or ``"lmm"``.
     trials : the scores are proportions of ``trials`` attempts per item and run (k of n):
         binomial GLMM of ``cbind(successes, failures)``.
-    reference : reference system (first level; code-point order otherwise).
+    reference : the system the others are compared to: the headline is then the best other
+        system against it (and it is the model's first level; code-point order otherwise).
+    higher_is_better : the score's direction (None: from the metric's name -- TER, error, loss:
+        lower; accuracy, match, F1: higher; unknown: higher, said in ``direction.note``). The
+        leaderboard, the headline and the bootstrap's ranks follow it.
     adjust : p-value adjustment of the pairwise contrasts and bootstrap differences (Holm).
     posthoc_df : df of the LMM's EMMs and contrasts (``"asymptotic"``, ``"satterthwaite"``,
         ``"kenward-roger"``); GLMM contrasts are z tests.
@@ -512,6 +552,7 @@ def compare_logs(
         raise DataError(f"analysis must be one of {', '.join(ANALYSES)}; got {analysis!r}")
     level = require_level(level)
     posthoc_df = check_posthoc_df(posthoc_df)
+    higher_is_better = _answer.check_higher_is_better(higher_is_better)
     if plan:
         check_plan(effect, target, n_sim)
     source, cluster = _cluster_source(source, cluster)
@@ -529,28 +570,139 @@ def compare_logs(
     full, glrt, con, emm, model_diff, analysis_name, formula, w_model = model
     ss = seed_sequence(random_state)
     avg = epoch_means(s.assign(score=s["score"].astype(float)))
-    bpw, bmeans, pooled, w3 = _bootstraps(avg.drop(columns="cluster", errors="ignore"), tasks, adjust, n_resamples,
-                                          level, ss, progress)
-    head = _headline(avg, sys_levels, tasks, adjust, level, "cluster" if cluster else None)
+    direction = _answer.direction(metric, higher_is_better)
+    ans = logs_answer(avg, direction, level=level, adjust=adjust, cluster="cluster" if cluster else None,
+                      runs=_runs_vary(avg), pooled_label=ALL_TASKS, reference=reference)
+    bpw, bmeans, pooled, w3 = _bootstraps(avg if cluster else avg.drop(columns="cluster", errors="ignore"), tasks,
+                                          adjust, n_resamples, level, ss, progress, bool(cluster),
+                                          direction.higher_is_better)
     acc = accuracies(logs, metric, cluster, level, adjust)
-    nxt, w4 = (plan_next_run(logs, metric, headline_pair(head, ALL_TASKS), effect, target, n_sim, ss, cluster)
+    nxt, w4 = (plan_next_run(logs, metric, _plan_row(ans.headline), effect, target, n_sim, ss, cluster)
                if plan else (None, []))
-    warnings = dedupe_warnings([*logs.warnings, *w_model, *w3, *w4])
+    model_tag = "check:glmm" if str(analysis_name).startswith("binomial") else "check:lmm"
+    w_df = _df_note(analysis_name, posthoc_df) if glrt is not None else []
+    checks = _checks(ans.headline, ans.label, glrt, con, model_diff, bpw, analysis_name, posthoc_df,
+                     n_systems=len(sys_levels), runs=runs, cluster=bool(cluster), n_resamples=n_resamples)
+    warnings = dedupe_warnings([*logs.warnings, *w4, *_tag([*w_model, *w_df], model_tag),
+                                *_tag(w3, "check:bootstrap")])
     prov = dict(full.provenance) if full is not None else {}
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
                  "posthoc_df": posthoc_df, "level": float(level), "n_resamples": int(n_resamples),
                  "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
-                 "bootstrap": "mixedeval.bootstrap (items, and runs when several; per task and across tasks)",
+                 "bootstrap": "mixedeval.bootstrap (questions -- whole clusters with cluster= -- and runs when "
+                              "several; per task and across tasks)",
                  "epochs": "averaged within the question" if epochs else "one per question",
-                 "headline": str(head["method"].iloc[0]) if len(head) else None,
+                 "headline": str(ans.table["method"].iloc[0]) if len(ans.table) else None,
+                 "direction": direction.note, "reference": None if reference is None else str(reference),
                  "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)",
                  "plan_effect": None if not plan else "observed" if effect is None else float(effect)})
-    res = CompareLogsResult(table=head, contrasts=con, model_differences=model_diff, glrt=glrt, emmeans=emm,
-                            bootstrap=bpw, means=bmeans,
-                            data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
-                            analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
-                            provenance=prov, fit=full, logs=logs, boot_result=pooled, accuracies=acc, plan=nxt)
-    return res
+    return CompareLogsResult(table=ans.table, contrasts=con, model_differences=model_diff, glrt=glrt,
+                             emmeans=emm, bootstrap=bpw, means=bmeans,
+                             data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
+                             analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
+                             provenance=prov, fit=full, logs=logs, boot_result=pooled, accuracies=acc, plan=nxt,
+                             headline=ans.headline, leaderboard=ans.leaderboard, leaderboards=ans.leaderboards,
+                             checks=checks, direction=direction)
+
+
+# ------------------------------------------------------------------------------ the checks
+def _tag(ws: Sequence[ResultWarning], source: str) -> list[ResultWarning]:
+    """The warnings of a check, with ``source`` naming it (they never qualify the headline)."""
+    return [replace(w, source=source) for w in ws]
+
+
+def _plan_row(head: Any) -> pd.Series | None:
+    """The headline pair as the plan's row (the observed advantage, not rounded)."""
+    if head is None:
+        return None
+    return pd.Series({"system_a": head.better, "system_b": head.other, "delta": head.estimate})
+
+
+def _df_note(analysis_name: str, posthoc_df: str) -> list[ResultWarning]:
+    """A note where the model's contrasts show df = Inf (asymptotic z tests)."""
+    if analysis_name.startswith("binomial"):
+        return [ResultWarning("df_asymptotic", "the GLMM's contrasts and means are Wald z tests (df = Inf: a binomial "
+                              "GLMM has no residual df to count), so they are a little too narrow with few questions; "
+                              "the headline uses the paired t on n - 1 df")]
+    if posthoc_df == "asymptotic":
+        return [ResultWarning("df_asymptotic", "the LMM's contrasts and means use asymptotic df (df = Inf: z tests; "
+                              "posthoc_df='asymptotic', the default because Satterthwaite df are slow on large logs); "
+                              "pass posthoc_df='satterthwaite' for t tests on estimated df")]
+    return []
+
+
+def _model_pair(tab: pd.DataFrame | None, label: str, better: str, other: str) -> tuple[pd.Series, float] | None:
+    """The row of ``better - other`` (sign +1) or ``other - better`` (-1) in an emmeans contrast table."""
+    if tab is None or not len(tab):
+        return None
+    t = tab[tab["task"].astype(str) == label] if "task" in tab.columns else tab
+    def names(x: str) -> set[str]:
+        return {x, f"({x})"}
+    for r in t.itertuples(index=False):
+        c = str(r.contrast)
+        for sign, (p, q) in ((1.0, (better, other)), (-1.0, (other, better))):
+            if any(c == f"{u} - {v}" for u in names(p) for v in names(q)):
+                return pd.Series(r._asdict()), sign
+    return None
+
+
+def _unadjusted(r: pd.Series, level: float) -> tuple[float, float]:
+    """The unadjusted interval of a contrast row (estimate -+ t or z quantile x SE; the table's own
+    interval is adjusted over the pairs)."""
+    df = float(r["df"]) if "df" in r.index and pd.notna(r["df"]) else np.inf
+    q = float(stats.t.ppf(0.5 + level / 2.0, df)) if np.isfinite(df) else float(stats.norm.ppf(0.5 + level / 2.0))
+    est, se = float(r["estimate"]), float(r["std_error"])
+    return est - q * se, est + q * se
+
+
+def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_diff: pd.DataFrame | None,
+            boot: pd.DataFrame, analysis_name: str, posthoc_df: str, *, n_systems: int, runs: bool, cluster: bool,
+            n_resamples: int) -> pd.DataFrame | None:
+    """The checks table: the model's contrast of the headline pair, its likelihood-ratio test and
+    the paired bootstrap, each with a verdict (:func:`mixedeval._answer.check_row`)."""
+    if head is None:
+        return None
+    sgn = 1.0 if head.direction is None or head.direction.higher_is_better else -1.0
+    glmm_fit = analysis_name.startswith("binomial")
+    model_name = "binomial GLMM" if glmm_fit else "LMM"
+    model_why = []
+    if glmm_fit:
+        model_why.append("the GLMM weighs the questions by their log-odds information (Wald z, df = Inf), the "
+                         "headline averages accuracies (paired t)")
+    elif posthoc_df == "asymptotic":
+        model_why.append("the LMM's contrast uses df = Inf (asymptotic z), the headline n - 1 df")
+    if runs:
+        model_why.append("the model treats runs as a random intercept (1|sysrun) whose variance is estimated "
+                         "by REML from few runs (the headline pools the method-of-moments estimate over systems)")
+    if cluster:
+        model_why.append("the model's clusters are random effects, the headline's SE is cluster-robust")
+    rows = []
+    diff = model_diff if model_diff is not None else con
+    hit = _model_pair(diff, label, head.better, head.other)
+    if hit is not None:
+        r, sign = hit
+        lo, hi = _unadjusted(r, head.level)
+        lo, hi = sorted((sgn * sign * lo, sgn * sign * hi))
+        what = "difference of population-averaged accuracies" if model_diff is not None else "contrast"
+        rows.append(_answer.check_row(f"{model_name} {what}", head, estimate=sgn * sign * float(r["estimate"]),
+                                      conf_low=lo, conf_high=hi, p_value=float(r["p_value"]),
+                                      why="; ".join(model_why) or None))
+    lrt_why = ([f"the likelihood-ratio test asks whether any of the {n_systems} systems differ, not this pair"]
+               if n_systems > 2 else []) + model_why
+    if glrt is not None and len(glrt):
+        rows.append(_answer.check_row(f"{model_name} likelihood-ratio test of the system effect", head,
+                                      p_value=float(glrt["p_value"].iloc[-1]), why="; ".join(lrt_why) or None))
+    bhit = pair_row(boot, label, head.better, head.other) if boot is not None and len(boot) else None
+    if bhit is not None:
+        r, sign = bhit
+        lo, hi = sorted((sgn * sign * float(r["conf_low"]), sgn * sign * float(r["conf_high"])))
+        why = ("the bootstrap resamples questions and runs, which counts the question x run noise twice (wider)"
+               if runs else f"the bootstrap's percentile interval and shift p-value ({n_resamples} resamples) differ "
+               "from the t interval near the threshold")
+        rows.append(_answer.check_row("paired bootstrap" + (" of clusters" if cluster else ""), head,
+                                      estimate=sgn * sign * float(r["delta"]), conf_low=lo, conf_high=hi,
+                                      p_value=float(r["p_value"]), why=why))
+    return _answer.checks_table(rows)
 
 
 __all__ = ["CompareLogsResult", "compare_logs"]

@@ -25,19 +25,26 @@ system, ``.table`` holds
 Where Inspect returns 0 for an SE that cannot be estimated (one question, one cluster), the
 table has NaN (and NaN intervals).
 
-``.pairwise``: per task and pair of systems (a before b in code-point order) on their shared
-questions, the paired question-level difference of Miller (2024) (:mod:`._paired`):
-``delta = mean(x_a - x_b)``, ``std_error = sd(d) / sqrt(n)`` (cluster-robust with ``cluster=``,
-G - 1 df; the between-run variance added when some system has several runs), the t interval,
-and the test named in ``test``:
+The answer (the same analysis as :func:`mixedeval.compare_logs`, :mod:`._logs_answer`):
+``direction`` (``higher_is_better=`` or from the metric's name), the best-first ``leaderboard``
+(pooled over tasks as the mean of the task means; per task in ``leaderboards``) with intervals,
+simultaneous rank intervals and letters, and the ``headline``: the best system against the
+runner-up (or ``reference=``), the better system's advantage positive, ``p_value`` its test.
 
-* ``"exact McNemar"`` when every score is 0 or 1 with one epoch and one run (and no cluster):
-  the exact binomial test of the discordant pairs, ``binom.test(b, b + c)`` (=
-  ``exact2x2::mcnemar.exact``), with b = ``n_a_better``, c = ``n_b_better``;
-* otherwise the paired t test of the same SE (``"paired t"``, ``"paired t, cluster-robust"``,
-  ``"paired t, runs"``).
+``.pairwise``: per task (and pooled over tasks, ``"(all tasks)"``, when several) and pair of
+systems (a before b in leaderboard order) on their shared questions, the paired question-level
+difference of Miller (2024) (:mod:`._paired`): ``delta = mean(x_a - x_b)``,
+``std_error = sd(d) / sqrt(n)`` (cluster-robust with ``cluster=``, G - 1 df; the between-run
+variance, pooled over systems, added when some system has several runs), the t interval and
+the paired t test (``test``: ``"paired t"``, ``"paired t, cluster-robust"``, ``"paired t, run
+variance"``) -- the same test and p-value as :func:`mixedeval.compare_logs` for the same pair.
+When every score is 0 or 1 with one epoch and one run (and no cluster), ``p_mcnemar`` holds the
+exact McNemar test of the discordant pairs, ``binom.test(b, b + c)`` (=
+``exact2x2::mcnemar.exact``, b = ``n_a_better``, c = ``n_b_better``) as a check (the headline's
+row in ``checks``).
 
-``p_adj`` adjusts ``p_value`` over pairs x tasks (``adjust``, Holm by default). With
+``p_adj`` adjusts ``p_value`` over pairs x tasks (``adjust``, Holm by default; the pooled rows
+among themselves). With
 ``sign_flip=True`` a column ``p_sign_flip`` holds the sign-flip permutation p-value of the mean
 difference (:func:`mixedeval.sign_flip_test`, ``n_resamples``, ``random_state``; with
 ``cluster=`` whole clusters are flipped: the test of the cluster sums of d).
@@ -53,17 +60,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import _answer
 from .._random import seed_sequence
 from ..data._logs import EvalLogs, read_eval_logs
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_level
 from ..errors import DataError
-from ..padjust import adjust_pvalues
 from ..resampling import sign_flip_test
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
 from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
-from ._paired import check_clusters, clustered_se, paired_differences
+from ._logs_answer import logs_answer, pair_row
+from ._paired import SHORT, check_clusters, clustered_se
 
 CLUSTER_SES = (None, "CR2")
 TABLE_COLUMNS = ("task", "system", "n_items", "n_epochs", "n_runs", "mean_score", "std_error", "conf_low", "conf_high",
@@ -72,6 +80,7 @@ CLUSTER_COLUMNS = ("n_clusters", "std_error_cluster", "conf_low_cluster", "conf_
                    "wilson_high_cluster")
 PAIR_COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "conf_low", "conf_high",
                 "n_a_better", "n_b_better", "test", "t_value", "p_value", "p_adj", "method")
+ALL_TASKS = "(all tasks)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -88,8 +97,12 @@ class SummarizeResult(_WorkflowResult):
         system_b, n_items, delta (a - b, in score units), std_error, df, conf_low, conf_high
         (Miller 2024's paired analysis), n_a_better, n_b_better (questions where a / b scored
         higher), test, t_value, p_value (of ``test``), p_adj (``adjust`` over pairs x tasks),
-        method; with ``sign_flip=True`` p_sign_flip. Empty with one system.
+        method; p_mcnemar (0/1 scores, one epoch and run, no cluster); with ``sign_flip=True``
+        p_sign_flip. Empty with one system.
     metric : the metric summarized (None for a score table without a metric column).
+    headline, leaderboard, leaderboards, checks, direction : the answer, as
+        :class:`mixedeval.CompareLogsResult`'s (``p_value``, ``headline_text()``); checks: the
+        exact McNemar test and the sign-flip test of the headline pair, when computed.
     """
 
     table: Any
@@ -98,15 +111,38 @@ class SummarizeResult(_WorkflowResult):
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
     logs: Any = field(default=None, repr=False, compare=False)
+    headline: Any = None
+    leaderboard: Any = None
+    leaderboards: Any = None
+    checks: Any = None
+    direction: Any = None
 
     _main_table = "table"
-    _print_tables = ("table", "pairwise")
+    _print_tables = ("leaderboard", "table", "pairwise", "checks")
     _skip_in_dict = ("logs",)
     _title = "Summary of scores"
 
     def _scalars(self):
-        out = [("metric", self.metric)] if self.metric is not None else []
+        out = [("headline", self.headline_text())]
+        if self.direction is not None:
+            out.append(("direction", self.direction.note))
+        out += [("metric", self.metric)] if self.metric is not None else []
         return out + [("epochs", self.provenance.get("epochs")), ("p_adj", self.provenance.get("adjust"))]
+
+    def headline_text(self) -> str:
+        """The headline in one line (best − runner-up or − reference, paired t)."""
+        return "no pair of systems to compare" if self.headline is None else self.headline.text()
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value (the paired t test of its pair)."""
+        return float("nan") if self.headline is None else float(self.headline.p_value)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.update(headline=None if self.headline is None else self.headline.to_dict(),
+                 direction=None if self.direction is None else self.direction.to_dict())
+        return {"headline": d.pop("headline"), "headline_text": self.headline_text(), **d}
 
 
 # ------------------------------------------------------------------------------ the data
@@ -295,45 +331,61 @@ def _question_wide(s: pd.DataFrame, task: str, a: str, b: str, cluster: bool) ->
     return qm
 
 
-def _pair_extras(s: pd.DataFrame, pw: pd.DataFrame, mcnemar: bool, cluster: bool, runs: bool, sign_flip: bool,
+def _pair_extras(s: pd.DataFrame, pw: pd.DataFrame, mcnemar: bool, cluster: bool, sign_flip: bool,
                  n_resamples: int, random_state: Any) -> pd.DataFrame:
-    """n_a_better, n_b_better, test and its p_value (exact McNemar or the paired t); p_sign_flip."""
+    """n_a_better, n_b_better, the test's name, p_mcnemar (exact McNemar), p_sign_flip; the
+    pooled rows count over every task (no McNemar: it is a one-sample-of-questions test)."""
     children = seed_sequence(random_state).spawn(len(pw)) if sign_flip else [None] * len(pw)
+    tasks = sorted(s["task"].unique())
     extra = []
     for (_, r), ss in zip(pw.iterrows(), children):
-        w = _question_wide(s, r["task"], r["system_a"], r["system_b"], cluster)
+        pooled = r["task"] == ALL_TASKS
+        parts = [_question_wide(s, t, r["system_a"], r["system_b"], cluster) for t in (tasks if pooled else [r["task"]])]
+        w = pd.concat(parts) if len(parts) > 1 else parts[0]
         d = (w[r["system_a"]] - w[r["system_b"]]).to_numpy(dtype=float)
         b, c = int(np.sum(d > 0)), int(np.sum(d < 0))
-        e = {"n_a_better": b, "n_b_better": c}
+        e = {"n_a_better": b, "n_b_better": c, "test": SHORT.get(str(r["method"]), "paired t")}
         if mcnemar:
-            e.update(test="exact McNemar", p_value=float(stats.binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0)
-        else:
-            e.update(test="paired t" + (", cluster-robust" if cluster else "") + (", runs" if runs else ""),
-                     p_value=r["p_value"])
+            e["p_mcnemar"] = (np.nan if pooled else float(stats.binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0)
         if sign_flip:
             if cluster:
                 codes, _ = pd.factorize(w["cluster"], sort=True)
                 d = np.bincount(codes, weights=d)  # whole clusters flipped: the sums of d per cluster
             e["p_sign_flip"] = (sign_flip_test(d, n_resamples=n_resamples, random_state=ss, progress=False).p_value
-                                if d.size >= 2 else np.nan)
+                                if d.size >= 2 and not pooled else np.nan)
         extra.append(e)
-    return pd.DataFrame(extra, index=pw.index, columns=["n_a_better", "n_b_better", "test", "p_value",
-                                                        *(["p_sign_flip"] if sign_flip else [])])
+    cols = ["n_a_better", "n_b_better", "test", *(["p_mcnemar"] if mcnemar else []),
+            *(["p_sign_flip"] if sign_flip else [])]
+    return pd.DataFrame(extra, index=pw.index, columns=cols)
 
 
-def _pairwise(s: pd.DataFrame, systems: Sequence[str], level: float, adjust: str, cluster: bool, runs: bool,
-              mcnemar: bool, sign_flip: bool, n_resamples: int, random_state: Any) -> pd.DataFrame:
-    avg = s.groupby(["system", "task", "item", "run", *(["cluster"] if cluster else [])], observed=True,
-                    sort=False)["score"].mean().reset_index()
-    pw = paired_differences(avg, systems, level=level, adjust=adjust, cluster="cluster" if cluster else None,
-                            runs=runs)
-    cols = [*PAIR_COLUMNS, *(["p_sign_flip"] if sign_flip else [])]
-    if not len(pw):
+def _pairwise(s: pd.DataFrame, table: pd.DataFrame, cluster: bool, mcnemar: bool, sign_flip: bool, n_resamples: int,
+              random_state: Any) -> pd.DataFrame:
+    """The paired-differences table of the answer (:func:`._logs_answer.logs_answer`) with the extras."""
+    cols = [*PAIR_COLUMNS, *(["p_mcnemar"] if mcnemar else []), *(["p_sign_flip"] if sign_flip else [])]
+    if not len(table):
         return pd.DataFrame(columns=cols)
-    ex = _pair_extras(s, pw, mcnemar, cluster, runs, sign_flip, n_resamples, random_state)
-    pw = pw.drop(columns=["p_value"]).join(ex)
-    pw["p_adj"] = adjust_pvalues(pw["p_value"].to_numpy(dtype=float), adjust)
-    return pw[cols].reset_index(drop=True)
+    ex = _pair_extras(s, table, mcnemar, cluster, sign_flip, n_resamples, random_state)
+    return table.join(ex)[cols].reset_index(drop=True)
+
+
+def _checks(head: Any, pw: pd.DataFrame, label: str) -> pd.DataFrame | None:
+    """The exact McNemar and sign-flip tests of the headline pair, when computed."""
+    if head is None:
+        return None
+    found = pair_row(pw, label, head.better, head.other)
+    if found is None:
+        return None
+    r, _ = found
+    rows = []
+    if "p_mcnemar" in pw.columns and np.isfinite(r["p_mcnemar"]):
+        rows.append(_answer.check_row("exact McNemar test (discordant questions)", head, p_value=float(r["p_mcnemar"]),
+                                      why="McNemar counts only which system won each question, the paired t uses "
+                                          "the size of the differences"))
+    if "p_sign_flip" in pw.columns and np.isfinite(r["p_sign_flip"]):
+        rows.append(_answer.check_row("sign-flip permutation test", head, p_value=float(r["p_sign_flip"]),
+                                      why="a permutation p-value near the threshold"))
+    return _answer.checks_table(rows) if rows else None
 
 
 # ------------------------------------------------------------------------------ the workflow
@@ -368,6 +420,8 @@ def summarize(
     format: str = "auto",  # noqa: A002 - read_eval_logs' name
     systems: Sequence[str] | Mapping[str, str] | None = None,
     drop_missing: bool = False,
+    higher_is_better: bool | None = None,
+    reference: Any = None,
 ) -> SummarizeResult:
     """Inspect-style summary per task x system (mean, stderr, t and Wilson intervals, clustered
     SEs) and the paired comparison of every two systems; see the module docstring for formulas.
@@ -389,13 +443,17 @@ def summarize(
     adjust : p-value adjustment over pairs x tasks (R's ``p.adjust`` methods; Holm).
     sign_flip, n_resamples, random_state : add the sign-flip permutation p-value of every pair.
     format, systems, drop_missing : as :func:`mixedeval.read_eval_logs` (log input only).
+    higher_is_better : the score's direction (None: from the metric's name; unknown: higher,
+        said in ``direction.note``); the leaderboard and the headline follow it.
+    reference : the headline is the best other system against this one.
 
-    Returns a :class:`SummarizeResult` (``.table``, ``.pairwise``); the command line is
+    Returns a :class:`SummarizeResult` (``.headline``, ``.leaderboard``, ``.table``, ``.pairwise``); the command line is
     ``mixedeval summarize LOGS... --metric M [--cluster C] [--json]``.
     """
     level = _check_options(level, cluster_se, cluster, n_resamples)
     check_column_args(score=score, system=system, item=item, task=task, run=run, epoch=epoch)
     check_table_systems(data, systems)
+    higher_is_better = _answer.check_higher_is_better(higher_is_better)
     cols = {"score": score, "system": system, "item": item, "task": task, "run": run, "epoch": epoch}
     s, logs, metric = _read(data, metric, cols, cluster, format, systems, drop_missing)
     s = _prepare(s, cluster)
@@ -405,23 +463,30 @@ def summarize(
     runs = bool(s.groupby(["system", "task"], observed=True)["run"].nunique().max() > 1)
     mcnemar = binary and n_epochs == 1 and not runs and cluster is None
     table = _system_table(s, level, binary, cluster is not None, cluster_se == "CR2")
-    sys_names = sorted(s["system"].unique())
-    pw = _pairwise(s, sys_names, level, adjust, cluster is not None, runs, mcnemar, sign_flip, n_resamples,
-                   random_state)
+    direction = _answer.direction(metric if metric is not None else score, higher_is_better)
+    avg = s.groupby(["system", "task", "item", "run", *(["cluster"] if cluster else [])], observed=True,
+                    sort=False)["score"].mean().reset_index()
+    ans = logs_answer(avg, direction, level=level, adjust=adjust, cluster="cluster" if cluster else None, runs=runs,
+                      pooled_label=ALL_TASKS, reference=reference) if s["system"].nunique() > 1 else None
+    pw = _pairwise(s, ans.table if ans is not None else pd.DataFrame(), cluster is not None, mcnemar, sign_flip,
+                   n_resamples, random_state)
     warns: list[ResultWarning] = list(logs.warnings) if logs is not None else []
     if runs:
         warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
-                                   "over runs; the table's std_error is over questions only, the pairwise SE adds "
-                                   "each system's between-run variance"))
+                                   "over runs; the table's std_error is over questions only, the pairwise SE and the "
+                                   "leaderboard add the between-run variance (pooled over systems)"))
     prov = {"workflow": "summarize", "metric": metric, "level": float(level), "adjust": adjust,
             "epochs": f"averaged within the question (mean reducer; up to {n_epochs} per question)" if n_epochs > 1
-            else "one per question", "scores": "0/1" if binary else "continuous",
+            else "one per question", "scores": "0/1" if binary else "continuous", "direction": direction.note,
             "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters, nested in tasks)",
-            "cluster_se": cluster_se, "pairwise_test": "exact McNemar" if mcnemar else "paired t (Miller 2024)",
+            "cluster_se": cluster_se, "pairwise_test": "paired t (Miller 2024)" + ("; exact McNemar as a check" if mcnemar else ""),
             "sign_flip": {"n_resamples": int(n_resamples), "random_state": _jsonable_state(random_state)}
             if sign_flip else None}
+    head = None if ans is None else ans.headline
     return SummarizeResult(table=table, pairwise=pw, metric=metric, warnings=dedupe_warnings(warns), provenance=prov,
-                           logs=logs)
+                           logs=logs, headline=head, leaderboard=None if ans is None else ans.leaderboard,
+                           leaderboards=None if ans is None else ans.leaderboards,
+                           checks=None if ans is None else _checks(head, pw, ans.label), direction=direction)
 
 
 def _jsonable_state(random_state: Any) -> Any:
