@@ -78,6 +78,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "read_battles": ("mixedeval.data._battles", "read_battles"),
     "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
     "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
+    "irt": ("mixedeval.inference._irt", "irt"),
+    "IrtResult": ("mixedeval.inference._irt", "IrtResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
