@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from .engine.check import check_r
 from .errors import DataError, UsageError
 from .inference._clmm import clmm
 from .inference._glmm import glmm
+from .inference._irt import irt
 from .inference._lmm import LMMFit, lmm
 from .inference.compare import compare
 from .resampling import bootstrap
@@ -438,6 +440,26 @@ def cmd_preferences(args: argparse.Namespace) -> int:
     out = {k: v for k, v in out.items() if v is not None}
     if args.report:
         path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_irt(args: argparse.Namespace) -> int:
+    """``mixedeval irt DATA``: item parameters with flags and abilities with intervals."""
+    data: Any = args.data if Path(args.data).is_dir() else _load_data(args.data, args.where)
+    _progress(args, f"fitting the {args.model} item response model")
+    res = irt(data, args.model, score=args.score, system=args.system, item=args.item, trials=args.trials,
+              metric=args.metric, dif=args.dif, higher_is_better=False if args.lower_is_better else None,
+              reference=args.reference, level=args.level, n_sim=args.n_sim, random_state=args.random_state,
+              progress=not args.quiet)
+    items = res.flagged if args.flagged else res.items
+    out: dict[str, Any] = {"answer": res.headline_text(), "engine": res.engine, "leaderboard": res.leaderboard,
+                           "items": items, "flagged": int(len(res.flagged)), "warnings": [str(w) for w in res.warnings]}
+    if res.headline is not None and args.json:
+        out["headline"] = res.headline.to_dict()
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)

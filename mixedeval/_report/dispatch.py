@@ -20,6 +20,7 @@ from ..diagnostics import Diagnostics
 from ..errors import DataError
 from ..inference._glmm import GLMMFit
 from ..inference._glmm_infer import GLMMAnovaResult, GLMMContrastResult, GLMMEMMResult
+from ..inference._irt import IrtResult
 from ..inference._lmm import LMMFit
 from ..inference._r2_glmm import GLMMICCResult, GLMMR2Result
 from ..inference.anova import AnovaResult
@@ -51,6 +52,7 @@ from ..workflows.preferences import BradleyTerryResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
+from . import irt as irt_section
 from . import preferences as prefs
 from . import result_sections as rs
 
@@ -103,6 +105,7 @@ def result_kinds() -> dict[type, Kind]:
         MinimumDetectableEffect: Kind("minimum_detectable_effect", "Design and power: minimum detectable effect",
                                       rs.minimum_detectable_effect),
         BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
+        IrtResult: Kind("irt", "Item response theory: items and abilities", irt_section.irt),
     }
 
 
