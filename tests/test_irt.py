@@ -155,15 +155,15 @@ def test_rasch_difficulties_agree_with_erm_conditional_ml():
     the standard error (here: every item within 0.25 SE and correlation > 0.995)."""
     df = simulate(150, 10, seed=11, a=np.ones(10), b=np.linspace(-1.5, 1.5, 10))
     res = me.irt(df, "rasch_fixed", n_sim=0)
-    from mixedeval.engine import _bridge
-
-    wide = res.responses.astype(float)
-    cml = _bridge.irt_erm(wide)
-    ours = res.items["difficulty"].to_numpy()
-    ours = ours - ours.mean()
-    diff = np.abs(ours - cml["difficulty"])
-    assert np.corrcoef(ours, cml["difficulty"])[0, 1] > 0.995
-    assert (diff < 0.25 * cml["std_error"]).all(), (diff / cml["std_error"]).max()
+    t = res.conditional_ml()
+    wide = df.pivot(index="system", columns="item", values="score")
+    _ro().r.assign("irt_w", _ro().r["as.matrix"](_ro().r["data.frame"](**{c: _ro().FloatVector(wide[c].to_numpy(float))
+                                                                          for c in wide.columns})))
+    np.testing.assert_allclose(t["cml_difficulty"], -R('eRm::RM(irt_w, sum0 = TRUE)$betapar'), rtol=1e-10)
+    assert np.corrcoef(t["difficulty"], t["cml_difficulty"])[0, 1] > 0.995
+    assert (np.abs(t["difference"]) < 0.25 * t["cml_std_error"]).all(), (t["difference"] / t["cml_std_error"]).abs().max()
+    with pytest.raises(DataError, match="2PL"):
+        me.irt(df.head(60), "2pl", n_sim=0).conditional_ml()
 
 
 # ------------------------------------------------------------------------------- flags

@@ -153,6 +153,24 @@ class IrtResult(ResultMixin):
         return pd.DataFrame({"ability": np.repeat(th, len(a)), "item": np.tile(self.items["item"].to_numpy(), len(th)),
                              "p_correct": p.ravel()})
 
+    def conditional_ml(self) -> pd.DataFrame:
+        """The Rasch difficulties beside conditional maximum likelihood (``eRm::RM(x, sum0 =
+        TRUE)``, Debian's r-cran-erm), which assumes nothing about the abilities' distribution:
+        item, difficulty (this fit's, centred to mean 0), cml_difficulty, cml_std_error,
+        difference. With normal abilities both estimate the same difficulties (differences of a
+        fraction of a standard error); large ones point to a non-normal ability distribution.
+        Rasch models on 0/1 answers (one trial per system and item) only."""
+        if not self.model.startswith("rasch"):
+            raise DataError("conditional_ml() compares Rasch difficulties; this is a 2PL fit")
+        if np.nanmax(self.trials.to_numpy()) > 1:
+            raise DataError("conditional_ml() needs one 0/1 answer per system and item (eRm::RM); these data have "
+                            "several trials")
+        cml = _bridge.irt_erm(self.responses.astype(float))
+        d = self.items["difficulty"].to_numpy(dtype=float)
+        d = d - np.nanmean(d)
+        return pd.DataFrame({"item": self.items["item"], "difficulty": d, "cml_difficulty": cml["difficulty"],
+                             "cml_std_error": cml["std_error"], "difference": d - cml["difficulty"]})
+
     def to_dict(self) -> dict[str, Any]:
         skip = {"responses", "trials"}
         return {k: (v.to_dict() if hasattr(v, "to_dict") and not isinstance(v, pd.DataFrame) else jsonable(v))
