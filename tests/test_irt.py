@@ -298,3 +298,23 @@ def test_bad_scores_are_data_errors(small):
         me.irt(small.assign(t=1, score=small["score"] + 1), trials="t")
     with pytest.raises(DataError, match="not numbers"):
         me.irt(small.assign(score="x"))
+
+
+# ------------------------------------------------------------------------------- CLI and report
+def test_cli_json_and_report(small, tmp_path, capsys):
+    import json
+
+    from mixedeval.cli import main
+
+    path = tmp_path / "scores.csv"
+    small.to_csv(path, index=False)
+    html = tmp_path / "irt.html"
+    assert main(["irt", str(path), "--json", "--quiet", "--n-sim", "20", "--report", str(html)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"answer", "engine", "leaderboard", "items", "flagged", "headline"} <= set(out)
+    assert len(out["items"]) == 12 and out["leaderboard"][0]["rank"] == 1
+    assert out["headline"]["better"] == out["leaderboard"][0]["name"]
+    page = html.read_text(encoding="utf-8")
+    assert "Item response theory" in page and "Wright map" in page and "data:image" in page
+    assert "failed:" not in page
+    assert main(["irt", str(path), "--json", "--quiet", "--model", "nope"]) == 2
