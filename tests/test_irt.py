@@ -259,6 +259,10 @@ def test_wide_table_and_logs_shape_give_the_same_fit(small):
     np.testing.assert_allclose(w.items["difficulty"], long.items["difficulty"], rtol=1e-10)
     w2 = me.irt(wide.reset_index(), "rasch", n_sim=0)
     np.testing.assert_allclose(w2.abilities["ability"], long.abilities["ability"], rtol=1e-10)
+    logs = me.read_eval_logs(small.assign(task="quiz", metric="acc"), format="table")
+    lg = me.irt(logs, "rasch", n_sim=0)
+    np.testing.assert_allclose(lg.items["difficulty"], long.items["difficulty"], rtol=1e-10)
+    assert lg.provenance["source"] == "evaluation logs"
     assert long.responses.shape == (30, 12)
     d = long.to_dict()
     assert "responses" not in d and d["items"][0]["item"] == "q000"
