@@ -162,8 +162,10 @@ def test_rasch_difficulties_agree_with_erm_conditional_ml():
     np.testing.assert_allclose(t["cml_difficulty"], -R('eRm::RM(irt_w, sum0 = TRUE)$betapar'), rtol=1e-10)
     assert np.corrcoef(t["difficulty"], t["cml_difficulty"])[0, 1] > 0.995
     assert (np.abs(t["difference"]) < 0.25 * t["cml_std_error"]).all(), (t["difference"] / t["cml_std_error"]).abs().max()
+    import dataclasses
+
     with pytest.raises(DataError, match="2PL"):
-        me.irt(df.head(60), "2pl", n_sim=0).conditional_ml()
+        dataclasses.replace(res, model="2pl").conditional_ml()
 
 
 # ------------------------------------------------------------------------------- flags
@@ -214,7 +216,9 @@ def test_information_is_the_derivative_formula():
     dp = (special.expit(a * (th[:, None] + h - b)) - special.expit(a * (th[:, None] - h - b))) / (2 * h)
     ok = p * (1 - p) > 1e-6  # where the finite difference is accurate
     assert ok.sum() >= 6
-    np.testing.assert_allclose(info[ok], (dp**2 / (p * (1 - p)))[ok], rtol=1e-5)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = dp**2 / (p * (1 - p))
+    np.testing.assert_allclose(info[ok], expected[ok], rtol=1e-5)
     ti = res.test_information(th)
     np.testing.assert_allclose(ti["information"], info.sum(axis=1), rtol=1e-12)
     np.testing.assert_allclose(ti["std_error"], 1 / np.sqrt(info.sum(axis=1)), rtol=1e-12)
