@@ -88,6 +88,10 @@ def information(a: np.ndarray, b: np.ndarray, abilities: np.ndarray) -> np.ndarr
     return a[None, :] ** 2 * p * (1.0 - p)
 
 
+#: a difficulty or discrimination standard error above this (logits) flags the estimate as unstable
+UNSTABLE_SE = 10.0
+
+
 def item_flags(items: pd.DataFrame, *, alpha: float, min_discrimination: float, level: float,
                dif_name: str | None) -> list[str]:
     """The reasons an item is flagged ('; '-joined, '' when none)."""
@@ -110,9 +114,11 @@ def item_flags(items: pd.DataFrame, *, alpha: float, min_discrimination: float, 
         if np.isfinite(r.fit_p_adj) and r.fit_p_adj < alpha:
             why.append(f"misfit: outfit {r.outfit:.2f} (1 expected; simulation p = {r.fit_p_value:.2g}, "
                        f"BH-adjusted {r.fit_p_adj:.2g})")
-        if np.isfinite(r.difficulty_std_error) and r.difficulty_std_error > 10:
-            why.append(f"unstable estimate: difficulty standard error {r.difficulty_std_error:.3g} (the item "
-                       "separates the systems almost perfectly, or hardly at all)")
+        se = max(np.nan_to_num(r.difficulty_std_error, nan=0.0), np.nan_to_num(r.discrimination_std_error, nan=0.0))
+        if se > UNSTABLE_SE:
+            which = "difficulty" if se == r.difficulty_std_error else "discrimination"
+            why.append(f"unstable estimate: standard error {se:.3g} of the {which} (the item separates the "
+                       "systems almost perfectly, or hardly at all: no finite maximum-likelihood estimate)")
         dp = getattr(r, "dif_p_adj", np.nan)
         if dif_name is not None and np.isfinite(dp) and dp < alpha:
             why.append(f"DIF by {dif_name}: likelihood-ratio p = {r.dif_p_value:.2g} (Holm-adjusted {dp:.2g})")
