@@ -48,7 +48,7 @@ def one(n_sys: int, n_items: int, seed: int, save: str | None = None) -> list[di
         est_a, est_b = r.parameters()
         ok = np.isfinite(est_a) & np.isfinite(est_b)
         ab = r.abilities["ability"].to_numpy()
-        stable = ok & ~r.items["flags"].str.contains("unstable").to_numpy()
+        stable = ok & ~r.items["flag_reasons"].str.contains("unstable").to_numpy()
         if save:
             r.items.assign(true_discrimination=a, true_difficulty=b).to_csv(
                 f"{save}/irt_{model}_{n_sys}x{n_items}.csv", index=False)

@@ -175,10 +175,10 @@ def test_planted_miskeyed_item_is_flagged():
     df = simulate(80, 10, seed=4, a=a, b=b)
     two = me.irt(df, "2pl", n_sim=100, random_state=1)
     row = two.items.set_index("item").loc["q009"]
-    assert row["discrimination"] < 0 and "negative discrimination" in row["flags"]
+    assert row["discrimination"] < 0 and "negative discrimination" in row["flag_reasons"]
     assert set(two.flagged["item"]) == {"q009"}
     rasch = me.irt(df, "rasch", n_sim=200, random_state=1)
-    flags = rasch.items.set_index("item").loc["q009", "flags"]
+    flags = rasch.items.set_index("item").loc["q009", "flag_reasons"]
     assert "mis-keyed" in flags or "misfit" in flags
     assert rasch.items.set_index("item").loc["q009", "item_rest_correlation"] < 0
 
@@ -188,7 +188,7 @@ def test_item_answered_alike_is_flagged_and_left_out_of_2pl():
     df.loc[df["item"] == "q002", "score"] = 1
     res = me.irt(df, "2pl", n_sim=0)
     row = res.items.set_index("item").loc["q002"]
-    assert np.isnan(row["difficulty"]) and "no information" in row["flags"]
+    assert np.isnan(row["difficulty"]) and "no information" in row["flag_reasons"]
     assert any(w.kind == "items_left_out" for w in res.warnings)
     rasch = me.irt(df, "rasch", n_sim=0)
     assert np.isfinite(rasch.items.set_index("item").loc["q002", "difficulty"])
@@ -243,7 +243,7 @@ def test_dif_planted_item_detected_and_lrt_equals_r(tmp_path):
     before = df.copy()
     res = me.irt(df, "rasch", n_sim=0, dif="language", progress=False)
     pd.testing.assert_frame_equal(df, before)
-    assert "DIF by language" in res.items.set_index("item").loc["q003", "flags"]
+    assert "DIF by language" in res.items.set_index("item").loc["q003", "flag_reasons"]
     assert res.dif["table"]["p_adj"].idxmin() == 3
     _to_r(df, tmp_path)
     R('''irt_d$grp <- factor(irt_d$language, levels = c("de", "en"))
@@ -268,6 +268,8 @@ def test_wide_table_and_logs_shape_give_the_same_fit(small):
     np.testing.assert_allclose(lg.items["difficulty"], long.items["difficulty"], rtol=1e-10)
     assert lg.provenance["source"] == "evaluation logs"
     assert long.responses.shape == (30, 12)
+    for tab in (long.items, long.abilities):  # no column shadows a pandas attribute (e.g. DataFrame.flags)
+        assert not [c for c in tab.columns if hasattr(pd.DataFrame, c)]
     d = long.to_dict()
     assert "responses" not in d and d["items"][0]["item"] == "q000"
 

@@ -21,7 +21,7 @@ def wright_map(abilities: Any, items: Any, title: str = ""):
     flagged items in red."""
     th = abilities["ability"].to_numpy(dtype=float)
     b = items["difficulty"].to_numpy(dtype=float)
-    flagged = (items["flags"] != "").to_numpy()
+    flagged = (items["flag_reasons"] != "").to_numpy()
     ok = np.isfinite(b)
     vals = np.r_[th[np.isfinite(th)], b[ok]]
     lo, hi = np.percentile(vals, [0.5, 99.5]) if len(vals) else (-3.0, 3.0)
@@ -55,7 +55,7 @@ def curves_plot(res: Any, what: str, max_items: int = 30, title: str = ""):
     if what == "information":
         info = information(a, b, grid)
         for i in idx:
-            ax.plot(grid, info[:, i], color=_RED if items["flags"].iat[i] else _GREY, lw=0.8)
+            ax.plot(grid, info[:, i], color=_RED if items["flag_reasons"].iat[i] else _GREY, lw=0.8)
         ax2 = ax.twinx()
         ax2.plot(grid, np.nansum(info, axis=1), color=_BLUE, lw=2)
         ax2.set_ylabel("test information", color=_BLUE)
@@ -63,7 +63,7 @@ def curves_plot(res: Any, what: str, max_items: int = 30, title: str = ""):
     else:
         p = 1.0 / (1.0 + np.exp(-eta_matrix(a, b, grid)))
         for i in idx:
-            ax.plot(grid, p[:, i], color=_RED if items["flags"].iat[i] else _GREY, lw=0.9)
+            ax.plot(grid, p[:, i], color=_RED if items["flag_reasons"].iat[i] else _GREY, lw=0.9)
         ax.set_ylabel("P(correct)")
         ax.set_ylim(0, 1)
     ax.set_xlabel("ability")
@@ -74,8 +74,8 @@ def curves_plot(res: Any, what: str, max_items: int = 30, title: str = ""):
 
 def _pick(items: Any, k: int) -> list[int]:
     ok = np.flatnonzero(np.isfinite(items["difficulty"].to_numpy(dtype=float)))
-    flagged = [i for i in ok if items["flags"].iat[i]]
-    rest = [i for i in ok if not items["flags"].iat[i]]
+    flagged = [i for i in ok if items["flag_reasons"].iat[i]]
+    rest = [i for i in ok if not items["flag_reasons"].iat[i]]
     rest = sorted(rest, key=lambda i: items["difficulty"].iat[i])
     room = max(0, k - len(flagged[:k]))
     if len(rest) > room > 0:
@@ -115,7 +115,7 @@ def irt(sec: Section, res: Any, ctx: Any = None) -> None:
     flagged = res.flagged
     if len(flagged):
         sec.table(flagged[["item", "difficulty", "discrimination", "p_correct", "item_rest_correlation", "outfit",
-                           "fit_p_adj", "flags"]], f"Flagged items ({len(flagged)} of {len(res.items)})")
+                           "fit_p_adj", "flag_reasons"]], f"Flagged items ({len(flagged)} of {len(res.items)})")
     else:
         sec.text(f"No item is flagged (of {len(res.items)}).")
     sec.table(res.items, "All items: difficulty and discrimination with Wald intervals, classical statistics, the "

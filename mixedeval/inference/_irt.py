@@ -27,7 +27,7 @@ the flag says why) and kept in the random-item Rasch fit (where they are shrunk)
 The result (:class:`IrtResult`): ``.items`` (also ``.table``) -- item, difficulty and
 discrimination with standard errors and Wald intervals, p_correct, n (trials), n_systems,
 item_rest_correlation, outfit and its simulation p-value (``n_sim`` draws; see
-:mod:`._irt_items`), DIF tests with ``dif=``, and ``flags`` (the reasons, '' when none);
+:mod:`._irt_items`), DIF tests with ``dif=``, and ``flag_reasons`` (the reasons, '' when none);
 ``.abilities`` (system, ability, std_error, conf_low, conf_high); ``.leaderboard`` (best first,
 simultaneous rank intervals and letters, :func:`mixedeval._answer.leaderboard`); ``.headline``
 (best against runner-up, or against ``reference``: the ability difference, Wald z with the two
@@ -96,7 +96,7 @@ class IrtResult(ResultMixin):
     @property
     def flagged(self) -> pd.DataFrame:
         """The items with at least one flag."""
-        return self.items[self.items["flags"] != ""].reset_index(drop=True)
+        return self.items[self.items["flag_reasons"] != ""].reset_index(drop=True)
 
     @property
     def p_value(self) -> float:
@@ -408,7 +408,7 @@ def irt(
         t = dif_res["table"].set_index("item").reindex(items["item"])
         items["dif_p_value"] = t["p_value"].to_numpy(dtype=float)
         items["dif_p_adj"] = t["p_adj"].to_numpy(dtype=float)
-    items["flags"] = itm.item_flags(items, alpha=alpha, min_discrimination=min_discrimination, level=level,
+    items["flag_reasons"] = itm.item_flags(items, alpha=alpha, min_discrimination=min_discrimination, level=level,
                                     dif_name=None if dif_res is None else dif_res["group"])
     items = items.drop(columns=["n_systems_varying", "item_rest_p_value"])
     abilities = _abilities_table(fit, resp, level)
