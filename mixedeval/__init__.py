@@ -84,6 +84,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "labels_needed": ("mixedeval.workflows.judges", "labels_needed"),
     "read_judge_scores": ("mixedeval.data._judge_labels", "read_judge_scores"),
     "bradley_terry_corrected": ("mixedeval.workflows._judges_battles", "bradley_terry_corrected"),
+    "irt": ("mixedeval.inference._irt", "irt"),
+    "IrtResult": ("mixedeval.inference._irt", "IrtResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

@@ -14,6 +14,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -62,6 +63,7 @@ variance_components = _lazy(".workflows.variance_components", "variance_componen
 judge_corrected = _lazy(".workflows.judges", "judge_corrected")
 labels_needed = _lazy(".workflows.judges", "labels_needed")
 read_judge_scores = _lazy(".data._judge_labels", "read_judge_scores")
+irt = _lazy(".inference._irt", "irt")
 
 
 def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
@@ -634,6 +636,26 @@ def cmd_judge(args: argparse.Namespace) -> int:
     out = {k: v for k, v in out.items() if v is not None}
     if args.report:
         path = report(res, path=args.report, title="mixedeval: judge-corrected evaluation", progress=not args.quiet)
+        _progress(args, f"report written to {path}")
+        out["report"] = args.report
+    return _emit(args, out)
+
+
+def cmd_irt(args: argparse.Namespace) -> int:
+    """``mixedeval irt DATA``: item parameters with flags and abilities with intervals."""
+    data: Any = args.data if Path(args.data).is_dir() else _load_data(args.data, args.where)
+    _progress(args, f"fitting the {args.model} item response model")
+    res = irt(data, args.model, score=args.score, system=args.system, item=args.item, trials=args.trials,
+              metric=args.metric, dif=args.dif, higher_is_better=False if args.lower_is_better else None,
+              reference=args.reference, level=args.level, n_sim=args.n_sim, random_state=args.random_state,
+              progress=not args.quiet)
+    items = res.flagged if args.flagged else res.items
+    out: dict[str, Any] = {"answer": res.headline_text(), "engine": res.engine, "leaderboard": res.leaderboard,
+                           "items": items, "flagged": int(len(res.flagged)), "warnings": [str(w) for w in res.warnings]}
+    if res.headline is not None and args.json:
+        out["headline"] = res.headline.to_dict()
+    if args.report:
+        path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     return _emit(args, out)

@@ -7,7 +7,8 @@ model over a CSV, Parquet or JSON file), compare (likelihood-ratio tests of nest
 reliability), disparity (language disparity metrics), compare-logs (systems compared from
 evaluation-harness logs), summarize (Inspect-style means, standard errors and intervals per task
 and system, paired tests of every two systems), preferences (Bradley-Terry strengths of models
-from pairwise judgments: arena battles, LLM judges). DATA is a file (.csv, .tsv, .parquet, .json) or the
+from pairwise judgments: arena battles, LLM judges), irt (item response theory: item difficulty and
+discrimination with flags, abilities with intervals). DATA is a file (.csv, .tsv, .parquet, .json) or the
 name of a bundled data set. Tables go to stdout (--json: machine-readable), progress to stderr
 (--quiet silences it). Errors print one line "mixedeval: error: ..." to stderr and exit with status
 2 (1 for an internal error); with --json stdout then holds {"error": <message>, "kind": <exception
@@ -152,6 +153,34 @@ def _add_judge(sub: Any) -> None:
                                                                   "intervals (default 1000)")
     g.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     g.set_defaults(func=cmd_judge)
+cmd_irt = _command("cmd_irt")
+
+
+# --------------------------------------------------------------------------------------- irt
+def _add_irt(sub: Any) -> None:
+    g = sub.add_parser("irt", parents=[_common()],
+                       help="item response theory: item difficulty and discrimination with flags, abilities",
+                       description="Fit a Rasch (lme4::glmer) or 2PL (glmmTMB reduced rank) item response model to "
+                                   "the 0/1 answers of several systems and print the items (difficulty, "
+                                   "discrimination, intervals, flags: no information, mis-keyed, misfit, DIF) and "
+                                   "the systems' abilities with intervals and rank intervals.")
+    g.add_argument("data", help="a long score table (system, item, score columns), a wide table (one row per "
+                                "system, one 0/1 column per item) or a folder of evaluation logs")
+    g.add_argument("--model", default="rasch", choices=["rasch", "rasch_fixed", "2pl"],
+                   help="rasch (default: random items, glmer), rasch_fixed (fixed items) or 2pl (glmmTMB)")
+    g.add_argument("--score", default="score", help="score column (0/1; default 'score')")
+    g.add_argument("--system", default="system", help="system column (default 'system')")
+    g.add_argument("--item", default="item", help="item column (default 'item')")
+    g.add_argument("--trials", help="column of the number of trials when the score counts correct answers")
+    g.add_argument("--metric", help="the metric to use from logs holding several")
+    g.add_argument("--dif", help="column of groups (e.g. language) for per-item DIF tests")
+    g.add_argument("--lower-is-better", action="store_true", help="the score counts failures (it is flipped)")
+    g.add_argument("--reference", help="system the headline compares the best other system with")
+    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--n-sim", type=int, default=200, help="simulations of the item-fit test (default 200; 0 skips)")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the item-fit simulations (default 0)")
+    g.add_argument("--flagged", action="store_true", help="print only the flagged items")
+    g.set_defaults(func=cmd_irt)
 
 
 # ------------------------------------------------------------------------------- preferences
@@ -553,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_summarize(sub)
     _add_preferences(sub)
     _add_judge(sub)
+    _add_irt(sub)
     return p
 
 

@@ -20,6 +20,7 @@ from ..diagnostics import Diagnostics
 from ..errors import DataError
 from ..inference._glmm import GLMMFit
 from ..inference._glmm_infer import GLMMAnovaResult, GLMMContrastResult, GLMMEMMResult
+from ..inference._irt import IrtResult
 from ..inference._lmm import LMMFit
 from ..inference._r2_glmm import GLMMICCResult, GLMMR2Result
 from ..inference.anova import AnovaResult
@@ -54,6 +55,7 @@ from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
 from . import judges as judges_section
+from . import irt as irt_section
 from . import preferences as prefs
 from . import result_sections as rs
 
@@ -108,6 +110,7 @@ def result_kinds() -> dict[type, Kind]:
         BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
         JudgeCorrected: Kind("judges", "LLM judge corrected with human labels", judges_section.judges),
         JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
+        IrtResult: Kind("irt", "Item response theory: items and abilities", irt_section.irt),
     }
 
 

@@ -635,3 +635,47 @@ def bt_glmer_mp(data: Any, *, xnames: Sequence[str], level: float) -> RCallResul
     for: built with lme4's modular functions; ``data`` has integer ``ma``, ``mb`` and ``prompt``);
     ``prompt_sd`` is the SD of u; the other fields as :func:`bt_glmer`."""
     return _bt_value(call("me_bt_glmer_mp", data=data, xnames=list(xnames), level=float(level)), len(xnames))
+
+
+# ------------------------------------------------------------------------------------ r/irt.R
+def irt_rasch(data: Any, *, binary: bool, fixed_items: bool, covariates: Sequence[str], nagq: int) -> RCallResult:
+    """``me_irt_rasch``: ``lme4::glmer(y ~ 1 [+ c1 + ...] + (1 | item) + (1 | system), binomial)``
+    (``fixed_items``: ``y ~ 0 + item + (1 | system)``; ``cbind(y, n - y)`` unless ``binary``):
+    ``fixed`` (term, estimate, std_error), ``vcov`` (fixed effects), ``systems`` / ``items``
+    (level, mode, cond_sd: conditional modes and SDs), ``system_sd``, ``item_sd``, ``loglik``,
+    ``nobs``, ``singular``, ``convergence`` (messages), ``formula``."""
+    res = call("me_irt_rasch", data=data, binary=bool(binary), fixed_items=bool(fixed_items),
+               covariates=list(covariates), nagq=int(nagq))
+    v = dict(res.value)
+    p = len(v["fixed"])
+    v["vcov"] = np.array(v["vcov"].to_numpy(dtype=float), copy=True).reshape(p, p)
+    return _replace(res, v)
+
+
+def irt_2pl(data: Any, *, binary: bool) -> RCallResult:
+    """``me_irt_2pl``: ``glmmTMB::glmmTMB(y ~ 0 + item + rr(0 + item | system, d = 1), binomial)``:
+    ``items`` (item, beta, lambda, se_beta, se_lambda, cov_beta_lambda), ``systems`` (level, mode,
+    cond_sd: the latent z_s), ``loglik``, ``nobs``, ``convergence`` (messages), ``formula``."""
+    return call("me_irt_2pl", data=data, binary=bool(binary))
+
+
+def irt_dif_base(data: Any, *, binary: bool) -> RCallResult:
+    """``me_irt_dif_base``: the DIF base fit ``y ~ 1 + grp + (1 | item) + (1 | system)`` and the
+    global test of a DIF variance ``(1 | item:grp)`` (``global_chisq``, ``global_p_value``: 50:50
+    mixture, ``dif_sd``); ``state`` is the R handle :func:`irt_dif_item` takes."""
+    return call("me_irt_dif_base", data=data, binary=bool(binary))
+
+
+def irt_dif_item(state: Any, item: str) -> dict[str, Any]:
+    """``me_irt_dif_item``: the likelihood-ratio test of item ``item``'s own group effect (one row:
+    item, chisq, df, p_value, estimate, std_error)."""
+    t = call("me_irt_dif_item", state=state, item=str(item)).value
+    return {k: (t[k].iloc[0] if hasattr(t[k], "iloc") else t[k]) for k in t}
+
+
+def irt_erm(x: Any) -> dict[str, np.ndarray]:
+    """``me_irt_erm``: conditional-ML Rasch item difficulties of a 0/1 systems x items matrix
+    (``eRm::RM(x, sum0 = TRUE)``; difficulty = -beta) with standard errors and the conditional logLik."""
+    v = call("me_irt_erm", x=x).value
+    return {"difficulty": np.array(v["difficulty"], dtype=float, copy=True),
+            "std_error": np.array(v["std_error"], dtype=float, copy=True), "loglik": float(v["loglik"])}
