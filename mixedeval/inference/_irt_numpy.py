@@ -137,9 +137,13 @@ def _from_wide(df: pd.DataFrame, system: str) -> Responses:
     if len(set(names)) != len(names):
         raise DataError("the wide table repeats a system in its index; give one row per system")
     try:
-        M = df.apply(pd.to_numeric).to_numpy(dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError("a wide response table needs one row per system and 0/1 values (or NaN) in every item column") from exc
+        M = df.to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        try:
+            M = df.apply(pd.to_numeric).to_numpy(dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError("a wide response table needs one row per system and 0/1 values (or NaN) in every item "
+                            "column") from exc
     N = np.isfinite(M).astype(float)
     Y = np.where(N > 0, M, 0.0)
     _check_counts(Y, N, "wide table")
@@ -147,14 +151,24 @@ def _from_wide(df: pd.DataFrame, system: str) -> Responses:
 
 
 # ----------------------------------------------------------------------------- quadrature pieces
-def _log1pexp(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
+#: the linear predictor is clipped here (P(correct) within 1e-13 of 0 or 1) so that the
+#: log-likelihood stays finite; glmer's binomial family clips the same way (at machine precision)
+ETA_CLIP = 30.0
+
+
+def _node_terms(Y, N, alpha, beta, z):
+    """P(correct) at abilities ``z`` (S x K) for every item (S x K x I) and each system's binomial
+    log-likelihood there (S x K), with the linear predictor computed once."""
+    eta = np.clip(z[:, :, None] * alpha[None, None, :] + beta[None, None, :], -ETA_CLIP, ETA_CLIP)
+    q = special.expit(-eta)
+    # y * eta - n * log(1 + exp(eta)) = y * eta + n * log(q)
+    ll = np.matmul(eta, Y[:, :, None])[:, :, 0] + np.matmul(np.log(q), N[:, :, None])[:, :, 0]
+    return 1.0 - q, ll
 
 
 def _cond_loglik(Y, N, alpha, beta, z):
     """Binomial log-likelihood of every system at abilities ``z`` (S x K) -> (S x K)."""
-    eta = z[:, :, None] * alpha[None, None, :] + beta[None, None, :]
-    return np.einsum("si,ski->sk", Y, eta) - np.einsum("si,ski->sk", N, _log1pexp(eta))
+    return _node_terms(Y, N, alpha, beta, z)[1]
 
 
 def posterior_modes(Y, N, alpha, beta, z0=None, steps: int = 50, tol: float = 1e-10):
@@ -184,17 +198,20 @@ class _Nodes:
     loglik: float  # marginal log-likelihood
 
 
-def adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature: int) -> _Nodes:
-    """Adaptive Gauss-Hermite nodes per system and the posterior weights there."""
+def adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature: int, keep_p: bool = False):
+    """Adaptive Gauss-Hermite nodes per system and the posterior weights there (with
+    ``keep_p=True`` also P(correct) at the nodes, S x K x I)."""
     x, w = np.polynomial.hermite.hermgauss(n_quadrature)
     scale = np.sqrt(2.0 / curv)
     z = mode[:, None] + scale[:, None] * x[None, :]
     logw = (np.log(w)[None, :] + x[None, :] ** 2 + np.log(scale)[:, None]
             - 0.5 * z ** 2 - 0.5 * math.log(2 * math.pi))
-    lg = logw + _cond_loglik(Y, N, alpha, beta, z)
+    p, ll = _node_terms(Y, N, alpha, beta, z)
+    lg = logw + ll
     m = lg.max(axis=1, keepdims=True)
     tot = np.log(np.exp(lg - m).sum(axis=1, keepdims=True)) + m
-    return _Nodes(z, logw, np.exp(lg - tot), float(tot.sum()))
+    nodes = _Nodes(z, logw, np.exp(lg - tot), float(tot.sum()))
+    return (nodes, p) if keep_p else nodes
 
 
 def _binomial_const(Y, N) -> float:
@@ -203,20 +220,18 @@ def _binomial_const(Y, N) -> float:
 
 
 # ----------------------------------------------------------------------------- EM
-def _item_sums(Y, N, alpha, beta, nodes: _Nodes):
+def _wsum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``sum_{s,k} weights[s, k] * x[s, k, :]`` as one BLAS matrix-vector product."""
+    return weights.reshape(-1) @ x.reshape(-1, x.shape[2])
+
+
+def _item_sums(Y, N, nodes: _Nodes, p: np.ndarray):
     """Posterior-weighted sums of the complete-data scores and information terms per item."""
     z, pw = nodes.z, nodes.post
-    eta = z[:, :, None] * alpha[None, None, :] + beta[None, None, :]
-    p = special.expit(eta)
     r = Y[:, None, :] - N[:, None, :] * p  # S x K x I residuals
     w = N[:, None, :] * p * (1 - p)
     pz, pz2 = pw * z, pw * z * z
-    g_b = np.einsum("sk,ski->i", pw, r)
-    g_a = np.einsum("sk,ski->i", pz, r)
-    h_bb = np.einsum("sk,ski->i", pw, w)
-    h_ab = np.einsum("sk,ski->i", pz, w)
-    h_aa = np.einsum("sk,ski->i", pz2, w)
-    return g_a, g_b, h_aa, h_ab, h_bb
+    return _wsum(pz, r), _wsum(pw, r), _wsum(pz2, w), _wsum(pz, w), _wsum(pw, w)
 
 
 def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0):
@@ -259,7 +274,7 @@ def _px_rescale(nodes: _Nodes):
     return mu, tau
 
 
-def fit_em(Y, N, model: str, *, n_quadrature: int = 21, tol: float = 1e-8, max_iter: int = 5000) -> dict[str, Any]:
+def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -274,8 +289,8 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 21, tol: float = 1e-8, max_i
     converged, it, delta = False, 0, np.inf
     for it in range(1, max_iter + 1):
         mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode, steps=MODE_STEPS)
-        nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
-        sums = _item_sums(Y, N, alpha, beta, nodes)
+        nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
+        sums = _item_sums(Y, N, nodes, p)
         mu, tau = _px_rescale(nodes)
         if model == "rasch":
             new_sigma, new_beta = _m_step_rasch(sigma, beta, sums)
@@ -302,8 +317,7 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 21, tol: float = 1e-8, max_i
 
 # ----------------------------------------------------------------------------- standard errors
 def _scores_at_nodes(Y, N, alpha, beta, nodes: _Nodes):
-    eta = nodes.z[:, :, None] * alpha[None, None, :] + beta[None, None, :]
-    p = special.expit(eta)
+    p = _node_terms(Y, N, alpha, beta, nodes.z)[0]
     return Y[:, None, :] - N[:, None, :] * p, N[:, None, :] * p * (1 - p)
 
 
@@ -318,14 +332,11 @@ def louis_information(Y, N, alpha, beta, nodes: _Nodes, model: str, full: bool):
     S, K, I = r.shape
     if model == "2pl":
         u = np.concatenate([z[:, :, None] * r, r], axis=2)  # S x K x 2I
-        e_aa = np.einsum("sk,ski->i", pw * z * z, w)
-        e_ab = np.einsum("sk,ski->i", pw * z, w)
-        e_bb = np.einsum("sk,ski->i", pw, w)
+        e_aa, e_ab, e_bb = _wsum(pw * z * z, w), _wsum(pw * z, w), _wsum(pw, w)
     else:
-        u = np.concatenate([np.einsum("sk,ski->sk", z, r)[:, :, None], r], axis=2)  # S x K x (1 + I)
-        e_ss = float(np.einsum("sk,ski->", pw * z * z, w))
-        e_sb = np.einsum("sk,ski->i", pw * z, w)
-        e_bb = np.einsum("sk,ski->i", pw, w)
+        u = np.concatenate([(z * r.sum(axis=2))[:, :, None], r], axis=2)  # S x K x (1 + I)
+        e_ss = float(_wsum(pw * z * z, w).sum())
+        e_sb, e_bb = _wsum(pw * z, w), _wsum(pw, w)
     ubar = np.einsum("sk,skp->sp", pw, u)
     U = np.sqrt(pw)[:, :, None] * (u - ubar[:, None, :])
     if full:
@@ -502,7 +513,7 @@ def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level:
 
 
 def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: str = "system", item: str = "item",
-              trials: str | None = None, n_quadrature: int = 21, tol: float = 1e-8, max_iter: int = 5000,
+              trials: str | None = None, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
               level: float = 0.95) -> IrtNumpyFit:
     """Fit a Rasch or 2PL model by marginal maximum likelihood (numpy engine; see the module doc).
 
