@@ -78,6 +78,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "read_battles": ("mixedeval.data._battles", "read_battles"),
     "bradley_terry": ("mixedeval.workflows.preferences", "bradley_terry"),
     "BradleyTerryResult": ("mixedeval.workflows.preferences", "BradleyTerryResult"),
+    "select_items": ("mixedeval.workflows.item_subsets", "select_items"),
+    "estimate_scores": ("mixedeval.workflows.item_subsets", "estimate_scores"),
+    "next_items": ("mixedeval.workflows.item_subsets", "next_items"),
+    "benchmark_quality": ("mixedeval.workflows.benchmark_quality", "benchmark_quality"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
