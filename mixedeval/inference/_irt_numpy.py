@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import special
+from tqdm.auto import tqdm
 
 from ..data.table import as_pandas
 from ..errors import DataError
@@ -274,7 +275,8 @@ def _px_rescale(nodes: _Nodes):
     return mu, tau
 
 
-def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000) -> dict[str, Any]:
+def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
+           progress: bool = False) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -287,7 +289,9 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     sigma = 1.0
     mode, curv = posterior_modes(Y, N, alpha, beta)
     converged, it, delta = False, 0, np.inf
+    bar = tqdm(total=max_iter, desc=f"IRT {model} EM", unit="it", leave=False, disable=not progress)
     for it in range(1, max_iter + 1):
+        bar.update(1)
         mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode, steps=MODE_STEPS)
         nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
         sums = _item_sums(Y, N, nodes, p)
@@ -309,6 +313,7 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
         if delta < tol:
             converged = True
             break
+    bar.close()
     mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode)
     nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
     return {"alpha": alpha, "beta": beta, "sigma": sigma, "mode": mode, "curv": curv, "nodes": nodes,
@@ -514,20 +519,21 @@ def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level:
 
 def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: str = "system", item: str = "item",
               trials: str | None = None, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-              level: float = 0.95) -> IrtNumpyFit:
+              level: float = 0.95, progress: bool = False) -> IrtNumpyFit:
     """Fit a Rasch or 2PL model by marginal maximum likelihood (numpy engine; see the module doc).
 
     ``data``: a long table (``system``, ``item``, ``score`` 0/1 or correct counts with ``trials``)
     or a wide one (one row per system, one column per item, NaN where not answered). The Rasch
     estimates are those of ``glmer(score ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``
-    (difficulty = -coefficient); the 2PL's abilities are N(0, 1)."""
+    (difficulty = -coefficient); the 2PL's abilities are N(0, 1). ``progress=True`` shows the EM
+    iterations (tqdm)."""
     m = _check_args(model, n_quadrature, tol, max_iter, level)
     resp = response_matrix(data, score=score, system=system, item=item, trials=trials)
     if len(resp.systems) < 2 or len(resp.items) < 2:
         raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
     t0 = time.perf_counter()
     Y, N = resp.y, resp.n
-    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter)
+    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress)
     alpha, beta = em["alpha"], em["beta"]
     if m == "2pl" and alpha.sum() < 0:  # orient the scale: most items keyed the right way
         alpha = -alpha
