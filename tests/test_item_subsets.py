@@ -76,7 +76,7 @@ def test_posterior_moments_equal_a_dense_grid_integral(sim):
     cal, new, _ = sim
     sub = me.select_items(cal, 25, "stratified")
     ans = new.iloc[:3][list(sub.anchors)]
-    res = me.estimate_scores(cal, ans, sub, misfit=False)
+    res = me.estimate_scores(cal, ans, sub, n_folds=0)
     bank = as_bank(cal)
     grid = np.linspace(-9, 9, 8001)
     post_tab = res.estimates("posterior").set_index("system")

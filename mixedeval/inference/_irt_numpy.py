@@ -276,7 +276,7 @@ def _px_rescale(nodes: _Nodes):
 
 
 def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-           progress: bool = False) -> dict[str, Any]:
+           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -287,6 +287,8 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     along it)."""
     alpha, beta = _start_values(Y, N, model)
     sigma = 1.0
+    if start is not None:  # warm start (slope-intercept alpha, beta and the Rasch sigma), e.g. from a fit on more systems
+        alpha, beta, sigma = np.array(start[0], dtype=float), np.array(start[1], dtype=float), float(start[2])
     mode, curv = posterior_modes(Y, N, alpha, beta)
     converged, it, delta = False, 0, np.inf
     bar = tqdm(total=max_iter, desc=f"IRT {model} EM", unit="it", leave=False, disable=not progress)

@@ -15,7 +15,7 @@ computed by the engine's adaptive Gauss-Hermite pieces whatever engine calibrate
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import special
 
 from ..errors import DataError
-from ..inference._irt_numpy import Responses, adaptive_nodes, posterior_modes, response_matrix
+from ..inference._irt_numpy import Responses, adaptive_nodes, fit_em, posterior_modes, response_matrix
 
 #: Gauss-Hermite nodes of the posterior of one system's ability (adaptive: exact far beyond need)
 N_NODES = 41
@@ -40,6 +40,7 @@ class Bank:
     sigma: float
     engine: str
     calibration: Responses | None  # the calibration systems' answers, columns in the order of ``items``
+    source: Any = field(default=None, repr=False, compare=False)  # the calibration object (cache key)
 
     @property
     def alpha(self) -> np.ndarray:
@@ -148,7 +149,8 @@ def as_bank(calibration: Any) -> Bank:
         raise DataError(f"the calibration has items without finite parameters ({', '.join(bad[:5])}); "
                         "drop them (e.g. items answered alike by every system) and recalibrate")
     engine = str(getattr(calibration, "engine", None) or (getattr(calibration, "provenance", None) or {}).get("engine", "R"))
-    return Bank(names, b, a, model, _sigma(calibration, model), engine, _calibration_responses(calibration, names))
+    return Bank(names, b, a, model, _sigma(calibration, model), engine, _calibration_responses(calibration, names),
+                calibration)
 
 
 # ----------------------------------------------------------------------------- posterior of new systems
@@ -181,3 +183,39 @@ def posterior(bank: Bank, y: np.ndarray, n: np.ndarray) -> Posterior:
     mode, curv = posterior_modes(y, n, alpha, beta)
     nodes = adaptive_nodes(y, n, alpha, beta, mode, curv, N_NODES)
     return Posterior(bank.sigma * nodes.z, nodes.post, bank.sigma * mode, bank.sigma / np.sqrt(curv))
+
+
+# ----------------------------------------------------------------------------- cross-fitted banks
+#: fold banks of recent calibrations: (id of the Responses, model, folds, seed) -> (responses, fold ids, banks)
+_FOLD_CACHE: dict[tuple, tuple] = {}
+_FOLD_CACHE_SIZE = 4
+
+
+def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) -> tuple[np.ndarray, list[Bank]]:
+    """Cross-fitting: the calibration systems ``rows`` split into ``n_folds`` folds, and for each
+    fold the bank refitted without that fold's systems (numpy engine, same model, warm-started
+    from the bank's parameters). Returns each row's fold and the fold banks (cached per calibration)."""
+    cal = bank.calibration
+    assert cal is not None
+    owner = bank.source if bank.source is not None else cal
+    key = (id(owner), bank.model, n_folds, repr(random_state), len(rows))
+    hit = _FOLD_CACHE.get(key)
+    if hit is not None and hit[0] is owner:
+        return hit[1], hit[2]
+    rng = np.random.default_rng(random_state)
+    fold = np.empty(len(rows), dtype=int)
+    fold[rng.permutation(len(rows))] = np.arange(len(rows)) % n_folds
+    banks = []
+    start = (bank.alpha, bank.beta, bank.sigma)
+    for f in range(n_folds):
+        train = np.setdiff1d(np.arange(cal.y.shape[0]), rows[fold == f])
+        em = fit_em(cal.y[train], cal.n[train], bank.model, start=start)
+        if bank.model == "2pl":
+            a, b, s = em["alpha"], -em["beta"] / em["alpha"], 1.0
+        else:
+            a, b, s = np.ones(len(bank.items)), -em["beta"], float(em["sigma"])
+        banks.append(Bank(bank.items, b, a, bank.model, s, "numpy", None))
+    if len(_FOLD_CACHE) >= _FOLD_CACHE_SIZE:
+        _FOLD_CACHE.pop(next(iter(_FOLD_CACHE)))
+    _FOLD_CACHE[key] = (owner, fold, banks)
+    return fold, banks

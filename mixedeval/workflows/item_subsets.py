@@ -34,9 +34,9 @@ from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult
 from ..inference._irt_numpy import response_matrix
-from ._irt_bank import Bank, Posterior, as_bank, posterior
+from ._irt_bank import Bank, Posterior, as_bank, fold_banks, posterior
 
-METHODS = ("stratified", "cluster", "random")
+METHODS = ("stratified", "information", "cluster", "random")
 #: the estimators, headline first
 ESTIMATORS = ("gp_irt", "p_irt", "irt", "anchor", "posterior")
 #: (systems x nodes x items) values computed at once
@@ -144,6 +144,8 @@ def select_items(calibration: Any, n_items: int = 100, method: str = "stratified
       k-means with ``n_items`` clusters of the items' correctness vectors across the calibration
       systems (k-means++ seeding with ``random_state``), the item nearest each centroid is the
       anchor, weight = cluster size / bank size;
+    * ``"information"``: the ``n_items`` items of largest average information, equal weights
+      (the most precise ability; the anchor mean is then not representative of the bank);
     * ``"random"``: a simple random sample, equal weights (the baseline).
 
     Returns an :class:`ItemSubset` (``.anchors``, ``.weights``, ``.table``)."""
@@ -157,6 +159,9 @@ def select_items(calibration: Any, n_items: int = 100, method: str = "stratified
     info = bank.expected_information()
     if method == "random":
         chosen = np.sort(rng.choice(I, size=n_items, replace=False))
+        group, size = np.arange(n_items), np.full(n_items, I / n_items)
+    elif method == "information":
+        chosen = np.argsort(-info, kind="stable")[:n_items]
         group, size = np.arange(n_items), np.full(n_items, I / n_items)
     elif method == "stratified":
         chosen, group, size = _by_strata(bank, n_items, info)
@@ -225,55 +230,69 @@ def _gp(core: dict[str, Any], lam: float) -> np.ndarray:
 @dataclass(frozen=True)
 class _Tuning:
     gp_lambda: float
-    misfit_var: dict[str, float]
+    inflation: dict[str, float]
     table: pd.DataFrame
     source: str
 
 
-def _tuning_table(core: dict[str, Any], truth: np.ndarray, lam: float, z: float) -> tuple[dict[str, float], pd.DataFrame]:
-    rows, misfit = [], {}
+def _gather(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, n_folds: int, random_state: Any):
+    """Cross-fitted estimates for the calibration systems that answered every item: each fold's
+    systems are scored by the bank refitted without them, from their answers to the subset."""
+    cal = bank.calibration
+    rows = np.nonzero((cal.n > 0).all(axis=1))[0]
+    fold, banks = fold_banks(bank, rows, n_folds, random_state)
+    mask = np.zeros(len(bank.items), dtype=bool)
+    mask[subset] = True
+    parts = []
+    for f, fb in enumerate(banks):
+        r = rows[fold == f]
+        core = _core(fb, cal.y[r] * mask, cal.n[r] * mask, w_anchor)
+        core["truth"] = (cal.y[r] / cal.n[r]).mean(axis=1)
+        parts.append(core)
+    keys = ("mean", "var", "irt", "p_irt", "anchor", "posterior", "truth")
+    return {k: np.concatenate([c[k] for c in parts]) for k in keys}
+
+
+def _tuning_table(core: dict[str, Any], lam: float, z: float) -> tuple[dict[str, float], pd.DataFrame]:
+    rows, inflation = [], {}
+    truth = core["truth"]
     for e in ESTIMATORS:
         est = _gp(core, lam) if e == "gp_irt" else core[e]
         ok = np.isfinite(est) & np.isfinite(truth)
         err2 = (est[ok] - truth[ok]) ** 2
         mse = _mse(core, est)[ok]
-        tau2 = float(max(0.0, np.mean(err2 - mse))) if ok.any() else 0.0
-        misfit[e] = tau2
-        cover = float(np.mean(np.abs(est[ok] - truth[ok]) <= z * np.sqrt(mse + tau2))) if ok.any() else np.nan
+        infl = float(max(1.0, np.mean(err2) / np.mean(mse))) if ok.any() and np.mean(mse) > 0 else 1.0
+        inflation[e] = infl
+        cover = float(np.mean(err2 <= z ** 2 * infl * mse)) if ok.any() else np.nan
         rows.append({"estimator": e, "n_systems": int(ok.sum()), "rmse": float(np.sqrt(np.mean(err2))) if ok.any() else np.nan,
                      "mean_abs_error": float(np.mean(np.sqrt(err2))) if ok.any() else np.nan,
                      "model_sd": float(np.sqrt(np.mean(mse))) if ok.any() else np.nan,
-                     "misfit_sd": math.sqrt(tau2), "coverage": cover})
-    return misfit, pd.DataFrame(rows)
+                     "inflation": infl, "coverage": cover})
+    return inflation, pd.DataFrame(rows)
 
 
-def _tune(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, z: float) -> _Tuning | None:
-    """gp-IRT's weight and each estimator's misfit variance from the calibration systems answering
-    the subset (their full-bank accuracy is known)."""
+def _tune(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, z: float, n_folds: int,
+          random_state: Any) -> _Tuning | None:
+    """gp-IRT's weight and each estimator's variance inflation from cross-fitted calibration
+    systems (their full-bank accuracy is known; the bank that scores them never saw them)."""
     cal = bank.calibration
-    if cal is None:
+    if cal is None or n_folds < 2 or (cal.n > 0).all(axis=1).sum() < 2 * n_folds:
         return None
-    full = (cal.n > 0).all(axis=1)
-    if full.sum() < 5:
-        return None
-    mask = np.zeros(len(bank.items), dtype=bool)
-    mask[subset] = True
-    y, n = cal.y[full] * mask, cal.n[full] * mask
-    truth = (cal.y[full] / cal.n[full]).mean(axis=1)
-    core = _core(bank, y, n, w_anchor)
+    core = _gather(bank, subset, w_anchor, n_folds, random_state)
+    truth = core["truth"]
     b2 = float(np.mean((core["p_irt"] - truth) ** 2))
     s2 = float(np.nanmean((core["anchor"] - truth) ** 2))
     lam = b2 / (b2 + s2) if (b2 + s2) > 0 else 0.0
-    misfit, table = _tuning_table(core, truth, lam, z)
-    return _Tuning(lam, misfit, table, "calibration systems")
+    inflation, table = _tuning_table(core, lam, z)
+    return _Tuning(lam, inflation, table, f"{n_folds}-fold cross-fitted calibration systems")
 
 
 def _model_tuning(core: dict[str, Any]) -> _Tuning:
-    """Without calibration answers: gp-IRT's weight from the posterior MSEs, no misfit term."""
+    """Without calibration answers: gp-IRT's weight from the posterior MSEs, no inflation."""
     b2 = float(np.mean(_mse(core, core["p_irt"])))
     s2 = float(np.nanmean(_mse(core, core["anchor"])))
     lam = b2 / (b2 + s2) if (b2 + s2) > 0 and np.isfinite(s2) else 0.0
-    return _Tuning(lam, {e: 0.0 for e in ESTIMATORS}, pd.DataFrame(), "model only")
+    return _Tuning(lam, {e: 1.0 for e in ESTIMATORS}, pd.DataFrame(), "model only")
 
 
 @dataclass(frozen=True, repr=False)
@@ -285,8 +304,9 @@ class SubsetScores(_WorkflowResult):
     see :func:`estimate_scores`). ``leaderboard``: best first by the headline estimator
     (``estimator``), with simultaneous rank intervals. ``abilities``: system, ability (posterior
     mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
-    on the calibration systems answering the same subset (rmse, mean_abs_error), the model's
-    predictive SD, the misfit SD added to the intervals and the in-sample coverage.
+    on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
+    model's root mean squared error there (model_sd), the variance inflation applied to the
+    intervals and the resulting coverage on those systems.
     """
 
     table: pd.DataFrame
@@ -373,7 +393,7 @@ def _score_rows(systems, core, lam: float, tuning: _Tuning, z: float, n_answered
     rows = []
     for e in ESTIMATORS:
         est = _gp(core, lam) if e == "gp_irt" else core[e]
-        se = np.sqrt(_mse(core, est) + tuning.misfit_var.get(e, 0.0))
+        se = np.sqrt(_mse(core, est) * tuning.inflation.get(e, 1.0))
         rows.append(pd.DataFrame({"system": list(systems), "estimator": e, "estimate": est, "std_error": se,
                                   "conf_low": np.clip(est - z * se, 0, 1), "conf_high": np.clip(est + z * se, 0, 1),
                                   "n_answered": n_answered}))
@@ -397,7 +417,7 @@ def _headline(board: pd.DataFrame, direction, level: float, reference: Any, esti
 
 def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, score: str = "score",
                     system: str = "system", item: str = "item", estimator: str = "gp_irt", level: float = 0.95,
-                    misfit: bool = True, higher_is_better: bool | None = None, reference: Any = None,
+                    n_folds: int = 5, higher_is_better: bool | None = None, reference: Any = None,
                     random_state: Any = None) -> SubsetScores:
     """Each new system's accuracy on the whole calibrated bank from its answers to a subset.
 
@@ -414,8 +434,8 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     * ``anchor``: the weighted anchor mean ``sum_j w_j y_j``;
     * ``gp_irt``: ``lambda * anchor + (1 - lambda) * p_irt``, with the paper's heuristic
       ``lambda = b^2 / (b^2 + s^2)``, ``b^2`` and ``s^2`` the mean squared errors of p-IRT and of
-      the anchor estimate over the calibration systems answering the same subset (their
-      full-bank accuracies are known);
+      the anchor estimate over the cross-fitted calibration systems answering the same subset
+      (their full-bank accuracies are known);
     * ``posterior``: the posterior predictive mean of the full-bank accuracy (Bayes estimate).
 
     Intervals (none of the peers has one): under the calibrated model the unanswered answers are
@@ -424,12 +444,18 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     posterior predictive mean ``m`` and variance ``v = (1/I^2) [E sum_{i not in A} p_i (1 - p_i) +
     Var(sum_{i not in A} p_i)]`` (the Bernoulli noise of the unseen part and the ability's
     uncertainty propagated to the accuracy); each estimator ``e`` gets the standard error
-    ``sqrt(v + (m - e)^2 + tau_e^2)`` (its posterior root mean squared error) and the normal
-    interval at ``level``, clipped to [0, 1]. ``tau_e^2`` (``misfit=True``) is the excess of the
-    squared errors over the model's MSE on the calibration systems (0 when the model fits; it
-    widens the intervals when it does not). The calibration systems helped fit the item
-    parameters, so this in-sample excess errs low; the coverage on held-out systems is measured
-    in ``benchmarks/calibration_irt_subsets.py``.
+    ``sqrt(c_e * (v + (m - e)^2))`` (its posterior root mean squared error, inflated) and the
+    normal interval at ``level``, clipped to [0, 1].
+
+    Calibration on held-out systems (``n_folds``, default 5): the model ignores the error of the
+    item parameters, and anchors chosen for their (estimated) information have overestimated
+    discriminations (the winner's curse), so the posterior is too sure of the ability. The
+    calibration systems that answered every item are split into ``n_folds`` folds (with
+    ``random_state``); each fold is scored from its answers to the subset by the bank refitted
+    without it (numpy engine, same model, warm-started), and ``c_e = max(1, mean squared error /
+    mean model MSE)`` over these cross-fitted systems. The fold fits are cached per calibration.
+    ``n_folds=0`` gives the model's intervals alone. The coverage on new held-out systems is
+    measured in ``benchmarks/calibration_irt_subsets.py``.
 
     The leaderboard ranks the systems by ``estimator`` with simultaneous rank intervals; the
     headline compares the best with the runner-up (or ``reference``)."""
@@ -442,9 +468,9 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     w, subset, wsource = _anchor_weights(bank, anchors, n)
     z = float(stats.norm.ppf(0.5 + level / 2))
     core = _core(bank, y, n, w)
-    tuning = _tune(bank, subset, w, z) or _model_tuning(core)
-    if not misfit:
-        tuning = _Tuning(tuning.gp_lambda, {e: 0.0 for e in ESTIMATORS}, tuning.table, tuning.source)
+    if not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
+        raise DataError(f"n_folds={n_folds!r} must be 0 (model-only intervals) or a whole number >= 2")
+    tuning = _tune(bank, subset, w, z, int(n_folds), random_state) or _model_tuning(core)
     n_answered = (n > 0).sum(axis=1)
     table = _score_rows(systems, core, tuning.gp_lambda, tuning, z, n_answered)
     post: Posterior = core["_post"]
@@ -457,7 +483,7 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
                                 random_state=random_state)
     ws = _score_warnings(tuning, n_answered, len(bank.items))
     prov = {"calibration_engine": bank.engine, "model": bank.model, "anchors": wsource, "n_subset": int(len(subset)),
-            "tuning": tuning.source, "misfit": misfit, "level": level, "n_nodes": 41}
+            "tuning": tuning.source, "n_folds": n_folds, "random_state": random_state, "level": level, "n_nodes": 41}
     return SubsetScores(table=table, leaderboard=board, abilities=abilities, tuning=tuning.table, estimator=estimator,
                         gp_lambda=tuning.gp_lambda, level=level, n_bank=len(bank.items),
                         headline=_headline(board, direction, level, reference, estimator), direction=direction,
@@ -466,17 +492,19 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
 
 def _score_warnings(tuning: _Tuning, n_answered: np.ndarray, n_bank: int) -> tuple[ResultWarning, ...]:
     ws = []
-    if tuning.source != "calibration systems":
-        ws.append(ResultWarning("model_only_intervals", "the calibration has no answers of systems that answered the "
-                                "whole bank: the gp-IRT weight comes from the model and the intervals have no misfit term"))
+    if tuning.source == "model only":
+        ws.append(ResultWarning("model_only_intervals", "no cross-fitting (n_folds=0, or too few calibration systems "
+                                "answered the whole bank): the gp-IRT weight comes from the model and the intervals "
+                                "are the model's alone"))
     if np.any(n_answered == 0):
         ws.append(ResultWarning("no_answers", f"{int(np.sum(n_answered == 0))} system(s) answered no bank item: "
                                 "their estimates are the calibration population's average"))
     t = tuning.table
-    big = [] if t.empty else list(t.loc[t["misfit_sd"] > 0.5 * t["model_sd"], "estimator"])
+    big = [] if t.empty else list(t.loc[t["inflation"] > 1.5, "estimator"])
     if big:
-        ws.append(ResultWarning("misfit", "the calibration systems' errors exceed the model's for "
-                                f"{', '.join(big)}: their intervals are widened by the excess (see .tuning)"))
+        ws.append(ResultWarning("misfit", "on the cross-fitted calibration systems the errors of "
+                                f"{', '.join(big)} exceed the model's by more than half its variance: their intervals "
+                                "are widened accordingly (see .tuning)"))
     return tuple(ws)
 
 
