@@ -162,3 +162,26 @@ def test_bad_input(sim):
         me.estimate_scores(cal, new.iloc[:2, :5], estimator="magic")
     with pytest.raises(DataError, match="calibration"):
         me.select_items(pd.DataFrame({"x": [1]}), 3)
+
+
+def test_cross_fitting_scores_each_fold_with_a_bank_that_never_saw_it(sim):
+    from mixedeval.workflows._irt_bank import fold_banks
+
+    cal, _, _ = sim
+    bank = as_bank(cal)
+    rows = np.arange(len(cal.abilities))
+    fold, banks = fold_banks(bank, rows, 3, random_state=5)
+    assert sorted(np.bincount(fold)) == [50, 50, 50]
+    train = np.nonzero(fold != 1)[0]
+    direct = irt_numpy(cal.responses[cal.responses["system"].isin(np.asarray(bank.calibration.systems)[train])], "2pl")
+    np.testing.assert_allclose(banks[1].difficulty, direct.items["difficulty"], atol=1e-5)
+    np.testing.assert_allclose(banks[1].discrimination, direct.items["discrimination"], atol=1e-5)
+    again = fold_banks(bank, rows, 3, random_state=5)
+    assert again[1][1] is banks[1]  # cached per calibration object
+
+
+def test_information_anchors_are_the_most_informative_items(sim):
+    cal, _, _ = sim
+    sub = me.select_items(cal, 10, "information")
+    info = as_bank(cal).expected_information()
+    assert set(sub.anchors) == {as_bank(cal).items[i] for i in np.argsort(-info)[:10]}

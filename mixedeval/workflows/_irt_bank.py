@@ -202,7 +202,7 @@ def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) ->
     hit = _FOLD_CACHE.get(key)
     if hit is not None and hit[0] is owner:
         return hit[1], hit[2]
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(0 if random_state is None else random_state)  # None: a fixed split
     fold = np.empty(len(rows), dtype=int)
     fold[rng.permutation(len(rows))] = np.arange(len(rows)) % n_folds
     banks = []
