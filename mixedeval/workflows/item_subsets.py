@@ -451,9 +451,9 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     item parameters, and anchors chosen for their (estimated) information have overestimated
     discriminations (the winner's curse), so the posterior is too sure of the ability. The
     calibration systems that answered every item are split into ``n_folds`` folds (with
-    ``random_state``; a fixed split when None); each fold is scored from its answers to the subset by the bank refitted
-    without it (numpy engine, same model, warm-started), and ``c_e = max(1, mean squared error /
-    mean model MSE)`` over these cross-fitted systems. The fold fits are cached per calibration.
+    ``random_state``; a fixed split when None); each fold is scored from its answers to the
+    subset by the bank refitted without it (numpy engine, same model, warm-started), and
+    ``c_e = max(1, mean squared error / mean model MSE)`` over these cross-fitted systems. The fold fits are cached per calibration.
     ``n_folds=0`` gives the model's intervals alone. The coverage on new held-out systems is
     measured in ``benchmarks/calibration_irt_subsets.py``.
 
