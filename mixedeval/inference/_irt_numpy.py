@@ -60,6 +60,12 @@ MODELS = ("rasch", "2pl")
 FULL_INFO_MAX = 800
 #: Newton iterations of the posterior modes per EM iteration
 MODE_STEPS = 3
+#: bound on |discrimination x sigma| (a slope of 20 per SD is a step function): items that
+#: separate the systems perfectly would otherwise run off to infinity and stall the EM
+ALPHA_MAX = 20.0
+#: the EM also stops when the marginal log-likelihood changes by less than this (relative),
+#: which ends the slow creep of parameters without information (items answered alike by all)
+LL_RTOL = 1e-12
 
 
 # ----------------------------------------------------------------------------- response matrices
@@ -290,7 +296,7 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     if start is not None:  # warm start (slope-intercept alpha, beta and the Rasch sigma), e.g. from a fit on more systems
         alpha, beta, sigma = np.array(start[0], dtype=float), np.array(start[1], dtype=float), float(start[2])
     mode, curv = posterior_modes(Y, N, alpha, beta)
-    converged, it, delta = False, 0, np.inf
+    converged, it, delta, ll_prev = False, 0, np.inf, -np.inf
     bar = tqdm(total=max_iter, desc=f"IRT {model} EM", unit="it", leave=False, disable=not progress)
     for it in range(1, max_iter + 1):
         bar.update(1)
@@ -301,20 +307,23 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
         if model == "rasch":
             new_sigma, new_beta = _m_step_rasch(sigma, beta, sums)
             new_beta = new_beta + new_sigma * mu
-            new_sigma = abs(new_sigma * tau) if new_sigma != 0 else 1e-6
+            new_sigma = min(abs(new_sigma * tau), ALPHA_MAX) if new_sigma != 0 else 1e-6
+            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
             delta = max(abs(new_sigma - sigma), float(np.max(np.abs(new_beta - beta))))
             sigma, beta = new_sigma, new_beta
             alpha = np.full(Y.shape[1], sigma)
         else:
             new_alpha, new_beta = _m_step_2pl(alpha, beta, sums)
             new_beta = new_beta + new_alpha * mu
-            new_alpha = new_alpha * tau
+            new_alpha = np.clip(new_alpha * tau, -ALPHA_MAX, ALPHA_MAX)
+            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
             delta = max(float(np.max(np.abs(new_alpha - alpha))), float(np.max(np.abs(new_beta - beta))))
             alpha, beta = new_alpha, new_beta
         mode = (mode - mu) / tau
-        if delta < tol:
+        if delta < tol or (it > 5 and abs(nodes.loglik - ll_prev) <= LL_RTOL * abs(ll_prev)):
             converged = True
             break
+        ll_prev = nodes.loglik
     bar.close()
     mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode)
     nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
@@ -498,6 +507,10 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
         ws.append(ResultWarning("no_information", f"{len(extreme)} item(s) answered alike by every system "
                                 f"({', '.join(extreme[:5])}{', ...' if len(extreme) > 5 else ''}): their difficulty "
                                 "runs off to the edge of the scale and carries no information"))
+    if model == "2pl" and np.any(np.abs(em["alpha"]) >= ALPHA_MAX):
+        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= ALPHA_MAX))} item(s) "
+                                f"separate the systems (almost) perfectly: their discrimination stopped at the bound "
+                                f"{ALPHA_MAX:g} (it runs off to infinity in maximum likelihood)"))
     if model == "2pl" and np.any(em["alpha"] < 0):
         neg = int(np.sum(em["alpha"] < 0))
         ws.append(ResultWarning("negative_discrimination", f"{neg} item(s) have a negative discrimination "
