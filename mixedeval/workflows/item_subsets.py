@@ -41,6 +41,8 @@ METHODS = ("stratified", "information", "cluster", "random")
 ESTIMATORS = ("gp_irt", "p_irt", "irt", "anchor", "posterior")
 #: (systems x nodes x items) values computed at once
 CHUNK_VALUES = 4_000_000
+#: leaderboards with simultaneous rank intervals (and letters) up to this many systems
+RANK_INTERVALS_MAX = 60
 
 
 # ============================================================================= select_items
@@ -302,7 +304,8 @@ class SubsetScores(_WorkflowResult):
     ``table``: system, estimator, estimate, std_error, conf_low, conf_high, n_answered (one row
     per system and estimator; estimators ``gp_irt``, ``p_irt``, ``irt``, ``anchor``, ``posterior``,
     see :func:`estimate_scores`). ``leaderboard``: best first by the headline estimator
-    (``estimator``), with simultaneous rank intervals. ``abilities``: system, ability (posterior
+    (``estimator``), with simultaneous rank intervals (up to 60 systems; beyond, the ranks and
+    intervals of the estimates only). ``abilities``: system, ability (posterior
     mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
     on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
     model's root mean squared error there (model_sd), the variance inflation applied to the
@@ -478,16 +481,30 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
                               "ability_eap": post.mean, "std_error_eap": post.sd, "n_answered": n_answered})
     head = table[table["estimator"] == estimator].set_index("system")
     direction = _answer.direction("accuracy", higher_is_better)
-    board = _answer.leaderboard(head["estimate"], std_error=head["std_error"], conf_low=head["conf_low"],
-                                conf_high=head["conf_high"], higher_is_better=direction.higher_is_better, level=level,
-                                random_state=random_state)
+    board = _board(head, direction, level, random_state)
     ws = _score_warnings(tuning, n_answered, len(bank.items))
+    if len(head) > RANK_INTERVALS_MAX:
+        ws += (ResultWarning("no_rank_intervals", f"{len(head)} systems: the simultaneous rank intervals and letters "
+                             f"are computed for at most {RANK_INTERVALS_MAX} systems (their cost grows fast)"),)
     prov = {"calibration_engine": bank.engine, "model": bank.model, "anchors": wsource, "n_subset": int(len(subset)),
             "tuning": tuning.source, "n_folds": n_folds, "random_state": random_state, "level": level, "n_nodes": 41}
     return SubsetScores(table=table, leaderboard=board, abilities=abilities, tuning=tuning.table, estimator=estimator,
                         gp_lambda=tuning.gp_lambda, level=level, n_bank=len(bank.items),
                         headline=_headline(board, direction, level, reference, estimator), direction=direction,
                         warnings=ws, provenance=prov)
+
+
+def _board(head: pd.DataFrame, direction, level: float, random_state: Any) -> pd.DataFrame:
+    """The best-first leaderboard; rank intervals only up to :data:`RANK_INTERVALS_MAX` systems."""
+    if len(head) <= RANK_INTERVALS_MAX:
+        return _answer.leaderboard(head["estimate"], std_error=head["std_error"], conf_low=head["conf_low"],
+                                   conf_high=head["conf_high"], higher_is_better=direction.higher_is_better,
+                                   level=level, random_state=random_state)
+    board = _answer.leaderboard(head["estimate"], higher_is_better=direction.higher_is_better)
+    idx = board["name"].to_numpy()
+    for c in ("std_error", "conf_low", "conf_high"):
+        board[c] = head.loc[idx, c].to_numpy()
+    return board
 
 
 def _score_warnings(tuning: _Tuning, n_answered: np.ndarray, n_bank: int) -> tuple[ResultWarning, ...]:
