@@ -25,7 +25,8 @@ from doc_examples import (ROOT, blocks, check_command_lines, mentioned_subcomman
                           subcommands)
 
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if not any(part.startswith("_") for part in p.relative_to(DOCS).parts))
+PAGES = sorted(p for p in DOCS.rglob("*.md") if not any(part.startswith("_") or part == "changelog_fragments"
+                                                        for part in p.relative_to(DOCS).parts))
 MAX_SKIPPED = 5
 
 
