@@ -86,6 +86,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "bradley_terry_corrected": ("mixedeval.workflows._judges_battles", "bradley_terry_corrected"),
     "irt": ("mixedeval.inference._irt", "irt"),
     "IrtResult": ("mixedeval.inference._irt", "IrtResult"),
+    "select_items": ("mixedeval.workflows.item_subsets", "select_items"),
+    "estimate_scores": ("mixedeval.workflows.item_subsets", "estimate_scores"),
+    "next_items": ("mixedeval.workflows.item_subsets", "next_items"),
+    "benchmark_quality": ("mixedeval.workflows.benchmark_quality", "benchmark_quality"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

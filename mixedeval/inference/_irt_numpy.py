@@ -1,0 +1,593 @@
+"""Marginal maximum likelihood of the Rasch and 2PL item response models in numpy (the fast engine).
+
+Model (the package's IRT convention): system ``s`` answers item ``i`` correctly ``y_si`` times out
+of ``n_si`` trials (0/1 scores: ``n_si = 1``; missing cells: ``n_si = 0``) with
+
+    logit P(correct) = discrimination_i * (ability_s - difficulty_i)
+
+* ``"2pl"``: ability ~ N(0, 1) (the scale of the calibration systems), free discrimination and
+  difficulty per item;
+* ``"rasch"``: discrimination 1, ability ~ N(0, sigma^2) in logits, sigma estimated. This is the
+  marginal likelihood of ``lme4::glmer(score ~ 0 + item + (1 | system), binomial, nAGQ = q)``
+  with ``difficulty_i = -coef(item_i)`` and ``sigma`` the system standard deviation.
+
+Internally the linear predictor is written in slope-intercept form ``eta = alpha_i * z + beta_i``
+with ``z ~ N(0, 1)`` (2PL: ``alpha_i = discrimination_i``, ``beta_i = -alpha_i * difficulty_i``;
+Rasch: ``alpha_i = sigma`` for every item, ``beta_i = -difficulty_i``).
+
+Algorithm: Bock & Aitkin's (1981) EM with *adaptive* Gauss-Hermite quadrature (Pinheiro & Bates
+1995; the rule of ``glmer(nAGQ = q)``): per system the nodes are centred at the posterior mode of
+``z`` and scaled by its curvature, so a few nodes integrate the likelihood of thousands of items
+exactly (a fixed grid cannot: the posterior is then far narrower than the grid's spacing). The
+E step gives each system's posterior weights at its nodes; the M step is one Newton step per
+item on the expected complete-data log-likelihood (for the Rasch model jointly with sigma, whose
+Hessian is an arrow matrix solved by its Schur complement). Iterations stop when no parameter
+moves by more than ``tol``. At the fixed point the gradient of the adaptive-quadrature marginal
+log-likelihood is zero (Fisher's identity), so the estimates are glmer's up to the quadrature
+and optimizer tolerances.
+
+Standard errors: the observed information of the marginal likelihood by Louis' (1982) formula
+(expected complete-data information minus the posterior covariance of the complete-data score),
+inverted in full when the model has at most :data:`FULL_INFO_MAX` parameters; otherwise per
+item (each item's own block, which ignores the small covariances between items through the
+ability scale; the result says which in ``se_method``). Abilities: the posterior mode (lme4's
+conditional mode, ``ranef``) with the conditional standard deviation ``1 / sqrt(curvature)``
+(``condVar``), and the posterior mean (EAP) with the posterior standard deviation, both
+computed with the calibrated item parameters held fixed.
+
+Identification of the 2PL: the sign of the ability scale is chosen so that the discriminations
+sum to a positive number (most items are keyed in the right direction).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special
+from tqdm.auto import tqdm
+
+from ..data.table import as_pandas
+from ..errors import DataError
+from ..results import ResultMixin, ResultWarning
+
+#: models of this engine
+MODELS = ("rasch", "2pl")
+#: full Louis information (and its inverse) up to this many parameters, per-item blocks above
+FULL_INFO_MAX = 800
+#: Newton iterations of the posterior modes per EM iteration
+MODE_STEPS = 3
+#: bound on |discrimination x sigma| (a slope of 20 per SD is a step function): items that
+#: separate the systems perfectly would otherwise run off to infinity and stall the EM
+ALPHA_MAX = 20.0
+#: the EM also stops when the marginal log-likelihood changes by less than this (relative),
+#: which ends the slow creep of parameters without information (items answered alike by all)
+LL_RTOL = 1e-12
+
+
+# ----------------------------------------------------------------------------- response matrices
+@dataclass(frozen=True)
+class Responses:
+    """Correct counts ``y`` and trials ``n`` (systems x items; 0 trials where unobserved)."""
+
+    y: np.ndarray
+    n: np.ndarray
+    systems: tuple[str, ...]
+    items: tuple[str, ...]
+
+    def long(self) -> pd.DataFrame:
+        """The observed cells as a long table: system, item, score (correct count), trials."""
+        s, i = np.nonzero(self.n > 0)
+        return pd.DataFrame({"system": np.asarray(self.systems, dtype=object)[s],
+                             "item": np.asarray(self.items, dtype=object)[i],
+                             "score": self.y[s, i], "trials": self.n[s, i]})
+
+
+def _check_counts(y: np.ndarray, n: np.ndarray, what: str) -> None:
+    obs = n > 0
+    if not np.all(np.isfinite(y[obs])):
+        raise DataError(f"{what}: scores must be finite 0/1 values (or correct counts of trials)")
+    bad = obs & ((y < 0) | (y > n) | (np.abs(y - np.round(y)) > 1e-9))
+    if bad.any():
+        raise DataError(
+            f"{what}: {int(bad.sum())} cell(s) are not 0/1 scores or whole correct counts between 0 and the trials; "
+            "IRT needs correct/incorrect answers: score 0/1 per row (repeated rows of a system and item are counted "
+            "as trials), or pass trials= with correct counts")
+
+
+def response_matrix(data: Any, *, score: str = "score", system: str = "system", item: str = "item",
+                    trials: str | None = None) -> Responses:
+    """Systems x items count matrices from a long table (columns ``system``, ``item``, ``score``
+    [, ``trials``]) or a wide one (one row per system, one column per item; the systems in the
+    index, or in a ``system`` column). Repeated (system, item) rows are summed as trials (epochs)."""
+    if isinstance(data, Responses):
+        return data
+    df = as_pandas(data)
+    if len(df) == 0:
+        raise DataError("the response table is empty; give one row per system and item (or a wide table)")
+    cols = [str(c) for c in df.columns]
+    if system in cols and item in cols and score in cols:
+        return _from_long(df, score, system, item, trials)
+    if score in cols and (system in cols) != (item in cols):
+        missing = item if system in cols else system
+        raise DataError(f"column {missing!r} is not in the data; name the system and item columns with system= and item=")
+    return _from_wide(df, system)
+
+
+def _from_long(df: pd.DataFrame, score: str, system: str, item: str, trials: str | None) -> Responses:
+    keep = df[[system, item]].notna().all(axis=1) & df[score].notna()
+    d = df.loc[keep]
+    if d.empty:
+        raise DataError(f"no rows with a {score!r}, {system!r} and {item!r} value")
+    try:
+        y = pd.to_numeric(d[score].astype(float))
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"column {score!r} must hold 0/1 scores (or correct counts), not {d[score].dtype}") from exc
+    n = pd.to_numeric(d[trials]).astype(float) if trials is not None else pd.Series(1.0, index=d.index)
+    s_codes, s_lev = pd.factorize(d[system].astype(str), sort=True)
+    i_codes, i_lev = pd.factorize(d[item].astype(str), sort=True)
+    Y = np.zeros((len(s_lev), len(i_lev)))
+    N = np.zeros_like(Y)
+    np.add.at(Y, (s_codes, i_codes), y.to_numpy())
+    np.add.at(N, (s_codes, i_codes), n.to_numpy())
+    _check_counts(Y, N, f"column {score!r}")
+    return Responses(Y, N, tuple(map(str, s_lev)), tuple(map(str, i_lev)))
+
+
+def _from_wide(df: pd.DataFrame, system: str) -> Responses:
+    if system in [str(c) for c in df.columns]:
+        df = df.set_index(system)
+    names = [str(s) for s in df.index]
+    if len(set(names)) != len(names):
+        raise DataError("the wide table repeats a system in its index; give one row per system")
+    try:
+        M = df.to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        try:
+            M = df.apply(pd.to_numeric).to_numpy(dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError("a wide response table needs one row per system and 0/1 values (or NaN) in every item "
+                            "column") from exc
+    N = np.isfinite(M).astype(float)
+    Y = np.where(N > 0, M, 0.0)
+    _check_counts(Y, N, "wide table")
+    return Responses(Y, N, tuple(names), tuple(str(c) for c in df.columns))
+
+
+# ----------------------------------------------------------------------------- quadrature pieces
+#: the linear predictor is clipped here (P(correct) within 1e-13 of 0 or 1) so that the
+#: log-likelihood stays finite; glmer's binomial family clips the same way (at machine precision)
+ETA_CLIP = 30.0
+
+
+def _node_terms(Y, N, alpha, beta, z):
+    """P(correct) at abilities ``z`` (S x K) for every item (S x K x I) and each system's binomial
+    log-likelihood there (S x K), with the linear predictor computed once."""
+    eta = np.clip(z[:, :, None] * alpha[None, None, :] + beta[None, None, :], -ETA_CLIP, ETA_CLIP)
+    q = special.expit(-eta)
+    # y * eta - n * log(1 + exp(eta)) = y * eta + n * log(q)
+    ll = np.matmul(eta, Y[:, :, None])[:, :, 0] + np.matmul(np.log(q), N[:, :, None])[:, :, 0]
+    return 1.0 - q, ll
+
+
+def _cond_loglik(Y, N, alpha, beta, z):
+    """Binomial log-likelihood of every system at abilities ``z`` (S x K) -> (S x K)."""
+    return _node_terms(Y, N, alpha, beta, z)[1]
+
+
+def posterior_modes(Y, N, alpha, beta, z0=None, steps: int = 50, tol: float = 1e-10):
+    """Posterior modes of ``z ~ N(0, 1)`` per system and the curvature there (Newton, vectorized)."""
+    z = np.zeros(Y.shape[0]) if z0 is None else np.array(z0, dtype=float)
+    h = np.ones_like(z)
+    for _ in range(steps):
+        eta = z[:, None] * alpha[None, :] + beta[None, :]
+        p = special.expit(eta)
+        g = (Y - N * p) @ alpha - z
+        h = (N * p * (1 - p)) @ (alpha ** 2) + 1.0
+        step = np.clip(g / h, -2.0, 2.0)
+        z = z + step
+        if np.max(np.abs(step)) < tol:
+            break
+    eta = z[:, None] * alpha[None, :] + beta[None, :]
+    p = special.expit(eta)
+    h = (N * p * (1 - p)) @ (alpha ** 2) + 1.0
+    return z, h
+
+
+@dataclass
+class _Nodes:
+    z: np.ndarray  # S x K abilities (z scale)
+    logw: np.ndarray  # S x K log quadrature weights (including the N(0,1) density and the Jacobian)
+    post: np.ndarray  # S x K normalized posterior weights
+    loglik: float  # marginal log-likelihood
+
+
+def adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature: int, keep_p: bool = False):
+    """Adaptive Gauss-Hermite nodes per system and the posterior weights there (with
+    ``keep_p=True`` also P(correct) at the nodes, S x K x I)."""
+    x, w = np.polynomial.hermite.hermgauss(n_quadrature)
+    scale = np.sqrt(2.0 / curv)
+    z = mode[:, None] + scale[:, None] * x[None, :]
+    logw = (np.log(w)[None, :] + x[None, :] ** 2 + np.log(scale)[:, None]
+            - 0.5 * z ** 2 - 0.5 * math.log(2 * math.pi))
+    p, ll = _node_terms(Y, N, alpha, beta, z)
+    lg = logw + ll
+    m = lg.max(axis=1, keepdims=True)
+    tot = np.log(np.exp(lg - m).sum(axis=1, keepdims=True)) + m
+    nodes = _Nodes(z, logw, np.exp(lg - tot), float(tot.sum()))
+    return (nodes, p) if keep_p else nodes
+
+
+def _binomial_const(Y, N) -> float:
+    obs = N > 0
+    return float(np.sum(special.gammaln(N[obs] + 1) - special.gammaln(Y[obs] + 1) - special.gammaln(N[obs] - Y[obs] + 1)))
+
+
+# ----------------------------------------------------------------------------- EM
+def _wsum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``sum_{s,k} weights[s, k] * x[s, k, :]`` as one BLAS matrix-vector product."""
+    return weights.reshape(-1) @ x.reshape(-1, x.shape[2])
+
+
+def _item_sums(Y, N, nodes: _Nodes, p: np.ndarray):
+    """Posterior-weighted sums of the complete-data scores and information terms per item."""
+    z, pw = nodes.z, nodes.post
+    r = Y[:, None, :] - N[:, None, :] * p  # S x K x I residuals
+    w = N[:, None, :] * p * (1 - p)
+    pz, pz2 = pw * z, pw * z * z
+    return _wsum(pz, r), _wsum(pw, r), _wsum(pz2, w), _wsum(pz, w), _wsum(pw, w)
+
+
+def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0):
+    g_a, g_b, h_aa, h_ab, h_bb = sums
+    det = h_aa * h_bb - h_ab ** 2
+    ok = det > 1e-12 * np.maximum(h_aa * h_bb, 1e-300)
+    da = np.where(ok, (h_bb * g_a - h_ab * g_b) / np.where(ok, det, 1.0), 0.0)
+    db = np.where(ok, (h_aa * g_b - h_ab * g_a) / np.where(ok, det, 1.0), g_b / np.maximum(h_bb, 1e-12))
+    big = np.maximum(np.abs(da), np.abs(db))
+    f = np.where(big > max_step, max_step / np.maximum(big, 1e-300), 1.0)
+    return alpha + f * da, beta + f * db
+
+
+def _m_step_rasch(sigma, beta, sums, max_step: float = 1.0):
+    g_a, g_b, h_aa, h_ab, h_bb = sums
+    hb = np.maximum(h_bb, 1e-12)
+    g_s, h_ss = g_a.sum(), h_aa.sum()
+    schur = h_ss - np.sum(h_ab ** 2 / hb)
+    ds = (g_s - np.sum(h_ab * g_b / hb)) / schur if schur > 1e-12 else 0.0
+    db = (g_b - h_ab * ds) / hb
+    big = max(abs(ds), float(np.max(np.abs(db))) if db.size else 0.0)
+    f = max_step / big if big > max_step else 1.0
+    return sigma + f * ds, beta + f * db
+
+
+def _start_values(Y, N, model: str):
+    obs_n = N.sum(axis=0)
+    pbar = (Y.sum(axis=0) + 0.5) / (obs_n + 1.0)
+    beta = special.logit(pbar) * 1.2
+    alpha = np.ones(Y.shape[1])
+    return alpha, beta  # Rasch: alpha (= sigma) starts at 1 too
+
+
+def _px_rescale(nodes: _Nodes):
+    """Parameter expansion (Liu, Rubin & Wu 1998): the location and scale of the posterior abilities."""
+    m1 = np.sum(nodes.post * nodes.z, axis=1)
+    m2 = np.sum(nodes.post * nodes.z ** 2, axis=1)
+    mu = float(m1.mean())
+    tau = float(np.sqrt(max(m2.mean() - mu ** 2, 1e-12)))
+    return mu, tau
+
+
+def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
+           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None) -> dict[str, Any]:
+    """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
+
+    Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
+    item (and sigma), then the parameter-expansion step: the abilities' posterior location ``mu``
+    and scale ``tau`` are absorbed into the items (``beta += alpha * mu``, ``alpha *= tau``), which
+    removes the slow direction of plain EM (a common shift of all abilities and difficulties that
+    only the N(0, 1) prior pins down; plain EM needs about ``curvature x log(1 / tol)`` iterations
+    along it)."""
+    alpha, beta = _start_values(Y, N, model)
+    sigma = 1.0
+    if start is not None:  # warm start (slope-intercept alpha, beta and the Rasch sigma), e.g. from a fit on more systems
+        alpha, beta, sigma = np.array(start[0], dtype=float), np.array(start[1], dtype=float), float(start[2])
+    mode, curv = posterior_modes(Y, N, alpha, beta)
+    converged, it, delta, ll_prev = False, 0, np.inf, -np.inf
+    bar = tqdm(total=max_iter, desc=f"IRT {model} EM", unit="it", leave=False, disable=not progress)
+    for it in range(1, max_iter + 1):
+        bar.update(1)
+        mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode, steps=MODE_STEPS)
+        nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
+        sums = _item_sums(Y, N, nodes, p)
+        mu, tau = _px_rescale(nodes)
+        if model == "rasch":
+            new_sigma, new_beta = _m_step_rasch(sigma, beta, sums)
+            new_beta = new_beta + new_sigma * mu
+            new_sigma = min(abs(new_sigma * tau), ALPHA_MAX) if new_sigma != 0 else 1e-6
+            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
+            delta = max(abs(new_sigma - sigma), float(np.max(np.abs(new_beta - beta))))
+            sigma, beta = new_sigma, new_beta
+            alpha = np.full(Y.shape[1], sigma)
+        else:
+            new_alpha, new_beta = _m_step_2pl(alpha, beta, sums)
+            new_beta = new_beta + new_alpha * mu
+            new_alpha = np.clip(new_alpha * tau, -ALPHA_MAX, ALPHA_MAX)
+            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
+            delta = max(float(np.max(np.abs(new_alpha - alpha))), float(np.max(np.abs(new_beta - beta))))
+            alpha, beta = new_alpha, new_beta
+        mode = (mode - mu) / tau
+        if delta < tol or (it > 5 and abs(nodes.loglik - ll_prev) <= LL_RTOL * abs(ll_prev)):
+            converged = True
+            break
+        ll_prev = nodes.loglik
+    bar.close()
+    mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode)
+    nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
+    return {"alpha": alpha, "beta": beta, "sigma": sigma, "mode": mode, "curv": curv, "nodes": nodes,
+            "converged": converged, "n_iter": it, "last_change": delta}
+
+
+# ----------------------------------------------------------------------------- standard errors
+def _scores_at_nodes(Y, N, alpha, beta, nodes: _Nodes):
+    p = _node_terms(Y, N, alpha, beta, nodes.z)[0]
+    return Y[:, None, :] - N[:, None, :] * p, N[:, None, :] * p * (1 - p)
+
+
+def louis_information(Y, N, alpha, beta, nodes: _Nodes, model: str, full: bool):
+    """Observed information of the marginal likelihood (Louis 1982) in slope-intercept parameters.
+
+    2PL order ``[alpha_1..alpha_I, beta_1..beta_I]``, Rasch ``[sigma, beta_1..beta_I]``. With
+    ``full=False`` the per-item blocks only: returns ``(None, blocks)`` with blocks (I, 2, 2)
+    (Rasch: (I + 1,) diagonal entries, sigma first)."""
+    r, w = _scores_at_nodes(Y, N, alpha, beta, nodes)
+    z, pw = nodes.z, nodes.post
+    S, K, I = r.shape
+    if model == "2pl":
+        u = np.concatenate([z[:, :, None] * r, r], axis=2)  # S x K x 2I
+        e_aa, e_ab, e_bb = _wsum(pw * z * z, w), _wsum(pw * z, w), _wsum(pw, w)
+    else:
+        u = np.concatenate([(z * r.sum(axis=2))[:, :, None], r], axis=2)  # S x K x (1 + I)
+        e_ss = float(_wsum(pw * z * z, w).sum())
+        e_sb, e_bb = _wsum(pw * z, w), _wsum(pw, w)
+    ubar = np.einsum("sk,skp->sp", pw, u)
+    U = np.sqrt(pw)[:, :, None] * (u - ubar[:, None, :])
+    if full:
+        Um = U.reshape(S * K, -1)
+        cov = Um.T @ Um
+        if model == "2pl":
+            E = np.zeros((2 * I, 2 * I))
+            idx = np.arange(I)
+            E[idx, idx], E[I + idx, I + idx] = e_aa, e_bb
+            E[idx, I + idx] = E[I + idx, idx] = e_ab
+        else:
+            E = np.zeros((I + 1, I + 1))
+            E[0, 0] = e_ss
+            E[0, 1:] = E[1:, 0] = e_sb
+            E[np.arange(1, I + 1), np.arange(1, I + 1)] = e_bb
+        return E - cov, None
+    var = np.einsum("skp,skp->p", U, U)
+    if model == "2pl":
+        c_ab = np.einsum("ski,ski->i", U[:, :, :I], U[:, :, I:])
+        blocks = np.empty((I, 2, 2))
+        blocks[:, 0, 0] = e_aa - var[:I]
+        blocks[:, 1, 1] = e_bb - var[I:]
+        blocks[:, 0, 1] = blocks[:, 1, 0] = e_ab - c_ab
+        return None, blocks
+    return None, np.r_[e_ss - var[0], e_bb - var[1:]]
+
+
+def _safe_inv(M: np.ndarray) -> np.ndarray:
+    try:
+        V = np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        V = np.linalg.pinv(M)
+    return V
+
+
+def parameter_covariance(Y, N, alpha, beta, nodes, model: str) -> tuple[dict[str, np.ndarray], str]:
+    """Variances of (discrimination, difficulty[, sigma]) and their covariance per item, and the method."""
+    I = Y.shape[1]
+    P = 2 * I if model == "2pl" else I + 1
+    full = P <= FULL_INFO_MAX
+    info, blocks = louis_information(Y, N, alpha, beta, nodes, model, full)
+    if model == "2pl":
+        if full:
+            V = _safe_inv(info)
+            v_aa, v_bb = np.diag(V)[:I], np.diag(V)[I:]
+            v_ab = V[np.arange(I), I + np.arange(I)]
+        else:
+            det = blocks[:, 0, 0] * blocks[:, 1, 1] - blocks[:, 0, 1] ** 2
+            det = np.where(det > 0, det, np.nan)
+            v_aa, v_bb, v_ab = blocks[:, 1, 1] / det, blocks[:, 0, 0] / det, -blocks[:, 0, 1] / det
+        # difficulty = -beta / alpha: gradient (beta / alpha^2, -1 / alpha)
+        ga, gb = beta / alpha ** 2, -1.0 / alpha
+        var_b = ga ** 2 * v_aa + gb ** 2 * v_bb + 2 * ga * gb * v_ab
+        cov_ab = ga * v_aa + gb * v_ab
+        out = {"var_a": v_aa, "var_b": var_b, "cov_ab": cov_ab, "var_sigma": np.nan}
+    else:
+        if full:
+            V = _safe_inv(info)
+            v_s, v_bb = V[0, 0], np.diag(V)[1:]
+        else:
+            d = np.where(blocks > 0, blocks, np.nan)
+            v_s, v_bb = 1.0 / d[0], 1.0 / d[1:]
+        out = {"var_a": np.zeros(I), "var_b": v_bb, "cov_ab": np.zeros(I), "var_sigma": float(v_s)}
+    return out, ("louis_full" if full else "louis_item_blocks")
+
+
+# ----------------------------------------------------------------------------- the result
+@dataclass(frozen=True, repr=False)
+class IrtNumpyFit(ResultMixin):
+    """A Rasch or 2PL calibration by the numpy engine (marginal ML, adaptive Gauss-Hermite EM).
+
+    ``items``: item, difficulty, difficulty_std_error, discrimination, discrimination_std_error,
+    conf_low/conf_high (of the difficulty), n_responses, p_correct. ``abilities``: system, ability
+    (posterior mode, lme4's conditional mode), std_error (conditional SD), conf_low, conf_high,
+    ability_eap, std_error_eap, n_items, p_correct. ``responses``: the long table used (system,
+    item, score = correct count, trials). ``sigma``: the ability SD (Rasch; 1 for the 2PL).
+    """
+
+    items: pd.DataFrame
+    abilities: pd.DataFrame
+    model: str
+    responses: pd.DataFrame
+    sigma: float
+    sigma_std_error: float
+    loglik: float
+    converged: bool
+    n_iter: int
+    n_quadrature: int
+    se_method: str
+    engine: str
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    _matrix: Responses | None = field(default=None, repr=False, compare=False)
+
+    _main_table = "items"
+    _print_tables = ("items", "abilities")
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The item table (the main table)."""
+        return self.items
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"IRT calibration ({self.model}, numpy engine: marginal ML, adaptive Gauss-Hermite EM)"
+
+    def _scalars(self):
+        return [("systems", len(self.abilities)), ("items", len(self.items)), ("loglik", f"{self.loglik:.6g}"),
+                ("sigma", f"{self.sigma:.4g}"), ("converged", self.converged), ("iterations", self.n_iter)]
+
+
+def _item_table(resp: Responses, alpha, beta, sigma, cov, model: str, level: float) -> pd.DataFrame:
+    zq = float(special.ndtri(0.5 + level / 2))
+    if model == "2pl":
+        a, b = alpha, -beta / alpha
+    else:
+        a, b = np.ones_like(beta), -beta
+    se_b = np.sqrt(cov["var_b"])
+    se_a = np.sqrt(cov["var_a"]) if model == "2pl" else np.zeros_like(a)
+    nresp = resp.n.sum(axis=0)
+    return pd.DataFrame({
+        "item": list(resp.items), "difficulty": b, "difficulty_std_error": se_b,
+        "conf_low": b - zq * se_b, "conf_high": b + zq * se_b,
+        "discrimination": a, "discrimination_std_error": se_a,
+        "intercept": beta, "n_responses": nresp,
+        "p_correct": np.where(nresp > 0, resp.y.sum(axis=0) / np.maximum(nresp, 1), np.nan),
+    })
+
+
+def _ability_table(resp: Responses, mode, curv, nodes: _Nodes, scale: float, level: float) -> pd.DataFrame:
+    zq = float(special.ndtri(0.5 + level / 2))
+    th, se = scale * mode, scale / np.sqrt(curv)
+    eap = scale * np.sum(nodes.post * nodes.z, axis=1)
+    sd = scale * np.sqrt(np.maximum(np.sum(nodes.post * nodes.z ** 2, axis=1) - (eap / scale) ** 2, 0.0))
+    nobs = resp.n.sum(axis=1)
+    return pd.DataFrame({
+        "system": list(resp.systems), "ability": th, "std_error": se, "conf_low": th - zq * se,
+        "conf_high": th + zq * se, "ability_eap": eap, "std_error_eap": sd, "n_items": (resp.n > 0).sum(axis=1),
+        "p_correct": np.where(nobs > 0, resp.y.sum(axis=1) / np.maximum(nobs, 1), np.nan),
+    })
+
+
+def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -> list[ResultWarning]:
+    ws: list[ResultWarning] = []
+    if not em["converged"]:
+        ws.append(ResultWarning("convergence", f"the EM stopped after {em['n_iter']} iterations with a last parameter "
+                                f"change of {em['last_change']:.2g} (tol {tol:g}); raise max_iter"))
+    nresp = resp.n.sum(axis=0)
+    frac = np.where(nresp > 0, resp.y.sum(axis=0) / np.maximum(nresp, 1), np.nan)
+    extreme = [resp.items[i] for i in np.nonzero((frac == 0) | (frac == 1))[0]]
+    if extreme:
+        ws.append(ResultWarning("no_information", f"{len(extreme)} item(s) answered alike by every system "
+                                f"({', '.join(extreme[:5])}{', ...' if len(extreme) > 5 else ''}): their difficulty "
+                                "runs off to the edge of the scale and carries no information"))
+    if model == "2pl" and np.any(np.abs(em["alpha"]) >= ALPHA_MAX):
+        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= ALPHA_MAX))} item(s) "
+                                f"separate the systems (almost) perfectly: their discrimination stopped at the bound "
+                                f"{ALPHA_MAX:g} (it runs off to infinity in maximum likelihood)"))
+    if model == "2pl" and np.any(em["alpha"] < 0):
+        neg = int(np.sum(em["alpha"] < 0))
+        ws.append(ResultWarning("negative_discrimination", f"{neg} item(s) have a negative discrimination "
+                                "(likely mis-keyed or ambiguous)"))
+    return ws
+
+
+def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level: float) -> str:
+    m = str(model).lower().replace("-", "").replace("_", "")
+    m = {"rasch": "rasch", "1pl": "rasch", "2pl": "2pl"}.get(m, m)
+    if m not in MODELS:
+        raise DataError(f"model={model!r} is not supported by the numpy engine; use 'rasch' or '2pl'")
+    if not (isinstance(n_quadrature, (int, np.integer)) and 1 <= n_quadrature <= 100):
+        raise DataError(f"n_quadrature={n_quadrature!r} must be a whole number of nodes between 1 and 100 (glmer's nAGQ)")
+    if not (tol > 0 and max_iter >= 1):
+        raise DataError("tol must be > 0 and max_iter >= 1")
+    if not 0 < level < 1:
+        raise DataError(f"level={level!r} must be between 0 and 1, e.g. 0.95")
+    return m
+
+
+def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: str = "system", item: str = "item",
+              trials: str | None = None, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
+              level: float = 0.95, progress: bool = False) -> IrtNumpyFit:
+    """Fit a Rasch or 2PL model by marginal maximum likelihood (numpy engine; see the module doc).
+
+    ``data``: a long table (``system``, ``item``, ``score`` 0/1 or correct counts with ``trials``)
+    or a wide one (one row per system, one column per item, NaN where not answered). The Rasch
+    estimates are those of ``glmer(score ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``
+    (difficulty = -coefficient); the 2PL's abilities are N(0, 1). ``progress=True`` shows the EM
+    iterations (tqdm)."""
+    m = _check_args(model, n_quadrature, tol, max_iter, level)
+    resp = response_matrix(data, score=score, system=system, item=item, trials=trials)
+    if len(resp.systems) < 2 or len(resp.items) < 2:
+        raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
+    t0 = time.perf_counter()
+    Y, N = resp.y, resp.n
+    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress)
+    alpha, beta = em["alpha"], em["beta"]
+    if m == "2pl" and alpha.sum() < 0:  # orient the scale: most items keyed the right way
+        alpha = -alpha
+        em["mode"] = -em["mode"]
+        em["nodes"] = adaptive_nodes(Y, N, alpha, beta, em["mode"], em["curv"], n_quadrature)
+        em["alpha"] = alpha
+    nodes = em["nodes"]
+    cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m)
+    sigma = float(em["sigma"]) if m == "rasch" else 1.0
+    items = _item_table(resp, alpha, beta, sigma, cov, m, level)
+    abilities = _ability_table(resp, em["mode"], em["curv"], nodes, sigma, level)
+    loglik = nodes.loglik + _binomial_const(Y, N)
+    prov = {"engine": "numpy", "estimator": "marginal ML (adaptive Gauss-Hermite EM)", "model": m,
+            "n_quadrature": n_quadrature, "tol": tol, "seconds": round(time.perf_counter() - t0, 3)}
+    return IrtNumpyFit(items=items, abilities=abilities, model=m, responses=resp.long(), sigma=sigma,
+                       sigma_std_error=float(np.sqrt(cov["var_sigma"])) if m == "rasch" else 0.0,
+                       loglik=loglik, converged=em["converged"], n_iter=em["n_iter"], n_quadrature=n_quadrature,
+                       se_method=se_method, engine="numpy", warnings=tuple(_fit_warnings(resp, em, m, tol)),
+                       provenance=prov, _matrix=resp)
+
+
+# ----------------------------------------------------------------------------- simulation (tests, benchmarks)
+def simulate_2pl(n_systems: int, n_items: int, *, random_state: Any = None, discrimination_sd: float = 0.5,
+                 difficulty_sd: float = 1.0, rasch: bool = False, sigma: float = 1.0):
+    """Planted truth for tests and benchmarks: abilities N(0, sigma^2), discriminations
+    lognormal(0, discrimination_sd) (1 for ``rasch``), difficulties N(0, difficulty_sd^2); returns
+    ``(Y, abilities, discriminations, difficulties)`` with Y a 0/1 systems x items matrix."""
+    rng = np.random.default_rng(random_state)
+    theta = rng.normal(0.0, sigma, n_systems)
+    a = np.ones(n_items) if rasch else rng.lognormal(0.0, discrimination_sd, n_items)
+    b = rng.normal(0.0, difficulty_sd, n_items)
+    p = special.expit(a[None, :] * (theta[:, None] - b[None, :]))
+    Y = (rng.random(p.shape) < p).astype(float)
+    return Y, theta, a, b
+
+
+def wide_frame(Y: np.ndarray, systems: Any = None, items: Any = None) -> pd.DataFrame:
+    """A wide response table (index: systems ``s000``..., columns: items ``i0000``...)."""
+    S, I = Y.shape
+    systems = [f"s{j:03d}" for j in range(S)] if systems is None else list(systems)
+    items = [f"i{j:04d}" for j in range(I)] if items is None else list(items)
+    return pd.DataFrame(Y, index=pd.Index(systems, name="system"), columns=items)

@@ -1,0 +1,620 @@
+"""A few items for the whole benchmark: anchor items, full-benchmark scores with intervals, and
+adaptive item choice, from an IRT calibration (an item bank).
+
+* :func:`select_items` chooses ``n_items`` anchor items from a calibrated bank: ``"stratified"``
+  (difficulty strata of equal size, in each the item with the largest information averaged over
+  the calibration population), ``"cluster"`` (tinyBenchmarks' clustering of correctness
+  patterns: k-means of the items' 0/1 vectors across the calibration systems, the item nearest
+  each centroid, weight = cluster size; Maia Polo et al. 2024, Sec. 3.1) or ``"random"``.
+* :func:`estimate_scores` estimates each new system's accuracy on the whole bank from its answers
+  to a subset, with the estimators of Maia Polo et al. (2024, "tinyBenchmarks: evaluating LLMs
+  with fewer examples", ICML), each with an interval (see :func:`estimate_scores`).
+* :func:`next_items` gives the most informative next items at the current ability estimate
+  (Fisher information, as Fluid Benchmarking does: Hofmann et al. 2025) with a stopping rule on
+  the ability's standard error.
+
+The calibration is the fit of :func:`mixedeval.irt` or of the numpy engine
+(:mod:`mixedeval.inference._irt_numpy`); abilities follow the package's convention
+``logit P(correct) = discrimination * (ability - difficulty)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from .. import _answer
+from .._random import as_generator
+from ..data.table import as_pandas
+from ..errors import DataError
+from ..results import ResultWarning
+from ._common import _WorkflowResult
+from ..inference._irt_numpy import response_matrix
+from ._irt_bank import Bank, Posterior, as_bank, fold_banks, posterior
+
+METHODS = ("stratified", "information", "cluster", "random")
+#: the estimators, headline first
+ESTIMATORS = ("gp_irt", "p_irt", "irt", "anchor", "posterior")
+#: (systems x nodes x items) values computed at once
+CHUNK_VALUES = 4_000_000
+#: leaderboards with simultaneous rank intervals (and letters) up to this many systems
+RANK_INTERVALS_MAX = 60
+
+
+# ============================================================================= select_items
+@dataclass(frozen=True, repr=False)
+class ItemSubset(_WorkflowResult):
+    """Anchor items chosen from a calibrated bank.
+
+    ``table``: item, weight (the anchor's share of the bank: stratum or cluster size / bank
+    size; 1 / n_items for random items), difficulty, discrimination, information (averaged over
+    the calibration population), group (stratum or cluster number), group_size.
+    """
+
+    table: pd.DataFrame
+    method: str
+    n_bank: int
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+
+    @property
+    def anchors(self) -> tuple[str, ...]:
+        """The anchor items' names."""
+        return tuple(self.table["item"])
+
+    @property
+    def weights(self) -> pd.Series:
+        """The anchors' weights (summing to 1), indexed by item."""
+        return self.table.set_index("item")["weight"]
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"{len(self.table)} anchor items of {self.n_bank} ({self.method})"
+
+
+def _kmeans(X: np.ndarray, k: int, rng: np.random.Generator, max_iter: int = 100) -> np.ndarray:
+    """Lloyd's k-means with k-means++ seeding (Arthur & Vassilvitskii 2007); returns the labels."""
+    n = X.shape[0]
+    sq = np.einsum("ij,ij->i", X, X)
+    centers = [int(rng.integers(n))]
+    d2 = np.maximum(sq - 2 * X @ X[centers[0]] + sq[centers[0]], 0.0)
+    for _ in range(1, k):
+        tot = d2.sum()
+        c = int(rng.choice(n, p=d2 / tot)) if tot > 0 else int(rng.integers(n))
+        centers.append(c)
+        d2 = np.minimum(d2, np.maximum(sq - 2 * X @ X[c] + sq[c], 0.0))
+    C = X[centers].copy()
+    labels = np.full(n, -1)
+    for _ in range(max_iter):
+        dist = sq[:, None] - 2 * X @ C.T + np.einsum("ij,ij->i", C, C)[None, :]
+        new = np.argmin(dist, axis=1)
+        counts = np.bincount(new, minlength=k)
+        for j in np.nonzero(counts == 0)[0]:  # an empty cluster takes the worst-fitted item
+            far = int(np.argmax(dist[np.arange(n), new]))
+            new[far] = j
+            dist[far, :] = -np.inf
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        C = np.vstack([X[labels == j].mean(axis=0) for j in range(k)])
+    return labels
+
+
+def _by_cluster(bank: Bank, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cal = bank.calibration
+    if cal is None or cal.n.sum() == 0:
+        raise DataError("method='cluster' clusters the calibration systems' answers, but this calibration has no "
+                        ".responses; use method='stratified'")
+    frac = np.where(cal.n > 0, cal.y / np.maximum(cal.n, 1), np.nan)
+    col_mean = np.nanmean(np.where(np.isfinite(frac), frac, np.nan), axis=0)
+    X = np.where(np.isfinite(frac), frac, col_mean[None, :]).T  # items x systems
+    X = np.nan_to_num(X, nan=0.5)
+    labels = _kmeans(X, n_items, rng)
+    chosen, group, size = [], [], []
+    for j in range(n_items):
+        members = np.nonzero(labels == j)[0]
+        center = X[members].mean(axis=0)
+        best = members[np.argmin(((X[members] - center) ** 2).sum(axis=1))]
+        chosen.append(best)
+        group.append(j)
+        size.append(len(members))
+    return np.array(chosen), np.array(group), np.array(size)
+
+
+def _by_strata(bank: Bank, n_items: int, info: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    order = np.argsort(bank.difficulty, kind="stable")
+    strata = np.array_split(order, n_items)
+    chosen = np.array([s[np.argmax(info[s])] for s in strata])
+    return chosen, np.arange(n_items), np.array([len(s) for s in strata])
+
+
+def select_items(calibration: Any, n_items: int = 100, method: str = "stratified", *,
+                 random_state: Any = None) -> ItemSubset:
+    """Choose ``n_items`` anchor items from a calibrated item bank.
+
+    ``method``:
+
+    * ``"stratified"``: the bank is cut into ``n_items`` strata of (nearly) equal size by
+      difficulty; in each the item with the largest Fisher information averaged over the
+      calibration population (``E[discrimination^2 p (1 - p)]`` over N(0, sigma^2), 41-node
+      Gauss-Hermite) is the anchor, weighted by its stratum's share of the bank;
+    * ``"cluster"``: tinyBenchmarks' correctness clustering (Maia Polo et al. 2024, Sec. 3.1):
+      k-means with ``n_items`` clusters of the items' correctness vectors across the calibration
+      systems (k-means++ seeding with ``random_state``), the item nearest each centroid is the
+      anchor, weight = cluster size / bank size;
+    * ``"information"``: the ``n_items`` items of largest average information, equal weights
+      (the most precise ability; the anchor mean is then not representative of the bank);
+    * ``"random"``: a simple random sample, equal weights (the baseline).
+
+    Returns an :class:`ItemSubset` (``.anchors``, ``.weights``, ``.table``)."""
+    bank = as_bank(calibration)
+    if method not in METHODS:
+        raise DataError(f"method={method!r} must be one of {', '.join(map(repr, METHODS))}")
+    I = len(bank.items)
+    if not (isinstance(n_items, (int, np.integer)) and 1 <= n_items < I):
+        raise DataError(f"n_items={n_items!r} must be a whole number from 1 to {I - 1} (the bank has {I} items)")
+    rng = as_generator(random_state)
+    info = bank.expected_information()
+    if method == "random":
+        chosen = np.sort(rng.choice(I, size=n_items, replace=False))
+        group, size = np.arange(n_items), np.full(n_items, I / n_items)
+    elif method == "information":
+        chosen = np.argsort(-info, kind="stable")[:n_items]
+        group, size = np.arange(n_items), np.full(n_items, I / n_items)
+    elif method == "stratified":
+        chosen, group, size = _by_strata(bank, n_items, info)
+    else:
+        chosen, group, size = _by_cluster(bank, n_items, rng)
+    table = pd.DataFrame({"item": [bank.items[i] for i in chosen], "weight": size / size.sum(),
+                          "difficulty": bank.difficulty[chosen], "discrimination": bank.discrimination[chosen],
+                          "information": info[chosen], "group": group, "group_size": size})
+    ws = []
+    if method == "cluster" and np.any(size == 1):
+        ws.append(ResultWarning("singleton_clusters", f"{int(np.sum(size == 1))} cluster(s) hold a single item"))
+    prov = {"method": method, "n_items": int(n_items), "random_state": random_state, "calibration_engine": bank.engine,
+            "model": bank.model}
+    return ItemSubset(table=table, method=method, n_bank=I, warnings=tuple(ws), provenance=prov)
+
+
+# ============================================================================= estimate_scores
+def _chunk_rows(n_nodes: int, n_items: int) -> int:
+    return max(1, CHUNK_VALUES // max(1, n_nodes * n_items))
+
+
+def _core(bank: Bank, y: np.ndarray, n: np.ndarray, w_anchor: np.ndarray) -> dict[str, np.ndarray]:
+    """Every estimator and the posterior predictive moments of the full-bank accuracy for systems
+    with ``y`` correct of ``n`` trials (S x I); ``w_anchor`` weights the bank items (anchors > 0)."""
+    I = len(bank.items)
+    obs = n > 0
+    frac = np.where(obs, y / np.maximum(n, 1), 0.0)
+    post = posterior(bank, y, n)
+    out = {k: np.empty(len(y)) for k in ("mean", "var", "irt", "p_irt", "anchor")}
+    step = _chunk_rows(post.theta.shape[1], I)
+    for lo in range(0, len(y), step):
+        sl = slice(lo, lo + step)
+        unseen = ~obs[sl]
+        P = bank.prob(post.theta[sl])  # s x K x I
+        pu = P * unseen[:, None, :]
+        s1, s2 = pu.sum(axis=2), (pu * P).sum(axis=2)
+        pw = post.weight[sl]
+        e_t = np.sum(pw * s1, axis=1)
+        var_t = np.maximum(np.sum(pw * s1 ** 2, axis=1) - e_t ** 2, 0.0)
+        e_pq = np.sum(pw * (s1 - s2), axis=1)
+        obs_sum = frac[sl].sum(axis=1)
+        out["mean"][sl] = (obs_sum + e_t) / I
+        out["var"][sl] = (e_pq + var_t) / I ** 2
+        p_map = bank.prob(post.mode[sl])  # s x I
+        out["irt"][sl] = p_map.mean(axis=1)
+        out["p_irt"][sl] = (obs_sum + np.sum(p_map * unseen, axis=1)) / I
+        wa = w_anchor[None, :] * obs[sl]
+        tot = wa.sum(axis=1)
+        out["anchor"][sl] = np.where(tot > 0, (wa * frac[sl]).sum(axis=1) / np.where(tot > 0, tot, 1), np.nan)
+    out["posterior"] = out["mean"]
+    out["_post"] = post  # type: ignore[assignment]
+    return out
+
+
+def _mse(core: dict[str, Any], est: np.ndarray) -> np.ndarray:
+    """Posterior mean squared error of an estimate of the full-bank accuracy: predictive variance
+    plus the squared distance to the predictive mean."""
+    return core["var"] + (core["mean"] - est) ** 2
+
+
+def _gp(core: dict[str, Any], lam: float) -> np.ndarray:
+    anc = core["anchor"]
+    return np.where(np.isfinite(anc), lam * anc + (1 - lam) * core["p_irt"], core["p_irt"])
+
+
+@dataclass(frozen=True)
+class _Tuning:
+    gp_lambda: float
+    inflation: dict[str, float]
+    table: pd.DataFrame
+    source: str
+
+
+def _gather(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, n_folds: int, random_state: Any):
+    """Cross-fitted estimates for the calibration systems that answered every item: each fold's
+    systems are scored by the bank refitted without them, from their answers to the subset."""
+    cal = bank.calibration
+    rows = np.nonzero((cal.n > 0).all(axis=1))[0]
+    fold, banks = fold_banks(bank, rows, n_folds, random_state)
+    mask = np.zeros(len(bank.items), dtype=bool)
+    mask[subset] = True
+    parts = []
+    for f, fb in enumerate(banks):
+        r = rows[fold == f]
+        core = _core(fb, cal.y[r] * mask, cal.n[r] * mask, w_anchor)
+        core["truth"] = (cal.y[r] / cal.n[r]).mean(axis=1)
+        parts.append(core)
+    keys = ("mean", "var", "irt", "p_irt", "anchor", "posterior", "truth")
+    return {k: np.concatenate([c[k] for c in parts]) for k in keys}
+
+
+def _tuning_table(core: dict[str, Any], lam: float, z: float) -> tuple[dict[str, float], pd.DataFrame]:
+    rows, inflation = [], {}
+    truth = core["truth"]
+    for e in ESTIMATORS:
+        est = _gp(core, lam) if e == "gp_irt" else core[e]
+        ok = np.isfinite(est) & np.isfinite(truth)
+        err2 = (est[ok] - truth[ok]) ** 2
+        mse = _mse(core, est)[ok]
+        infl = float(max(1.0, np.mean(err2) / np.mean(mse))) if ok.any() and np.mean(mse) > 0 else 1.0
+        inflation[e] = infl
+        cover = float(np.mean(err2 <= z ** 2 * infl * mse)) if ok.any() else np.nan
+        rows.append({"estimator": e, "n_systems": int(ok.sum()), "rmse": float(np.sqrt(np.mean(err2))) if ok.any() else np.nan,
+                     "mean_abs_error": float(np.mean(np.sqrt(err2))) if ok.any() else np.nan,
+                     "model_sd": float(np.sqrt(np.mean(mse))) if ok.any() else np.nan,
+                     "inflation": infl, "coverage": cover})
+    return inflation, pd.DataFrame(rows)
+
+
+def _tune(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, z: float, n_folds: int,
+          random_state: Any) -> _Tuning | None:
+    """gp-IRT's weight and each estimator's variance inflation from cross-fitted calibration
+    systems (their full-bank accuracy is known; the bank that scores them never saw them)."""
+    cal = bank.calibration
+    if cal is None or n_folds < 2 or (cal.n > 0).all(axis=1).sum() < 2 * n_folds:
+        return None
+    core = _gather(bank, subset, w_anchor, n_folds, random_state)
+    truth = core["truth"]
+    b2 = float(np.mean((core["p_irt"] - truth) ** 2))
+    s2 = float(np.nanmean((core["anchor"] - truth) ** 2))
+    lam = b2 / (b2 + s2) if (b2 + s2) > 0 else 0.0
+    inflation, table = _tuning_table(core, lam, z)
+    return _Tuning(lam, inflation, table, f"{n_folds}-fold cross-fitted calibration systems")
+
+
+def _model_tuning(core: dict[str, Any]) -> _Tuning:
+    """Without calibration answers: gp-IRT's weight from the posterior MSEs, no inflation."""
+    b2 = float(np.mean(_mse(core, core["p_irt"])))
+    s2 = float(np.nanmean(_mse(core, core["anchor"])))
+    lam = b2 / (b2 + s2) if (b2 + s2) > 0 and np.isfinite(s2) else 0.0
+    return _Tuning(lam, {e: 1.0 for e in ESTIMATORS}, pd.DataFrame(), "model only")
+
+
+@dataclass(frozen=True, repr=False)
+class SubsetScores(_WorkflowResult):
+    """Full-benchmark accuracies estimated from answers to a subset of a calibrated bank.
+
+    ``table``: system, estimator, estimate, std_error, conf_low, conf_high, n_answered (one row
+    per system and estimator; estimators ``gp_irt``, ``p_irt``, ``irt``, ``anchor``, ``posterior``,
+    see :func:`estimate_scores`). ``leaderboard``: best first by the headline estimator
+    (``estimator``), with simultaneous rank intervals (up to 60 systems; beyond, the ranks and
+    intervals of the estimates only). ``abilities``: system, ability (posterior
+    mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
+    on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
+    model's root mean squared error there (model_sd), the variance inflation applied to the
+    intervals and the resulting coverage on those systems.
+    """
+
+    table: pd.DataFrame
+    leaderboard: pd.DataFrame
+    abilities: pd.DataFrame
+    tuning: pd.DataFrame
+    estimator: str
+    gp_lambda: float
+    level: float
+    n_bank: int
+    headline: Any
+    direction: Any
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+    checks: Any = None
+
+    _print_tables = ("leaderboard", "table", "tuning")
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return f"Full-benchmark accuracy from item subsets ({self.estimator}; bank of {self.n_bank} items)"
+
+    def _scalars(self):
+        out = [("gp-IRT weight of the anchor estimate (lambda)", f"{self.gp_lambda:.3f}")]
+        if self.headline is not None:
+            out.append(("headline", self.headline_text()))
+        return out
+
+    def headline_text(self) -> str:
+        """The one-line answer (best against runner-up), or a note with fewer than two systems."""
+        return self.headline.text() if self.headline is not None else "one system: no comparison"
+
+    @property
+    def p_value(self) -> float:
+        return float(self.headline.p_value) if self.headline is not None else float("nan")
+
+    def estimates(self, estimator: str | None = None) -> pd.DataFrame:
+        """The rows of one estimator (default: the headline one)."""
+        e = estimator or self.estimator
+        if e not in ESTIMATORS:
+            raise DataError(f"estimator={e!r} must be one of {', '.join(ESTIMATORS)}")
+        return self.table[self.table["estimator"] == e].reset_index(drop=True)
+
+
+def _new_responses(bank: Bank, responses: Any, score: str, system: str, item: str):
+    if isinstance(responses, pd.Series):  # one system: {item: score}
+        df = pd.DataFrame({system: "system", item: [str(i) for i in responses.index],
+                           score: responses.to_numpy()})
+    else:
+        df = as_pandas(responses)
+        if score in df.columns and item in df.columns and system not in df.columns:
+            df = df.assign(**{system: "system"})
+    resp = response_matrix(df, score=score, system=system, item=item)
+    idx = bank.index(resp.items, "responses")
+    y = np.zeros((len(resp.systems), len(bank.items)))
+    n = np.zeros_like(y)
+    y[:, idx], n[:, idx] = resp.y, resp.n
+    return resp.systems, y, n
+
+
+def _anchor_weights(bank: Bank, anchors: Any, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    I = len(bank.items)
+    w = np.zeros(I)
+    if anchors is None:
+        subset = np.nonzero(n.sum(axis=0) > 0)[0]
+        w[subset] = 1.0 / max(len(subset), 1)
+        return w, subset, "equal weights on the answered items"
+    if isinstance(anchors, ItemSubset):
+        idx = bank.index(anchors.anchors, "anchors")
+        w[idx] = anchors.table["weight"].to_numpy(dtype=float)
+        return w, idx, f"{anchors.method} anchors"
+    if isinstance(anchors, pd.Series):
+        idx = bank.index(anchors.index, "anchors")
+        w[idx] = anchors.to_numpy(dtype=float)
+    else:
+        idx = bank.index(list(anchors), "anchors")
+        w[idx] = 1.0
+    if np.any(w < 0) or w.sum() <= 0:
+        raise DataError("anchor weights must be >= 0 and not all 0")
+    return w / w.sum(), idx, "given anchors"
+
+
+def _score_rows(systems, core, lam: float, tuning: _Tuning, z: float, n_answered) -> pd.DataFrame:
+    rows = []
+    for e in ESTIMATORS:
+        est = _gp(core, lam) if e == "gp_irt" else core[e]
+        se = np.sqrt(_mse(core, est) * tuning.inflation.get(e, 1.0))
+        rows.append(pd.DataFrame({"system": list(systems), "estimator": e, "estimate": est, "std_error": se,
+                                  "conf_low": np.clip(est - z * se, 0, 1), "conf_high": np.clip(est + z * se, 0, 1),
+                                  "n_answered": n_answered}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _headline(board: pd.DataFrame, direction, level: float, reference: Any, estimator: str):
+    pair = _answer.choose_pair(board, reference)
+    if pair is None:
+        return None
+    b = board.set_index("name")
+    a, o = pair
+    d = float(b.loc[a, "estimate"] - b.loc[o, "estimate"])
+    se = float(math.hypot(b.loc[a, "std_error"], b.loc[o, "std_error"]))
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
+    return _answer.headline(a, o, d, se, d - z * se, d + z * se, p, math.inf,
+                            f"{estimator} full-benchmark accuracy from item subsets, normal approximation",
+                            direction, level=level, unit="points", scale=100.0, reference=reference)
+
+
+def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, score: str = "score",
+                    system: str = "system", item: str = "item", estimator: str = "gp_irt", level: float = 0.95,
+                    n_folds: int = 5, higher_is_better: bool | None = None, reference: Any = None,
+                    random_state: Any = None) -> SubsetScores:
+    """Each new system's accuracy on the whole calibrated bank from its answers to a subset.
+
+    ``responses``: the new systems' answers (long: ``system``, ``item``, ``score`` 0/1; or wide:
+    one row per system, one column per item; or one system's Series indexed by item).
+    ``anchors``: the :class:`ItemSubset` of :func:`select_items` (its weights drive the anchor
+    and gp-IRT estimators), a Series of weights by item, a list of items, or None (equal weights
+    on the answered items). Estimators (Maia Polo et al. 2024; ``I`` bank items, ``A`` answered):
+
+    * ``irt``: the IRT plug-in ``(1/I) sum_i p_i(theta_hat)`` with ``theta_hat`` the posterior
+      mode under the calibration population's N(0, sigma^2) (the paper fits the maximum
+      likelihood, which is infinite for a system answering every anchor right or wrong);
+    * ``p_irt``: ``(1/I) [sum_{i in A} y_i + sum_{i not in A} p_i(theta_hat)]``;
+    * ``anchor``: the weighted anchor mean ``sum_j w_j y_j``;
+    * ``gp_irt``: ``lambda * anchor + (1 - lambda) * p_irt``, with the paper's heuristic
+      ``lambda = b^2 / (b^2 + s^2)``, ``b^2`` and ``s^2`` the mean squared errors of p-IRT and of
+      the anchor estimate over the cross-fitted calibration systems answering the same subset
+      (their full-bank accuracies are known);
+    * ``posterior``: the posterior predictive mean of the full-bank accuracy (Bayes estimate).
+
+    Intervals (none of the peers has one): under the calibrated model the unanswered answers are
+    Bernoulli(p_i(theta)) given the ability, and the ability has the posterior given the answered
+    items, computed on 41 adaptive Gauss-Hermite nodes. The full-bank accuracy ``Z`` then has the
+    posterior predictive mean ``m`` and variance ``v = (1/I^2) [E sum_{i not in A} p_i (1 - p_i) +
+    Var(sum_{i not in A} p_i)]`` (the Bernoulli noise of the unseen part and the ability's
+    uncertainty propagated to the accuracy); each estimator ``e`` gets the standard error
+    ``sqrt(c_e * (v + (m - e)^2))`` (its posterior root mean squared error, inflated) and the
+    normal interval at ``level``, clipped to [0, 1].
+
+    Calibration on held-out systems (``n_folds``, default 5): the model ignores the error of the
+    item parameters, and anchors chosen for their (estimated) information have overestimated
+    discriminations (the winner's curse), so the posterior is too sure of the ability. The
+    calibration systems that answered every item are split into ``n_folds`` folds (with
+    ``random_state``; a fixed split when None); each fold is scored from its answers to the
+    subset by the bank refitted without it (numpy engine, same model, warm-started), and
+    ``c_e = max(1, mean squared error / mean model MSE)`` over these cross-fitted systems. The fold fits are cached per calibration.
+    ``n_folds=0`` gives the model's intervals alone. The coverage on new held-out systems is
+    measured in ``benchmarks/calibration_irt_subsets.py``.
+
+    The leaderboard ranks the systems by ``estimator`` with simultaneous rank intervals; the
+    headline compares the best with the runner-up (or ``reference``)."""
+    if estimator not in ESTIMATORS:
+        raise DataError(f"estimator={estimator!r} must be one of {', '.join(ESTIMATORS)}")
+    if not 0 < level < 1:
+        raise DataError(f"level={level!r} must be between 0 and 1, e.g. 0.95")
+    bank = as_bank(calibration)
+    systems, y, n = _new_responses(bank, responses, score, system, item)
+    w, subset, wsource = _anchor_weights(bank, anchors, n)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    core = _core(bank, y, n, w)
+    if not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
+        raise DataError(f"n_folds={n_folds!r} must be 0 (model-only intervals) or a whole number >= 2")
+    tuning = _tune(bank, subset, w, z, int(n_folds), random_state) or _model_tuning(core)
+    n_answered = (n > 0).sum(axis=1)
+    table = _score_rows(systems, core, tuning.gp_lambda, tuning, z, n_answered)
+    post: Posterior = core["_post"]
+    abilities = pd.DataFrame({"system": list(systems), "ability": post.mode, "std_error": post.mode_se,
+                              "ability_eap": post.mean, "std_error_eap": post.sd, "n_answered": n_answered})
+    head = table[table["estimator"] == estimator].set_index("system")
+    direction = _answer.direction("accuracy", higher_is_better)
+    board = _board(head, direction, level, random_state)
+    ws = _score_warnings(tuning, n_answered, len(bank.items))
+    if len(head) > RANK_INTERVALS_MAX:
+        ws += (ResultWarning("no_rank_intervals", f"{len(head)} systems: the simultaneous rank intervals and letters "
+                             f"are computed for at most {RANK_INTERVALS_MAX} systems (their cost grows fast)"),)
+    prov = {"calibration_engine": bank.engine, "model": bank.model, "anchors": wsource, "n_subset": int(len(subset)),
+            "tuning": tuning.source, "n_folds": n_folds, "random_state": random_state, "level": level, "n_nodes": 41}
+    return SubsetScores(table=table, leaderboard=board, abilities=abilities, tuning=tuning.table, estimator=estimator,
+                        gp_lambda=tuning.gp_lambda, level=level, n_bank=len(bank.items),
+                        headline=_headline(board, direction, level, reference, estimator), direction=direction,
+                        warnings=ws, provenance=prov)
+
+
+def _board(head: pd.DataFrame, direction, level: float, random_state: Any) -> pd.DataFrame:
+    """The best-first leaderboard; rank intervals only up to :data:`RANK_INTERVALS_MAX` systems."""
+    if len(head) <= RANK_INTERVALS_MAX:
+        return _answer.leaderboard(head["estimate"], std_error=head["std_error"], conf_low=head["conf_low"],
+                                   conf_high=head["conf_high"], higher_is_better=direction.higher_is_better,
+                                   level=level, random_state=random_state)
+    board = _answer.leaderboard(head["estimate"], higher_is_better=direction.higher_is_better)
+    idx = board["name"].to_numpy()
+    for c in ("std_error", "conf_low", "conf_high"):
+        board[c] = head.loc[idx, c].to_numpy()
+    return board
+
+
+def _score_warnings(tuning: _Tuning, n_answered: np.ndarray, n_bank: int) -> tuple[ResultWarning, ...]:
+    ws = []
+    if tuning.source == "model only":
+        ws.append(ResultWarning("model_only_intervals", "no cross-fitting (n_folds=0, or too few calibration systems "
+                                "answered the whole bank): the gp-IRT weight comes from the model and the intervals "
+                                "are the model's alone"))
+    if np.any(n_answered == 0):
+        ws.append(ResultWarning("no_answers", f"{int(np.sum(n_answered == 0))} system(s) answered no bank item: "
+                                "their estimates are the calibration population's average"))
+    t = tuning.table
+    big = [] if t.empty else list(t.loc[t["inflation"] > 1.5, "estimator"])
+    if big:
+        ws.append(ResultWarning("misfit", "on the cross-fitted calibration systems the errors of "
+                                f"{', '.join(big)} exceed the model's by more than half its variance: their intervals "
+                                "are widened accordingly (see .tuning)"))
+    return tuple(ws)
+
+
+# ============================================================================= next_items
+@dataclass(frozen=True, repr=False)
+class NextItems(_WorkflowResult):
+    """The most informative next items for one system (adaptive testing).
+
+    ``table``: rank, item, information (Fisher information at the current ability), difficulty,
+    discrimination, p_correct (predicted). ``ability``/``std_error``: the posterior mode of the
+    ability from the items answered so far and its conditional SD; ``stop`` says whether the
+    stopping rule is met (``reason``); ``accuracy`` with ``conf_low``/``conf_high``: the full-bank
+    accuracy's posterior predictive mean and interval from the answers so far.
+    """
+
+    table: pd.DataFrame
+    ability: float
+    std_error: float
+    n_answered: int
+    target_se: float
+    stop: bool
+    reason: str
+    accuracy: float
+    conf_low: float
+    conf_high: float
+    warnings: tuple[ResultWarning, ...]
+    provenance: dict[str, Any]
+
+    @property
+    def _title(self) -> str:  # type: ignore[override]
+        return "Next items (Fisher information at the current ability)"
+
+    def _scalars(self):
+        return [("answered", self.n_answered), ("ability", f"{self.ability:.3f} (SE {self.std_error:.3f})"),
+                ("full-bank accuracy", f"{self.accuracy:.3f} ({self.conf_low:.3f} to {self.conf_high:.3f})"),
+                ("stop", f"{self.stop}: {self.reason}")]
+
+
+def _one_system(bank: Bank, responses: Any, score: str, item: str, system: str):
+    if responses is None or (hasattr(responses, "__len__") and len(responses) == 0):
+        return np.zeros((1, len(bank.items))), np.zeros((1, len(bank.items)))
+    if isinstance(responses, dict):
+        responses = pd.Series(responses, dtype=float)
+    names, y, n = _new_responses(bank, responses, score, system, item)
+    if len(names) != 1:
+        raise DataError(f"next_items works on one system at a time; the responses hold {len(names)} "
+                        f"({', '.join(names[:5])}); pass one system's rows")
+    return y, n
+
+
+def next_items(calibration: Any, responses: Any = None, *, n_items: int = 1, target_se: float | None = None,
+               max_items: int | None = None, score: str = "score", item: str = "item", system: str = "system",
+               level: float = 0.95) -> NextItems:
+    """The ``n_items`` most informative items to ask one system next, and whether to stop.
+
+    The ability is the posterior mode given the items answered so far (``responses``: a dict or
+    Series ``{item: 0/1}``, or a long table of one system; None before the first item) under the
+    calibration population's N(0, sigma^2), with its conditional SD as standard error. The next
+    items are the unanswered ones with the largest Fisher information
+    ``discrimination^2 p (1 - p)`` at that ability (maximum-information adaptive testing; Fluid
+    Benchmarking, Hofmann et al. 2025, uses the same rule on a 2PL bank). Stopping rule: stop when
+    the ability's standard error is at most ``target_se`` (default ``0.3 * sigma``: a reliability
+    of about 0.91 on the calibration population), when ``max_items`` items are answered, or when
+    the bank is exhausted."""
+    bank = as_bank(calibration)
+    if not (isinstance(n_items, (int, np.integer)) and n_items >= 1):
+        raise DataError(f"n_items={n_items!r} must be a whole number >= 1")
+    target = 0.3 * bank.sigma if target_se is None else float(target_se)
+    if not target > 0:
+        raise DataError(f"target_se={target_se!r} must be > 0 (on the ability scale)")
+    y, n = _one_system(bank, responses, score, item, system)
+    answered = n[0] > 0
+    core = _core(bank, y, n, answered / max(answered.sum(), 1))
+    post: Posterior = core["_post"]
+    theta, se = float(post.mode[0]), float(post.mode_se[0])
+    info = bank.information(np.array(theta))
+    free = np.nonzero(~answered)[0]
+    top = free[np.argsort(-info[free], kind="stable")[:n_items]]
+    table = pd.DataFrame({"rank": np.arange(1, len(top) + 1), "item": [bank.items[i] for i in top],
+                          "information": info[top], "difficulty": bank.difficulty[top],
+                          "discrimination": bank.discrimination[top], "p_correct": bank.prob(np.array(theta))[top]})
+    k = int(answered.sum())
+    if k and se <= target:
+        stop, reason = True, f"the ability's standard error {se:.3f} is at most target_se={target:.3g}"
+    elif max_items is not None and k >= max_items:
+        stop, reason = True, f"{k} items answered (max_items={max_items})"
+    elif len(free) == 0:
+        stop, reason = True, "every bank item is answered"
+    else:
+        stop, reason = False, f"standard error {se:.3f} > target_se={target:.3g}"
+    zq = float(stats.norm.ppf(0.5 + level / 2))
+    m, sd = float(core["mean"][0]), float(np.sqrt(core["var"][0]))
+    return NextItems(table=table, ability=theta, std_error=se, n_answered=k, target_se=target, stop=stop,
+                     reason=reason, accuracy=m, conf_low=max(0.0, m - zq * sd), conf_high=min(1.0, m + zq * sd),
+                     warnings=(), provenance={"model": bank.model, "calibration_engine": bank.engine,
+                                              "rule": "maximum Fisher information at the posterior mode"})
