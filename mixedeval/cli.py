@@ -176,7 +176,7 @@ def _add_irt(sub: Any) -> None:
     g.add_argument("--dif", help="column of groups (e.g. language) for per-item DIF tests")
     g.add_argument("--lower-is-better", action="store_true", help="the score counts failures (it is flipped)")
     g.add_argument("--reference", help="system the headline compares the best other system with")
-    g.add_argument("--level", type=float, default=0.95)
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--n-sim", type=int, default=200, help="simulations of the item-fit test (default 200; 0 skips)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the item-fit simulations (default 0)")
     g.add_argument("--flagged", action="store_true", help="print only the flagged items")

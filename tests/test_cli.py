@@ -46,7 +46,7 @@ def _subcommands():
 
 def test_every_subcommand_exists():
     assert set(_subcommands()) == {"check", "demo", "fit", "compare", "power", "bootstrap", "vca", "disparity",
-                                   "compare-logs", "summarize", "preferences", "judge"}
+                                   "compare-logs", "summarize", "preferences", "judge", "irt"}
 
 
 @pytest.mark.parametrize("cmd", [[], *[[c] for c in ["check", "demo", "fit", "compare", "bootstrap", "vca",
