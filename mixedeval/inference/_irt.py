@@ -53,7 +53,8 @@ from ..errors import DataError
 from ..results import ResultMixin, ResultWarning, jsonable
 from . import _irt_items as itm
 from ._irt_data import Responses, prepare_responses, subset
-from ._irt_fit import ENGINES, MODELS, IrtFit, fit_2pl, fit_rasch, fit_rasch_fixed
+from .. import __version__
+from ._irt_fit import ENGINES, MODELS, NUMPY_ENGINE, IrtFit, fit_2pl, fit_numpy, fit_rasch, fit_rasch_fixed
 from ._lmm import r_provenance
 
 ITEM_COLUMNS = ("item", "difficulty", "difficulty_std_error", "difficulty_conf_low", "difficulty_conf_high",
@@ -231,7 +232,8 @@ def _constant_items(resp: Responses) -> list[str]:
     return [it for it, a, b in zip(resp.items, ty, tn) if a == 0 or a == b]
 
 
-def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int) -> tuple[IrtFit, list[str]]:
+def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int,
+         engine: str = "r") -> tuple[IrtFit, list[str]]:
     if model == "rasch":
         return fit_rasch(resp, covariates=covariates, nagq=nagq), []
     const = _constant_items(resp)
@@ -240,6 +242,8 @@ def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int
         raise DataError(f"only {len(keep)} item(s) are answered differently by the systems; a {model} fit needs 2 or "
                         "more (use model='rasch', which keeps items everyone answers alike)")
     sub = subset(resp, keep) if const else resp
+    if engine == "numpy":
+        return fit_numpy(sub, model), const
     return (fit_2pl(sub) if model == "2pl" else fit_rasch_fixed(sub, nagq=nagq)), const
 
 
@@ -365,6 +369,7 @@ def irt(
     random_state: Any = 0,
     nagq: int = 1,
     progress: bool = True,
+    engine: str = "r",
 ) -> IrtResult:
     """Fit an item response model to the answers of several systems (see the module docstring).
 
@@ -390,8 +395,17 @@ def irt(
     n_sim, random_state : simulations of the item-fit test (0 skips it) and their seed.
     nagq : 1 (Laplace, default) or 0 (glmer's fast nAGQ = 0; Rasch models).
     progress : a progress bar for the DIF tests.
+    engine : ``"r"`` (default: the R calls above) or ``"numpy"``, the faster engine for large
+        item banks (``model="rasch_fixed"`` or ``"2pl"``): marginal ML by adaptive Gauss-Hermite EM
+        (:mod:`mixedeval.inference._irt_numpy`), which agrees with the R fits on the item
+        parameters (tests/test_irt_engines.py) and needs no R unless ``dif=`` is asked for.
     """
     m = _check_args(model, n_sim, alpha, min_discrimination, nagq)
+    if engine not in ("r", "numpy"):
+        raise DataError(f"engine must be 'r' or 'numpy', not {engine!r}")
+    if engine == "numpy" and m == "rasch":
+        raise DataError("engine='numpy' fits fixed item parameters: use model='rasch_fixed' or '2pl' "
+                        "(model='rasch' treats the items as random, an R-only fit)")
     level = require_level(level)
     direction = _answer.direction(score if isinstance(score, str) else None, higher_is_better)
     if item_covariates is not None and m != "rasch":
@@ -401,7 +415,7 @@ def irt(
                              group=dif if isinstance(dif, str) else None)
     covariates = _item_covariates(item_covariates, resp, item)
     dif_data = _dif_data(resp, dif)
-    fit, const = _fit(resp, m, covariates, nagq)
+    fit, const = _fit(resp, m, covariates, nagq, engine)
     items = _items_table(fit, resp, level, n_sim, random_state)
     dif_res = _dif(resp, dif if not isinstance(dif, (Mapping, pd.Series)) else "group", dif_data, progress)
     if dif_res is not None:
@@ -415,12 +429,14 @@ def irt(
     board = _answer.leaderboard(abilities.set_index("system")["ability"], std_error=abilities["std_error"].to_numpy(),
                                 conf_low=abilities["conf_low"].to_numpy(), conf_high=abilities["conf_high"].to_numpy(),
                                 higher_is_better=True, level=level, random_state=None)
-    prov = r_provenance()
-    prov.update({"estimator": "ML (Laplace)", "model": m, "engine": ENGINES[m], "formula": fit.formula,
+    used = ENGINES[m] if engine == "r" else NUMPY_ENGINE.format(q=21)
+    prov = r_provenance() if engine == "r" or dif_res is not None else {"mixedeval": __version__}
+    prov.update({"estimator": "ML (Laplace)" if engine == "r" else "marginal ML (adaptive Gauss-Hermite quadrature)",
+                 "model": m, "engine": used, "formula": fit.formula,
                  "n_sim": int(n_sim), "random_state": jsonable(random_state) if not hasattr(random_state, "spawn")
                  else str(random_state), "source": resp.source, "score": resp.score, "nagq": int(nagq)})
     return IrtResult(items=items, abilities=abilities, leaderboard=board,
-                     headline=_headline(board, abilities, m, direction, level, reference), model=m, engine=ENGINES[m],
+                     headline=_headline(board, abilities, m, direction, level, reference), model=m, engine=used,
                      formula=fit.formula, loglik=fit.loglik, nobs=fit.nobs, level=level, direction=direction,
                      variance=dict(fit.variance), covariates=fit.covariates, dif=dif_res,
                      warnings=tuple(_warnings(resp, fit, const, m)), provenance=prov,

@@ -153,3 +153,32 @@ def fit_2pl(resp: Responses) -> IrtFit:
     return IrtFit(items=items, abilities=_abilities(v["systems"], sign), loglik=float(v["loglik"]),
                   nobs=int(v["nobs"]), formula=str(v["formula"]), warnings=tuple(warns),
                   variance={"sign": sign}, eta_offset=t["beta"].to_numpy(dtype=float))
+
+
+NUMPY_ENGINE = "numpy: marginal ML by adaptive Gauss-Hermite EM ({q} nodes), mixedeval.inference._irt_numpy"
+
+
+def fit_numpy(resp: Responses, model: str, n_quadrature: int = 21) -> IrtFit:
+    """The same model by the numpy engine (:func:`mixedeval.inference._irt_numpy.irt_numpy`):
+    ``"rasch_fixed"`` is ``glmer(y ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``'s
+    marginal likelihood, ``"2pl"`` the reduced-rank model with N(0, 1) abilities; the abilities are
+    conditional modes with their conditional SDs, as lme4 and glmmTMB report them."""
+    from ._irt_numpy import irt_numpy  # noqa: PLC0415 - the engine loads when asked for
+
+    long = resp.long
+    df = pd.DataFrame({"system": long["system"].astype(str).to_numpy(), "item": long["item"].astype(str).to_numpy(),
+                       "score": long["y"].to_numpy(dtype=float), "trials": long["n"].to_numpy(dtype=float)})
+    f = irt_numpy(df, "2pl" if model == "2pl" else "rasch", trials="trials", n_quadrature=n_quadrature)
+    it = f.items.set_index(f.items["item"].astype(str)).reindex([str(i) for i in resp.items])
+    ab = f.abilities.set_index(f.abilities["system"].astype(str)).reindex([str(s) for s in resp.systems])
+    items = pd.DataFrame({"item": [str(i) for i in resp.items], "difficulty": it["difficulty"].to_numpy(dtype=float),
+                          "difficulty_std_error": it["difficulty_std_error"].to_numpy(dtype=float),
+                          "discrimination": it["discrimination"].to_numpy(dtype=float),
+                          "discrimination_std_error": it["discrimination_std_error"].to_numpy(dtype=float)})
+    abilities = pd.DataFrame({"system": [str(s) for s in resp.systems], "ability": ab["ability"].to_numpy(dtype=float),
+                              "std_error": ab["std_error"].to_numpy(dtype=float)})
+    formula = ("y ~ 0 + item + rr(0 + item | system, d = 1) [numpy engine]" if model == "2pl"
+               else "y ~ 0 + item + (1 | system) [numpy engine]")
+    variance = {"sign": 1.0} if model == "2pl" else {"system_sd": float(f.sigma)}
+    return IrtFit(items=items, abilities=abilities, loglik=float(f.loglik), nobs=int(len(long)), formula=formula,
+                  warnings=tuple(f.warnings), variance=variance, eta_offset=it["intercept"].to_numpy(dtype=float))
