@@ -13,7 +13,7 @@ from . import _lazy
 from .errors import DataError, FormulaError, MixedEvalError, RError, RNotAvailableError
 from .errors import ExecutorError, ExecutorWarning, MainGuardError, WorkerLostError
 
-__version__ = "0.2.0"
+__version__ = "0.4.0.dev0"
 
 # public name -> (module, attribute); attribute None means the module itself
 _LAZY: dict[str, tuple[str, str | None]] = {
