@@ -38,12 +38,12 @@ def simulate(n_sys: int, n_items: int, seed: int) -> tuple[pd.DataFrame, np.ndar
     return df, a, b, th
 
 
-def one(n_sys: int, n_items: int, seed: int, save: str | None = None) -> list[dict]:
+def one(n_sys: int, n_items: int, seed: int, save: str | None = None, engine: str = "r") -> list[dict]:
     df, a, b, th = simulate(n_sys, n_items, seed)
     rows = []
-    for model in ("2pl", "rasch"):
+    for model in ("2pl", "rasch") if engine == "r" else ("2pl", "rasch_fixed"):
         t0 = time.perf_counter()
-        r = me.irt(df, model, n_sim=0, progress=False)
+        r = me.irt(df, model, n_sim=0, progress=False, engine=engine)
         dt = time.perf_counter() - t0
         est_a, est_b = r.parameters()
         ok = np.isfinite(est_a) & np.isfinite(est_b)
@@ -71,8 +71,10 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--save", default=None, help="folder for the estimates (CSV)")
+    ap.add_argument("--engine", default="r", choices=["r", "numpy"],
+                    help="r: glmmTMB / glmer (default); numpy: me.irt's marginal-ML engine (seconds)")
     args = ap.parse_args()
-    rows = [r for s in args.systems for r in one(s, args.items, args.seed, args.save)]
+    rows = [r for s in args.systems for r in one(s, args.items, args.seed, args.save, args.engine)]
     out = pd.DataFrame(rows)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(out.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
