@@ -375,7 +375,8 @@ def test_other_table_types_and_category_order():
     np.testing.assert_allclose(res.estimate, ref.estimate[[2, 0, 1]], rtol=1e-12)
 
 
-def test_progress_bar_can_be_forced(capsys):
+def test_progress_bar_can_be_forced(capsys, monkeypatch):
+    monkeypatch.setenv("MIXEDEVAL_PROGRESS", "always")  # bars are drawn on a terminal only (mixedeval._progress)
     rng = np.random.default_rng(25)
     df = table(rng, S=2, n=20, run_col=False, group_col=False)
     a = me.bootstrap(df, "score", "system", "item", n_resamples=200, random_state=0, progress=True, chunk_size=64)
