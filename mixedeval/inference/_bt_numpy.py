@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 from .._executor import one_blas_thread  # noqa: F401 - re-exported for the Bradley-Terry modules
 from ._bt_design import BTDesign
@@ -274,3 +275,187 @@ def vcov(info: np.ndarray) -> np.ndarray:
     out = np.full((p, p), np.nan)
     out[np.ix_(ok, ok)] = np.linalg.inv(info[np.ix_(ok, ok)])
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# many replicates near one fit: the chord (fixed-information Newton) iteration
+# ---------------------------------------------------------------------------------------------
+
+#: chord steps before a replicate is handed to the full Newton iteration
+CHORD_MAX_ITER = 40
+#: a replicate whose estimate moves farther than this (log-odds) from the start is handed to Newton
+CHORD_MAX_MOVE = 3.0
+#: steps mixed by Anderson's acceleration
+CHORD_DEPTH = 5
+
+
+#: elements (cells x replicates) of one slice of the per-cell arithmetic: its temporaries stay in
+#: the CPU's cache (a whole block's (cells x replicates) arrays are tens of MB: every pass over them
+#: went to memory, three times slower)
+_SLICE = 1 << 14
+
+
+class CellDesign:
+    """The design of one BTDesign as sparse matrices over its cells, for arrays laid out
+    cells x replicates (C, B) and parameters (p, B): ``x_eta`` (C x (k - 1 + positions +
+    covariates)) holds the linear predictor's columns (+1 / -1 for the two models, ``first`` in the
+    judge's position column, the covariates), scaled by the factor that :meth:`score` needs (1/2
+    for Davidson's half-predictor, -1 for the binomial's negated one); ``x_tau`` (C x n_tau) the
+    judges' tie-propensity indicators (Davidson)."""
+
+    def __init__(self, d: BTDesign) -> None:
+        c, k = len(d.a), d.k
+        rows = np.arange(c)
+        inc = sp.csr_matrix((np.r_[np.ones(c), -np.ones(c)], (np.r_[rows, rows], np.r_[d.a, d.b])), shape=(c, k))
+        x = sp.hstack([inc[:, d.free], sp.csr_matrix(d.eta_extra())], format="csr")
+        self.davidson = d.ties == "davidson"
+        self.ties = d.ties
+        self.x_eta = (0.5 if self.davidson else -1.0) * x
+        self.x_eta_t = self.x_eta.T.tocsr()
+        self.abs_t = abs(self.x_eta_t)
+        self.p_eta = x.shape[1]
+        self.x_tau = sp.csr_matrix(d.tau_columns())
+        self.x_tau_t = self.x_tau.T.tocsr()
+        self.n_tau = self.x_tau.shape[1]
+
+    def prepare(self, counts: np.ndarray) -> dict:
+        """From counts laid out (C, 3, B): the battles per cell ``n`` (C, B) and the part of the
+        score that does not depend on the parameters, ``const`` (p, B) (Davidson: the halved
+        predictor's columns times a-wins minus b-wins, and the ties per judge; binomial: minus the
+        negated columns times ``y``)."""
+        na, nb_, nt = counts[:, 0], counts[:, 1], counts[:, 2]
+        if self.davidson:
+            const = np.concatenate([self.x_eta_t @ (na - nb_), self.x_tau_t @ np.ascontiguousarray(nt)])
+            return {"n": na + nb_ + nt, "const": const}
+        y = na + 0.5 * nt if self.ties == "half" else np.ascontiguousarray(na)
+        return {"n": na + nb_ + nt if self.ties == "half" else na + nb_, "const": -(self.x_eta_t @ y)}
+
+    def covered(self, n: np.ndarray) -> np.ndarray:
+        """Whether every parameter has battles in each replicate ((C, B) battles per cell -> (B,))."""
+        ok = (self.abs_t @ n > 0).all(axis=0)
+        if self.davidson:
+            ok &= (self.x_tau_t @ n > 0).all(axis=0)
+        return ok
+
+    def score(self, reps: dict, theta: np.ndarray) -> np.ndarray:
+        """The score (p, B) at parameters theta (p, B) of the replicates :meth:`prepare` made:
+        :func:`cell_terms`' score without the log-likelihood and the information, computed in
+        slices of cells.
+
+        Davidson: with ``h = eta / 2``, ``e = exp(h)``, ``nu = exp(tau)`` and
+        ``D = e + 1/e + nu``, P(a) - P(b) = (e - 1/e) / D and P(tie) = nu / D (h clipped to
+        +-350, where they are 0 or 1 in double precision); the score of h is
+        ``a-wins - b-wins - n (P(a) - P(b))`` (that of eta half of it: ``x_eta`` holds the halves),
+        that of tau ``ties - n P(tie)``. Binomial: with ``m = -eta``, n P(a) = n / (1 + exp(m)),
+        the score of eta ``y - n P(a)``."""
+        lin = self.x_eta @ theta[:self.p_eta]
+        c, nb = lin.shape
+        n = reps["n"]
+        step = max(1, _SLICE // max(nb, 1))
+        if not self.davidson:
+            for c0 in range(0, c, step):
+                _binomial_slice(lin[c0:c0 + step], n[c0:c0 + step])
+            return self.x_eta_t @ lin + reps["const"]
+        nu = np.exp(np.clip(theta[self.p_eta:], -700.0, 700.0))  # (n_tau, B)
+        nu_c = nu if self.n_tau == 1 else self.x_tau @ nu  # one judge: broadcast over the cells
+        q = np.empty_like(lin)
+        buf = np.empty((min(step, c), nb))
+        for c0 in range(0, c, step):
+            sl = slice(c0, c0 + step)
+            _davidson_slice(lin[sl], nu_c if self.n_tau == 1 else nu_c[sl], n[sl], q[sl], buf[:len(q[sl])])
+        per_judge = q.sum(axis=0, keepdims=True) if self.n_tau == 1 else self.x_tau_t @ q
+        var = np.concatenate([self.x_eta_t @ lin, nu * per_judge])
+        return np.subtract(reps["const"], var, out=var)
+
+
+def _davidson_slice(h, nu, n, q, buf) -> None:
+    """One slice of cells of :meth:`CellDesign.score` (Davidson): ``h`` becomes n (P(a) - P(b)),
+    ``q`` n / D."""
+    np.minimum(h, 350.0, out=h)
+    np.maximum(h, -350.0, out=h)
+    e = np.exp(h, out=h)
+    inv = np.divide(1.0, e, out=buf)
+    np.add(e, inv, out=q)
+    q += nu
+    np.divide(n, q, out=q)
+    np.subtract(e, inv, out=e)
+    e *= q
+
+
+def _binomial_slice(m, n) -> None:
+    """One slice of cells of :meth:`CellDesign.score` (binomial): ``m`` = -eta becomes n P(a)."""
+    np.minimum(m, 700.0, out=m)
+    e = np.exp(m, out=m)
+    e += 1.0
+    np.divide(n, e, out=e)
+
+
+def _anderson(hist_x: list, hist_f: list, theta: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Anderson's (1965) mixing of the last chord steps, per replicate (column): the next iterate
+    ``theta + f - (dX + dF) gamma`` with gamma minimising ``|f - dF gamma|`` (least squares on the
+    differences of the last iterates and steps; Walker & Ni 2011), which for a linear problem is
+    GMRES on the preconditioned system."""
+    dx = np.stack([theta - x for x in hist_x])  # (m, p, B)
+    df = np.stack([f - g for g in hist_f])
+    gram = np.einsum("ipb,jpb->bij", df, df)
+    rhs = np.einsum("ipb,pb->bi", df, f)
+    m = gram.shape[1]
+    ridge = 1e-12 * np.maximum(np.einsum("bii->b", gram), 1e-300)
+    try:
+        gamma = np.linalg.solve(gram + ridge[:, None, None] * np.eye(m)[None], rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return theta + f
+    return theta + f - np.einsum("ipb,bi->pb", dx + df, gamma)
+
+
+def chord_fit(cd: CellDesign, counts: np.ndarray, theta0: np.ndarray, inv0: np.ndarray, tol: float,
+              max_iter: int = CHORD_MAX_ITER, depth: int = CHORD_DEPTH) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum-likelihood fits of B count tables ``counts`` (C, 3, B) that lie near the table
+    whose estimate is ``theta0`` (p,) and inverse information ``inv0`` (p, p) -- bootstrap
+    replicates of it -- by the chord iteration ``theta <- theta + inv0 @ score(theta)`` (Newton's
+    method with the information held at the start, Kantorovich's simplified Newton: inverted once
+    and shared by all replicates, a step costs one score and one (p x p) @ (p x B) product),
+    accelerated by Anderson mixing of the last ``depth`` steps (:func:`_anderson`). The fixed point
+    is where the score is zero: the replicate's maximum, the same as Newton's (:func:`fit`).
+
+    Returns the estimates (B, p) and a flag per replicate: True when its last step moved no
+    parameter by more than ``tol`` (the estimate is then within a small multiple of ``tol`` of the
+    maximum); False when a parameter has no battles in the replicate, the iteration did not settle
+    within ``max_iter`` steps, or an estimate moved farther than :data:`CHORD_MAX_MOVE` from
+    ``theta0`` (a model that won or lost all its battles: no finite maximum) -- those replicates
+    are for the full Newton iteration (:func:`fit`)."""
+    nb = counts.shape[2]
+    reps = cd.prepare(counts)
+    theta = np.repeat(np.asarray(theta0, dtype=float)[:, None], nb, axis=1)
+    done = np.zeros(nb, dtype=bool)
+    idx = np.flatnonzero(cd.covered(reps["n"]))  # the replicates still iterated
+    cols = np.arange(len(idx))  # their columns in sub, the replicates whose scores are computed
+    sub, sub_idx = ({k: v[:, idx] for k, v in reps.items()}, idx) if len(idx) < nb else (reps, idx)
+    hist_x: list = []
+    hist_f: list = []
+    for _ in range(max_iter):
+        if not len(idx):
+            break
+        cur = theta[:, idx]
+        score = cd.score(sub, theta[:, sub_idx])
+        f = inv0 @ (score if len(cols) == len(sub_idx) else score[:, cols])
+        moved = np.abs(f).max(axis=0)
+        fin = moved < tol
+        nxt = _anderson(hist_x, hist_f, cur, f) if hist_x else cur + f
+        nxt[:, fin] = cur[:, fin] + f[:, fin]
+        theta[:, idx] = nxt
+        bad = ~np.isfinite(nxt).all(axis=0) | (np.abs(nxt - theta0[:, None]).max(axis=0) > CHORD_MAX_MOVE)
+        fin &= ~bad
+        done[idx[fin]] = True
+        hist_x = ([cur] + hist_x)[:depth]
+        hist_f = ([f] + hist_f)[:depth]
+        keep = ~(fin | bad)
+        if keep.all():
+            continue
+        idx, cols = idx[keep], cols[keep]
+        hist_x = [x[:, keep] for x in hist_x]
+        hist_f = [g[:, keep] for g in hist_f]
+        if len(idx) < 0.75 * len(sub_idx):  # drop the finished replicates' columns from the score's arrays
+            sub = {k: v[:, cols] for k, v in sub.items()}
+            sub_idx, cols = idx, np.arange(len(idx))
+    return theta.T, done

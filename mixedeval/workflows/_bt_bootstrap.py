@@ -32,6 +32,11 @@ from ..resampling import _draws as dr
 #: Newton's stopping step for a replicate: the estimate is then within about 1e-10 of the
 #: replicate's maximum (quadratic convergence), far below the intervals' Monte-Carlo error
 BOOT_TOL = 1e-5
+#: the chord iteration's stopping step (it converges linearly: the estimate is then within a few
+#: times 1e-8 of the replicate's maximum)
+CHORD_TOL = 1e-8
+#: budget for the chord iteration's (cells x replicates) arrays
+_CHORD_BYTES = 128 * 2**20
 #: budget for the cell-count temporaries of one Newton batch (replicates fitted together)
 _BATCH_BYTES = 64 * 2**20
 
@@ -40,6 +45,29 @@ def _batch(d: BTDesign) -> int:
     """Replicates fitted together, so that (replicates x cells x parameters) temporaries stay bounded."""
     per = 8.0 * len(d.a) * (3 + 2 * max(d.n_params - d.k + 1, 1)) + 8.0 * (d.k ** 2 + d.n_params ** 2)
     return int(max(1, min(dr.BLOCK, _BATCH_BYTES // max(per, 1.0))))
+
+
+def _start_inverse(d: BTDesign, theta_hat: np.ndarray) -> np.ndarray | None:
+    """The inverse of the full data's information at its estimate (the chord iteration's fixed
+    matrix), None when the information is not finite and positive definite (then every replicate
+    is fitted by Newton's method)."""
+    if not np.isfinite(theta_hat).all():
+        return None
+    info = _bt_numpy._score_info(_bt_numpy._Ops(d), d.counts[None], theta_hat[None], d.ties)[2][0]
+    if not np.isfinite(info).all():
+        return None
+    try:
+        low = np.linalg.cholesky(info)
+    except np.linalg.LinAlgError:
+        return None
+    inv_low = np.linalg.inv(low)
+    return inv_low.T @ inv_low
+
+
+def _chord_batch(d: BTDesign) -> int:
+    """Replicates fitted together by the chord iteration: their cell counts and the score's
+    (cells x replicates) arrays (about nine per replicate) within :data:`_CHORD_BYTES`."""
+    return int(max(1, min(dr.BLOCK, _CHORD_BYTES // max(72.0 * len(d.a), 1.0))))
 
 
 def _one_block(d: BTDesign, theta_hat: np.ndarray, resample_judges: bool):
@@ -51,7 +79,31 @@ def _one_block(d: BTDesign, theta_hat: np.ndarray, resample_judges: bool):
     if exact32:
         units_t = units_t.astype(np.float32)
     n_units, n_judges = d.n_units, len(d.judges)
-    rows = _batch(d)
+    theta_hat = np.asarray(theta_hat, dtype=float)
+    inv0 = _start_inverse(d, theta_hat)
+    cells = _bt_numpy.CellDesign(d) if inv0 is not None else None
+    rows = _chord_batch(d) if cells is not None else _batch(d)
+    newton_rows = _batch(d)
+
+    def _newton(counts: np.ndarray, todo: np.ndarray, theta: np.ndarray, conv: np.ndarray) -> None:
+        """Newton's method for the replicates ``todo`` of counts (C, 3, B), from the full-data
+        estimate, in batches of :func:`_batch` replicates."""
+        for s in range(0, len(todo), newton_rows):
+            part = todo[s:s + newton_rows]
+            f = _bt_numpy.fit(d, counts[:, :, part].transpose(2, 0, 1), np.repeat(theta_hat[None], len(part), axis=0),
+                              tol=BOOT_TOL)
+            theta[part], conv[part] = f.theta, f.converged
+
+    def _fit(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates (B, p) and convergence flags of the count tables (C, 3, B): the chord
+        iteration, then Newton's method for the replicates it hands on."""
+        nb = counts.shape[2]
+        if cells is None:
+            theta, conv = np.empty((nb, d.n_params)), np.zeros(nb, dtype=bool)
+        else:
+            theta, conv = _bt_numpy.chord_fit(cells, counts, theta_hat, inv0, CHORD_TOL)
+        _newton(counts, np.flatnonzero(~conv), theta, conv)
+        return theta, conv
 
     def one_block(rng: np.random.Generator, b0: int, r: int) -> np.ndarray:
         with _bt_numpy.one_blas_thread():
@@ -64,12 +116,10 @@ def _one_block(d: BTDesign, theta_hat: np.ndarray, resample_judges: bool):
         for s in range(0, dr.BLOCK, rows):
             e = min(dr.BLOCK, s + rows)
             ws = w[s:e].T.astype(np.float32) if exact32 else w[s:e].T
-            counts = np.asarray(units_t @ ws, dtype=float).T.reshape(e - s, len(d.a), 3)
+            counts = np.asarray(units_t @ ws, dtype=float).reshape(len(d.a), 3, e - s)
             if wj is not None:
-                counts *= wj[s:e][:, d.judge][:, :, None]
-            f = _bt_numpy.fit(d, counts, np.repeat(theta_hat[None], e - s, axis=0), tol=BOOT_TOL)
-            out[s:e, :-1] = f.theta
-            out[s:e, -1] = f.converged
+                counts *= wj[s:e][:, d.judge].T[:, None, :]
+            out[s:e, :-1], out[s:e, -1] = _fit(counts)
         return out
 
     return one_block

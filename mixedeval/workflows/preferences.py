@@ -257,14 +257,34 @@ def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
     diff = est[i] - est[j]
     lo, hi = np.empty(len(i)), np.empty(len(i))
     step = len(i) if strengths is None else max(1, int(_PAIR_CHUNK_BYTES // (16 * max(len(strengths), 1))))
+    by_model = None if strengths is None else np.ascontiguousarray(strengths.T)  # (k, draws): pairs are rows
+    alpha = (1 - level) / 2
     for s0 in range(0, len(i), step):
         a, b, sl = i[s0:s0 + step], j[s0:s0 + step], slice(s0, s0 + step)
-        if strengths is None:
+        if by_model is None:
             se = _se(v[a, a] + v[b, b] - 2 * v[a, b])
             _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level)
         else:
-            _, lo[sl], hi[sl] = _interval(diff[sl], None, strengths[:, a] - strengths[:, b], level)
+            lo[sl], hi[sl] = _row_quantiles(by_model[a] - by_model[b], [alpha, 1 - alpha])
     return diff, lo, hi
+
+
+def _row_quantiles(x: np.ndarray, probs: Sequence[float]) -> np.ndarray:
+    """The quantiles of each row of ``x`` (rows, draws) as :func:`_nan_quantiles` computes those of
+    its columns (numpy's linear interpolation, NaN left out), by partitioning each row at the two
+    order statistics a quantile interpolates between instead of sorting it (rows without NaN)."""
+    if np.isnan(x).any():
+        return _nan_quantiles(x.T, probs)
+    n = x.shape[1]
+    pos = [q * (n - 1) for q in probs]
+    kth = sorted({int(np.floor(p)) for p in pos} | {min(int(np.floor(p)) + 1, n - 1) for p in pos})
+    part = np.partition(x, kth, axis=1)
+    out = np.empty((len(probs), x.shape[0]))
+    for r, p in enumerate(pos):
+        lo, frac = int(np.floor(p)), p - np.floor(p)
+        hi = min(lo + 1, n - 1)
+        out[r] = part[:, lo] + frac * (part[:, hi] - part[:, lo])
+    return out
 
 
 def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
