@@ -15,8 +15,12 @@ installed; its code is not copied, the computation is the same):
   with ``np.add.at``), from zeros;
 * the replicates run on ``multiprocessing.Pool(os.cpu_count())`` with ``imap_unordered``.
 
+Left out (negligible cost): the tqdm bar, ``scale_and_offset`` (Elo = 400 * strength + 1000, here
+applied without the baseline shift) and the final median sort of the replicates' DataFrame.
+
 me.bradley_terry does more: it resamples prompts (the unit that was sampled), not rows; it fits
-each replicate to convergence by Newton's method (not L-BFGS-B stopped at 100 iterations). The
+each replicate to its maximum (the chord iteration with the full data's information, then Newton's
+method for the replicates it hands on; not L-BFGS-B stopped at 100 iterations). The
 "same model" rows use FastChat's model (ties as half wins, no position effect); the "defaults"
 rows add mixedeval's defaults (Davidson ties with a leniency, the position bias). Rank intervals
 are left out (``ranks=False``: FastChat computes none). Each timing is one run (no
@@ -24,6 +28,8 @@ extrapolation); the machine is shared, so the ratio of the two measured in the s
 figure to read.
 
     .venv/bin/python benchmarks/bench_bradley_terry.py                 # 1e5 / 30 and 1e6 / 100
+    .venv/bin/python benchmarks/bench_bradley_terry.py --all           # the two sizes and --scale, one run
+    .venv/bin/python benchmarks/bench_bradley_terry.py --all --quick   # the same with 200 replicates each
     .venv/bin/python benchmarks/bench_bradley_terry.py --sizes 100000:30:5000
     .venv/bin/python benchmarks/bench_bradley_terry.py --scale          # 300 models x 30,000 battles
 """
@@ -113,7 +119,9 @@ def fastchat(df: pd.DataFrame, n: int, workers: int | None, as_is: bool = False)
     pairs, y, models, w = fc_triples(df)
     fc_fit(pairs, y, w, len(models), math.log(10.0))  # compute_bt on the full data
     fc_bootstrap_bt(df, n, workers, as_is)
-    return time.perf_counter() - t0
+    t = time.perf_counter() - t0
+    print(f"  (FastChat on {len(df):,} battles: {t:.2f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
+    return t
 
 
 # ------------------------------------------------------------------ mixedeval
@@ -127,7 +135,8 @@ def ours(me, df: pd.DataFrame, n: int, *, prompt: str | None, same_model: bool, 
 
 def run_size(me, n_battles: int, k: int, n_prompts: int, t_fc: float, a: argparse.Namespace) -> None:
     df = simulate(n_battles, k, n_prompts)
-    print(f"\n{n_battles:,} battles, {k} models, {n_prompts:,} prompts, {a.n_resamples} replicates")
+    print(f"\n{n_battles:,} battles, {k} models, {n_prompts:,} prompts, {a.n_resamples} replicates "
+          f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  FastChat compute_bootstrap_bt (row bootstrap, L-BFGS-B, Pool({a.workers or os.cpu_count()}), one BLAS "
           f"thread per worker{'; as is' if a.fastchat_as_is else ''}), fit + bootstrap: {t_fc:.2f} s")
     t_same, res = ours(me, df, a.n_resamples, prompt="prompt", same_model=True)
@@ -148,7 +157,8 @@ def scale_data() -> pd.DataFrame:
 
 def run_scale(me, t_fc: float, a: argparse.Namespace) -> None:
     df = scale_data()
-    print(f"\nscale: {len(df):,} battles among 300 models, {a.n_resamples} replicates (row units: no prompt column)")
+    print(f"\nscale: {len(df):,} battles among 300 models, {a.n_resamples} replicates (row units: no prompt column; "
+          f"load average {os.getloadavg()[0]:.1f})")
     print(f"  FastChat compute_bootstrap_bt: {t_fc:.1f} s ({a.n_resamples / t_fc:.0f} replicates/s)")
     t_def, _ = ours(me, df, a.n_resamples, prompt=None, same_model=False)
     print(f"  me.bradley_terry defaults (Davidson, position bias), in-process: {t_def:.1f} s "
@@ -168,24 +178,27 @@ def main() -> None:
     ap.add_argument("--n-resamples", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=None, help="FastChat's pool size (default: os.cpu_count())")
     ap.add_argument("--scale", action="store_true", help="only the 300 models x 30,000 battles case")
+    ap.add_argument("--all", action="store_true", help="the sizes and the 300 models x 30,000 battles case")
+    ap.add_argument("--quick", action="store_true", help="200 replicates (both sides) instead of --n-resamples")
     ap.add_argument("--fastchat-as-is", action="store_true",
                     help="FastChat's workers with the inherited BLAS threads (slower on a busy machine)")
     a = ap.parse_args()
+    if a.quick:
+        a.n_resamples = 200
     print(f"CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f} (a shared machine: read the ratios)")
     sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes.split(",")]
     # FastChat's pools fork this process: they run before R starts (mixedeval is imported after)
-    if a.scale:
+    sizes = [] if a.scale and not a.all else sizes
+    t_fc = [fastchat(simulate(n, k, p), a.n_resamples, a.workers, a.fastchat_as_is) for n, k, p in sizes]
+    if a.scale or a.all:
         t_scale = fastchat(scale_data(), a.n_resamples, a.workers, a.fastchat_as_is)
-    else:
-        t_fc = [fastchat(simulate(n, k, p), a.n_resamples, a.workers, a.fastchat_as_is) for n, k, p in sizes]
     import mixedeval as me  # noqa: PLC0415 - after FastChat's forks (see above)
 
     me.bradley_terry(simulate(2000, 5, 100), ties="half", position_bias=False, n_resamples=0)  # start R (not timed)
-    if a.scale:
-        run_scale(me, t_scale, a)
-        return
     for (n, k, p), t in zip(sizes, t_fc):
         run_size(me, n, k, p, t, a)
+    if a.scale or a.all:
+        run_scale(me, t_scale, a)
 
 
 if __name__ == "__main__":

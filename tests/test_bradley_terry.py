@@ -480,3 +480,60 @@ def test_model_by_prompt_effect_widens_the_intervals_when_prompts_move_models():
     assert (se_m > 1.1 * se_p).all()
     with pytest.raises(me.DataError, match="ties='drop'"):  # (no battle is a tie: Davidson's default fits as drop)
         me.bradley_terry(battles, prompt="prompt", prompt_effect="model", ties="half", n_resamples=0)
+
+
+def test_default_bootstrap_replicates_equal_the_fit_of_their_counts():
+    """mixedeval's defaults (Davidson ties, a position bias and a leniency per judge) with weights
+    and a model that some replicates leave out: each replicate (the chord iteration, or Newton's
+    method for the replicates it hands on) equals the fit of its battles -- those of the drawn
+    prompts, each repeated as often as its prompt was drawn -- by the full-data Newton fit."""
+    from mixedeval._random import seed_sequence
+    from mixedeval.resampling import _draws as dr
+
+    df, _ = simulate_battles(k=5, n=1500, n_prompts=150, judges=["j1", "j2"], seed=8, positions=True)
+    rare = pd.DataFrame({"model_a": ["zz"] * 3, "model_b": ["m1", "m2", "m3"], "winner": ["model_a", "model_b", "tie"],
+                         "prompt": ["r1", "r2", "r3"], "judge": ["j1", "j2", "j1"],
+                         "position": ["a_first", "b_first", "a_first"]})
+    df = pd.concat([df, rare], ignore_index=True)
+    df["weight"] = np.where(np.arange(len(df)) % 7 == 0, 3.0, 1.0)
+    kw = dict(judge="judge", position="position", min_judge_battles=0, ranks=False)
+    res = me.bradley_terry(df, prompt="prompt", n_resamples=64, random_state=4, **kw)
+    units = pd.factorize(df["prompt"])[1]
+    idx = dr.block_generator(seed_sequence(4), 0).integers(0, len(units), size=(dr.BLOCK, len(units)), dtype=np.int32)
+    w = np.stack([np.bincount(row, minlength=len(units)) for row in idx])
+    rare_drawn = w[:, [units.get_loc(p) for p in ("r1", "r2", "r3")]].min(axis=1)
+    with_rare, without = np.flatnonzero(rare_drawn > 0)[:2], np.flatnonzero(w[:, units.get_loc("r1")] == 0)[:1]
+    assert len(with_rare) == 2 and len(without) == 1
+    names = sorted(set(df.model_a) | set(df.model_b))[1:]  # the strengths' order (reference m0 first by name)
+    for r in [*with_rare, *without]:
+        times = dict(zip(units, w[r]))
+        rep = df.loc[df.index.repeat(df.prompt.map(times))]
+        refit = me.bradley_terry(rep, n_resamples=0, **kw)
+        strengths = _by_model(refit).reindex(names).to_numpy()
+        judges = refit.judges.set_index(["parameter", "judge"])["estimate"]
+        expect = np.r_[strengths, judges.loc["position_bias"].loc[["j1", "j2"]], judges.loc["leniency"].loc[["j1", "j2"]]]
+        np.testing.assert_allclose(res.draws[r], expect, rtol=1e-7, atol=1e-9)  # NaN (zz absent) in both or neither
+
+
+def test_chord_iteration_equals_newton_and_hands_on_what_it_cannot_fit():
+    """The chord iteration (_bt_numpy.chord_fit) against Newton's method on the same count tables:
+    equal estimates where it converges; a replicate without a model's battles or with a model that
+    won all its battles (no finite maximum) is flagged for Newton."""
+    from mixedeval.inference import _bt_numpy as bn
+    from mixedeval.inference._bt_design import build_design
+
+    df, _ = simulate_battles(k=6, n=2000, n_prompts=200, judges=["j1", "j2"], seed=9)
+    for ties in ("davidson", "half", "drop"):
+        d = build_design(df, "model_a", "model_b", "winner", prompt="prompt", judge="judge", ties=ties,
+                         position_bias=True, covariates=None, anchor=None)
+        full = bn.fit(d, d.counts[None])
+        rng = np.random.default_rng(1)
+        w = rng.multinomial(d.n_units, np.full(d.n_units, 1 / d.n_units), size=12).astype(float)
+        counts = np.asarray(d.units.T @ w.T).reshape(len(d.a), 3, 12)
+        counts[(d.a == 5) | (d.b == 5), :, 0] = 0  # replicate 0: model m5 without battles
+        counts[d.a == 4, 1, 1], counts[d.b == 4, 0, 1] = 0, 0  # replicate 1: m4 never loses
+        counts[d.a == 4, 2, 1], counts[d.b == 4, 2, 1] = 0, 0
+        theta, ok = bn.chord_fit(bn.CellDesign(d), counts, full.theta[0], np.linalg.inv(full.information[0]), 1e-9)
+        newton = bn.fit(d, counts.transpose(2, 0, 1), np.repeat(full.theta, 12, axis=0), tol=1e-12)
+        assert not ok[0] and not ok[1] and ok[2:].all(), ties
+        np.testing.assert_allclose(theta[2:], newton.theta[2:], rtol=1e-8, atol=1e-9)

@@ -6,9 +6,14 @@ a sparse units x (3 cells) matrix). A block of 64 replicates draws unit weights
 multinomial count vector), forms the
 replicates' cell counts with one sparse product, multiplies the cells of each judge by that
 judge's weight when judges are resampled too (a two-way bootstrap: prompts and judges drawn
-independently, a battle weighted by the product), and fits all 64 replicates at once with the
-vectorized Newton iteration of :mod:`mixedeval.inference._bt_numpy`, started at the full-data
-estimate. Blocks draw from their own random streams (:mod:`mixedeval.resampling._draws`), so the replicates are
+independently, a battle weighted by the product), and fits all 64 replicates at once
+(:mod:`mixedeval.inference._bt_numpy`), started at the full-data estimate: by the chord iteration
+(Newton's step with the full data's information, inverted once for the whole bootstrap,
+accelerated by Anderson mixing; each step one score of all replicates, laid out cells x
+replicates) and, for the replicates it hands on (a model or judge without battles, a model that
+won or lost all its battles, an iteration that does not settle), by the vectorized Newton
+iteration with step halving. Both stop at the replicate's maximum (within about 1e-8; the tests
+refit replicates from their resampled counts). Blocks draw from their own random streams (:mod:`mixedeval.resampling._draws`), so the replicates are
 identical whatever the ``executor`` and the number of workers.
 
 Guards (:mod:`mixedeval._resources`): before anything is drawn, the memory of everything the
@@ -33,8 +38,8 @@ from ..resampling import _draws as dr
 #: replicate's maximum (quadratic convergence), far below the intervals' Monte-Carlo error
 BOOT_TOL = 1e-5
 #: the chord iteration's stopping step (it converges linearly: the estimate is then within a few
-#: times 1e-8 of the replicate's maximum)
-CHORD_TOL = 1e-8
+#: times 1e-9 of the replicate's maximum, as close as the intervals need and the tests check)
+CHORD_TOL = 1e-9
 #: budget for the chord iteration's (cells x replicates) arrays
 _CHORD_BYTES = 128 * 2**20
 #: budget for the cell-count temporaries of one Newton batch (replicates fitted together)
@@ -138,7 +143,7 @@ def check_memory(d: BTDesign, n_resamples: int, ranks: bool = True) -> None:
     """DataError before anything is drawn when all that the replicates become
     (:func:`replicate_bytes`) and one block's temporaries exceed mixedeval's memory limit."""
     kept = replicate_bytes(d, n_resamples, ranks)
-    block = 8.0 * (dr.BLOCK * d.n_units + _batch(d) * 3 * len(d.a)) + _BATCH_BYTES
+    block = 8.0 * dr.BLOCK * d.n_units + 72.0 * len(d.a) * _chord_batch(d) + _BATCH_BYTES
     res.check_memory(kept + block, "the Bradley-Terry bootstrap's replicates",
                      "lower n_resamples (1,000 to 10,000 replicates are plenty for 95% percentile intervals)"
                      + (", or pass ranks=False" if ranks else ""),
