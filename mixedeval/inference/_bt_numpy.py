@@ -287,6 +287,8 @@ CHORD_MAX_ITER = 40
 CHORD_MAX_MOVE = 3.0
 #: steps mixed by Anderson's acceleration
 CHORD_DEPTH = 5
+#: the step at which the chord iteration goes from single to double precision
+CHORD_SINGLE_TOL = 1e-5
 
 
 #: elements (cells x replicates) of one slice of the per-cell arithmetic: its temporaries stay in
@@ -317,6 +319,7 @@ class CellDesign:
         self.x_tau = sp.csr_matrix(d.tau_columns())
         self.x_tau_t = self.x_tau.T.tocsr()
         self.n_tau = self.x_tau.shape[1]
+        self.single = (self.x_eta.astype(np.float32), self.x_eta_t.astype(np.float32), self.x_tau.astype(np.float32))
 
     def prepare(self, counts: np.ndarray) -> dict:
         """From counts laid out (C, 3, B): the battles per cell ``n`` (C, B) and the part of the
@@ -340,39 +343,48 @@ class CellDesign:
     def score(self, reps: dict, theta: np.ndarray) -> np.ndarray:
         """The score (p, B) at parameters theta (p, B) of the replicates :meth:`prepare` made:
         :func:`cell_terms`' score without the log-likelihood and the information, computed in
-        slices of cells.
+        slices of cells; in single precision when ``reps["n"]`` is float32 (:meth:`single_reps`).
 
         Davidson: with ``h = eta / 2``, ``e = exp(h)``, ``nu = exp(tau)`` and
         ``D = e + 1/e + nu``, P(a) - P(b) = (e - 1/e) / D and P(tie) = nu / D (h clipped to
-        +-350, where they are 0 or 1 in double precision); the score of h is
-        ``a-wins - b-wins - n (P(a) - P(b))`` (that of eta half of it: ``x_eta`` holds the halves),
-        that of tau ``ties - n P(tie)``. Binomial: with ``m = -eta``, n P(a) = n / (1 + exp(m)),
-        the score of eta ``y - n P(a)``."""
-        lin = self.x_eta @ theta[:self.p_eta]
-        c, nb = lin.shape
+        +-350, +-40 in single precision, where they are 0 or 1 to working precision); the score of
+        h is ``a-wins - b-wins - n (P(a) - P(b))`` (that of eta half of it: ``x_eta`` holds the
+        halves), that of tau ``ties - n P(tie)``. Binomial: with ``m = -eta``,
+        n P(a) = n / (1 + exp(m)), the score of eta ``y - n P(a)``."""
         n = reps["n"]
+        single = n.dtype == np.float32
+        x_eta, x_eta_t, x_tau = self.single if single else (self.x_eta, self.x_eta_t, self.x_tau)
+        lin = x_eta @ theta[:self.p_eta].astype(n.dtype)
+        c, nb = lin.shape
         step = max(1, _SLICE // max(nb, 1))
         if not self.davidson:
             for c0 in range(0, c, step):
-                _binomial_slice(lin[c0:c0 + step], n[c0:c0 + step])
-            return self.x_eta_t @ lin + reps["const"]
+                _binomial_slice(lin[c0:c0 + step], n[c0:c0 + step], 80.0 if single else 700.0)
+            return (x_eta_t @ lin).astype(float) + reps["const"]
         nu = np.exp(np.clip(theta[self.p_eta:], -700.0, 700.0))  # (n_tau, B)
-        nu_c = nu if self.n_tau == 1 else self.x_tau @ nu  # one judge: broadcast over the cells
+        nu_c = (nu if self.n_tau == 1 else x_tau @ nu.astype(n.dtype)).astype(n.dtype)  # one judge: broadcast
         q = np.empty_like(lin)
-        buf = np.empty((min(step, c), nb))
+        buf = np.empty((min(step, c), nb), dtype=n.dtype)
         for c0 in range(0, c, step):
             sl = slice(c0, c0 + step)
-            _davidson_slice(lin[sl], nu_c if self.n_tau == 1 else nu_c[sl], n[sl], q[sl], buf[:len(q[sl])])
-        per_judge = q.sum(axis=0, keepdims=True) if self.n_tau == 1 else self.x_tau_t @ q
-        var = np.concatenate([self.x_eta_t @ lin, nu * per_judge])
+            _davidson_slice(lin[sl], nu_c if self.n_tau == 1 else nu_c[sl], n[sl], q[sl], buf[:len(q[sl])],
+                            40.0 if single else 350.0)
+        per_judge = q.sum(axis=0, keepdims=True, dtype=float) if self.n_tau == 1 else self.x_tau_t @ q.astype(float)
+        var = np.concatenate([(x_eta_t @ lin).astype(float), nu * per_judge])
         return np.subtract(reps["const"], var, out=var)
 
+    @staticmethod
+    def single_reps(reps: dict) -> dict:
+        """The replicates of :meth:`prepare` for a single-precision score (the battles per cell in
+        float32; the constant part stays double)."""
+        return {"n": reps["n"].astype(np.float32), "const": reps["const"]}
 
-def _davidson_slice(h, nu, n, q, buf) -> None:
+
+def _davidson_slice(h, nu, n, q, buf, clip) -> None:
     """One slice of cells of :meth:`CellDesign.score` (Davidson): ``h`` becomes n (P(a) - P(b)),
     ``q`` n / D."""
-    np.minimum(h, 350.0, out=h)
-    np.maximum(h, -350.0, out=h)
+    np.minimum(h, clip, out=h)
+    np.maximum(h, -clip, out=h)
     e = np.exp(h, out=h)
     inv = np.divide(1.0, e, out=buf)
     np.add(e, inv, out=q)
@@ -382,9 +394,9 @@ def _davidson_slice(h, nu, n, q, buf) -> None:
     e *= q
 
 
-def _binomial_slice(m, n) -> None:
+def _binomial_slice(m, n, clip) -> None:
     """One slice of cells of :meth:`CellDesign.score` (binomial): ``m`` = -eta becomes n P(a)."""
-    np.minimum(m, 700.0, out=m)
+    np.minimum(m, clip, out=m)
     e = np.exp(m, out=m)
     e += 1.0
     np.divide(n, e, out=e)
@@ -427,9 +439,24 @@ def chord_fit(cd: CellDesign, counts: np.ndarray, theta0: np.ndarray, inv0: np.n
     nb = counts.shape[2]
     reps = cd.prepare(counts)
     theta = np.repeat(np.asarray(theta0, dtype=float)[:, None], nb, axis=1)
+    idx = np.flatnonzero(cd.covered(reps["n"]))  # the replicates iterated
+    # first in single precision (half the memory traffic) to about 1e-5, where its rounding stops
+    # the steps, then in double precision from there: the fixed point is double precision's
+    done, bad = _chord_phase(cd, CellDesign.single_reps(reps), theta, idx, theta0, inv0, CHORD_SINGLE_TOL,
+                             max_iter, depth)
+    idx = idx[~bad[idx]]
+    done, _ = _chord_phase(cd, reps, theta, idx, theta0, inv0, tol, max_iter, depth)
+    return theta.T, done
+
+
+def _chord_phase(cd: CellDesign, reps: dict, theta: np.ndarray, idx: np.ndarray, theta0: np.ndarray,
+                 inv0: np.ndarray, tol: float, max_iter: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Chord steps of the replicates ``idx`` (columns of ``theta`` (p, B), updated in place) until
+    their steps are below ``tol``; (settled, handed on) flags over all B replicates."""
+    nb = theta.shape[1]
     done = np.zeros(nb, dtype=bool)
-    idx = np.flatnonzero(cd.covered(reps["n"]))  # the replicates still iterated
-    cols = np.arange(len(idx))  # their columns in sub, the replicates whose scores are computed
+    failed = np.zeros(nb, dtype=bool)
+    cols = np.arange(len(idx))  # the iterated replicates' columns in sub (whose scores are computed)
     sub, sub_idx = ({k: v[:, idx] for k, v in reps.items()}, idx) if len(idx) < nb else (reps, idx)
     hist_x: list = []
     hist_f: list = []
@@ -447,6 +474,7 @@ def chord_fit(cd: CellDesign, counts: np.ndarray, theta0: np.ndarray, inv0: np.n
         bad = ~np.isfinite(nxt).all(axis=0) | (np.abs(nxt - theta0[:, None]).max(axis=0) > CHORD_MAX_MOVE)
         fin &= ~bad
         done[idx[fin]] = True
+        failed[idx[bad]] = True
         hist_x = ([cur] + hist_x)[:depth]
         hist_f = ([f] + hist_f)[:depth]
         keep = ~(fin | bad)
@@ -458,4 +486,4 @@ def chord_fit(cd: CellDesign, counts: np.ndarray, theta0: np.ndarray, inv0: np.n
         if len(idx) < 0.75 * len(sub_idx):  # drop the finished replicates' columns from the score's arrays
             sub = {k: v[:, cols] for k, v in sub.items()}
             sub_idx, cols = idx, np.arange(len(idx))
-    return theta.T, done
+    return done, failed
