@@ -297,7 +297,7 @@ CHORD_MAX_MOVE = 3.0
 #: steps mixed by Anderson's acceleration
 CHORD_DEPTH = 5
 #: the step at which the chord iteration goes from single to double precision
-CHORD_SINGLE_TOL = 3e-5
+CHORD_SINGLE_TOL = 1e-4
 
 
 #: elements (cells x replicates) of one slice of the per-cell arithmetic: its temporaries stay in
@@ -449,7 +449,7 @@ def chord_fit(cd: CellDesign, counts: np.ndarray, theta0: np.ndarray, inv0: np.n
     reps = cd.prepare(counts)
     theta = np.repeat(np.asarray(theta0, dtype=float)[:, None], nb, axis=1)
     idx = np.flatnonzero(cd.covered(reps["n"]))  # the replicates iterated
-    # first in single precision (half the memory traffic) to steps of about 3e-5 (its rounding stops
+    # first in single precision (half the memory traffic) to steps of about 1e-4 (its rounding stops
     # the steps near 1e-6), then in double precision from there: the fixed point is double precision's
     done, bad = _chord_phase(cd, CellDesign.single_reps(reps), theta, idx, theta0, inv0, CHORD_SINGLE_TOL,
                              max_iter, depth)
