@@ -25,7 +25,9 @@ method for the replicates it hands on; not L-BFGS-B stopped at 100 iterations). 
 rows add mixedeval's defaults (Davidson ties with a leniency, the position bias). Rank intervals
 are left out (``ranks=False``: FastChat computes none). Each timing is one run (no
 extrapolation); the machine is shared, so the ratio of the two measured in the same run is the
-figure to read.
+figure to read. A second ratio comes from CPU time, which other jobs disturb less: FastChat's
+idle-machine time estimated as its process's CPU time plus its workers' CPU time divided by the
+number of workers (they run in parallel), against mixedeval's CPU time (in-process, one thread).
 
     .venv/bin/python benchmarks/bench_bradley_terry.py                 # 1e5 / 30 and 1e6 / 100
     .venv/bin/python benchmarks/bench_bradley_terry.py --all           # the two sizes and --scale, one run
@@ -114,23 +116,41 @@ def fc_bootstrap_bt(df: pd.DataFrame, num_round: int, workers: int | None = None
     return 400.0 * ratings + 1000.0
 
 
+#: CPU seconds by battles: FastChat's idle-machine time estimated from CPU time (its process plus its
+#: pool workers' CPU divided by the number of workers: they run in parallel), mixedeval's defaults
+CPU: dict[str, dict[int, float]] = {"fastchat": {}, "ours": {}}
+
+
 def fastchat(df: pd.DataFrame, n: int, workers: int | None, as_is: bool = False) -> float:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), os.times()
     pairs, y, models, w = fc_triples(df)
     fc_fit(pairs, y, w, len(models), math.log(10.0))  # compute_bt on the full data
-    fc_bootstrap_bt(df, n, workers, as_is)
-    t = time.perf_counter() - t0
-    print(f"  (FastChat on {len(df):,} battles: {t:.2f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
+    fc_bootstrap_bt(df, n, workers, as_is)  # the pool's workers are joined (and their CPU time counted) on exit
+    t, c1 = time.perf_counter() - t0, os.times()
+    own = c1.user - c0.user + c1.system - c0.system
+    kids = c1.children_user - c0.children_user + c1.children_system - c0.children_system
+    CPU["fastchat"][len(df)] = own + kids / (workers or os.cpu_count())
+    print(f"  (FastChat on {len(df):,} battles: {t:.2f} s, load average {os.getloadavg()[0]:.1f}; CPU {own:.2f} s + "
+          f"workers {kids:.2f} s)", flush=True)
     return t
 
 
 # ------------------------------------------------------------------ mixedeval
 def ours(me, df: pd.DataFrame, n: int, *, prompt: str | None, same_model: bool, executor=None):
     kw = dict(ties="half", position_bias=False) if same_model else {}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = me.bradley_terry(df, prompt=prompt, n_resamples=n, random_state=0, ranks=False, progress=False,
                            executor=executor, **kw)
+    if not same_model and executor is None:
+        CPU["ours"][len(df)] = time.process_time() - c0
     return time.perf_counter() - t0, res
+
+
+def cpu_line(n_battles: int) -> str:
+    """The ratio of the idle-machine estimates from CPU time (less sensitive to other jobs)."""
+    fc, me_ = CPU["fastchat"][n_battles], CPU["ours"][n_battles]
+    return (f"  CPU time (an idle machine's time, less sensitive to the load): FastChat {fc:.2f} s (its process + its "
+            f"workers' CPU / workers), mixedeval defaults {me_:.2f} s -> ratio {fc / me_:.1f}x")
 
 
 def run_size(me, n_battles: int, k: int, n_prompts: int, t_fc: float, a: argparse.Namespace) -> None:
@@ -146,6 +166,7 @@ def run_size(me, n_battles: int, k: int, n_prompts: int, t_fc: float, a: argpars
     print(f"  same, executor={a.workers or 2}: {t_ex:.2f} s  -> ratio {t_fc / t_ex:.1f}x")
     t_def, _ = ours(me, df, a.n_resamples, prompt="prompt", same_model=False)
     print(f"  defaults (Davidson ties, position bias), in-process: {t_def:.2f} s  -> ratio {t_fc / t_def:.1f}x")
+    print(cpu_line(len(df)))
     width = (res.table["elo_conf_high"] - res.table["elo_conf_low"]).median()
     print(f"  median width of the 95% Elo intervals (prompt bootstrap, same model): {width:.1f} Elo points")
 
@@ -163,6 +184,7 @@ def run_scale(me, t_fc: float, a: argparse.Namespace) -> None:
     t_def, _ = ours(me, df, a.n_resamples, prompt=None, same_model=False)
     print(f"  me.bradley_terry defaults (Davidson, position bias), in-process: {t_def:.1f} s "
           f"({a.n_resamples / t_def:.0f} replicates/s) -> ratio {t_fc / t_def:.1f}x")
+    print(cpu_line(len(df)))
     t_same, _ = ours(me, df, a.n_resamples, prompt=None, same_model=True)
     print(f"  me.bradley_terry same model: {t_same:.1f} s ({a.n_resamples / t_same:.0f} replicates/s) -> ratio "
           f"{t_fc / t_same:.1f}x")

@@ -378,7 +378,10 @@ class CellDesign:
             sl = slice(c0, c0 + step)
             _davidson_slice(lin[sl], nu_c if self.n_tau == 1 else nu_c[sl], n[sl], q[sl], buf[:len(q[sl])],
                             40.0 if single else 350.0)
-        per_judge = (np.ones((1, c), dtype=q.dtype) @ q).astype(float) if self.n_tau == 1 else self.x_tau_t @ q.astype(float)
+        if self.n_tau == 1:  # the cells' sum as a BLAS product (numpy's axis-0 sum of float32 into doubles is slow)
+            per_judge = (np.ones((1, c), dtype=q.dtype) @ q).astype(float)
+        else:
+            per_judge = self.x_tau_t @ q.astype(float)
         var = np.concatenate([(x_eta_t @ lin).astype(float), nu * per_judge])
         return np.subtract(reps["const"], var, out=var)
 

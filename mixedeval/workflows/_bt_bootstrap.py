@@ -12,9 +12,10 @@ independently, a battle weighted by the product), and fits all 64 replicates at 
 accelerated by Anderson mixing; each step one score of all replicates, laid out cells x
 replicates) and, for the replicates it hands on (a model or judge without battles, a model that
 won or lost all its battles, an iteration that does not settle), by the vectorized Newton
-iteration with step halving. Both stop at the replicate's maximum (within about 1e-8; the tests
-refit replicates from their resampled counts). Blocks draw from their own random streams (:mod:`mixedeval.resampling._draws`), so the replicates are
-identical whatever the ``executor`` and the number of workers.
+iteration with step halving. Both stop at the replicate's maximum (within about 1e-9; the tests
+refit replicates from their resampled counts). Blocks draw from their own random streams
+(:mod:`mixedeval.resampling._draws`), so the replicates are identical whatever the ``executor``
+and the number of workers.
 
 Guards (:mod:`mixedeval._resources`): before anything is drawn, the memory of everything the
 replicates become (the parameter replicates, the strengths and Elo ratings mapped from them, the
