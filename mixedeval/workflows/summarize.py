@@ -84,7 +84,7 @@ ALL_TASKS = "(all tasks)"
 
 
 @dataclass(frozen=True, repr=False)
-class SummarizeResult(_WorkflowResult):
+class SummarizeResult(_answer.AnswerMixin, _WorkflowResult):
     """Result of :func:`summarize`.
 
     table : per task x system: task, system, n_items, n_epochs (most epochs of a question in one
@@ -121,6 +121,7 @@ class SummarizeResult(_WorkflowResult):
     _print_tables = ("leaderboard", "table", "pairwise", "checks")
     _skip_in_dict = ("logs",)
     _title = "Summary of scores"
+    _no_headline_text = "no pair of systems to compare"
 
     def _scalars(self):
         out = [("headline", self.headline_text())]
@@ -129,19 +130,9 @@ class SummarizeResult(_WorkflowResult):
         out += [("metric", self.metric)] if self.metric is not None else []
         return out + [("epochs", self.provenance.get("epochs")), ("p_adj", self.provenance.get("adjust"))]
 
-    def headline_text(self) -> str:
-        """The headline in one line (best − runner-up or − reference, paired t)."""
-        return "no pair of systems to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (the paired t test of its pair)."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
-
     def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
         d = super().to_dict()
-        d.update(headline=None if self.headline is None else self.headline.to_dict(),
-                 direction=None if self.direction is None else self.direction.to_dict())
         return {"headline": d.pop("headline"), "headline_text": self.headline_text(), **d}
 
 
