@@ -90,6 +90,11 @@ class Direction:
                 "note": self.note}
 
 
+#: metric names (or name tokens) of edit rates: fractions of the reference length, usually below 1
+#: but above it for a sentence with many insertions; reported in points (100 x the rate)
+EDIT_RATES = frozenset({"ter", "wer", "cer", "hter"})
+
+
 def _tokens(metric: str) -> list[str]:
     m = metric.strip().lower()
     m = m.split(",")[0]  # lm-eval's "acc,none" filter suffix
@@ -115,6 +120,23 @@ def known_direction(metric: Any) -> bool | None:
     if any(t in HIGHER_IS_BETTER for t in toks[1:]):
         return True
     return None
+
+
+def unit_scale(scores: Any, metric: Any = None) -> tuple[str, float]:
+    """How a headline writes differences of these scores: ``("points", 100.0)`` for scores in
+    [0, 1] (accuracies, proportions, BLEU or chrF as fractions) and for an edit rate named as
+    such (:data:`EDIT_RATES`: TER, WER, CER, HTER, a token of ``metric``) whose scores are >= 0
+    with a mean of at most 1 (a fraction that may exceed 1 on some sentences; TER points are
+    100 x TER); otherwise ``("", 1.0)``, the score's own units. The headline's numbers stay in
+    the score's units; ``scale`` only multiplies them in its text."""
+    v = np.asarray(scores, dtype=float)
+    v = v[~np.isnan(v)]
+    if not v.size or np.min(v) < 0:
+        return "", 1.0
+    if np.max(v) <= 1:
+        return "points", 100.0
+    rate = isinstance(metric, str) and any(t in EDIT_RATES for t in _tokens(metric))
+    return ("points", 100.0) if rate and np.mean(v) <= 1 else ("", 1.0)
 
 
 def check_higher_is_better(higher_is_better: Any, name: str = "higher_is_better") -> bool | None:

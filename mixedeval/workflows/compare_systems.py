@@ -318,8 +318,9 @@ def compare_systems(
     Returns a :class:`CompareSystemsResult`: the one answer first -- ``leaderboard`` (the
     systems best first: EMM, interval, simultaneous rank interval, letters), ``headline`` (the
     best system against the runner-up, or against ``reference`` when given: their pairwise
-    contrast, unadjusted, signed so the better system's advantage is positive;
-    ``headline_text()``, ``p_value``), ``checks`` (the omnibus GLRT, its parametric bootstrap and
+    contrast, unadjusted, signed so the better system's advantage is positive, its text in points
+    for scores in [0, 1] and TER-like rates (``+0.27 points`` for a TER difference of 0.0027;
+    :func:`mixedeval._answer.unit_scale`); ``headline_text()``, ``p_value``), ``checks`` (the omnibus GLRT, its parametric bootstrap and
     the run-averaged analyses of the same question, each with its verdict), ``direction`` --
     then ``table``, ``glrt``, ``emmeans``, ``contrasts``, ``averaged``, ``warnings``, ``fit``.
     """
