@@ -10,7 +10,6 @@ Strengths are log-odds of being preferred: higher is better.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,7 +97,3 @@ class BTAnswer(AnswerMixin):
     def checks(self) -> None:
         """No second analysis of the same question (None)."""
         return None
-
-    def _answer_dict(self) -> dict[str, Any]:
-        return {"headline": None if self.headline is None else self.headline.to_dict(),
-                "leaderboard": self.leaderboard}
