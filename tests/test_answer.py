@@ -175,3 +175,20 @@ def test_answer_mixin_on_a_frozen_dataclass():
     empty = R(headline=None, direction=d, table=pd.DataFrame())
     assert empty.headline_text() == "nothing here" and np.isnan(empty.p_value)
     assert empty.to_dict()["headline"] is None and "note" in empty.to_dict()["direction"]
+
+
+def test_emm_units_only_for_means_of_the_response_column():
+    from types import SimpleNamespace as NS
+
+    from mixedeval.inference.rankings import emm_units
+
+    data = pd.DataFrame({"ter": [0.2, 0.7, 1.4], "y": [3.0, 8.0, 12.0], "grade": pd.Categorical(["a", "b", "a"])})
+    fit = NS(response="ter", data=data)
+    assert emm_units(NS(kind="emmeans", _fit=fit)) == ("points", 100.0)                 # an LMM's means of TER
+    assert emm_units(NS(kind="emmeans", type="response", _fit=fit)) == ("points", 100.0)
+    assert emm_units(NS(kind="emmeans", type="link", _fit=fit)) == ("", 1.0)            # log-odds: not points
+    assert emm_units(NS(kind="emtrends", _fit=fit)) == ("", 1.0)                        # slopes
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="log(ter)", data=data))) == ("", 1.0)
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="y", data=data))) == ("", 1.0)
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="grade", data=data))) == ("", 1.0)  # ordinal
+    assert emm_units(NS(kind="emmeans", _fit=None)) == ("", 1.0)
