@@ -132,3 +132,42 @@ def test_iid_runs_interval_is_not_inflated_unlike_the_previous_two_stage_se():
     ratio_old = float(np.mean((old[:, 3] - old[:, 2]) / 2) / 1.96 / sd)
     assert ratio_new < 1.2, ratio_new
     assert ratio_old > 1.25 and ratio_old > ratio_new + 0.12, (ratio_old, ratio_new)
+
+
+def _runs_case(sc, systems: int, reps: int, seed: int) -> dict[str, tuple[float, float]]:
+    """Per method of the benchmark's vectorized runs analysis (its headline checked against
+    ``paired_differences`` on the first data sets): coverage of theta and mean half-width / 1.96
+    over the SD of the estimates, ``reps`` simulated data sets of ``systems`` systems."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    cal.check_runs_vectorized(sc, rng, k=3, systems=systems)
+    out = cal.runs_methods(cal.simulate_runs(sc, cal.DELTA_ALT, rng, reps, systems))
+    theta = cal.truth(sc, cal.DELTA_ALT)
+    res = {}
+    for m, r in out.items():
+        sd = float(np.std(r[:, 0], ddof=1))
+        res[m] = (float(np.mean((r[:, 2] <= theta) & (theta <= r[:, 3]))), float(np.mean(r[:, 3] - r[:, 2]) / 2 / 1.96 / sd))
+    return res
+
+
+def test_run_variance_rule_covers_with_strong_run_effects_and_stays_tight_with_iid_runs():
+    """Issue 30, item 3 (the precise figures: ``benchmarks/calibration_logs.py --runs-vectorized
+    --systems 2 3``): with a strong run effect (run SD 1.0 on the logit scale, 2 systems x 3 runs)
+    the headline covers 93-97% (Monte-Carlo tolerance 3 SE), where the rule before (the truncated
+    estimate on the pooled run df) covered about 92%; with i.i.d. runs the mean half-width / 1.96 is
+    within 1.10 of the true SD at 3 systems x 5 runs and below 1.22 at 2 systems x 3 runs (about
+    1.18; the exact Satterthwaite df whenever the estimate is positive give 1.25, the old two-stage
+    SE 1.35), with coverage 93-97%."""
+    reps = 8000
+    tol = 3 * np.sqrt(0.93 * 0.07 / reps)
+    strong = cal.replace(cal.SCENARIOS["b 3 runs, strong run effect"], sd_run=1.0)
+    r = _runs_case(strong, 2, reps, 3030)
+    cover, _ = r["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol, r
+    assert r["pooled, run df (before)"][0] < cover - 0.01, r  # the test can fail: the rule before under-covers
+    iid5 = _runs_case(cal.SCENARIOS["b 5 iid runs"], 3, reps, 3031)
+    cover, width = iid5["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol and width <= 1.10 * (1 + 3 / np.sqrt(2 * reps)), iid5
+    iid3 = _runs_case(cal.SCENARIOS["b 3 iid runs"], 2, reps, 3032)
+    cover, width = iid3["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol and width < 1.22, iid3
+    assert iid3["two-stage (previous)"][1] > width + 0.1, iid3
