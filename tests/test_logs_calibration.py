@@ -148,7 +148,8 @@ def _runs_case(sc, systems: int, reps: int, seed: int) -> dict[str, tuple[float,
     res = {}
     for m, r in out.items():
         sd = float(np.std(r[:, 0], ddof=1))
-        res[m] = (float(np.mean((r[:, 2] <= theta) & (theta <= r[:, 3]))), float(np.mean(r[:, 3] - r[:, 2]) / 2 / 1.96 / sd))
+        cover = float(np.mean((r[:, 2] <= theta) & (theta <= r[:, 3])))
+        res[m] = (cover, float(np.mean(r[:, 3] - r[:, 2]) / 2 / 1.96 / sd))
     return res
 
 

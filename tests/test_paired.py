@@ -313,8 +313,8 @@ def test_compare_logs_with_runs_adds_the_pooled_run_variance(R):
     np.testing.assert_allclose(row["std_error"], np.sqrt(vq + v), rtol=RTOL)
     np.testing.assert_allclose(row["delta"], d.mean(), rtol=RTOL)
     assert v > 0
-    np.testing.assert_allclose(row["df"], (vq + v) ** 2 / (vq**2 / 39 + (k * ms_run) ** 2 / 4 + (k * ms_res) ** 2 / 156),
-                               rtol=RTOL)
+    satt = (vq + v) ** 2 / (vq**2 / 39 + (k * ms_run) ** 2 / 4 + (k * ms_res) ** 2 / 156)
+    np.testing.assert_allclose(row["df"], satt, rtol=RTOL)
     # the headline is the leaderboard's top pair, signed for the better system
     assert res.headline.better == res.leaderboard["name"].iloc[0] and res.headline.estimate > 0
     assert res.p_value == pytest.approx(row["p_value"], rel=1e-12)
