@@ -35,7 +35,8 @@ runner-up (or ``reference=``), the better system's advantage positive, ``p_value
 systems (a before b in leaderboard order) on their shared questions, the paired question-level
 difference of Miller (2024) (:mod:`._paired`): ``delta = mean(x_a - x_b)``,
 ``std_error = sd(d) / sqrt(n)`` (cluster-robust with ``cluster=``, G - 1 df; the between-run
-variance, pooled over systems, added when some system has several runs), the t interval and
+variance, pooled over systems, added when some system has several runs and a preliminary F test
+finds it, Bancroft's sometimes-pool rule), the t interval and
 the paired t test (``test``: ``"paired t"``, ``"paired t, cluster-robust"``, ``"paired t, run
 variance"``) -- the same test and p-value as :func:`mixedeval.compare_logs` for the same pair.
 When every score is 0 or 1 with one epoch and one run (and no cluster), ``p_mcnemar`` holds the
@@ -465,7 +466,8 @@ def summarize(
     if runs:
         warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
                                    "over runs; the table's std_error is over questions only, the pairwise SE and the "
-                                   "leaderboard add the between-run variance (pooled over systems)"))
+                                   "leaderboard add the between-run variance (pooled over systems) when a "
+                                   "preliminary F test finds it"))
     prov = {"workflow": "summarize", "metric": metric, "level": float(level), "adjust": adjust,
             "epochs": f"averaged within the question (mean reducer; up to {n_epochs} per question)" if n_epochs > 1
             else "one per question", "scores": "0/1" if binary else "continuous", "direction": direction.note,
