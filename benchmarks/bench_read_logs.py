@@ -180,6 +180,42 @@ def bench_inspect(tmp: Path, n: int) -> None:
     assert len(logs.table) == len(read.samples) == n
     print(f"  me.read_eval_logs: {secs:.2f} s, {len(logs.table) / secs:,.0f} rows/s; inspect_ai's read_eval_log "
           f"alone: {t_inspect:.2f} s ({t_inspect / secs:.0%} of it)")
+    inspect_inflations(path, _repeats())
+
+
+def inspect_inflations(path: Path, repeats: int) -> None:
+    """The .eval read as it runs (the zip-bomb check keeps the entries the fast reader parses:
+    one inflation) against the way it ran before (the check inflating every entry, then the fast
+    reader inflating them again) and without the check at all; interleaved, CPU-time medians."""
+    from mixedeval.data import _logs_inspect, _logs_zip  # noqa: PLC0415
+
+    real = _logs_inspect.check_eval_archive
+
+    def check_then_inflate_again(p, keep=None):  # before: check everything, keep nothing
+        _logs_zip.check_eval_archive(p)
+        from mixedeval.data._logs_inspect_fast import _archive_entries  # noqa: PLC0415
+        return _archive_entries(p) if keep is not None else {}
+
+    def no_check(p, keep=None):
+        from mixedeval.data._logs_inspect_fast import _archive_entries  # noqa: PLC0415
+        return _archive_entries(p) if keep is not None else {}
+
+    variants = {"as it runs (one inflation)": real, "check, then inflate again (before)": check_then_inflate_again,
+                "no zip-bomb check (the reader inflating)": no_check}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    try:
+        for _ in range(repeats):
+            for name, fn in variants.items():
+                _logs_inspect.check_eval_archive = fn
+                c = time.process_time()
+                me.read_eval_logs(path)
+                cpu[name].append(time.process_time() - c)
+    finally:
+        _logs_inspect.check_eval_archive = real
+    base = statistics.median(cpu["check, then inflate again (before)"])
+    print(f"  the .eval read, interleaved ({repeats} repeats, CPU-time medians):")
+    for name, c in cpu.items():
+        print(f"    {name:36s} {statistics.median(c):.2f} s  ({statistics.median(c) / base:.2f}x the read before)")
 
 
 def _shape_check_off(values, spec, file, first_line, what=""):
@@ -232,7 +268,7 @@ def _repeats() -> int:
 
 def main() -> None:
     rng = np.random.default_rng(0)
-    if "--inspect-only" in sys.argv:
+    if "--inspect-only" in sys.argv:  # e.g. --inspect-only 10000
         with tempfile.TemporaryDirectory() as tmp:
             bench_inspect(Path(tmp), int(sys.argv[sys.argv.index("--inspect-only") + 1]))
         return
