@@ -36,7 +36,8 @@ _VALUES = [None, True, False, 0, 1, -2, 1.5, float("nan"), "", "x", [], [1], ["a
            [{"id": "a"}, {"id": 2}, {}], [{"id": 1.5}]]
 _SPECS = [sch.LMEVAL_SAMPLE, sch.LMEVAL_RESULTS, sch.HELM_STATS, sch.HELM_RUN_SPEC, sch.HELM_INSTANCES, sch.STR,
           sch.NUM, sch.INT, sch.BOOL, sch.optional(sch.NUM), sch.ListOf(sch.OneOf((sch.INT, sch.STR))),
-          sch.OneOf((sch.ListOf(sch.STR), sch.ListOf(sch.INT))), sch.MapOf(sch.optional(sch.Obj({"x": sch.NUM})))]
+          sch.OneOf((sch.ListOf(sch.STR), sch.ListOf(sch.INT))), sch.MapOf(sch.optional(sch.Obj({"x": sch.NUM}))),
+          sch.ListOf(sch.STR), sch.MapOf(sch.NUM), sch.MapOf(sch.ListOf(sch.optional(sch.STR)))]
 
 
 def _valid(spec, v) -> bool:

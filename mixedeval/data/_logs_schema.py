@@ -232,11 +232,19 @@ def _container_check(spec: Spec) -> _Check | None:
         item = _compile(spec.item)
         if item is None:
             return _types_check(_LIST)
+        if isinstance(spec.item, Kind):  # the elements' types straight from the lists, no list of them made
+            kinds = frozenset(spec.item.types)
+            return lambda values: _LIST.issuperset(map(type, values)) and kinds.issuperset(
+                map(type, chain.from_iterable(values)))
         return lambda values: _LIST.issuperset(map(type, values)) and item(list(chain.from_iterable(values)))
     if isinstance(spec, MapOf):
         value = _compile(spec.value)
         if value is None:
             return _types_check(_DICT)
+        if isinstance(spec.value, Kind):
+            kinds = frozenset(spec.value.types)
+            return lambda values: _DICT.issuperset(map(type, values)) and kinds.issuperset(
+                map(type, chain.from_iterable(map(dict.values, values))))
         return lambda values: _DICT.issuperset(map(type, values)) and value(
             list(chain.from_iterable(map(dict.values, values))))
     return None
