@@ -22,6 +22,7 @@ default sentinels "C", "P", "I", "N"), the mapping of score values to numbers.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import zipfile
@@ -127,11 +128,7 @@ def wanted(name: str) -> bool:
 
 def can_read() -> bool:
     """Whether this reader can read ``.eval`` archives here (their zstd codec is installed)."""
-    try:
-        import zstandard  # noqa: F401, PLC0415 - inspect_ai's zstd codec; without it inspect_ai reads the log
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("zstandard") is not None  # inspect_ai's zstd codec; else inspect_ai reads
 
 
 def _archive_entries(path: Path) -> dict[str, bytes] | None:
