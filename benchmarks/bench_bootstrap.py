@@ -15,10 +15,15 @@ Peak memory of the bootstrap call is measured with tracemalloc (numpy reports it
 it) in a second run, and the process's peak RSS with resource.getrusage.
 
 Busy machine (issue 33): 10 systems x 5,000 items x 1,000 resamples (items resampled), the
-bootstrap against a per-resample numpy loop (all B iterations, same draw and gather), first with
-the machine as it is ("idle") and then with another process busy-looping on one core (started
-here, pinned to the last CPU where the system allows it, stopped at the end). Goal: >= 3x the
-loop in both (before: 0.68-1.9 s busy against 0.28 s for the loop, OpenBLAS' threads spinning).
+bootstrap against a per-resample numpy loop (all B iterations: draw n indices, gather, mean),
+first with the machine as it is ("idle") and then with another process busy-looping on one core
+(started here, pinned to the last CPU where the system allows it, its PID, CPU and the share of
+that CPU it used during the measurement printed, stopped at the end). 9 interleaved pairs per
+state; printed: the medians of wall and CPU (process) time, and the median of the 9 per-pair
+wall ratios (each pair measured back to back, so load from elsewhere on a shared machine hits
+both alike). Also printed: the BLAS threads inside the bootstrap's block products (threadpoolctl,
+probed in the first block; must be 1) and outside. Goal: >= 3x the loop in both states (before:
+0.68-1.9 s busy against 0.28 s for the loop, OpenBLAS' threads spinning).
 
     .venv/bin/python benchmarks/bench_bootstrap.py [--quick] [--busy-only]
 """
@@ -119,55 +124,107 @@ def compute_floor(X: np.ndarray) -> float:
     return time.perf_counter() - t
 
 
-BUSY_S, BUSY_N, BUSY_B = 10, 5_000, 1_000
+BUSY_S, BUSY_N, BUSY_B, BUSY_PAIRS = 10, 5_000, 1_000, 9
 
 
-def _busy_core() -> subprocess.Popen:
-    """Another process holding one core: a Python busy loop, pinned to the last CPU if possible."""
+def _busy_core() -> tuple[subprocess.Popen, int | None]:
+    """Another process holding one core: a Python busy loop, pinned to the last CPU if possible
+    (returns the process and that CPU, None when it could not be pinned)."""
     code = ("import os\ntry:\n    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})\n"
             "except (AttributeError, OSError):\n    pass\nwhile True:\n    pass\n")
     proc = subprocess.Popen([sys.executable, "-c", code])
     time.sleep(0.5)
-    return proc
+    try:
+        cpus = os.sched_getaffinity(proc.pid)
+        cpu = next(iter(cpus)) if len(cpus) == 1 else None
+    except (AttributeError, OSError):
+        cpu = None
+    return proc, cpu
 
 
-def busy_machine() -> None:
-    """The bootstrap against a per-resample numpy loop, idle and with one core busy."""
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (Linux /proc; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def _blas_threads() -> int | None:
+    from threadpoolctl import threadpool_info  # noqa: PLC0415 - a dependency of mixedeval
+
+    counts = [d["num_threads"] for d in threadpool_info() if d.get("user_api") == "blas"]
+    return max(counts) if counts else None
+
+
+def _blas_threads_in_blocks(df: pd.DataFrame) -> int | None:
+    """The BLAS threads seen inside the bootstrap's first block product (the product is probed)."""
+    from mixedeval.resampling import _bootstrap  # noqa: PLC0415
+
+    seen, real = [], _bootstrap._item_sums  # noqa: SLF001
+
+    def probe(*a, **k):
+        seen.append(_blas_threads())
+        return real(*a, **k)
+    _bootstrap._item_sums = probe  # noqa: SLF001
+    try:
+        me.bootstrap(df, "score", "system", "item", n_resamples=64, random_state=0, progress=False)
+    finally:
+        _bootstrap._item_sums = real  # noqa: SLF001
+    return seen[0] if seen else None
+
+
+def busy_machine() -> dict[str, float]:
+    """The bootstrap against a per-resample numpy loop, idle and with one core busy; returns the
+    median per-pair wall ratio of each state."""
     rng = np.random.default_rng(7)
     X = rng.normal(size=(BUSY_S, BUSY_N))
     df = pd.DataFrame({"system": np.repeat([f"s{i}" for i in range(BUSY_S)], BUSY_N),
                        "item": np.tile(np.arange(BUSY_N), BUSY_S), "score": X.ravel()})
 
-    def engine_once() -> float:
-        t = time.perf_counter()
+    def engine_once() -> tuple[float, float]:
+        t, c = time.perf_counter(), time.process_time()
         me.bootstrap(df, "score", "system", "item", n_resamples=BUSY_B, random_state=0, progress=False)
-        return time.perf_counter() - t
+        return time.perf_counter() - t, time.process_time() - c
 
-    def loop_once() -> float:
+    def loop_once() -> tuple[float, float]:
         r = np.random.default_rng(1)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = np.empty((BUSY_S, BUSY_B))
         for b in range(BUSY_B):
             out[:, b] = X[:, r.integers(0, BUSY_N, BUSY_N)].mean(axis=1)
-        return time.perf_counter() - t
+        return time.perf_counter() - t, time.process_time() - c
 
     engine_once()
     print(f"\nbusy machine: {BUSY_S} systems x {BUSY_N:,} items x {BUSY_B:,} resamples "
-          f"({os.cpu_count()} CPUs; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+          f"({os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}; OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}); BLAS threads: {_blas_threads()} outside the "
+          f"bootstrap, {_blas_threads_in_blocks(df)} inside its block products")
+    ratios = {}
     for label in ("idle", "one core busy"):
-        proc = _busy_core() if label != "idle" else None
-        t_eng, t_loop = [], []
+        proc, cpu = _busy_core() if label != "idle" else (None, None)
+        start = (time.perf_counter(), _cpu_seconds(proc.pid)) if proc is not None else None
+        eng, loop = [], []
         try:
-            for _ in range(7):  # interleaved: load from elsewhere on a shared machine hits both alike
-                t_eng.append(engine_once())
-                t_loop.append(loop_once())
+            for _ in range(BUSY_PAIRS):  # interleaved pairs
+                eng.append(engine_once())
+                loop.append(loop_once())
+            busy = "" if proc is None else (
+                f" [busy loop: PID {proc.pid}, pinned to CPU {cpu if cpu is not None else '(not pinned)'}, used "
+                f"{(_cpu_seconds(proc.pid) - start[1]) / (time.perf_counter() - start[0]):.0%} of a core meanwhile]")
         finally:
             if proc is not None:
                 proc.kill()
                 proc.wait()
-        e, lo = float(np.median(t_eng)), float(np.median(t_loop))
-        print(f"  {label:>13}: mixedeval.bootstrap {e:.3f} s, numpy loop {lo:.3f} s (medians of 7 interleaved) "
-              f"-> {lo / e:.1f}x the loop (goal >= 3x)")
+        (ew, ec), (lw, lc) = np.median(eng, axis=0), np.median(loop, axis=0)
+        pair = float(np.median([lo[0] / e[0] for e, lo in zip(eng, loop)]))
+        ratios[label] = pair
+        print(f"  {label:>13}: mixedeval.bootstrap {ew:.3f} s wall / {ec:.3f} s CPU, numpy loop {lw:.3f} s / "
+              f"{lc:.3f} s (medians of {BUSY_PAIRS} interleaved pairs) -> {pair:.1f}x the loop (median of the "
+              f"pairs' wall ratios; CPU: {lc / ec:.1f}x) (goal >= 3x){busy}")
+    return ratios
 
 
 def main() -> None:

@@ -90,6 +90,11 @@ class Direction:
                 "note": self.note}
 
 
+#: metric names (or name tokens) of edit rates: fractions of the reference length, usually below 1
+#: but above it for a sentence with many insertions; reported in points (100 x the rate)
+EDIT_RATES = frozenset({"ter", "wer", "cer", "hter"})
+
+
 def _tokens(metric: str) -> list[str]:
     m = metric.strip().lower()
     m = m.split(",")[0]  # lm-eval's "acc,none" filter suffix
@@ -115,6 +120,23 @@ def known_direction(metric: Any) -> bool | None:
     if any(t in HIGHER_IS_BETTER for t in toks[1:]):
         return True
     return None
+
+
+def unit_scale(scores: Any, metric: Any = None) -> tuple[str, float]:
+    """How a headline writes differences of these scores: ``("points", 100.0)`` for scores in
+    [0, 1] (accuracies, proportions, BLEU or chrF as fractions) and for an edit rate named as
+    such (:data:`EDIT_RATES`: TER, WER, CER, HTER, a token of ``metric``) whose scores are >= 0
+    with a mean of at most 1 (a fraction that may exceed 1 on some sentences; TER points are
+    100 x TER); otherwise ``("", 1.0)``, the score's own units. The headline's numbers stay in
+    the score's units; ``scale`` only multiplies them in its text."""
+    v = np.asarray(scores, dtype=float)
+    v = v[~np.isnan(v)]
+    if not v.size or np.min(v) < 0:
+        return "", 1.0
+    if np.max(v) <= 1:
+        return "points", 100.0
+    rate = isinstance(metric, str) and any(t in EDIT_RATES for t in _tokens(metric))
+    return ("points", 100.0) if rate and np.mean(v) <= 1 else ("", 1.0)
 
 
 def check_higher_is_better(higher_is_better: Any, name: str = "higher_is_better") -> bool | None:
@@ -307,6 +329,75 @@ def headline(a: str, b: str, delta: float, std_error: float, conf_low: float, co
                     p_value=float(p_value), df=float(df), method=method, level=float(level), unit=unit,
                     scale=float(scale), direction=direction, reference=None if reference is None else str(reference),
                     task=task)
+
+
+def wald_headline(board: pd.DataFrame, method: str, direction: Direction, *, level: float = 0.95,
+                  reference: Any = None, unit: str = "", scale: float = 1.0) -> Headline | None:
+    """The headline of two estimates taken as independent (IRT abilities, full-benchmark
+    accuracies from item subsets): the pair of :func:`choose_pair` on the best-first ``board``,
+    the difference of their ``estimate`` with ``std_error = hypot(se_a, se_b)``, the Wald
+    interval ``d -+ z se`` (``z = Phi^-1(1/2 + level/2)``) and the two-sided normal p-value
+    ``2 (1 - Phi(|d| / se))`` (NaN when ``se`` is 0), df infinite. None with one system."""
+    from scipy import stats  # noqa: PLC0415 - scipy.stats only for results that need it (CLI start-up)
+
+    pair = choose_pair(board, reference)
+    if pair is None:
+        return None
+    b = board.set_index("name")
+    a, o = pair
+    d = float(b.loc[a, "estimate"] - b.loc[o, "estimate"])
+    se = float(np.hypot(b.loc[a, "std_error"], b.loc[o, "std_error"]))
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
+    return headline(a, o, d, se, d - z * se, d + z * se, p, math.inf, method, direction, level=level, unit=unit,
+                    scale=scale, reference=reference)
+
+
+# ------------------------------------------------------------------------------ the mixin
+class AnswerMixin:
+    """The answer's boilerplate shared by every result over several systems (no instance state,
+    so frozen dataclasses use it as they are; put it before the result base class).
+
+    It reads the result's ``headline`` (a field or a property; :meth:`_the_headline` for results
+    whose ``headline`` is a method) and ``direction``, and gives:
+
+    * :meth:`headline_text`: the headline's :meth:`Headline.text`, or the class's
+      ``_no_headline_text`` when there is no pair to compare;
+    * :attr:`p_value`: the headline's p-value (NaN without a headline);
+    * :meth:`to_dict`: the base class' ``to_dict()`` with its ``headline`` and ``direction``
+      entries (when it has them: fields, not properties) replaced by their own ``to_dict()``
+      (the headline's text and the direction's note included), keys in place
+      (:meth:`_answer_json`)."""
+
+    #: what :meth:`headline_text` says when there is no headline (fewer than two systems)
+    _no_headline_text: str = "one system: no comparison"
+    #: the answer's parts that :meth:`_answer_json` turns into their own ``to_dict()``
+    _answer_parts: tuple[str, ...] = ("headline", "direction")
+
+    def _the_headline(self) -> Headline | None:
+        return self.headline  # type: ignore[attr-defined]
+
+    def headline_text(self) -> str:
+        """The one-line answer (:meth:`Headline.text` of :attr:`headline`)."""
+        h = self._the_headline()
+        return self._no_headline_text if h is None else h.text()
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value (NaN without a headline)."""
+        h = self._the_headline()
+        return float("nan") if h is None else float(h.p_value)
+
+    def _answer_json(self, d: dict[str, Any]) -> dict[str, Any]:
+        """``d`` (a result's JSON dict) with the answer's parts it holds as their own ``to_dict()``."""
+        for name in self._answer_parts:
+            if name in d:
+                v = getattr(self, name)
+                d[name] = None if v is None else v.to_dict()
+        return d
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._answer_json(super().to_dict())  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------ checks

@@ -322,7 +322,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
                     resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
-                    n_groups=args.n_groups, higher_is_better=False if args.lower_is_better else None,
+                    n_groups=args.n_groups, higher_is_better=args.higher_is_better,
                     drop_missing=args.drop_missing, progress=not args.quiet)
     out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
                            "leaderboard": res.leaderboard,
@@ -617,7 +617,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     _progress(args, f"correcting the judge's scores with {args.method}")
     res = judge_corrected(data, cols["judge_score"], cols["human_score"], system=cols["system"], item=cols["item"],
                           epoch=epoch, judge=args.judge, cluster=args.cluster, method=args.method, level=args.level,
-                          higher_is_better=False if args.lower_is_better else None, reference=args.reference,
+                          higher_is_better=args.higher_is_better, reference=args.reference,
                           random_state=args.random_state)
     out: dict[str, Any] = {"headline": res.headline.to_dict() if res.headline is not None else None,
                            "leaderboard": res.leaderboard, "systems": res.table, "pairwise": res.pairwise,
@@ -646,7 +646,7 @@ def cmd_irt(args: argparse.Namespace) -> int:
     data: Any = args.data if Path(args.data).is_dir() else _load_data(args.data, args.where)
     _progress(args, f"fitting the {args.model} item response model")
     res = irt(data, args.model, score=args.score, system=args.system, item=args.item, trials=args.trials,
-              metric=args.metric, dif=args.dif, higher_is_better=False if args.lower_is_better else None,
+              metric=args.metric, dif=args.dif, higher_is_better=args.higher_is_better,
               reference=args.reference, level=args.level, n_sim=args.n_sim, random_state=args.random_state,
               progress=not args.quiet)
     items = res.flagged if args.flagged else res.items

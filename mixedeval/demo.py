@@ -23,6 +23,7 @@ section) and the others still run.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -145,14 +146,24 @@ TER_REFERENCE = "Baseline"
 def _ter_answer(emm: Any) -> dict[str, Any]:
     """The one answer of the TER analysis from the EMMs (lower TER is better, known from the
     name): the leaderboard, the headline (best vs runner-up), every system against Baseline and
-    the sentence saying it (:func:`mixedeval._answer.answer_sentence`, TER points = 100 x TER)."""
+    the sentence saying it (:func:`mixedeval._answer.answer_sentence`), all in the headline's
+    units (TER points = 100 x TER: :func:`mixedeval._answer.unit_scale`, as
+    :func:`mixedeval.compare_systems` writes it)."""
     board = emm.leaderboard()
     head = emm.headline()
     diffs = emm.differences(reference=TER_REFERENCE)
-    sentence = answer_sentence(diffs, head, scale=100.0, unit="points")
+    units = ("", 1.0) if head is None else (head.unit, head.scale)
+    sentence = answer_sentence(diffs, head, scale=units[1], unit=units[0])
     return {"sentence": sentence, "headline": head.text() if head is not None else None,
             "direction": emm.direction.note, "leaderboard": board, "differences": diffs,
-            "p_value": head.p_value if head is not None else None}
+            "p_value": head.p_value if head is not None else None, "units": units}
+
+
+def _in_units(head: Any, units: tuple[str, float]) -> str:
+    """A headline's text in the answer's units (the bootstrap's, whose result keeps the score's)."""
+    if head is None:
+        return "a single system: nothing to compare"
+    return dataclasses.replace(head, unit=units[0], scale=units[1]).text()
 
 
 def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
@@ -172,7 +183,8 @@ def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
         lines.append(f"likelihood-ratio test of the system effect (ML refits): chi2({r['df']:g}) = {r['chisq']:.1f}, "
                      f"p = {r['p_value']:.2g}")
     if boot is not None:
-        lines.append(f"paired bootstrap over sentences: {boot.headline_text()}")
+        units = ans["units"] if ans else ("", 1.0)
+        lines.append(f"paired bootstrap over sentences: {_in_units(boot.headline, units)}")
     if r2 is not None and icc is not None:
         lines.append(f"R2 marginal {r2.r2_marginal:.3g}, conditional {r2.r2_conditional:.3g}; ICC {icc.icc_adjusted:.3g}")
     if diag is not None:

@@ -51,11 +51,15 @@ me_power_theta <- function(variances, sigma, family) {
   stats::setNames(sds, paste0(names(variances), ".(Intercept)"))
 }
 
+# lme4's default controls (lmer: nloptwrap; glmer: its two-stage optimizer, bobyqa for the nAGQ = 0
+# stage and Nelder-Mead for the Laplace stage), as me.fit and me.glmm fit (issue 33: the binomial
+# fits used to be bobyqa-only, a different call from the analysis); a singular fit is reported by
+# the simulation's own column, not warned.
 me_power_control <- function(family) {
   if (family == "gaussian") {
     lme4::lmerControl(check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
   } else {
-    lme4::glmerControl(optimizer = "bobyqa", check.conv.singular = lme4::.makeCC(action = "ignore", tol = 1e-4))
+    me_glmm_control()
   }
 }
 
@@ -161,12 +165,14 @@ me_power_one <- function(state, y) {
     p <- stats::pchisq(stat, state$df, lower.tail = FALSE)
     ddf <- NA_real_
   } else if (state$test == "wald_z") {
-    # the GLMM's Wald z test of the coefficient, as summary(glmer(...))$coefficients of a fresh
-    # glmer fit (bobyqa), as the analyst runs it (a refit from the template's estimates stops
-    # elsewhere within bobyqa's tolerance)
+    # the GLMM's Wald z test of the coefficient as me.glmm computes it: a fresh glmer fit with
+    # me.glmm's call (me_glmm_fit: Laplace, glmer's default two-stage optimizer, derivatives) and its
+    # covariance rule (me_glmm_vcov_check: the RX-based covariance when the Hessian is not to be
+    # trusted), then summary()$coefficients; a refit from the template's estimates would stop
+    # elsewhere within the optimizer's tolerance
     d <- state$data
     d[[state$response]] <- y
-    r1 <- me_power_fit(state$f, d, "binomial", FALSE)
+    r1 <- me_glmm_vcov_check(me_glmm_fit(state$f, d, "binomial"))$model
     cf <- stats::coef(summary(r1))
     stat <- unname(cf[state$coef[1L], "z value"])
     p <- 2 * stats::pnorm(-abs(stat))

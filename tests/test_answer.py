@@ -115,3 +115,80 @@ def test_answer_sentence_lower_is_better():
     h2 = A.headline("a", "b", 0.05, 0.01, 0.03, 0.07, 1e-4, 50, "t", A.direction("acc"))
     s2 = A.answer_sentence(diffs.iloc[:0], h2, scale=100, unit="points")
     assert s2.startswith("a higher ACC than b (+5 points, 95% CI +3 to +7"), s2
+
+
+# ------------------------------------------------------------------------------ units, wald_headline, the mixin
+@pytest.mark.parametrize("scores,metric,expected", [
+    ([0.0, 0.5, 1.0], None, ("points", 100.0)),          # proportions / accuracies
+    ([0, 1, 1, 0], "match", ("points", 100.0)),
+    ([0.2, 0.6, 1.6], "ter", ("points", 100.0)),         # TER above 1 on a sentence, a fraction on average
+    ([0.2, 0.6, 1.6], "ter_score", ("points", 100.0)),
+    ([0.2, 0.6, 1.6], "rating", ("", 1.0)),              # not a rate: its own units
+    ([20.0, 60.0, 160.0], "ter", ("", 1.0)),             # TER already in points
+    ([12.0, 35.5], "bleu", ("", 1.0)),                   # sacrebleu's 0-100 BLEU
+    ([-0.5, 0.5], None, ("", 1.0)),
+    ([np.nan, 0.3], None, ("points", 100.0)),
+    ([], None, ("", 1.0)),
+])
+def test_unit_scale(scores, metric, expected):
+    assert A.unit_scale(scores, metric) == expected
+
+
+def test_wald_headline_by_hand():
+    from scipy import stats
+
+    est = pd.Series({"a": 0.62, "b": 0.55, "c": 0.40})
+    se = pd.Series({"a": 0.03, "b": 0.04, "c": 0.05})
+    board = A.leaderboard(est, std_error=se)
+    h = A.wald_headline(board, "m", A.direction("accuracy"), level=0.9, unit="points", scale=100.0)
+    d, s = 0.62 - 0.55, np.sqrt(0.03 ** 2 + 0.04 ** 2)
+    z = stats.norm.ppf(0.95)
+    assert (h.better, h.other) == ("a", "b") and h.df == np.inf and h.level == 0.9
+    np.testing.assert_allclose([h.estimate, h.std_error, h.conf_low, h.conf_high, h.p_value],
+                               [d, s, d - z * s, d + z * s, 2 * stats.norm.sf(d / s)], rtol=1e-12)
+    assert h.text().startswith("a − b: +7.0 points (90% CI")
+    ref = A.wald_headline(board, "m", A.direction("accuracy"), reference="c")
+    assert (ref.better, ref.other, ref.reference) == ("a", "c", "c")
+    assert A.wald_headline(board.iloc[:1], "m", A.direction("accuracy")) is None
+
+
+def test_answer_mixin_on_a_frozen_dataclass():
+    from dataclasses import dataclass
+
+    from mixedeval.results import ResultMixin
+
+    @dataclass(frozen=True, repr=False)
+    class R(A.AnswerMixin, ResultMixin):
+        headline: A.Headline | None
+        direction: A.Direction
+        table: pd.DataFrame
+
+        _no_headline_text = "nothing here"
+
+    d = A.direction("acc")
+    h = A.headline("x", "y", 0.1, 0.02, 0.06, 0.14, 0.001, 30.0, "t test", d, unit="points", scale=100.0)
+    r = R(headline=h, direction=d, table=pd.DataFrame({"v": [1.0]}))
+    assert r.headline_text() == h.text() and r.p_value == h.p_value
+    out = r.to_dict()
+    assert list(out) == ["headline", "direction", "table"]  # keys in place
+    assert out["headline"] == h.to_dict() and out["direction"] == d.to_dict() and out["table"] == [{"v": 1.0}]
+    empty = R(headline=None, direction=d, table=pd.DataFrame())
+    assert empty.headline_text() == "nothing here" and np.isnan(empty.p_value)
+    assert empty.to_dict()["headline"] is None and "note" in empty.to_dict()["direction"]
+
+
+def test_emm_units_only_for_means_of_the_response_column():
+    from types import SimpleNamespace as NS
+
+    from mixedeval.inference.rankings import emm_units
+
+    data = pd.DataFrame({"ter": [0.2, 0.7, 1.4], "y": [3.0, 8.0, 12.0], "grade": pd.Categorical(["a", "b", "a"])})
+    fit = NS(response="ter", data=data)
+    assert emm_units(NS(kind="emmeans", _fit=fit)) == ("points", 100.0)                 # an LMM's means of TER
+    assert emm_units(NS(kind="emmeans", type="response", _fit=fit)) == ("points", 100.0)
+    assert emm_units(NS(kind="emmeans", type="link", _fit=fit)) == ("", 1.0)            # log-odds: not points
+    assert emm_units(NS(kind="emtrends", _fit=fit)) == ("", 1.0)                        # slopes
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="log(ter)", data=data))) == ("", 1.0)
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="y", data=data))) == ("", 1.0)
+    assert emm_units(NS(kind="emmeans", _fit=NS(response="grade", data=data))) == ("", 1.0)  # ordinal
+    assert emm_units(NS(kind="emmeans", _fit=None)) == ("", 1.0)

@@ -42,6 +42,16 @@ needs_blas = pytest.mark.skipif(_blas() is None, reason="no BLAS found by thread
 
 
 # ------------------------------------------------------------------------------ busy machines (part 2)
+def test_index_counts_equal_a_bincount_per_row():
+    """The count matrix counted a few rows at a time (the rows per pass chosen for speed) equals
+    np.bincount of each row on its own, for row counts that are and are not multiples of it."""
+    rng = np.random.default_rng(3)
+    for rows, n in [(1, 7), (8, 5), (9, 1000), (64, 5000), (67, 3)]:
+        idx = rng.integers(0, n, (rows, n), dtype=np.int32)
+        ref = np.array([np.bincount(row, minlength=n) for row in idx], dtype=float)
+        assert np.array_equal(dr.index_counts(idx, n), ref)
+
+
 @needs_blas
 def test_block_loops_run_with_one_blas_thread_and_restore_the_count():
     before = _blas()

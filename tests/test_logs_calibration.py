@@ -115,10 +115,13 @@ def test_epochs_counted_as_runs_is_detected_as_miscalibrated():
 
 
 def test_iid_runs_interval_is_not_inflated_unlike_the_previous_two_stage_se():
-    """3 i.i.d. runs per system (issue 30): the mean half-width / 1.96 of the headline's interval is
-    close to the SD of the estimates (1.09-1.12 in the benchmark's 2,000 data sets; here 200, so
-    the bound has Monte-Carlo slack); the previous per-system two-stage SE (Satterthwaite df of each
-    difference of mean squares) on the same data sets is about 0.25 wider."""
+    """3 i.i.d. runs per system (issue 30), through the package's own path (``paired_differences``
+    on 200 stacked data sets): the mean half-width / 1.96 of the headline's interval is 1.17 times
+    the SD of the estimates in the benchmark's 20,000 data sets (the sometimes-pool rule; the
+    target 1.10 is not met with 2 systems x 3 runs, see ``_paired``); with 200 data sets the SD has
+    about 5% Monte-Carlo error, hence the bound 1.26; the previous per-system two-stage SE
+    (Satterthwaite df of each difference of mean squares) on the same data sets is more than 0.1
+    wider. The 8,000-data-set version: ``test_run_variance_rule_covers_with_strong_run_effects...``."""
     sc = cal.SCENARIOS["b 3 iid runs"]
     rng = np.random.default_rng(np.random.SeedSequence(2026))
     n = 200
@@ -130,5 +133,45 @@ def test_iid_runs_interval_is_not_inflated_unlike_the_previous_two_stage_se():
     np.testing.assert_allclose(old[:, 0], new["delta"], rtol=1e-12)
     ratio_new = float(np.mean((new["conf_high"] - new["conf_low"]) / 2) / 1.96 / sd)
     ratio_old = float(np.mean((old[:, 3] - old[:, 2]) / 2) / 1.96 / sd)
-    assert ratio_new < 1.2, ratio_new
-    assert ratio_old > 1.25 and ratio_old > ratio_new + 0.12, (ratio_old, ratio_new)
+    assert ratio_new < 1.26, ratio_new
+    assert ratio_old > 1.25 and ratio_old > ratio_new + 0.1, (ratio_old, ratio_new)
+
+
+def _runs_case(sc, systems: int, reps: int, seed: int) -> dict[str, tuple[float, float]]:
+    """Per method of the benchmark's vectorized runs analysis (its headline checked against
+    ``paired_differences`` on the first data sets): coverage of theta and mean half-width / 1.96
+    over the SD of the estimates, ``reps`` simulated data sets of ``systems`` systems."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    cal.check_runs_vectorized(sc, rng, k=3, systems=systems)
+    out = cal.runs_methods(cal.simulate_runs(sc, cal.DELTA_ALT, rng, reps, systems))
+    theta = cal.truth(sc, cal.DELTA_ALT)
+    res = {}
+    for m, r in out.items():
+        sd = float(np.std(r[:, 0], ddof=1))
+        cover = float(np.mean((r[:, 2] <= theta) & (theta <= r[:, 3])))
+        res[m] = (cover, float(np.mean(r[:, 3] - r[:, 2]) / 2 / 1.96 / sd))
+    return res
+
+
+def test_run_variance_rule_covers_with_strong_run_effects_and_stays_tight_with_iid_runs():
+    """Issue 30, item 3 (the precise figures: ``benchmarks/calibration_logs.py --runs-vectorized
+    --systems 2 3``): with a strong run effect (run SD 1.0 on the logit scale, 2 systems x 3 runs)
+    the headline covers 93-97% (Monte-Carlo tolerance 3 SE), where the rule before (the truncated
+    estimate on the pooled run df) covered about 92%; with i.i.d. runs the mean half-width / 1.96 is
+    within 1.10 of the true SD at 3 systems x 5 runs and below 1.22 at 2 systems x 3 runs (about
+    1.18; the exact Satterthwaite df whenever the estimate is positive give 1.25, the old two-stage
+    SE 1.35), with coverage 93-97%."""
+    reps = 8000
+    tol = 3 * np.sqrt(0.93 * 0.07 / reps)
+    strong = cal.replace(cal.SCENARIOS["b 3 runs, strong run effect"], sd_run=1.0)
+    r = _runs_case(strong, 2, reps, 3030)
+    cover, _ = r["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol, r
+    assert r["pooled, run df (before)"][0] < cover - 0.01, r  # the test can fail: the rule before under-covers
+    iid5 = _runs_case(cal.SCENARIOS["b 5 iid runs"], 3, reps, 3031)
+    cover, width = iid5["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol and width <= 1.10 * (1 + 3 / np.sqrt(2 * reps)), iid5
+    iid3 = _runs_case(cal.SCENARIOS["b 3 iid runs"], 2, reps, 3032)
+    cover, width = iid3["headline"]
+    assert 0.93 - tol <= cover <= 0.97 + tol and width < 1.22, iid3
+    assert iid3["two-stage (previous)"][1] > width + 0.1, iid3

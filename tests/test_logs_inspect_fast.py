@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _both(source, monkeypatch, **kw):
     fast = me.read_eval_logs(source, **kw)
     with monkeypatch.context() as m:
-        m.setattr(li, "read_log_fast", lambda path: None)
+        m.setattr(li, "read_log_fast", lambda path, entries=None: None)
         ref = me.read_eval_logs(source, **kw)
     return fast, ref
 
@@ -129,3 +129,24 @@ def test_reading_bundled_logs_imports_no_inspect_ai():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout.split()
     assert out == ["1080", "False"]
+
+
+def test_the_archive_check_keeps_the_entries_so_nothing_is_inflated_twice(monkeypatch):
+    """read_eval_logs inflates each entry of an .eval once: the zip-bomb check keeps the entries
+    the fast reader reads (equal to the archive's own), and the reader inflates none again."""
+    import zipfile
+
+    from mixedeval.data import _logs_inspect_fast as fast
+    from mixedeval.data._logs_zip import check_eval_archive
+
+    log = next(me.datasets.path("llm_inspect_logs").glob("*.eval"))
+    kept = check_eval_archive(log, fast.wanted)
+    with zipfile.ZipFile(log) as zf, log.open("rb") as fh:  # the reference: each entry inflated on its own
+        assert kept == {i.filename: _entry(fh, i) for i in zf.infolist() if fast.wanted(i.filename)}
+    assert "header.json" in kept and any(n.startswith("samples/") for n in kept)
+    ref = me.read_eval_logs(log)
+
+    def no_second_inflation(*a, **k):
+        raise AssertionError("an entry inflated twice")
+    monkeypatch.setattr(fast, "_entry", no_second_inflation)
+    pd.testing.assert_frame_equal(me.read_eval_logs(log).table, ref.table)

@@ -4,7 +4,8 @@
 * the clustered SE = ``sandwich::vcovCL(lm(d ~ 1), cluster = ~cluster, type = "HC0",
   cadjust = TRUE)`` (Inspect AI's ``stderr(cluster=)``), t interval on G - 1 df;
 * the between-run variance pooled over systems = the ANOVA estimate from R's ``anova(lm(y ~ item
-  + run))`` sums of squares per system, and lme4's REML estimate in a balanced design;
+  + run))`` sums of squares per system, and lme4's REML estimate in a balanced design; its
+  preliminary F test = R's ``anova(lm(y ~ sys * item + sys:run))`` F test of ``sys:run``;
 * ``p_adj`` of NaN p-values = ``p.adjust`` (NA ignored, n = number of non-missing);
 * the ``cluster`` column of a generic table read by me.read_eval_logs and used by me.compare_logs.
 """
@@ -133,14 +134,38 @@ def test_pooled_run_variance_equals_the_anova_estimates_from_r_and_lme4_reml(R):
              "f <- lme4::lmer(yall ~ sys * it + (1 | sys:rn), REML = TRUE); "
              "as.data.frame(lme4::VarCorr(f))$vcov[1]")[0]
     np.testing.assert_allclose(est, reml, rtol=1e-6)
+    # the preliminary F test (Bancroft's sometimes-pool rule): R's F test of the runs within systems
+    an = _paired.run_anova(tabs)
+    fr = R("a <- anova(lm(yall ~ sys * it + sys:rn)); c(a['sys:rn', 'F value'], a['sys:rn', 'Pr(>F)'], "
+           "a['sys:rn', 'Df'], a['Residuals', 'Df'])")
+    np.testing.assert_allclose([an.ms_run / an.ms_res, an.p_value, an.df_run, an.df_res], fr, rtol=RTOL)
+    assert an.kept and an.p_value < _paired.RUN_PRETEST_LEVEL
     # no run effect beyond the question x run noise: truncated at 0; one run: no information
     flat = [rng.normal(0, 1, (n, 1)) + rng.normal(0, 0.3, (n, k)) - 0.0 for _ in range(2)]
     flat = [y - y.mean(axis=0, keepdims=True) for y in flat]  # identical run means
     assert _paired.pooled_run_variance(flat) == (0.0, 2.0 * (k - 1))
     assert _paired.pooled_run_variance([tabs[0][:, :1]]) == (0.0, np.inf)
+    assert not _paired.run_anova(flat).kept and _paired.run_anova([tabs[0][:, :1]]) is None
+
+
+def _anova_by_hand(tabs):
+    """Pooled MS_run, MS_res, df_run, df_res, sum (R_s - 1) n_s of questions x runs tables (two-way
+    ANOVA written out with double loops, independent of the package's vectorized code)."""
+    ss_run = ss_res = df_run = df_res = w = 0.0
+    for y in tabs:
+        n, k = y.shape
+        g = sum(sum(r) for r in y.tolist()) / (n * k)
+        rows = [sum(y[i, :]) / k for i in range(n)]
+        cols = [sum(y[:, j]) / n for j in range(k)]
+        ss_run += n * sum((c - g) ** 2 for c in cols)
+        ss_res += sum((y[i, j] - rows[i] - cols[j] + g) ** 2 for i in range(n) for j in range(k))
+        df_run, df_res, w = df_run + k - 1, df_res + (n - 1) * (k - 1), w + (k - 1) * n
+    return ss_run / df_run, ss_res / df_res, df_run, df_res, w
 
 
 def test_run_se_adds_the_pooled_run_variance_with_its_df():
+    from scipy import stats
+
     rng = np.random.default_rng(16)
     n = 30
     rows = []
@@ -154,12 +179,18 @@ def test_run_se_adds_the_pooled_run_variance_with_its_df():
     tabs = [s[s.system == x].pivot(index="item", columns="run", values="score").to_numpy() for x in "abc"]
     s2, df_run = _paired.pooled_run_variance(tabs)
     assert s2 > 0 and df_run == 2 + 2 + 4
+    ms_run, ms_res, dfr, dfe, w = _anova_by_hand(tabs)
+    assert stats.f.sf(ms_run / ms_res, dfr, dfe) < _paired.RUN_PRETEST_LEVEL  # the run variance is kept
+    np.testing.assert_allclose(s2, (ms_run - ms_res) * dfr / w, rtol=1e-12)
     q = s.groupby(["system", "item"])["score"].mean().unstack(0)
     for (_, row), (a, b, Ra, Rb) in zip(out.iterrows(), [("a", "b", 3, 3), ("a", "c", 3, 5), ("b", "c", 3, 5)]):
         d = (q[a] - q[b]).to_numpy()
+        k = (1 / Ra + 1 / Rb) * dfr / w
         vq, vr = d.var(ddof=1) / n, s2 * (1 / Ra + 1 / Rb)
         np.testing.assert_allclose(row["std_error"], np.sqrt(vq + vr), rtol=1e-12)
-        np.testing.assert_allclose(row["df"], (vq + vr) ** 2 / (vq**2 / (n - 1) + vr**2 / df_run), rtol=1e-12)
+        # Satterthwaite (1946) df of vq + k MS_run - k MS_res
+        df = (vq + vr) ** 2 / (vq**2 / (n - 1) + (k * ms_run) ** 2 / dfr + (k * ms_res) ** 2 / dfe)
+        np.testing.assert_allclose(row["df"], df, rtol=1e-12)
         assert row["method"] == _paired.RUNS_METHOD
     # the leaderboard's covariance: a difference of two systems has the pair's variance
     means, V = _paired.system_means(s, ["a", "b", "c"], runs=True)
@@ -167,6 +198,18 @@ def test_run_se_adds_the_pooled_run_variance_with_its_df():
     for _, row in out.iterrows():
         a, b = row["system_a"], row["system_b"]
         np.testing.assert_allclose(Vt.loc[a, a] + Vt.loc[b, b] - 2 * Vt.loc[a, b], row["std_error"] ** 2, rtol=1e-10)
+    # i.i.d. runs (no run shift): the preliminary test pools the run variance, the SE is sd(d) / sqrt(n)
+    iid = pd.concat([pd.DataFrame({"system": x, "task": "t", "item": range(n), "run": str(r),
+                                   "score": rng.normal(0.5, 0.05, n) + np.arange(n) / n})
+                     for x in "ab" for r in range(3)], ignore_index=True)
+    tabs = [iid[iid.system == x].pivot(index="item", columns="run", values="score").to_numpy() for x in "ab"]
+    ms_run, ms_res, dfr, dfe, _ = _anova_by_hand(tabs)
+    assert stats.f.sf(ms_run / ms_res, dfr, dfe) >= _paired.RUN_PRETEST_LEVEL
+    row = _paired.paired_differences(iid, ["a", "b"], runs=True).iloc[0]
+    q = iid.groupby(["system", "item"])["score"].mean().unstack(0)
+    d = (q["a"] - q["b"]).to_numpy()
+    np.testing.assert_allclose([row["std_error"], row["df"]], [d.std(ddof=1) / np.sqrt(n), n - 1], rtol=1e-12)
+    assert row["method"] == _paired.RUNS_METHOD
 
 
 def test_nan_p_values_are_left_out_of_the_adjustment_as_r_does(R):
@@ -258,8 +301,11 @@ def test_compare_logs_with_runs_adds_the_pooled_run_variance(R):
               "c(a['run', 'Sum Sq'], a['Residuals', 'Sum Sq'])")
         ss_run, ss_res = ss_run + a[0], ss_res + a[1]
     ms_run, ms_res = ss_run / 4, ss_res / (2 * 39 * 2)
+    p_pre = R(f"pf({float(ms_run / ms_res)!r}, 4, 156, lower.tail = FALSE)")[0]  # the preliminary F test
+    assert p_pre < _paired.RUN_PRETEST_LEVEL  # the run variance is kept
     s2 = max(0.0, (ms_run - ms_res) / 40)
     v = s2 * (1 / 3 + 1 / 3)
+    k = (1 / 3 + 1 / 3) / 40
     q = em.groupby(["system", "item"])["acc"].mean().unstack(0)
     d = (q[row["system_a"]] - q[row["system_b"]]).to_numpy()
     _put("d", d)
@@ -267,7 +313,8 @@ def test_compare_logs_with_runs_adds_the_pooled_run_variance(R):
     np.testing.assert_allclose(row["std_error"], np.sqrt(vq + v), rtol=RTOL)
     np.testing.assert_allclose(row["delta"], d.mean(), rtol=RTOL)
     assert v > 0
-    np.testing.assert_allclose(row["df"], (vq + v) ** 2 / (vq**2 / 39 + v**2 / 4), rtol=RTOL)
+    satt = (vq + v) ** 2 / (vq**2 / 39 + (k * ms_run) ** 2 / 4 + (k * ms_res) ** 2 / 156)
+    np.testing.assert_allclose(row["df"], satt, rtol=RTOL)
     # the headline is the leaderboard's top pair, signed for the better system
     assert res.headline.better == res.leaderboard["name"].iloc[0] and res.headline.estimate > 0
     assert res.p_value == pytest.approx(row["p_value"], rel=1e-12)

@@ -132,7 +132,9 @@ def test_compare_systems_answer(R, cs, ter):
     assert_rel(h.std_error, R("ans_p$SE")[row], rtol=1e-8)
     assert_rel(h.p_value, R("ans_p$p.value")[row], rtol=1e-8)
     assert_rel([h.conf_low, h.conf_high], [-R("ans_p$asymp.UCL")[row], -R("ans_p$asymp.LCL")[row]], rtol=1e-8)
-    assert h.text().startswith("Marking − PostEdit: +0.0027") and "lower ter is better" in h.text()
+    # TER is a rate: the text says TER points (100 x TER, as the demo's answer), the numbers stay TER
+    assert (h.unit, h.scale) == ("points", 100.0)
+    assert h.text().startswith("Marking − PostEdit: +0.27 points") and "lower ter is better" in h.text()
     # the checks: the omnibus GLRT (differs: it tests all systems at once) and the run-averaged analyses
     checks = cs.checks.set_index("check")
     assert checks["verdict"].iloc[0].startswith("differs: the likelihood-ratio test asks")

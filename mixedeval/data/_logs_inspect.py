@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import DataError
 from ._logs_json import JSON_MEMORY_FACTOR, check_size, file_size
 from ._logs_rows import Rows, metadata_column
-from ._logs_inspect_fast import read_log_fast
+from ._logs_inspect_fast import can_read, read_log_fast, wanted
 from ._logs_inspect_fast import value_to_float as fast_value_to_float
 from ._logs_zip import check_eval_archive
 
@@ -225,11 +225,12 @@ def _add_reduced(rows: Rows, log: Any, to_float: Any, raw: dict, reducers: dict,
             rows.add(*key[:3], name_out, v, key[3], None, key[5], key[6], None, epoch=1, **meta)
 
 
-def _read_log(path: Path, src: str) -> tuple[Any, Any]:
+def _read_log(path: Path, src: str, entries: dict[str, bytes] | None) -> tuple[Any, Any]:
     """The log and the score-value mapping: a finished ``.eval`` archive read directly
     (:mod:`._logs_inspect_fast`, the same values without importing inspect_ai, which takes a
-    second), anything else through inspect_ai's ``read_eval_log`` and ``value_to_float()``."""
-    log = read_log_fast(path) if inspect_installed() else None
+    second; ``entries``: the archive's entries it reads, kept by the zip-bomb check), anything
+    else through inspect_ai's ``read_eval_log`` and ``value_to_float()``."""
+    log = read_log_fast(path, entries) if entries is not None else None
     if log is not None:
         return log, fast_value_to_float
     read_eval_log, to_float = _inspect()
@@ -243,11 +244,14 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
     """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows`` (epochs reduced
     by the log's reducer when it is not the mean; module docstring)."""
     src = str(path)
-    if path.suffix.lower() == ".eval":
-        check_eval_archive(path)  # before its entries are inflated whole
+    entries = None
+    if path.suffix.lower() == ".eval":  # checked before its entries are inflated whole
+        fast = inspect_installed() and can_read()
+        kept = check_eval_archive(path, wanted if fast else None)  # the fast reader's entries, inflated once
+        entries = kept if fast else None
     else:
         check_size(src, file_size(path), JSON_MEMORY_FACTOR, "the whole JSON log")
-    log, to_float = _read_log(path, src)
+    log, to_float = _read_log(path, src, entries)
     ev = log.eval
     sysname = system if system is not None else str(ev.model)
     status = str(getattr(log, "status", "success"))

@@ -22,6 +22,7 @@ default sentinels "C", "P", "I", "N"), the mapping of score values to numbers.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import zipfile
@@ -120,30 +121,48 @@ def _sample_key(sample: dict[str, Any]) -> tuple[Any, str]:
     return sample.get("epoch"), sid if isinstance(sid, str) else str(sid).zfill(20)
 
 
-def read_log_fast(path: Path) -> Model | None:
-    """The log at ``path`` (a finished ``.eval`` archive) as a :class:`Model` with ``samples``
-    and ``reductions``, or None when this reader does not handle it (inspect_ai then reads it)."""
-    if path.suffix.lower() != ".eval":
-        return None
-    try:
-        import zstandard  # noqa: PLC0415 - inspect_ai's zstd codec; without it inspect_ai reads the log
-    except ImportError:
-        return None
+def wanted(name: str) -> bool:
+    """The archive entries this reader reads (to keep while the archive is checked)."""
+    return name in ("header.json", "reductions.json") or (name.startswith("samples/") and name.endswith(".json"))
+
+
+def can_read() -> bool:
+    """Whether this reader can read ``.eval`` archives here (their zstd codec is installed)."""
+    return importlib.util.find_spec("zstandard") is not None  # inspect_ai's zstd codec; else inspect_ai reads
+
+
+def _archive_entries(path: Path) -> dict[str, bytes] | None:
+    """The inflated entries of the archive this reader reads (None: not a readable zip)."""
     try:
         with zipfile.ZipFile(path) as zf:
             infos = {i.filename: i for i in zf.infolist()}  # a re-logged entry: the last one wins
-        if "header.json" not in infos:
-            return None  # a log still running (only its journal): inspect_ai knows how to read it
         with path.open("rb") as fh:
-            header = json.loads(_entry(fh, infos["header.json"]))
-            if not isinstance(header, dict) or header.get("version") != LOG_VERSION or not isinstance(
-                    header.get("eval"), dict):
-                return None
-            samples = [json.loads(_entry(fh, info)) for name, info in infos.items()
-                       if name.startswith("samples/") and name.endswith(".json")]
-            reductions = (json.loads(_entry(fh, infos["reductions.json"]))
-                          if "reductions.json" in infos and header.get("results") is not None else None)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError):
+            return {name: _entry(fh, info) for name, info in infos.items() if wanted(name)}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def read_log_fast(path: Path, entries: dict[str, bytes] | None = None) -> Model | None:
+    """The log at ``path`` (a finished ``.eval`` archive) as a :class:`Model` with ``samples``
+    and ``reductions``, or None when this reader does not handle it (inspect_ai then reads it).
+    ``entries``: the archive's inflated entries that :func:`wanted` selects, when the caller has
+    them already (:func:`mixedeval.data._logs_zip.check_eval_archive` keeps them as it checks
+    the archive); else they are read here."""
+    if path.suffix.lower() != ".eval" or not can_read():
+        return None
+    if entries is None:
+        entries = _archive_entries(path)
+    if entries is None or "header.json" not in entries:
+        return None  # a log still running (only its journal): inspect_ai knows how to read it
+    try:
+        header = json.loads(entries["header.json"])
+        if not isinstance(header, dict) or header.get("version") != LOG_VERSION or not isinstance(
+                header.get("eval"), dict):
+            return None
+        samples = [json.loads(data) for name, data in entries.items() if name.startswith("samples/")]
+        reductions = (json.loads(entries["reductions.json"])
+                      if "reductions.json" in entries and header.get("results") is not None else None)
+    except ValueError:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         return None
     if not all(isinstance(s, dict) and "epoch" in s and "id" in s for s in samples):
         return None

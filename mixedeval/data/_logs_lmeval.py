@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain, repeat
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import DataError
-from ._logs_json import iter_jsonl, load_json
+from ._logs_json import jsonl_batches, load_json
 from ._logs_rows import Rows, metadata_column, scalar
-from ._logs_schema import LMEVAL_RESULTS, LMEVAL_SAMPLE
+from ._logs_schema import LMEVAL_RESULTS, LMEVAL_SAMPLE, Columns
 
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
 
@@ -99,8 +100,69 @@ def _fields(header: dict[str, Any], task: str, model: str) -> dict[str, Any]:
             "plan": {k: v for k, v in plan.items() if v is not None} if header else {}}
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, complex)
+#: the types of a metric value read as a score (json's own: exact types; true/false are 1/0)
+_NUMBER = frozenset({int, float, bool})
+#: the columns a samples file's rows are collected in: items, metrics, scores, hashes, filters, metadata
+_Columns = tuple[list, list, list, list, list, dict[str, list]]
+
+
+def _record_by_record(batch: list[dict[str, Any]], cols: _Columns, metadata: Sequence[str], rows: Rows,
+                      src: str) -> None:
+    """Append the rows of validated sample records to ``cols``: one per metric named in a
+    record's ``metrics`` whose value is a number (others are counted in a note)."""
+    items, metrics, scores, hashes, filters, meta = cols
+    for rec in batch:
+        doc_id, filt, get = rec["doc_id"], rec.get("filter") or "none", rec.get
+        doc = get("doc")
+        if type(doc) is not dict:
+            doc = {}
+        for name in rec["metrics"]:
+            v = get(name)
+            if type(v) in _NUMBER:
+                items.append(str(doc_id))
+                metrics.append(name if filt == "none" else f"{name},{filt}")
+                scores.append(float(v))
+                hashes.append(get("doc_hash"))
+                filters.append(filt)
+                for k in metadata:
+                    meta[metadata_column(k)].append(scalar(doc.get(k)))
+            else:
+                rows.note("non_numeric", f"{name!r} in {src} (doc_id {doc_id}): {str(v)[:60]}")
+
+
+def _each(values: list, times: int) -> Any:
+    """Every value of ``values`` ``times`` times in a row (the rows of a record, one per metric)."""
+    return values if times == 1 else chain.from_iterable(zip(*([values] * times)))
+
+
+def _uniform_batch(batch: list[dict[str, Any]], fields: Columns, cols: _Columns, metadata: Sequence[str]) -> bool:
+    """Append the rows of validated sample records to ``cols`` as :func:`_record_by_record` does,
+    a column at a time, when every record names the same metrics with the same filter and every
+    value is a number (the usual samples file); False (nothing appended) otherwise. ``fields``:
+    the records' validated columns (doc_id, metrics, filter, doc_hash)."""
+    n = len(batch)
+    if not n:
+        return True
+    names, filts = fields["metrics"][0], fields["filter"]
+    if fields["metrics"].count(names) != n or filts.count(filts[0]) != n:
+        return False
+    values = [list(map(dict.get, batch, repeat(name))) for name in names]
+    if not all(_NUMBER.issuperset(map(type, v)) for v in values):
+        return False
+    items, metrics, scores, hashes, filters, meta = cols
+    k, filt = len(names), filts[0] or "none"
+    items.extend(_each(list(map(str, fields["doc_id"])), k))
+    metrics.extend([name if filt == "none" else f"{name},{filt}" for name in names] * n)
+    scores.extend(map(float, chain.from_iterable(zip(*values))))
+    hashes.extend(_each(fields["doc_hash"], k))
+    filters.extend([filt] * (n * k))
+    if metadata and k:
+        docs = [d if type(d) is dict else {} for d in map(dict.get, batch, repeat("doc"))]
+        for key in metadata:
+            meta[metadata_column(key)].extend(_each([scalar(d.get(key)) for d in docs], k))
+    return True
+
+
 
 
 def read_samples_file(path: Path, rows: Rows, system: str | None = None, metadata: Sequence[str] = ()) -> None:
@@ -118,21 +180,9 @@ def read_samples_file(path: Path, rows: Rows, system: str | None = None, metadat
     signature = json.dumps({"version": version}, sort_keys=True, default=str)  # n-shot: task_args.num_fewshot
     rows.fields = _fields(header, task, _model_name(header, path))
     src = str(path)
-    items, metrics, scores, hashes, filters = [], [], [], [], []
-    meta: dict[str, list[Any]] = {metadata_column(k): [] for k in metadata}
-    for _lineno, rec in iter_jsonl(path, LMEVAL_SAMPLE, "an lm-evaluation-harness samples file"):
-        doc_id, filt = rec["doc_id"], rec.get("filter") or "none"
-        doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
-        for name in rec["metrics"]:
-            v = rec.get(name)
-            if isinstance(v, bool) or _is_number(v):
-                items.append(str(doc_id))
-                metrics.append(name if filt == "none" else f"{name},{filt}")
-                scores.append(float(v))
-                hashes.append(rec.get("doc_hash"))
-                filters.append(filt)
-                for k in metadata:
-                    meta[metadata_column(k)].append(scalar(doc.get(k)))
-            else:
-                rows.note("non_numeric", f"{name!r} in {src} (doc_id {doc_id}): {str(v)[:60]}")
+    cols: _Columns = ([], [], [], [], [], {metadata_column(k): [] for k in metadata})
+    for batch, fields in jsonl_batches(path, LMEVAL_SAMPLE, "an lm-evaluation-harness samples file"):
+        if not _uniform_batch(batch, fields, cols, metadata):
+            _record_by_record(batch, cols, metadata, rows, src)
+    items, metrics, scores, hashes, filters, meta = cols
     rows.extend(sysname, task, items, metrics, scores, date, None, src, signature, hashes, filter=filters, **meta)

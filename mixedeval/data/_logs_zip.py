@@ -11,15 +11,17 @@ that memory before any error. :func:`check_eval_archive` therefore
    bytes it really gives: an entry that inflates beyond its declared size (a lying header) is
    refused the moment it passes that size, one that gives fewer bytes is damaged.
 
-Both failures are :class:`~mixedeval.errors.DataError` naming the file and the entry. The cost
-is one extra inflation of the archive (fast: zstd and deflate inflate hundreds of MB/s).
+Both failures are :class:`~mixedeval.errors.DataError` naming the file and the entry. The entries
+a reader needs are kept as they are inflated (:func:`check_eval_archive`'s ``keep``), so the
+fast ``.eval`` reader inflates nothing twice; when inspect_ai reads the log, the check is one
+extra inflation (fast: zstd and deflate inflate hundreds of MB/s).
 """
 from __future__ import annotations
 
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -45,10 +47,11 @@ class _Range:
         return data
 
 
-def _inflated_chunks(raw: _Range, method: int) -> Iterator[bytes]:
-    """The inflated bytes of one entry, in chunks of at most 1 MiB (the caller stops early)."""
+def _inflated_chunks(raw: _Range, method: int, size: int = _CHUNK, zstd: object = None) -> Iterator[bytes]:
+    """The inflated bytes of one entry, in chunks of at most ``size`` bytes (the caller stops
+    early); ``zstd``: a ``zstandard.ZstdDecompressor`` to reuse (one is made otherwise)."""
     if method == zipfile.ZIP_STORED:
-        while chunk := raw.read(_CHUNK):
+        while chunk := raw.read(size):
             yield chunk
     elif method == zipfile.ZIP_DEFLATED:
         d, data = zlib.decompressobj(-15), b""
@@ -56,19 +59,35 @@ def _inflated_chunks(raw: _Range, method: int) -> Iterator[bytes]:
             data = data or raw.read(_CHUNK)
             if not data:
                 return  # the deflate stream is cut short: fewer bytes than declared
-            yield d.decompress(data, _CHUNK)
+            yield d.decompress(data, size)
             data = d.unconsumed_tail
     elif method == _ZSTD:
-        import zstandard  # noqa: PLC0415 - installed with inspect_ai, needed for zstd entries only
-
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-        while chunk := reader.read(_CHUNK):
+        if zstd is None:
+            import zstandard  # noqa: PLC0415 - installed with inspect_ai, needed for zstd entries only
+            zstd = zstandard.ZstdDecompressor()
+        reader = zstd.stream_reader(raw, read_across_frames=True, closefd=False)  # type: ignore[attr-defined]
+        while chunk := reader.read(size):
             yield chunk
     else:
         raise ValueError(f"compression method {method} (Inspect logs use stored, deflate or zstd)")
 
 
-def _check_entry(fh: IO[bytes], info: zipfile.ZipInfo, src: str) -> None:
+def _zstd_for(infos: list[zipfile.ZipInfo]) -> object:
+    """One ``zstandard.ZstdDecompressor`` for the archive's zstd entries (None when it has none)."""
+    if not any(i.compress_type == _ZSTD for i in infos):
+        return None
+    try:
+        import zstandard  # noqa: PLC0415 - installed with inspect_ai, needed for zstd entries only
+    except ImportError:
+        return None  # _inflated_chunks says so for the entry
+    return zstandard.ZstdDecompressor()
+
+
+def _check_entry(fh: IO[bytes], info: zipfile.ZipInfo, src: str, keep: bool = False,
+                 zstd: object = None) -> bytes | None:
+    """Inflate one entry, refusing it when it gives more or fewer bytes than declared; its bytes
+    when ``keep`` (inflated at once, at most the declared size plus one byte), else None (1 MiB
+    at a time, nothing kept)."""
     fh.seek(info.header_offset)
     head = fh.read(_LOCAL_HEADER.size)
     if len(head) < _LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
@@ -76,14 +95,17 @@ def _check_entry(fh: IO[bytes], info: zipfile.ZipInfo, src: str) -> None:
                         "(a damaged archive)")
     fields = _LOCAL_HEADER.unpack(head)
     fh.seek(info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10])
-    n = 0
+    n, kept = 0, []
     try:
-        for chunk in _inflated_chunks(_Range(fh, info.compress_size), info.compress_type):
+        for chunk in _inflated_chunks(_Range(fh, info.compress_size), info.compress_type,
+                                      info.file_size + 1 if keep else _CHUNK, zstd):
             n += len(chunk)
             if n > info.file_size:
                 raise DataError(f"{src}: at entry {info.filename!r}: inflates to more than the "
                                 f"{format_bytes(info.file_size)} its header declares (stopped at "
                                 f"{format_bytes(n)}: a zip bomb or a damaged archive)")
+            if keep:
+                kept.append(chunk)
     except (zlib.error, ValueError) as exc:
         raise DataError(f"{src}: at entry {info.filename!r}: cannot be inflated ({exc})") from None
     except Exception as exc:  # zstandard.ZstdError
@@ -93,11 +115,14 @@ def _check_entry(fh: IO[bytes], info: zipfile.ZipInfo, src: str) -> None:
     if n < info.file_size:
         raise DataError(f"{src}: at entry {info.filename!r}: inflates to {format_bytes(n)}, less than the "
                         f"{format_bytes(info.file_size)} its header declares (a damaged archive)")
+    return (kept[0] if len(kept) == 1 else b"".join(kept)) if keep else None
 
 
-def check_eval_archive(path: Path) -> None:
+def check_eval_archive(path: Path, keep: Callable[[str], bool] | None = None) -> dict[str, bytes]:
     """A DataError unless every entry of the ``.eval`` archive inflates to its declared size and
-    all of them together fit the memory limit."""
+    all of them together fit the memory limit. Returns the inflated bytes of the entries whose
+    names ``keep`` selects (the last entry of a name wins, as in inspect_ai), so that a reader
+    needs no second inflation."""
     src = str(path)
     try:
         with zipfile.ZipFile(path) as zf:
@@ -110,6 +135,12 @@ def check_eval_archive(path: Path) -> None:
     check_size(src, sum(i.file_size for i in infos), JSON_MEMORY_FACTOR,
                f"its {len(infos)} entries as declared (the largest, {largest.filename!r}, "
                f"{format_bytes(largest.file_size)})")
+    kept: dict[str, bytes] = {}
+    zstd = _zstd_for(infos)
     with path.open("rb") as fh:
         for info in infos:
-            _check_entry(fh, info, src)
+            wanted = keep is not None and keep(info.filename)
+            data = _check_entry(fh, info, src, wanted, zstd)
+            if wanted:
+                kept[info.filename] = data  # type: ignore[assignment]
+    return kept

@@ -76,6 +76,7 @@ from ._emm_tables import (
     _z_contrast_table,
     contrast_weights,
 )
+from ._emm_answer import EMMAnswer
 from ._options import GLMM_OPTIMIZERS, normalize_glmm_optimizer
 from .optimizers import COLUMNS as OPT_COLUMNS, OptimizerCheck
 
@@ -243,7 +244,7 @@ class GLMMContrastResult(ResultMixin):
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class GLMMEMMResult(ResultMixin):
+class GLMMEMMResult(EMMAnswer, ResultMixin):
     """Estimated marginal means (or trends) of a GLMM.
 
     ``table``: <spec columns>, <by columns>, emmean (or trend), std_error, df (Inf), conf_low,
@@ -298,58 +299,15 @@ class GLMMEMMResult(ResultMixin):
     def estimate_column(self) -> str:
         return "trend" if self.kind == "emtrends" else "emmean"
 
-    @property
-    def direction(self):
-        """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
-        name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
-        from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        return emm_direction(self)
-
-    def leaderboard(self, higher_is_better: bool | None = None, level: float | None = None,
-                    random_state: Any = None):
-        """The means best first: name, estimate, std_error, conf_low, conf_high (this table's),
-        rank, rank_low, rank_high (simultaneous rank intervals from emmeans' covariance of the
-        means, Mogstad et al. 2024) and letters. ``higher_is_better=None``: from the response's
-        name (``ter ~ ...``: lower is better)."""
-        from .rankings import emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        return emm_leaderboard(self, higher_is_better=higher_is_better, level=level, random_state=random_state)
-
-    def headline(self, higher_is_better: bool | None = None, reference: Any = None):
-        """The best mean against the runner-up (or the best other against ``reference``): their
-        emmeans contrast (unadjusted p-value and interval; a difference of probabilities / rates
-        for ``type="response"``), signed so that the better one's advantage is positive
-        (:class:`mixedeval._answer.Headline`); None with one mean."""
-        from .rankings import emm_headline  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        diff = None
+    def _headline_contrasts(self) -> Any:
+        """Differences of probabilities / rates (``regrid``) for ``type="response"``."""
         if len(self.table) > 1 and self.type == "response" and not self.by:
-            diff = self.contrasts(method="pairwise", adjust="none", scale="difference").table
-        return emm_headline(self, higher_is_better=higher_is_better, reference=reference, contrasts=diff)
+            return self.contrasts(method="pairwise", adjust="none", scale="difference").table
+        return None
 
-    def differences(self, higher_is_better: bool | None = None, reference: Any = None):
-        """Every mean's difference from the best (or from ``reference``) in the better direction
-        (> 0: better than it), on the scale of this table's means (differences of probabilities
-        for ``type="response"``), unadjusted: name, versus, estimate, conf_low, conf_high, p_value."""
-        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        board = emm_leaderboard(self, higher_is_better=higher_is_better)
-        diff = self.contrasts(method="pairwise", adjust="none",
+    def _difference_contrasts(self) -> Any:
+        return self.contrasts(method="pairwise", adjust="none",
                               scale="difference" if self.type == "response" else "ratio").table
-        head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board, contrasts=diff)
-        return emm_differences(self, board, head, diff)
-
-    def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
-        """:meth:`headline` in one line."""
-        h = self.headline(higher_is_better, reference)
-        return "a single mean: nothing to compare" if h is None else h.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (best against runner-up, unadjusted)."""
-        h = self.headline()
-        return float("nan") if h is None else h.p_value
 
     def ranks(self, level: float = 0.95, higher_is_better: bool | None = None, random_state: Any = None,
               n_sim: int = 100_000):

@@ -64,7 +64,7 @@ ABILITY_COLUMNS = ("system", "ability", "std_error", "conf_low", "conf_high")
 
 
 @dataclass(frozen=True, repr=False)
-class IrtResult(ResultMixin):
+class IrtResult(_answer.AnswerMixin, ResultMixin):
     """An IRT fit (see :func:`irt`): items with flags, abilities with intervals, the leaderboard."""
 
     items: pd.DataFrame
@@ -88,6 +88,7 @@ class IrtResult(ResultMixin):
     checks: pd.DataFrame | None = None
 
     _print_tables = ("leaderboard", "items")
+    _no_headline_text = ""
 
     @property
     def table(self) -> pd.DataFrame:
@@ -98,13 +99,6 @@ class IrtResult(ResultMixin):
     def flagged(self) -> pd.DataFrame:
         """The items with at least one flag."""
         return self.items[self.items["flag_reasons"] != ""].reset_index(drop=True)
-
-    @property
-    def p_value(self) -> float:
-        return float("nan") if self.headline is None else self.headline.p_value
-
-    def headline_text(self) -> str:
-        return "" if self.headline is None else self.headline.text()
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -174,8 +168,7 @@ class IrtResult(ResultMixin):
 
     def to_dict(self) -> dict[str, Any]:
         skip = {"responses", "trials"}
-        return {k: (v.to_dict() if hasattr(v, "to_dict") and not isinstance(v, pd.DataFrame) else jsonable(v))
-                for k, v in ((f, getattr(self, f)) for f in self.__dataclass_fields__) if k not in skip}
+        return self._answer_json({f: jsonable(getattr(self, f)) for f in self.__dataclass_fields__ if f not in skip})
 
 
 # ------------------------------------------------------------------------------ checks of arguments
@@ -288,21 +281,11 @@ def _abilities_table(fit: IrtFit, resp: Responses, level: float) -> pd.DataFrame
                          "conf_high": hi})
 
 
-def _headline(board: pd.DataFrame, ab: pd.DataFrame, model: str, direction: Direction, level: float,
-              reference: Any) -> Headline | None:
-    pair = _answer.choose_pair(board, reference)
-    if pair is None:
-        return None
-    t = ab.set_index("system")
-    a, b = pair
-    d = float(t.at[a, "ability"] - t.at[b, "ability"])
-    se = float(np.hypot(t.at[a, "std_error"], t.at[b, "std_error"]))
-    lo, hi = _wald(np.array(d), np.array(se), level)
-    p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
+def _headline(board: pd.DataFrame, model: str, level: float, reference: Any) -> Headline | None:
+    """Best against runner-up (or reference): the abilities' difference, Wald z (:func:`mixedeval._answer.wald_headline`)."""
     unit = "logits" if model.startswith("rasch") else "SD of ability"
-    method = f"IRT {model} abilities (conditional modes), Wald z"
-    return _answer.headline(a, b, d, se, float(lo), float(hi), p, float("inf"), method, Direction(True, "declared",
-                            "ability"), level=level, unit=unit, reference=reference)
+    return _answer.wald_headline(board, f"IRT {model} abilities (conditional modes), Wald z",
+                                 Direction(True, "declared", "ability"), level=level, reference=reference, unit=unit)
 
 
 def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: bool) -> dict[str, Any] | None:
@@ -436,7 +419,7 @@ def irt(
                  "n_sim": int(n_sim), "random_state": jsonable(random_state) if not hasattr(random_state, "spawn")
                  else str(random_state), "source": resp.source, "score": resp.score, "nagq": int(nagq)})
     return IrtResult(items=items, abilities=abilities, leaderboard=board,
-                     headline=_headline(board, abilities, m, direction, level, reference), model=m, engine=used,
+                     headline=_headline(board, m, level, reference), model=m, engine=used,
                      formula=fit.formula, loglik=fit.loglik, nobs=fit.nobs, level=level, direction=direction,
                      variance=dict(fit.variance), covariates=fit.covariates, dif=dif_res,
                      warnings=tuple(_warnings(resp, fit, const, m)), provenance=prov,

@@ -89,6 +89,7 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     contrast_weights,
     require_no_type,
 )
+from ._emm_answer import EMMAnswer
 from ._fit_common import fit_method
 from ._options import normalize_df_method
 from .r2 import variance_parts
@@ -156,7 +157,7 @@ def _non_estimable(table: Any, col: str) -> list[ResultWarning]:
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
-class EMMResult(_EmmeansOutput):
+class EMMResult(EMMAnswer, _EmmeansOutput):
     """Estimated marginal means (or trends) of a fitted model.
 
     ``table``: <spec columns>, <by columns>, emmean (or trend), std_error, df, conf_low,
@@ -218,53 +219,6 @@ class EMMResult(_EmmeansOutput):
         """
         return contrasts(self, method=method, adjust=adjust, by=by, ref=ref, level=level, random_state=random_state,
                          effect_size=effect_size)
-
-    @property
-    def direction(self):
-        """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
-        name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
-        from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        return emm_direction(self)
-
-    def leaderboard(self, higher_is_better: bool | None = None, level: float | None = None,
-                    random_state: Any = None):
-        """The means best first: name, estimate, std_error, conf_low, conf_high (this table's),
-        rank, rank_low, rank_high (simultaneous rank intervals from emmeans' covariance of the
-        means, Mogstad et al. 2024) and letters. ``higher_is_better=None``: from the response's
-        name (``ter ~ ...``: lower is better)."""
-        from .rankings import emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        return emm_leaderboard(self, higher_is_better=higher_is_better, level=level, random_state=random_state)
-
-    def headline(self, higher_is_better: bool | None = None, reference: Any = None):
-        """The best mean against the runner-up (or the best other against ``reference``): their
-        emmeans contrast (unadjusted p-value and interval), signed so that the better one's
-        advantage is positive (:class:`mixedeval._answer.Headline`); None with one mean."""
-        from .rankings import emm_headline  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        return emm_headline(self, higher_is_better=higher_is_better, reference=reference)
-
-    def differences(self, higher_is_better: bool | None = None, reference: Any = None):
-        """Every mean's difference from the best (or from ``reference``) in the better direction
-        (> 0: better than it), with unadjusted intervals and p-values of the emmeans contrasts:
-        name, versus, estimate, conf_low, conf_high, p_value."""
-        from .rankings import emm_differences, emm_headline, emm_leaderboard  # noqa: PLC0415 - rankings imports the engine only when ranking
-
-        board = emm_leaderboard(self, higher_is_better=higher_is_better)
-        head = emm_headline(self, higher_is_better=higher_is_better, reference=reference, board=board)
-        return emm_differences(self, board, head, self.contrasts(method="pairwise", adjust="none").table)
-
-    def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
-        """:meth:`headline` in one line."""
-        h = self.headline(higher_is_better, reference)
-        return "a single mean: nothing to compare" if h is None else h.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (best against runner-up, unadjusted)."""
-        h = self.headline()
-        return float("nan") if h is None else h.p_value
 
     def ranks(self, level: float = 0.95, higher_is_better: bool | None = None, random_state: Any = None,
               n_sim: int = 100_000):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._answer import choose_pair, differences, direction, headline, leaderboard
+from .._answer import choose_pair, differences, direction, headline, leaderboard, unit_scale
 from .._rankings import RankIntervals, rank_intervals
 from ..engine import _bridge
 from ..errors import DataError
@@ -54,6 +54,22 @@ def emm_direction(emm: Any, higher_is_better: Any = None):
     if getattr(emm, "kind", "emmeans") == "emtrends":
         metric = f"slope of {getattr(emm, 'var', '')}"
     return direction(metric, higher_is_better)
+
+
+def emm_units(emm: Any) -> tuple[str, float]:
+    """How the headline of the means writes differences: :func:`mixedeval._answer.unit_scale` of
+    the model's response column (``("points", 100.0)`` for scores in [0, 1], 0/1 outcomes on the
+    response scale, and TER-like rates: TER points are 100 x TER). The score's own units
+    (``("", 1.0)``) for slopes (emtrends), the link scale, and a response that is not a numeric
+    column of the data (a transformed or ordinal response)."""
+
+    fit = getattr(emm, "_fit", None)
+    name, data = getattr(fit, "response", None), getattr(fit, "data", None)
+    if getattr(emm, "kind", "emmeans") != "emmeans" or getattr(emm, "type", "response") != "response" \
+            or not isinstance(data, pd.DataFrame) or name not in data.columns \
+            or not pd.api.types.is_numeric_dtype(data[name]):
+        return "", 1.0
+    return unit_scale(data[name], name)
 
 
 def _emm_labels(emm: Any) -> list[str]:
@@ -120,7 +136,7 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
     """The headline of the means: the best against the runner-up (or the best other against
     ``reference``), from their pairwise contrast (``emm.contrasts(adjust="none")`` unless
     ``contrasts``, a pairwise contrast table of the same means, is given): unadjusted p-value and
-    interval, the emmeans df."""
+    interval, the emmeans df; its text in the units of :func:`emm_units` (TER points)."""
 
     d = emm_direction(emm, higher_is_better)
     board = emm_leaderboard(emm, higher_is_better=d.higher_is_better) if board is None else board
@@ -135,8 +151,9 @@ def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = Non
         method = "emmeans contrast, z test (df = Inf: asymptotic df were asked for), unadjusted"
     else:
         method = f"emmeans contrast, {emm.df_method} df, unadjusted"
+    unit, scale = emm_units(emm)
     return contrast_headline(row, sign, pair[0], pair[1], d, level=float(emm.level), method=method,
-                             reference=reference)
+                             reference=reference, unit=unit, scale=scale)
 
 
 def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:

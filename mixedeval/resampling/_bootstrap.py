@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
-from .._answer import Direction, choose_pair, differences, direction, headline, leaderboard
+from .._answer import AnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -76,7 +76,7 @@ _WORK_COPIES = 2
 # ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, repr=False, eq=False)
-class BootstrapResult(ResultMixin):
+class BootstrapResult(AnswerMixin, ResultMixin):
     """Result of :func:`bootstrap`.
 
     Attributes
@@ -323,15 +323,6 @@ class BootstrapResult(ResultMixin):
             return pd.DataFrame(columns=["name", "versus", "estimate", "conf_low", "conf_high", "p_value"])
         pairs = pw.rename(columns={"system_a": "a", "system_b": "b"})
         return differences(pairs, anchor, list(self.leaderboard["name"]), self.higher_is_better)
-
-    def headline_text(self) -> str:
-        """:attr:`headline` in one line."""
-        return "a single system: nothing to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (paired bootstrap, shift method)."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
 
     def to_dict(self) -> dict[str, Any]:
         """Tables and settings, JSON-friendly (the raw distribution is left out: use

@@ -230,11 +230,12 @@ def subsample_indices(rng: np.random.Generator, n: int, k: int, rows: int) -> np
 
 def index_counts(idx: np.ndarray, n: int, out: np.ndarray | None = None) -> np.ndarray:
     """Count matrix (rows x n): how often each of the n units occurs in each row of ``idx``.
-    Counted 16 rows at a time so the bins stay in cache (5x faster than one big bincount)."""
+    Counted 8 rows at a time so the bins stay in cache (3x faster than one big bincount at
+    64 x 5,000; 8 rows measured 6% faster than 16 in the whole bootstrap, bench_bootstrap.py)."""
     rows = idx.shape[0]
     if out is None:
         out = np.empty((rows, n), dtype=np.float64)
-    step = 16
+    step = 8
     offsets = np.arange(step, dtype=np.int64)[:, None] * n
     for a in range(0, rows, step):
         part = idx[a:a + step]

@@ -10,19 +10,21 @@ Strengths are log-odds of being preferred: higher is better.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._answer import Direction, choose_pair, headline, leaderboard as _leaderboard
+from .._answer import AnswerMixin, Direction, choose_pair, headline, leaderboard as _leaderboard
 
 BT_DIRECTION = Direction(True, "known metric", "strength")
 
 
-class BTAnswer:
-    """``direction``, ``leaderboard``, ``headline``, ``headline_text()``, ``p_value``, ``checks``."""
+class BTAnswer(AnswerMixin):
+    """``direction``, ``leaderboard``, ``headline``, ``checks`` (and from :class:`AnswerMixin`:
+    ``headline_text()``, ``p_value``: the unadjusted z test of best vs runner-up)."""
+
+    _no_headline_text = "a single model: nothing to compare"
 
     @property
     def direction(self) -> Direction:
@@ -95,16 +97,3 @@ class BTAnswer:
     def checks(self) -> None:
         """No second analysis of the same question (None)."""
         return None
-
-    def headline_text(self) -> str:
-        """:attr:`headline` in one line."""
-        return "a single model: nothing to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (unadjusted z test of best vs runner-up)."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
-
-    def _answer_dict(self) -> dict[str, Any]:
-        return {"headline": None if self.headline is None else self.headline.to_dict(),
-                "leaderboard": self.leaderboard}

@@ -22,7 +22,7 @@ VERDICTS = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}
 
 
 @dataclass(frozen=True, repr=False)
-class JudgedBattlesResult(_WorkflowResult):
+class JudgedBattlesResult(_answer.AnswerMixin, _WorkflowResult):
     """PPI++-corrected Bradley-Terry strengths (:func:`bradley_terry_corrected`).
 
     table : model, strength (log-odds, the reference model 0), std_error, conf_low, conf_high
@@ -44,24 +44,10 @@ class JudgedBattlesResult(_WorkflowResult):
 
     _print_tables = ("leaderboard", "table", "checks")
     _title = "Judge-corrected Bradley-Terry strengths"
+    _no_headline_text = "one model: no comparison"
 
     def _scalars(self):
         return [("headline", self.headline_text()), ("lambda (PPI++ weight)", round(self.lam, 4))]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        d["headline"] = self.headline.to_dict() if self.headline is not None else None
-        d["direction"] = self.direction.to_dict()
-        return d
-
-    def headline_text(self) -> str:
-        """The one-line answer."""
-        return self.headline.text() if self.headline is not None else "one model: no comparison"
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value."""
-        return float(self.headline.p_value) if self.headline is not None else float("nan")
 
 
 def _verdicts(df: pd.DataFrame, col: str, allow_missing: bool) -> np.ndarray:

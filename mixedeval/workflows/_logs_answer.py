@@ -31,9 +31,9 @@ class LogsAnswer:
 
 
 def unit_scale(scores: Any) -> tuple[str, float]:
-    """("points", 100) for scores in [0, 1] (accuracies, proportions), else ("", 1)."""
-    v = np.asarray(scores, dtype=float)
-    return ("points", 100.0) if v.size and np.nanmin(v) >= 0 and np.nanmax(v) <= 1 else ("", 1.0)
+    """("points", 100) for scores in [0, 1] (accuracies, proportions), else ("", 1)
+    (:func:`mixedeval._answer.unit_scale`)."""
+    return _answer.unit_scale(scores)
 
 
 def _board(means: pd.DataFrame, vcov: pd.DataFrame, task: str, direction: _answer.Direction,

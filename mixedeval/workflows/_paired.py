@@ -27,27 +27,66 @@ over runs of the epoch means, and
     SE^2 = sd(d)^2 / n + sigma2_run * (1 / R_a + 1 / R_b),
 
 ``sd(d)^2 / n`` already carries the question x run noise, so only the run variance *beyond* it is
-added. ``sigma2_run`` is the method-of-moments (ANOVA) estimate of the between-run variance
-**pooled over all systems of the task** (:func:`pooled_run_variance`; runs of every system are
-assumed to vary equally), truncated at 0:
+added. ``sigma2_run`` comes from the two-way ANOVA of each system's n_s x R_s table of
+question-by-run means, **pooled over all systems of the task** (:func:`run_anova`; runs of every
+system are assumed to vary equally): SS_run,s = n_s * sum_r (run mean - mean)^2 on R_s - 1 df,
+the question x run residual on (n_s - 1)(R_s - 1) df, MS_run and MS_res the pooled mean squares
+(df_run = sum_s (R_s - 1), df_res = sum_s (n_s - 1)(R_s - 1)), and the method-of-moments estimate
+(Searle, Casella & McCulloch 1992, ch. 4)
 
-    sigma2_run = max(0, (sum_s SS_run,s - MS_res * sum_s (R_s - 1)) / sum_s (R_s - 1) n_s),
+    sigma2_run = (MS_run - MS_res) * df_run / sum_s (R_s - 1) n_s.
 
-from each system's n_s x R_s table of question-by-run means (SS_run,s = n_s * sum_r (run mean -
-mean)^2, MS_res the pooled question x run residual mean square; Searle, Casella & McCulloch 1992,
-ch. 4). df: Welch-Satterthwaite over the two pieces, the question part on n - 1 (G - 1) df and
-the run part on the pooled between-run df sum_s (R_s - 1) (the df of the mean square it rests
-on). The exact Satterthwaite df of the *difference* of mean squares (the earlier two-stage SE,
-per system) collapse towards 0 when the estimate is small, and with 3 i.i.d. runs per system
-made the interval 1.35x too wide. Measured (``benchmarks/calibration_logs.py --runs-vectorized``,
-20,000 simulated evaluations of two systems, 50 questions; mean half-width / 1.96 over the true
-SD of the difference, and coverage): 3 i.i.d. runs 1.135 / 96.5% (previous 1.348 / 97.7%);
-3 runs with a run effect (SD 0.3 on the logit scale) 1.077 / 93.5%, with a strong one (SD 0.6)
-1.134 / 92.0%; 5 i.i.d. runs 1.080 / 95.7%; 5 runs with a run effect 1.035 / 94.1%, strong
-1.041 / 93.2%. With two systems and 3 runs the run variance rests on 4 df, too few to be both
-tight with i.i.d. runs and fully calibrated with large run effects; more systems (pooled) or runs
-close the gap. Runs of different systems are assumed independent (not
+It is used by Bancroft's (1944) "sometimes pool" rule: a preliminary F test of the run variance,
+F = MS_run / MS_res on (df_run, df_res) df (R's ``anova(lm(y ~ item + run))``, pooled), decides;
+when its p-value is at least ``RUN_PRETEST_LEVEL`` (0.2) the run variance is pooled into the
+question x run noise (sigma2_run = 0, df = n - 1: the runs behave as i.i.d. repetitions), below
+it the estimate is added and the df are Satterthwaite's (1946) for the linear combination of the
+three independent mean squares, sd(d)^2 / n on n - 1 df, + k MS_run on df_run, - k MS_res on
+df_res (k = (1/R_a + 1/R_b) df_run / sum_s (R_s - 1) n_s):
+
+    df = SE^4 / ( (sd(d)^2/n)^2 / (n - 1) + (k MS_run)^2 / df_run + (k MS_res)^2 / df_res ).
+
+Why: the estimate of the run variance rests on few df (4 with two systems x 3 runs). Adding it
+whenever positive (truncated at 0) with df_run for the run part -- the rule before -- made the
+interval too wide with i.i.d. runs (the positive part of the estimate) and too narrow with a
+strong run effect (df_run overstates the df of MS_run - MS_res: its variance is that of MS_run,
+not of the difference), 92% coverage; the exact Satterthwaite df alone (whenever positive) fix the
+coverage but collapse towards 5 df when the estimate is small and make i.i.d. intervals 1.25x too
+wide. The preliminary test keeps the estimate only when the data show it. Its level: 0.2
+(Bozivich, Bancroft & Hartley 1956 recommend about 0.25 for sometimes-pool tests) is the level at
+which coverage stays >= 93% in every simulated design of ``benchmarks/calibration_logs.py`` (2-3
+systems, 3-5 runs, run SD 0-1 on the logit scale); a lower level narrows i.i.d. intervals but
+loses coverage when a moderate run effect goes undetected (0.1: 92.4% / 91.2% at run SD 0.3 /
+0.45 with two systems x 3 runs).
+
+Measured (``python benchmarks/calibration_logs.py --runs-vectorized --systems 2 3 --reps 20000``,
+50 questions; coverage of the 95% interval, and mean half-width / 1.96 over the true SD of the
+difference; run SD on the logit scale; target: coverage 93-97%, and width <= 1.10 with i.i.d.
+runs):
+
+    systems x runs   i.i.d. runs            run SD 0.3        run SD 0.6
+    2 x 3            96.0% / 1.172 (missed)  93.7% / 1.195     93.5% / 1.274
+    2 x 5            95.9% / 1.092           94.5% / 1.073     94.6% / 1.113
+    3 x 3            95.9% / 1.121 (missed)  94.3% / 1.118     94.2% / 1.148
+    3 x 5            95.4% / 1.063           94.9% / 1.061     94.3% / 1.052
+
+The rule before (same data sets): 96.3% / 1.128, 93.8%, 91.9% (2 x 3); 96.1% / 1.100, 93.9%,
+92.6% (3 x 3); 95.9% / 1.083, 94.0%, 93.4% (2 x 5); 95.5% / 1.061, 94.6%, 93.2% (3 x 5). With 3
+runs the run variance rests on 4 (2 systems) or 6 (3 systems) df: too few for a rule of this
+family to be both within 1.10 with i.i.d. runs and at >= 93% with run effects (at level 0.1:
+2 x 3 1.118 but 92.4% at run SD 0.3; 3 x 3 1.084 but 92.9%); the oracle that knows sigma2_run has
+width 1.01-1.03 and coverage 95.0-95.7%. The best width any rule driven by the F statistic can
+reach with coverage >= 95% with i.i.d. runs and >= 93% for every run variance (idealized model,
+``calibration_logs.py --frontier``) is 1.156 with 2 x 3 and 1.096 with 3 x 3 (the latter only
+by sitting exactly at 93% for some run variances): with 2 systems x 3 runs the target is out of
+reach of any such rule, with 3 x 3 this rule is 0.025 from the bound. Runs of different systems are assumed independent (not
 shared seeds).
+
+References: Bancroft, T. A. (1944). On biases in estimation due to the use of preliminary tests
+of significance. *Ann. Math. Statist.* 15, 190-204. Bozivich, H., Bancroft, T. A. & Hartley,
+H. O. (1956). Power of analysis of variance test procedures for certain incompletely specified
+models. *Ann. Math. Statist.* 27, 1017-1043. Satterthwaite, F. E. (1946). An approximate
+distribution of estimates of variance components. *Biometrics Bulletin* 2, 110-114.
 
 Pooled over tasks (the mean of the task means, tasks fixed): ``delta = mean_t delta_t``,
 ``SE = sqrt(sum_t SE_t^2) / T`` with Welch-Satterthwaite df.
@@ -57,6 +96,7 @@ adjustment (R's ``p.adjust``, :func:`mixedeval.padjust.adjust_pvalues`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Sequence
 
@@ -73,9 +113,9 @@ COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df"
 METHOD = "paired question-level t (Miller 2024): epochs averaged within question"
 CLUSTER_METHOD = ("paired question-level t, cluster-robust SE (Miller 2024 app. A; Inspect stderr(cluster)), df = "
                   "clusters - 1: epochs averaged within question")
-RUNS_METHOD = ("paired question-level t with the between-run variance added (pooled over systems, method of "
-               "moments; Welch-Satterthwaite df): epochs averaged within question and run, runs averaged within "
-               "question")
+RUNS_METHOD = ("paired question-level t with the between-run variance (pooled over systems, method of moments) "
+               "added when a preliminary F test finds it (Bancroft 1944, level 0.2; Satterthwaite df): epochs "
+               "averaged within question and run, runs averaged within question")
 #: short names of the methods, for the headline's sentence
 SHORT = {METHOD: "paired t", CLUSTER_METHOD: "paired t, cluster-robust", RUNS_METHOD: "paired t, run variance"}
 
@@ -116,13 +156,57 @@ def clustered_se(d: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
     return float(np.sqrt(G / (G - 1.0) * np.sum(sums**2)) / d.size), G
 
 
-def pooled_run_variance(tables: Sequence[np.ndarray]) -> tuple[float, float]:
-    """The between-run variance pooled over systems and its df (module docstring).
+#: level of the preliminary F test of the run variance (Bancroft 1944 "sometimes pool"; module docstring)
+RUN_PRETEST_LEVEL = 0.2
+
+
+@dataclass(frozen=True)
+class RunAnova:
+    """The pooled two-way ANOVA of the systems' questions x runs tables (module docstring)."""
+
+    ms_run: float
+    ms_res: float
+    df_run: float
+    df_res: float
+    weight: float  # sum_s (R_s - 1) n_s
+
+    @property
+    def sigma2(self) -> float:
+        """The method-of-moments between-run variance, truncated at 0."""
+        return max(0.0, (self.ms_run - self.ms_res) * self.df_run / self.weight) if self.df_run else 0.0
+
+    @property
+    def p_value(self) -> float:
+        """P-value of the preliminary F test ``MS_run / MS_res`` on (df_run, df_res) df (NaN without it)."""
+        if not self.df_run or not self.df_res:
+            return np.nan
+        if self.ms_res == 0:
+            return 0.0 if self.ms_run > 0 else np.nan
+        return float(stats.f.sf(self.ms_run / self.ms_res, self.df_run, self.df_res))
+
+    @property
+    def kept(self) -> bool:
+        """Whether the run variance is added (the preliminary test rejects at ``RUN_PRETEST_LEVEL``)."""
+        p = self.p_value
+        return bool(np.isfinite(p) and p < RUN_PRETEST_LEVEL and self.ms_run > self.ms_res)
+
+    def pieces(self, inv_runs: float) -> list[tuple[float, float]]:
+        """The run part of a variance as Welch-Satterthwaite pieces ``(coefficient * mean square, df)``:
+        ``sigma2_run * inv_runs`` = ``k MS_run - k MS_res`` (k = inv_runs df_run / weight) when
+        kept, else nothing."""
+        if not self.kept:
+            return []
+        k = inv_runs * self.df_run / self.weight
+        return [(k * self.ms_run, self.df_run), (-k * self.ms_res, self.df_res)]
+
+
+def run_anova(tables: Sequence[np.ndarray]) -> RunAnova | None:
+    """The between-run ANOVA pooled over systems (module docstring); None when no system has two
+    runs of two questions.
 
     ``tables``: per system its n_s questions x R_s runs table of (epoch-averaged) scores
-    (complete: runs with every question). Returns ``(sigma2_run, df)`` with
-    ``sigma2_run = max(0, (sum SS_run - MS_res * sum (R_s - 1)) / sum (R_s - 1) n_s)`` and
-    ``df = sum (R_s - 1)``; ``(0, inf)`` when no system has two runs."""
+    (complete: runs with every question). Per system the sums of squares of R's
+    ``anova(lm(y ~ item + run))``; pooled by adding sums of squares and df."""
     ss_run = ss_res = df_run = df_res = weight = 0.0
     for y in tables:
         n, R = y.shape
@@ -136,9 +220,17 @@ def pooled_run_variance(tables: Sequence[np.ndarray]) -> tuple[float, float]:
         df_res += (n - 1) * (R - 1)
         weight += (R - 1) * n
     if df_run == 0:
-        return 0.0, np.inf
-    ms_res = ss_res / df_res
-    return float(max(0.0, (ss_run - ms_res * df_run) / weight)), float(df_run)
+        return None
+    return RunAnova(ss_run / df_run, ss_res / df_res, df_run, df_res, weight)
+
+
+def pooled_run_variance(tables: Sequence[np.ndarray]) -> tuple[float, float]:
+    """The method-of-moments between-run variance pooled over systems, truncated at 0, and its
+    df_run (module docstring): ``max(0, (sum SS_run - MS_res * sum (R_s - 1)) / sum (R_s - 1) n_s)``
+    and ``sum (R_s - 1)``; ``(0, inf)`` when no system has two runs. Whether it enters the SE is
+    decided by the preliminary test (:class:`RunAnova`)."""
+    a = run_anova(tables)
+    return (0.0, np.inf) if a is None else (a.sigma2, float(a.df_run))
 
 
 def run_tables(sub_runs: pd.DataFrame, systems: Sequence[str]) -> dict[str, np.ndarray]:
@@ -156,7 +248,8 @@ def run_tables(sub_runs: pd.DataFrame, systems: Sequence[str]) -> dict[str, np.n
 
 
 def _welch(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """SE and Welch-Satterthwaite df of a sum of independent variance pieces ``(v, df)``."""
+    """SE and Welch-Satterthwaite df of a sum of independent variance pieces ``(v, df)`` (``v`` the
+    piece's coefficient times its mean square, possibly negative; Satterthwaite 1946)."""
     v = np.array([p[0] for p in parts], dtype=float)
     dfs = np.array([p[1] for p in parts], dtype=float)
     tot = float(v.sum())
@@ -164,12 +257,12 @@ def _welch(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
         return np.nan, np.nan
     if tot == 0:
         return 0.0, float(np.sum(np.where(np.isfinite(dfs), dfs, 0.0)))
-    keep = v > 0
+    keep = v != 0  # a piece with a negative coefficient (a mean square subtracted) counts too
     return float(np.sqrt(tot)), float(tot**2 / np.sum(v[keep] ** 2 / dfs[keep]))
 
 
 def _row(task: str, a: str, b: str, d: np.ndarray, level: float, clusters: np.ndarray | None = None,
-         run_parts: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
+         run_parts: Sequence[tuple[float, float]] | None = None) -> dict[str, Any]:
     n = int(d.size)
     delta = float(d.mean()) if n else np.nan
     method = METHOD
@@ -180,8 +273,9 @@ def _row(task: str, a: str, b: str, d: np.ndarray, level: float, clusters: np.nd
     else:
         se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
         df = float(n - 1)
-    if run_parts:
-        se, df = _welch([(se**2, df), *run_parts])
+    if run_parts is not None:
+        if run_parts:
+            se, df = _welch([(se**2, df), *run_parts])
         method = RUNS_METHOD
     return _finish({"task": task, "system_a": a, "system_b": b, "n_items": n, "delta": delta, "std_error": se,
                     "df": df}, level, method)
@@ -210,22 +304,25 @@ def _adjusted(p: pd.Series, adjust: str) -> np.ndarray:
     return adjust_pvalues(arr, adjust) if arr.size else np.empty(0)
 
 
-def _run_info(sub_runs: pd.DataFrame | None, systems: Sequence[str]) -> tuple[float, float, dict[str, int]]:
-    """(sigma2_run pooled over ``systems``, its df, runs per system) of one task's rows."""
+RunInfo = tuple[RunAnova | None, dict[str, int]]
+
+
+def _run_info(sub_runs: pd.DataFrame | None, systems: Sequence[str]) -> RunInfo | None:
+    """(the run ANOVA pooled over ``systems``, runs per system) of one task's rows."""
     if sub_runs is None:
-        return 0.0, np.inf, {}
-    tabs = run_tables(sub_runs, systems)
-    s2, df = pooled_run_variance(list(tabs.values()))
+        return None
+    anova = run_anova(list(run_tables(sub_runs, systems).values()))
     n_runs = sub_runs.groupby("system", observed=True)["run"].nunique()
-    return s2, df, {str(k): int(v) for k, v in n_runs.items()}
+    return anova, {str(k): int(v) for k, v in n_runs.items()}
 
 
-def _run_part(info: tuple[float, float, dict[str, int]] | None, a: str, b: str) -> list[tuple[float, float]]:
-    """``[(sigma2_run * (1/R_a + 1/R_b), df)]`` of a pair (empty without runs)."""
-    if info is None or not info[2]:
+def _run_part(info: RunInfo | None, a: str, b: str) -> list[tuple[float, float]]:
+    """The Welch-Satterthwaite pieces of ``sigma2_run * (1/R_a + 1/R_b)`` of a pair (empty without
+    runs or when the preliminary test pools the run variance)."""
+    if info is None or info[0] is None or not info[1]:
         return []
-    s2, df, R = info
-    return [(s2 * (1.0 / R.get(a, 1) + 1.0 / R.get(b, 1)), df)]
+    anova, R = info
+    return anova.pieces(1.0 / R.get(a, 1) + 1.0 / R.get(b, 1))
 
 
 def paired_differences(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95, adjust: str = "holm",
@@ -252,7 +349,8 @@ def paired_differences(s: pd.DataFrame, systems: Sequence[str], *, level: float 
         for a, b in combinations(present, 2):
             both = wide[[a, b]].dropna()
             rows.append(_row(str(task), a, b, both[a].to_numpy() - both[b].to_numpy(), level,
-                             None if cl is None else cl.reindex(both.index).to_numpy(), _run_part(info, a, b)))
+                             None if cl is None else cl.reindex(both.index).to_numpy(),
+                             None if info is None else _run_part(info, a, b)))
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out["p_adj"] = _adjusted(out["p_value"], adjust)
     if pooled_label is None or out["task"].nunique() < 2:
@@ -339,10 +437,10 @@ def system_means(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95
         info = _run_info(by_task[task], present) if task in by_task else None
         for j, x in enumerate(present):
             parts = [(float(V[j, j]), float(dfs[j]))]
-            if info is not None and info[2]:
-                rv = info[0] / info[2].get(x, 1)
-                V[j, j] += rv
-                parts.append((rv, info[1]))
+            if info is not None and info[0] is not None and info[1]:
+                extra = info[0].pieces(1.0 / info[1].get(x, 1))
+                V[j, j] += sum(e[0] for e in extra)
+                parts += extra
             se, df = _welch(parts) if len(parts) > 1 else (float(np.sqrt(parts[0][0])), parts[0][1])
             rows.append({"task": str(task), "system": x, "n_items": int(wide[x].notna().sum()),
                          "estimate": float(means[j]), "std_error": se, "df": df})

@@ -13,8 +13,8 @@
    question -- they are never runs; SE = sd(d) / sqrt(n), t interval, paired t test); with
    ``cluster=`` the cluster-robust SE of Inspect AI's ``stderr(cluster=)`` on clusters - 1 df;
    when some system has several runs, each question's score is its mean over runs and the
-   between-run variance (method of moments, pooled over the systems, truncated at 0) is added with
-   Welch-Satterthwaite df. The means' covariance matrix is that of the same analysis (the
+   between-run variance (method of moments, pooled over the systems) is added when a preliminary
+   F test finds it (Bancroft's 1944 sometimes-pool rule at level 0.2), with Satterthwaite df. The means' covariance matrix is that of the same analysis (the
    difference of two systems has exactly the headline's SE), so the rank intervals and letters
    agree with the pairwise table (``.table``, every pair per task and pooled, ``p_adj`` by
    ``adjust``). ``method`` says which SE.
@@ -77,13 +77,13 @@ ANALYSES = ("auto", "glmm", "lmm")
 
 
 @dataclass(frozen=True, repr=False)
-class CompareLogsResult(_WorkflowResult):
+class CompareLogsResult(_answer.AnswerMixin, _WorkflowResult):
     """Result of :func:`compare_logs`.
 
     headline : the one answer (:class:`mixedeval._answer.Headline`): the best system against the
         runner-up (or against ``reference``) on the pooled scores, the better system's advantage
         positive, with its interval and the paired test's p-value (``p_value``,
-        ``headline_text()``).
+        ``headline_text()``); the likelihood-ratio test of the model is a check (``glrt``, ``checks``).
     leaderboard : best first (``direction``): name, estimate (mean score; pooled over tasks: the
         mean of the task means), std_error, conf_low, conf_high, rank, rank_low, rank_high
         (simultaneous rank intervals from the means' covariance of the headline's analysis),
@@ -151,12 +151,11 @@ class CompareLogsResult(_WorkflowResult):
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
         d = super().to_dict()
-        d.update(headline=None if self.headline is None else self.headline.to_dict(),
-                 direction=None if self.direction is None else self.direction.to_dict())
         return {"headline": d.pop("headline"), "headline_text": self.headline_text(), "next_run": self.plan_text(),
                 **d}
     _skip_in_dict = ("fit", "logs", "boot_result")
     _title = "System comparison from evaluation logs"
+    _no_headline_text = "no pair of systems to compare"
 
     def _scalars(self):
         out = [("headline", self.headline_text()),
@@ -168,10 +167,6 @@ class CompareLogsResult(_WorkflowResult):
         return [*out, ("model-based check", f"{self.analysis}: {self.formula}"),
                 ("check: system effect, likelihood-ratio p-value (all systems at once)", f"{lrt:.4g}")]
 
-    def headline_text(self) -> str:
-        """The headline in one line: "best − runner-up: +5.0 points (95% CI ...), p = ... [paired t]"."""
-        return "no pair of systems to compare" if self.headline is None else self.headline.text()
-
     def plan_text(self) -> str:
         """The sample-size answer for the next run in one sentence (:attr:`plan`)."""
         if self.plan is None:
@@ -182,11 +177,6 @@ class CompareLogsResult(_WorkflowResult):
         return plan_text(self.plan, int(est["n_questions_pilot"]), epochs,
                          self.provenance.get("plan_effect") == "observed")
 
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (the paired test of the best system against the runner-up or the
-        reference); the likelihood-ratio test of the model is a check (``glrt``, ``checks``)."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
 
 
 # ------------------------------------------------------------------------------ the data

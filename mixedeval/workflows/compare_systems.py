@@ -33,7 +33,7 @@ from ..data.validate import ROWS_CHECKED, require_level
 from ..engine import _bridge
 from ..inference._glmm import glmm
 from ..inference._lmm import lmm
-from .._answer import check_row, checks_table
+from .._answer import AnswerMixin, check_row, checks_table
 from ..inference.compare import compare
 from ..inference.rankings import (
     contrast_headline,
@@ -116,11 +116,12 @@ class AveragedAnalysis(_WorkflowResult):
 
 
 @dataclass(frozen=True, repr=False)
-class CompareSystemsResult(_WorkflowResult):
+class CompareSystemsResult(AnswerMixin, _WorkflowResult):
     """Result of :func:`compare_systems`.
 
     The one answer (:mod:`mixedeval._answer`): ``leaderboard`` (systems best first), ``headline``
-    (best vs runner-up or reference; ``headline_text()``, ``p_value``), ``checks`` (other analyses
+    (best vs runner-up or reference; ``headline_text()``, ``p_value``: the unadjusted pairwise
+    contrast of that pair; the omnibus GLRT's is :attr:`glrt_p_value`), ``checks`` (other analyses
     of the question with verdicts), ``direction``, ``differences`` (every system against the best
     or the reference, in the better direction, unadjusted).
 
@@ -158,6 +159,7 @@ class CompareSystemsResult(_WorkflowResult):
     _print_tables = ("leaderboard", "checks", "table", "emmeans", "contrasts")
     _skip_in_dict = ("fit", "null_fit", "emm_result", "contrast_result")
     _title = "System comparison with a linear mixed model (GLRT, EMMs, pairwise contrasts)"
+    _no_headline_text = "fewer than two systems: nothing to compare"
 
     def _scalars(self):
         out = [("headline", self.headline_text())] if self.headline is not None else []
@@ -166,17 +168,6 @@ class CompareSystemsResult(_WorkflowResult):
         return out + [("omnibus GLRT p-value (check)", f"{self.glrt_p_value:.4g}"),
                       ("p-value adjustment", self.p_adjust), ("post-hoc df", self.posthoc_df)]
 
-    def headline_text(self) -> str:
-        """The one answer: the best system against the runner-up (or against ``reference``), its
-        advantage in the better direction with its interval and p-value (:attr:`headline`)."""
-        return "fewer than two systems: nothing to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value: the pairwise contrast of the best system and the runner-up (or
-        the reference), unadjusted; the omnibus GLRT's is :attr:`glrt_p_value`."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
-
     @property
     def glrt_p_value(self) -> float:
         """The omnibus GLRT p-value on all instances (a check of the headline)."""
@@ -184,10 +175,7 @@ class CompareSystemsResult(_WorkflowResult):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly: the headline (in words and numbers) first, then the tables and settings."""
-        out = super().to_dict()
-        out["headline"] = None if self.headline is None else self.headline.to_dict()
-        out["direction"] = None if self.direction is None else self.direction.to_dict()
-        return {"headline_text": self.headline_text(), **out}
+        return {"headline_text": self.headline_text(), **super().to_dict()}
 
 
 # ------------------------------------------------------------------- the one answer
@@ -330,8 +318,9 @@ def compare_systems(
     Returns a :class:`CompareSystemsResult`: the one answer first -- ``leaderboard`` (the
     systems best first: EMM, interval, simultaneous rank interval, letters), ``headline`` (the
     best system against the runner-up, or against ``reference`` when given: their pairwise
-    contrast, unadjusted, signed so the better system's advantage is positive;
-    ``headline_text()``, ``p_value``), ``checks`` (the omnibus GLRT, its parametric bootstrap and
+    contrast, unadjusted, signed so the better system's advantage is positive, its text in points
+    for scores in [0, 1] and TER-like rates (``+0.27 points`` for a TER difference of 0.0027;
+    :func:`mixedeval._answer.unit_scale`); ``headline_text()``, ``p_value``), ``checks`` (the omnibus GLRT, its parametric bootstrap and
     the run-averaged analyses of the same question, each with its verdict), ``direction`` --
     then ``table``, ``glrt``, ``emmeans``, ``contrasts``, ``averaged``, ``warnings``, ``fit``.
     """

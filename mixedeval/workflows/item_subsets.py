@@ -19,7 +19,6 @@ The calibration is the fit of :func:`mixedeval.irt` or of the numpy engine
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,7 +297,7 @@ def _model_tuning(core: dict[str, Any]) -> _Tuning:
 
 
 @dataclass(frozen=True, repr=False)
-class SubsetScores(_WorkflowResult):
+class SubsetScores(_answer.AnswerMixin, _WorkflowResult):
     """Full-benchmark accuracies estimated from answers to a subset of a calibrated bank.
 
     ``table``: system, estimator, estimate, std_error, conf_low, conf_high, n_answered (one row
@@ -337,14 +336,6 @@ class SubsetScores(_WorkflowResult):
         if self.headline is not None:
             out.append(("headline", self.headline_text()))
         return out
-
-    def headline_text(self) -> str:
-        """The one-line answer (best against runner-up), or a note with fewer than two systems."""
-        return self.headline.text() if self.headline is not None else "one system: no comparison"
-
-    @property
-    def p_value(self) -> float:
-        return float(self.headline.p_value) if self.headline is not None else float("nan")
 
     def estimates(self, estimator: str | None = None) -> pd.DataFrame:
         """The rows of one estimator (default: the headline one)."""
@@ -404,18 +395,8 @@ def _score_rows(systems, core, lam: float, tuning: _Tuning, z: float, n_answered
 
 
 def _headline(board: pd.DataFrame, direction, level: float, reference: Any, estimator: str):
-    pair = _answer.choose_pair(board, reference)
-    if pair is None:
-        return None
-    b = board.set_index("name")
-    a, o = pair
-    d = float(b.loc[a, "estimate"] - b.loc[o, "estimate"])
-    se = float(math.hypot(b.loc[a, "std_error"], b.loc[o, "std_error"]))
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
-    return _answer.headline(a, o, d, se, d - z * se, d + z * se, p, math.inf,
-                            f"{estimator} full-benchmark accuracy from item subsets, normal approximation",
-                            direction, level=level, unit="points", scale=100.0, reference=reference)
+    return _answer.wald_headline(board, f"{estimator} full-benchmark accuracy from item subsets, normal approximation",
+                                 direction, level=level, reference=reference, unit="points", scale=100.0)
 
 
 def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, score: str = "score",

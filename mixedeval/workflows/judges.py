@@ -34,7 +34,7 @@ from ._judges_tables import METHOD_LABEL, answer, pairwise_rows, system_rows, vc
 
 
 @dataclass(frozen=True, repr=False)
-class JudgeCorrected(_WorkflowResult):
+class JudgeCorrected(_answer.AnswerMixin, _WorkflowResult):
     """Judge-corrected estimates (:func:`judge_corrected`).
 
     table : per system: system, estimate, std_error, df, conf_low, conf_high (the corrected mean),
@@ -73,21 +73,6 @@ class JudgeCorrected(_WorkflowResult):
     def _scalars(self):
         h = self.headline_text()
         return [("method", METHOD_LABEL[self.method]), ("headline", h), ("direction", self.direction.note)]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        d["headline"] = self.headline.to_dict() if self.headline is not None else None
-        d["direction"] = self.direction.to_dict()
-        return d
-
-    def headline_text(self) -> str:
-        """The one-line answer (the headline's :meth:`~mixedeval._answer.Headline.text`)."""
-        return self.headline.text() if self.headline is not None else "one system: no comparison"
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (NaN with one system)."""
-        return float(self.headline.p_value) if self.headline is not None else float("nan")
 
     def agreement(self, *, scale: str = "auto", level: float | None = None, n_resamples: int = 1000,
                   random_state: Any = None) -> Any:

@@ -12,7 +12,8 @@ Responses are drawn by lme4's ``simulate(m, newparams = list(beta, theta, sigma)
 * ``"satterthwaite"`` / ``"kenward-roger"``: ``lmerTest::lmer`` (REML) and
   ``lmerTest::contest`` of the term's coefficients (an F test; for one coefficient it is the t
   test of ``fit.fixed`` / the contrast, F = t²);
-* ``"wald_z"``: a binomial GLMM fitted by ``lme4::glmer`` (bobyqa, Laplace, as ``me.glmm``)
+* ``"wald_z"``: a binomial GLMM fitted by ``lme4::glmer`` as ``me.glmm`` fits it (Laplace,
+  glmer's default two-stage optimizer, me.glmm's rule for the covariance of the fixed effects)
   and the Wald z test of the coefficient (``fit.fixed``'s ``z_value``);
 * ``"sign_flip"``, ``"approximate_randomization"``, ``"paired_bootstrap"``: the paired
   resampling tests of :mod:`mixedeval.resampling` on the two systems' per-item means (averaged

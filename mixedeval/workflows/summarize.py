@@ -35,7 +35,8 @@ runner-up (or ``reference=``), the better system's advantage positive, ``p_value
 systems (a before b in leaderboard order) on their shared questions, the paired question-level
 difference of Miller (2024) (:mod:`._paired`): ``delta = mean(x_a - x_b)``,
 ``std_error = sd(d) / sqrt(n)`` (cluster-robust with ``cluster=``, G - 1 df; the between-run
-variance, pooled over systems, added when some system has several runs), the t interval and
+variance, pooled over systems, added when some system has several runs and a preliminary F test
+finds it, Bancroft's sometimes-pool rule), the t interval and
 the paired t test (``test``: ``"paired t"``, ``"paired t, cluster-robust"``, ``"paired t, run
 variance"``) -- the same test and p-value as :func:`mixedeval.compare_logs` for the same pair.
 When every score is 0 or 1 with one epoch and one run (and no cluster), ``p_mcnemar`` holds the
@@ -84,7 +85,7 @@ ALL_TASKS = "(all tasks)"
 
 
 @dataclass(frozen=True, repr=False)
-class SummarizeResult(_WorkflowResult):
+class SummarizeResult(_answer.AnswerMixin, _WorkflowResult):
     """Result of :func:`summarize`.
 
     table : per task x system: task, system, n_items, n_epochs (most epochs of a question in one
@@ -121,6 +122,7 @@ class SummarizeResult(_WorkflowResult):
     _print_tables = ("leaderboard", "table", "pairwise", "checks")
     _skip_in_dict = ("logs",)
     _title = "Summary of scores"
+    _no_headline_text = "no pair of systems to compare"
 
     def _scalars(self):
         out = [("headline", self.headline_text())]
@@ -129,19 +131,9 @@ class SummarizeResult(_WorkflowResult):
         out += [("metric", self.metric)] if self.metric is not None else []
         return out + [("epochs", self.provenance.get("epochs")), ("p_adj", self.provenance.get("adjust"))]
 
-    def headline_text(self) -> str:
-        """The headline in one line (best − runner-up or − reference, paired t)."""
-        return "no pair of systems to compare" if self.headline is None else self.headline.text()
-
-    @property
-    def p_value(self) -> float:
-        """The headline's p-value (the paired t test of its pair)."""
-        return float("nan") if self.headline is None else float(self.headline.p_value)
-
     def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
         d = super().to_dict()
-        d.update(headline=None if self.headline is None else self.headline.to_dict(),
-                 direction=None if self.direction is None else self.direction.to_dict())
         return {"headline": d.pop("headline"), "headline_text": self.headline_text(), **d}
 
 
@@ -474,7 +466,8 @@ def summarize(
     if runs:
         warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
                                    "over runs; the table's std_error is over questions only, the pairwise SE and the "
-                                   "leaderboard add the between-run variance (pooled over systems)"))
+                                   "leaderboard add the between-run variance (pooled over systems) when a "
+                                   "preliminary F test finds it"))
     prov = {"workflow": "summarize", "metric": metric, "level": float(level), "adjust": adjust,
             "epochs": f"averaged within the question (mean reducer; up to {n_epochs} per question)" if n_epochs > 1
             else "one per question", "scores": "0/1" if binary else "continuous", "direction": direction.note,
