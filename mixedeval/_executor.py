@@ -95,9 +95,11 @@ def _r_started() -> bool:
 def _controller() -> ThreadpoolController:
     """This process's threadpoolctl controller: it finds the loaded BLAS libraries by scanning the
     process's shared objects (about 2 ms, which a new ``threadpool_limits`` repeats on every task),
-    so it is made once, and once more after R has started and loaded its own BLAS."""
+    so it is made once, and again after R has started (libR's BLAS) or after new modules were
+    imported (scipy.linalg loads scipy's own OpenBLAS: a controller made before it would leave that
+    library at one thread per core)."""
     global _CONTROLLER  # noqa: PLW0603 - one controller per (worker) process
-    key = _r_started()
+    key = (_r_started(), len(sys.modules))
     if _CONTROLLER is None or _CONTROLLER[0] != key:
         _CONTROLLER = (key, ThreadpoolController())
     return _CONTROLLER[1]

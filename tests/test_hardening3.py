@@ -114,6 +114,25 @@ def test_executor_workers_run_with_one_blas_thread():
     assert resolve_executor(2).map(_worker_blas, [()] * 4) == [1, 1, 1, 1]
 
 
+@needs_blas
+def test_one_blas_thread_also_limits_a_blas_library_loaded_after_the_first_call():
+    """scipy.linalg loads scipy's own OpenBLAS; imported after the controller was first made (as in
+    an executor worker whose first task did not need scipy), it must be limited too (it was not:
+    workers ran Bradley-Terry blocks with one thread per core)."""
+    code = ("import numpy\n"
+            "from threadpoolctl import threadpool_info\n"
+            "from mixedeval._executor import _controller, one_blas_thread\n"
+            "_controller()\n"
+            "import scipy.linalg\n"
+            "with one_blas_thread():\n"
+            "    print(max(d['num_threads'] for d in threadpool_info() if d['user_api'] == 'blas'))\n")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+
+
 def test_bootstrap_with_one_blas_thread_equals_an_independent_loop():
     """The busy-machine path computes the same numbers: the items bootstrap's replicate means
     equal a direct recomputation from the same index draws (numpy, no count matrices)."""
