@@ -197,7 +197,7 @@ FOLD_TOL, FOLD_MAX_ITER = 1e-5, 60
 def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) -> tuple[np.ndarray, list[Bank]]:
     """Cross-fitting: the calibration systems ``rows`` split into ``n_folds`` folds, and for each
     fold the bank refitted without that fold's systems (numpy engine, same model, warm-started
-    from the bank's parameters). Returns each row's fold and the fold banks (cached per calibration)."""
+    from the bank's parameters; its ``calibration`` holds the answers it was fitted on). Returns each row's fold and the fold banks (cached per calibration)."""
     cal = bank.calibration
     assert cal is not None
     owner = bank.source if bank.source is not None else cal
@@ -218,7 +218,9 @@ def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) ->
             a, b, s = em["alpha"], -em["beta"] / em["alpha"], 1.0
         else:
             a, b, s = np.ones(len(bank.items)), -em["beta"], float(em["sigma"])
-        banks.append(Bank(bank.items, b, a, bank.model, s, "numpy", None))
+        train_resp = Responses(cal.y[train], cal.n[train], tuple(np.asarray(cal.systems, dtype=object)[train]),
+                               cal.items)  # for anchor selections that use the answers (clusters)
+        banks.append(Bank(bank.items, b, a, bank.model, s, "numpy", train_resp))
     if len(_FOLD_CACHE) >= _FOLD_CACHE_SIZE:
         _FOLD_CACHE.pop(next(iter(_FOLD_CACHE)))
     _FOLD_CACHE[key] = (owner, fold, banks)
