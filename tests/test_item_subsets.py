@@ -77,7 +77,7 @@ def test_posterior_moments_equal_a_dense_grid_integral(sim):
     sub = me.select_items(cal, 25, "stratified")
     ans = new.iloc[:3][list(sub.anchors)]
     res = me.estimate_scores(cal, ans, sub, n_folds=0)
-    bank = as_bank(cal)
+    bank = as_bank(cal).shrunk()  # new systems are scored with the empirical-Bayes discriminations
     grid = np.linspace(-9, 9, 8001)
     post_tab = res.estimates("posterior").set_index("system")
     for name, row in ans.iterrows():
@@ -255,3 +255,26 @@ def test_calibrated_intervals_cover_on_held_out_systems():
     print(got, "model only", np.mean(model_cover))
     for e, c in got.items():
         assert 0.9 <= c <= 0.99, (e, c)
+
+
+def test_scoring_bank_shrinks_log_discriminations_by_their_standard_errors():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0.1, 0.4, 60)
+    se = a * rng.uniform(0.05, 0.6, 60)
+    se[0], a[1] = np.inf, -0.3  # no SE: the prior mean; negative: left as it is
+    items = [f"q{j}" for j in range(60)]
+    fake = SimpleNamespace(items=pd.DataFrame({"item": items, "difficulty": rng.normal(size=60), "discrimination": a,
+                                               "discrimination_std_error": se}),
+                           abilities=pd.DataFrame({"system": ["s"], "ability": [0.0], "std_error": [1.0]}),
+                           model="2pl", responses=None)
+    got = as_bank(fake).shrunk().discrimination
+    # by hand: normal prior on log a by the method of moments over items with s = se / a < 1
+    x, s = np.log(np.abs(a)), se / np.abs(a)
+    use = [j for j in range(60) if a[j] > 0 and s[j] < 1]
+    mu = sum(x[j] for j in use) / len(use)
+    tau2 = sum((x[j] - mu) ** 2 for j in use) / len(use) - sum(s[j] ** 2 for j in use) / len(use)
+    for j in range(2, 60):
+        assert got[j] == pytest.approx(np.exp(mu + tau2 / (tau2 + s[j] ** 2) * (x[j] - mu)), rel=1e-12)
+    assert got[0] == pytest.approx(np.exp(mu)) and got[1] == -0.3
+    rasch = SimpleNamespace(**{**vars(fake), "model": "rasch"})
+    assert as_bank(rasch).shrunk() is not None and np.all(as_bank(rasch).shrunk().discrimination == a)
