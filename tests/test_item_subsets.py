@@ -108,7 +108,7 @@ def test_answers_to_every_item_give_the_exact_accuracy(sim):
 def test_subset_estimates_beat_the_anchor_mean_and_cover(sim):
     cal, new, _ = sim
     truth = new.mean(axis=1).to_numpy()
-    sub = me.select_items(cal, 30, "stratified")
+    sub = me.select_items(cal, 40, "stratified")
     res = me.estimate_scores(cal, new[list(sub.anchors)], sub)
     err = {}
     for e in S.ESTIMATORS:
