@@ -368,8 +368,10 @@ class SubsetScores(_WorkflowResult):
     intervals of the estimates only). ``abilities``: system, ability (posterior
     mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
     on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
-    model's root mean squared error there (model_sd), the variance inflation applied to the
-    intervals and the resulting coverage on those systems.
+    model's root mean squared error there (model_sd), the conformal quantile of the studentized
+    errors that sets the half-width (quantile; ``conformal`` False when too few systems, see
+    :func:`estimate_scores`), its square over the normal quantile's (inflation) and the coverage
+    on those systems.
     """
 
     table: pd.DataFrame
@@ -505,7 +507,7 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     * ``posterior``: the posterior predictive mean of the full-bank accuracy (Bayes estimate).
 
     Scoring bank: a 2PL calibration scores new systems with empirical-Bayes discriminations
-    (:meth:`Bank.shrunk <mixedeval.workflows._irt_bank.Bank.shrunk>`: log discriminations shrunk
+    (``Bank.shrunk`` in ``mixedeval.workflows._irt_bank``: log discriminations shrunk
     toward the bank's distribution by their standard errors, Efron 2011), which undoes most of
     the winner's curse of anchors chosen for their information (on the planted benchmark the
     p-IRT error falls most of the way to that with the true item parameters); the abilities and
