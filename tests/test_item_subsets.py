@@ -77,7 +77,7 @@ def test_posterior_moments_equal_a_dense_grid_integral(sim):
     sub = me.select_items(cal, 25, "stratified")
     ans = new.iloc[:3][list(sub.anchors)]
     res = me.estimate_scores(cal, ans, sub, n_folds=0)
-    bank = as_bank(cal)
+    bank = as_bank(cal).shrunk()  # new systems are scored with the empirical-Bayes discriminations
     grid = np.linspace(-9, 9, 8001)
     post_tab = res.estimates("posterior").set_index("system")
     for name, row in ans.iterrows():
@@ -108,7 +108,7 @@ def test_answers_to_every_item_give_the_exact_accuracy(sim):
 def test_subset_estimates_beat_the_anchor_mean_and_cover(sim):
     cal, new, _ = sim
     truth = new.mean(axis=1).to_numpy()
-    sub = me.select_items(cal, 30, "stratified")
+    sub = me.select_items(cal, 40, "stratified")
     res = me.estimate_scores(cal, new[list(sub.anchors)], sub)
     err = {}
     for e in S.ESTIMATORS:
@@ -187,3 +187,94 @@ def test_information_anchors_are_the_most_informative_items(sim):
     sub = me.select_items(cal, 10, "information")
     info = as_bank(cal).expected_information()
     assert set(sub.anchors) == {as_bank(cal).items[i] for i in np.argsort(-info)[:10]}
+
+
+def test_conformal_quantile_is_the_finite_sample_rank():
+    # ceil(0.95 * (n + 1))-th smallest: n = 19 -> the 19th (the largest); n = 18 -> too few (infinite)
+    scores = np.arange(19, 0, -1.0)
+    assert S.conformal_quantile(scores, 0.95) == 19.0
+    assert S.conformal_quantile(scores[:18], 0.95) == np.inf
+    assert S.conformal_quantile(np.arange(1.0, 101.0), 0.9) == 91.0  # ceil(0.9 * 101) = 91
+    # exchangeable scores: a new one falls at or below the quantile with probability >= level
+    rng = np.random.default_rng(1)
+    hits = [rng.standard_t(3) ** 2 <= S.conformal_quantile(rng.standard_t(3, 40) ** 2, 0.9) for _ in range(4000)]
+    assert 0.9 <= np.mean(hits) <= 0.93  # exact value ceil(0.9 * 41) / 41 = 0.9024
+
+
+def test_gp_lambda_is_the_least_squares_weight_of_the_combination():
+    rng = np.random.default_rng(2)
+    truth = rng.uniform(0.3, 0.8, 300)
+    p = truth + rng.normal(0.02, 0.02, 300)  # biased, correlated with the anchor's error below
+    a = truth + 0.5 * (p - truth) + rng.normal(0, 0.03, 300)
+    core = {"truth": truth, "p_irt": p, "anchor": a}
+    # direct: regress (truth - p) on (a - p) without intercept
+    coef = np.linalg.lstsq((a - p)[:, None], truth - p, rcond=None)[0][0]
+    assert S._stacking_lambda(core) == pytest.approx(coef, rel=1e-12)
+    assert 0 < coef < 1
+    assert S._stacking_lambda({"truth": truth, "p_irt": truth, "anchor": a}) == 0.0  # p-IRT exact: no anchor weight
+    assert S._stacking_lambda({"truth": truth, "p_irt": p, "anchor": truth + 2 * (truth - p)}) == pytest.approx(1 / 3)
+    assert S._stacking_lambda({"truth": truth, "p_irt": p, "anchor": p - (truth - p)}) == 0.0  # -1, clipped
+    assert S._stacking_lambda({"truth": truth, "p_irt": p, "anchor": p + 0.5 * (truth - p)}) == 1.0  # 2, clipped
+
+
+def test_small_calibrations_warn_and_fall_back(sim):
+    cal_all, new, _ = sim
+    W = cal_all.responses.pivot(index="system", columns="item", values="score")
+    for n_cal, code, conformal in ((40, "few_calibration_systems", True), (14, "few_calibration_systems", False)):
+        part = W.iloc[:n_cal, :120]
+        part = part.loc[:, (part.mean() > 0) & (part.mean() < 1)]  # items answered alike carry no information
+        cal = irt_numpy(part, "rasch")  # a small Rasch calibration: fast and identified
+        sub = me.select_items(cal, 10, "random", random_state=0)
+        res = me.estimate_scores(cal, new.iloc[:5][list(sub.anchors)], sub)
+        codes = [w.kind for w in res.warnings]
+        assert code in codes, codes
+        assert bool(res.tuning["conformal"].all()) is conformal
+        t = res.estimates("p_irt")
+        assert np.all(t["conf_low"] <= t["estimate"]) and np.all(t["estimate"] <= t["conf_high"])
+
+
+def test_calibrated_intervals_cover_on_held_out_systems():
+    """Coverage regression guard (the full protocol is benchmarks/calibration_irt_subsets.py):
+    2PL bank of 400 items, 150 calibration systems, 40 stratified anchors, 3 replicates x 100
+    held-out systems. The model's own interval under-covers (item parameters taken as known);
+    the cross-conformal one must cover about 95%."""
+    cover, model_cover = {e: [] for e in ("gp_irt", "p_irt", "irt")}, []
+    for rep in range(3):
+        Y, _, _, _ = simulate_2pl(250, 400, random_state=70 + rep)
+        W = wide_frame(Y)
+        cal, new = irt_numpy(W.iloc[:150], "2pl"), W.iloc[150:]
+        truth = new.mean(axis=1).to_numpy()
+        sub = me.select_items(cal, 40, "stratified")
+        res = me.estimate_scores(cal, new[list(sub.anchors)], sub, random_state=rep)
+        for e in cover:
+            t = res.estimates(e)
+            cover[e].append(np.mean((t["conf_low"] <= truth) & (truth <= t["conf_high"])))
+        t = me.estimate_scores(cal, new[list(sub.anchors)], sub, n_folds=0).estimates("p_irt")
+        model_cover.append(np.mean((t["conf_low"] <= truth) & (truth <= t["conf_high"])))
+    got = {e: float(np.mean(v)) for e, v in cover.items()}
+    print(got, "model only", np.mean(model_cover))
+    for e, c in got.items():
+        assert 0.9 <= c <= 0.99, (e, c)
+
+
+def test_scoring_bank_shrinks_log_discriminations_by_their_standard_errors():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0.1, 0.4, 60)
+    se = a * rng.uniform(0.05, 0.6, 60)
+    se[0], a[1] = np.inf, -0.3  # no SE: the prior mean; negative: left as it is
+    items = [f"q{j}" for j in range(60)]
+    fake = SimpleNamespace(items=pd.DataFrame({"item": items, "difficulty": rng.normal(size=60), "discrimination": a,
+                                               "discrimination_std_error": se}),
+                           abilities=pd.DataFrame({"system": ["s"], "ability": [0.0], "std_error": [1.0]}),
+                           model="2pl", responses=None)
+    got = as_bank(fake).shrunk().discrimination
+    # by hand: normal prior on log a by the method of moments over items with s = se / a < 1
+    x, s = np.log(np.abs(a)), se / np.abs(a)
+    use = [j for j in range(60) if a[j] > 0 and s[j] < 1]
+    mu = sum(x[j] for j in use) / len(use)
+    tau2 = sum((x[j] - mu) ** 2 for j in use) / len(use) - sum(s[j] ** 2 for j in use) / len(use)
+    for j in range(2, 60):
+        assert got[j] == pytest.approx(np.exp(mu + tau2 / (tau2 + s[j] ** 2) * (x[j] - mu)), rel=1e-12)
+    assert got[0] == pytest.approx(np.exp(mu)) and got[1] == -0.3
+    rasch = SimpleNamespace(**{**vars(fake), "model": "rasch"})
+    assert as_bank(rasch).shrunk() is not None and np.all(as_bank(rasch).shrunk().discrimination == a)

@@ -41,6 +41,7 @@ class Bank:
     engine: str
     calibration: Responses | None  # the calibration systems' answers, columns in the order of ``items``
     source: Any = field(default=None, repr=False, compare=False)  # the calibration object (cache key)
+    discrimination_se: Any = field(default=None, repr=False, compare=False)  # standard errors (2PL), or None
 
     @property
     def alpha(self) -> np.ndarray:
@@ -49,6 +50,36 @@ class Bank:
     @property
     def beta(self) -> np.ndarray:
         return -self.discrimination * self.difficulty
+
+    def shrunk(self) -> "Bank":
+        """The bank with empirical-Bayes discriminations for scoring new systems (2PL with standard
+        errors; otherwise the bank itself).
+
+        Anchors are chosen for their estimated information, so their estimated discriminations
+        are too large on average (selection bias, the winner's curse) and the ability posterior
+        from their answers is too sure and pulled toward their difficulties. Each log
+        discrimination ``x_i`` (delta-method SE ``s_i = se_i / a_i``) is replaced by its posterior
+        mean under a normal prior fitted to the bank by the method of moments,
+        ``mu + tau^2 / (tau^2 + s_i^2) (x_i - mu)`` with ``mu`` the mean and ``tau^2`` the variance
+        of the ``x_i`` minus the mean ``s_i^2`` (items with ``s_i < 1``); this is Tweedie's
+        correction of selection bias for a normal likelihood (Efron 2011, "Tweedie's formula and
+        selection bias", JASA). Items with a discrimination <= 0 are left as they are."""
+        se = self.discrimination_se
+        if self.model != "2pl" or se is None:
+            return self
+        a = self.discrimination
+        pos = a > 0
+        x = np.log(np.where(pos, a, 1.0))
+        s = np.where(pos & np.isfinite(se), np.asarray(se, dtype=float) / np.where(pos, a, 1.0), np.inf)
+        ok = pos & (s < 1)
+        if ok.sum() < 10:
+            return self
+        mu = float(np.mean(x[ok]))
+        tau2 = max(float(np.var(x[ok]) - np.mean(s[ok] ** 2)), 1e-4)
+        shrink = np.where(np.isfinite(s), tau2 / (tau2 + s ** 2), 0.0)
+        new = np.where(pos, np.exp(mu + shrink * (x - mu)), a)
+        return Bank(self.items, self.difficulty, new, self.model, self.sigma, self.engine, self.calibration,
+                    self.source, None)
 
     def index(self, names: Any, what: str) -> np.ndarray:
         """Positions of item names in the bank; unknown names are a DataError."""
@@ -149,8 +180,10 @@ def as_bank(calibration: Any) -> Bank:
         raise DataError(f"the calibration has items without finite parameters ({', '.join(bad[:5])}); "
                         "drop them (e.g. items answered alike by every system) and recalibrate")
     engine = str(getattr(calibration, "engine", None) or (getattr(calibration, "provenance", None) or {}).get("engine", "R"))
+    se = (pd.to_numeric(items["discrimination_std_error"]).to_numpy(dtype=float)
+          if model == "2pl" and "discrimination_std_error" in items.columns else None)
     return Bank(names, b, a, model, _sigma(calibration, model), engine, _calibration_responses(calibration, names),
-                calibration)
+                calibration, se)
 
 
 # ----------------------------------------------------------------------------- posterior of new systems
@@ -197,7 +230,7 @@ FOLD_TOL, FOLD_MAX_ITER = 1e-5, 60
 def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) -> tuple[np.ndarray, list[Bank]]:
     """Cross-fitting: the calibration systems ``rows`` split into ``n_folds`` folds, and for each
     fold the bank refitted without that fold's systems (numpy engine, same model, warm-started
-    from the bank's parameters). Returns each row's fold and the fold banks (cached per calibration)."""
+    from the bank's parameters; its ``calibration`` holds the answers it was fitted on). Returns each row's fold and the fold banks (cached per calibration)."""
     cal = bank.calibration
     assert cal is not None
     owner = bank.source if bank.source is not None else cal
@@ -218,7 +251,11 @@ def fold_banks(bank: Bank, rows: np.ndarray, n_folds: int, random_state: Any) ->
             a, b, s = em["alpha"], -em["beta"] / em["alpha"], 1.0
         else:
             a, b, s = np.ones(len(bank.items)), -em["beta"], float(em["sigma"])
-        banks.append(Bank(bank.items, b, a, bank.model, s, "numpy", None))
+        train_resp = Responses(cal.y[train], cal.n[train], tuple(np.asarray(cal.systems, dtype=object)[train]),
+                               cal.items)  # for anchor selections that use the answers (clusters)
+        # the fold fit's standard errors: the full fit's scaled to the fold's number of systems
+        se = None if bank.discrimination_se is None else bank.discrimination_se * math.sqrt(cal.y.shape[0] / len(train))
+        banks.append(Bank(bank.items, b, a, bank.model, s, "numpy", train_resp, None, se))
     if len(_FOLD_CACHE) >= _FOLD_CACHE_SIZE:
         _FOLD_CACHE.pop(next(iter(_FOLD_CACHE)))
     _FOLD_CACHE[key] = (owner, fold, banks)

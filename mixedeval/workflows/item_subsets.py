@@ -131,6 +131,23 @@ def _by_strata(bank: Bank, n_items: int, info: np.ndarray) -> tuple[np.ndarray, 
     return chosen, np.arange(n_items), np.array([len(s) for s in strata])
 
 
+def _choose(bank: Bank, n_items: int, method: str, rng: np.random.Generator):
+    """The anchors of ``method`` in ``bank``: positions, group, group size, average information."""
+    I = len(bank.items)
+    info = bank.expected_information()
+    if method == "random":
+        chosen = np.sort(rng.choice(I, size=n_items, replace=False))
+        group, size = np.arange(n_items), np.full(n_items, I / n_items)
+    elif method == "information":
+        chosen = np.argsort(-info, kind="stable")[:n_items]
+        group, size = np.arange(n_items), np.full(n_items, I / n_items)
+    elif method == "stratified":
+        chosen, group, size = _by_strata(bank, n_items, info)
+    else:
+        chosen, group, size = _by_cluster(bank, n_items, rng)
+    return chosen, group, size, info
+
+
 def select_items(calibration: Any, n_items: int = 100, method: str = "stratified", *,
                  random_state: Any = None) -> ItemSubset:
     """Choose ``n_items`` anchor items from a calibrated item bank.
@@ -156,18 +173,7 @@ def select_items(calibration: Any, n_items: int = 100, method: str = "stratified
     I = len(bank.items)
     if not (isinstance(n_items, (int, np.integer)) and 1 <= n_items < I):
         raise DataError(f"n_items={n_items!r} must be a whole number from 1 to {I - 1} (the bank has {I} items)")
-    rng = as_generator(random_state)
-    info = bank.expected_information()
-    if method == "random":
-        chosen = np.sort(rng.choice(I, size=n_items, replace=False))
-        group, size = np.arange(n_items), np.full(n_items, I / n_items)
-    elif method == "information":
-        chosen = np.argsort(-info, kind="stable")[:n_items]
-        group, size = np.arange(n_items), np.full(n_items, I / n_items)
-    elif method == "stratified":
-        chosen, group, size = _by_strata(bank, n_items, info)
-    else:
-        chosen, group, size = _by_cluster(bank, n_items, rng)
+    chosen, group, size, info = _choose(bank, n_items, method, as_generator(random_state))
     table = pd.DataFrame({"item": [bank.items[i] for i in chosen], "weight": size / size.sum(),
                           "difficulty": bank.difficulty[chosen], "discrimination": bank.discrimination[chosen],
                           "information": info[chosen], "group": group, "group_size": size})
@@ -231,69 +237,123 @@ def _gp(core: dict[str, Any], lam: float) -> np.ndarray:
 @dataclass(frozen=True)
 class _Tuning:
     gp_lambda: float
-    inflation: dict[str, float]
+    half_width: dict[str, float]  # the interval's half-width in units of the model's root mean squared error
     table: pd.DataFrame
     source: str
+    n_systems: int = 0
+    conformal: bool = True
 
 
-def _gather(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, n_folds: int, random_state: Any):
+#: anchor selections that use the calibration (re-done on each fold's bank when cross-fitting)
+DATA_METHODS = ("stratified", "information", "cluster")
+#: fewer cross-fitted calibration systems than this: the interval's quantile is unstable (a warning)
+MIN_CALIBRATION_SYSTEMS = 50
+
+
+@dataclass(frozen=True)
+class _Design:
+    """How the anchors came about: re-selected on each fold's bank (``method`` in
+    :data:`DATA_METHODS`) or the same items and weights on every fold."""
+
+    subset: np.ndarray
+    weight: np.ndarray
+    method: str | None = None
+    n_items: int = 0
+    random_state: Any = None
+
+    def on(self, bank: Bank) -> tuple[np.ndarray, np.ndarray]:
+        if self.method not in DATA_METHODS:
+            return self.subset, self.weight
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0  # never a user's generator
+        chosen, _, size, _ = _choose(bank, self.n_items, self.method, as_generator(seed))
+        w = np.zeros(len(bank.items))
+        w[chosen] = size / size.sum()
+        return chosen, w
+
+
+def _gather(bank: Bank, design: _Design, n_folds: int, random_state: Any):
     """Cross-fitted estimates for the calibration systems that answered every item: each fold's
-    systems are scored by the bank refitted without them, from their answers to the subset."""
+    systems are scored by the bank refitted without them, from their answers to the anchors
+    (re-selected on that bank when the selection used the calibration)."""
     cal = bank.calibration
     rows = np.nonzero((cal.n > 0).all(axis=1))[0]
     fold, banks = fold_banks(bank, rows, n_folds, random_state)
-    mask = np.zeros(len(bank.items), dtype=bool)
-    mask[subset] = True
     parts = []
     for f, fb in enumerate(banks):
         r = rows[fold == f]
-        core = _core(fb, cal.y[r] * mask, cal.n[r] * mask, w_anchor)
+        subset, w = design.on(fb)
+        mask = np.zeros(len(bank.items), dtype=bool)
+        mask[subset] = True
+        core = _core(fb.shrunk(), cal.y[r] * mask, cal.n[r] * mask, w)
         core["truth"] = (cal.y[r] / cal.n[r]).mean(axis=1)
         parts.append(core)
     keys = ("mean", "var", "irt", "p_irt", "anchor", "posterior", "truth")
     return {k: np.concatenate([c[k] for c in parts]) for k in keys}
 
 
-def _tuning_table(core: dict[str, Any], lam: float, z: float) -> tuple[dict[str, float], pd.DataFrame]:
-    rows, inflation = [], {}
+def conformal_quantile(scores: np.ndarray, level: float) -> float:
+    """The ``ceil(level (n + 1))``-th smallest of ``n`` scores (split conformal prediction: a new
+    exchangeable score is at most this with probability >= ``level``; Vovk et al. 2005, Lei et
+    al. 2018); infinite when ``n`` is too small for ``level``."""
+    s = np.sort(np.asarray(scores, dtype=float))
+    k = math.ceil(level * (len(s) + 1))
+    return float(s[k - 1]) if 1 <= k <= len(s) else math.inf
+
+
+def _stacking_lambda(core: dict[str, Any]) -> float:
+    """gp-IRT's weight of the anchor estimate: the least-squares weight of the convex
+    combination over the cross-fitted systems, ``E[(Z - p)(a - p)] / E[(a - p)^2]`` clipped to
+    [0, 1] (p: p-IRT, a: anchor, Z: the known full-bank accuracy). Maia Polo et al.'s heuristic
+    ``b^2 / (b^2 + s^2)`` is this weight when the two errors are uncorrelated; they are not (the
+    same anchor answers feed both)."""
+    t, p, a = core["truth"], core["p_irt"], core["anchor"]
+    ok = np.isfinite(a) & np.isfinite(p) & np.isfinite(t)
+    den = float(np.sum((a[ok] - p[ok]) ** 2))
+    return float(np.clip(np.sum((t[ok] - p[ok]) * (a[ok] - p[ok])) / den, 0.0, 1.0)) if den > 0 else 0.0
+
+
+def _tuning_table(core: dict[str, Any], lam: float, z: float, level: float) -> tuple[dict[str, float], pd.DataFrame]:
+    rows, half = [], {}
     truth = core["truth"]
     for e in ESTIMATORS:
         est = _gp(core, lam) if e == "gp_irt" else core[e]
         ok = np.isfinite(est) & np.isfinite(truth)
-        err2 = (est[ok] - truth[ok]) ** 2
-        mse = _mse(core, est)[ok]
-        infl = float(max(1.0, np.mean(err2) / np.mean(mse))) if ok.any() and np.mean(mse) > 0 else 1.0
-        inflation[e] = infl
-        cover = float(np.mean(err2 <= z ** 2 * infl * mse)) if ok.any() else np.nan
-        rows.append({"estimator": e, "n_systems": int(ok.sum()), "rmse": float(np.sqrt(np.mean(err2))) if ok.any() else np.nan,
-                     "mean_abs_error": float(np.mean(np.sqrt(err2))) if ok.any() else np.nan,
-                     "model_sd": float(np.sqrt(np.mean(mse))) if ok.any() else np.nan,
-                     "inflation": infl, "coverage": cover})
-    return inflation, pd.DataFrame(rows)
+        err = np.abs(est[ok] - truth[ok])
+        sd = np.sqrt(_mse(core, est)[ok])
+        pos = sd > 0
+        q = conformal_quantile(err[pos] / sd[pos], level) if pos.any() else math.inf
+        conformal = math.isfinite(q)
+        if not conformal:  # too few systems: the model's interval widened by the mean squared error ratio
+            q = z * math.sqrt(max(1.0, float(np.mean(err ** 2) / np.mean(sd ** 2)))) if pos.any() else z
+        half[e] = q
+        rows.append({"estimator": e, "n_systems": int(ok.sum()),
+                     "rmse": float(np.sqrt(np.mean(err ** 2))) if ok.any() else np.nan,
+                     "mean_abs_error": float(np.mean(err)) if ok.any() else np.nan,
+                     "model_sd": float(np.sqrt(np.mean(sd ** 2))) if ok.any() else np.nan,
+                     "quantile": q, "inflation": (q / z) ** 2, "conformal": conformal,
+                     "coverage": float(np.mean(err <= q * sd)) if ok.any() else np.nan})
+    return half, pd.DataFrame(rows)
 
 
-def _tune(bank: Bank, subset: np.ndarray, w_anchor: np.ndarray, z: float, n_folds: int,
-          random_state: Any) -> _Tuning | None:
-    """gp-IRT's weight and each estimator's variance inflation from cross-fitted calibration
-    systems (their full-bank accuracy is known; the bank that scores them never saw them)."""
+def _tune(bank: Bank, design: _Design, z: float, level: float, n_folds: int, random_state: Any) -> _Tuning | None:
+    """gp-IRT's weight and each estimator's interval from cross-fitted calibration systems
+    (their full-bank accuracy is known; the bank that scores them never saw them)."""
     cal = bank.calibration
     if cal is None or n_folds < 2 or (cal.n > 0).all(axis=1).sum() < 2 * n_folds:
         return None
-    core = _gather(bank, subset, w_anchor, n_folds, random_state)
-    truth = core["truth"]
-    b2 = float(np.mean((core["p_irt"] - truth) ** 2))
-    s2 = float(np.nanmean((core["anchor"] - truth) ** 2))
-    lam = b2 / (b2 + s2) if (b2 + s2) > 0 else 0.0
-    inflation, table = _tuning_table(core, lam, z)
-    return _Tuning(lam, inflation, table, f"{n_folds}-fold cross-fitted calibration systems")
+    core = _gather(bank, design, n_folds, random_state)
+    lam = _stacking_lambda(core)
+    half, table = _tuning_table(core, lam, z, level)
+    return _Tuning(lam, half, table, f"{n_folds}-fold cross-fitted calibration systems", len(core["truth"]),
+                   bool(table["conformal"].all()))
 
 
-def _model_tuning(core: dict[str, Any]) -> _Tuning:
-    """Without calibration answers: gp-IRT's weight from the posterior MSEs, no inflation."""
+def _model_tuning(core: dict[str, Any], z: float) -> _Tuning:
+    """Without calibration answers: gp-IRT's weight from the posterior MSEs, the model's intervals."""
     b2 = float(np.mean(_mse(core, core["p_irt"])))
     s2 = float(np.nanmean(_mse(core, core["anchor"])))
     lam = b2 / (b2 + s2) if (b2 + s2) > 0 and np.isfinite(s2) else 0.0
-    return _Tuning(lam, {e: 1.0 for e in ESTIMATORS}, pd.DataFrame(), "model only")
+    return _Tuning(lam, {e: z for e in ESTIMATORS}, pd.DataFrame(), "model only")
 
 
 @dataclass(frozen=True, repr=False)
@@ -307,8 +367,10 @@ class SubsetScores(_answer.AnswerMixin, _WorkflowResult):
     intervals of the estimates only). ``abilities``: system, ability (posterior
     mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
     on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
-    model's root mean squared error there (model_sd), the variance inflation applied to the
-    intervals and the resulting coverage on those systems.
+    model's root mean squared error there (model_sd), the conformal quantile of the studentized
+    errors that sets the half-width (quantile; ``conformal`` False when too few systems, see
+    :func:`estimate_scores`), its square over the normal quantile's (inflation) and the coverage
+    on those systems.
     """
 
     table: pd.DataFrame
@@ -387,9 +449,9 @@ def _score_rows(systems, core, lam: float, tuning: _Tuning, z: float, n_answered
     rows = []
     for e in ESTIMATORS:
         est = _gp(core, lam) if e == "gp_irt" else core[e]
-        se = np.sqrt(_mse(core, est) * tuning.inflation.get(e, 1.0))
-        rows.append(pd.DataFrame({"system": list(systems), "estimator": e, "estimate": est, "std_error": se,
-                                  "conf_low": np.clip(est - z * se, 0, 1), "conf_high": np.clip(est + z * se, 0, 1),
+        half = np.sqrt(_mse(core, est)) * tuning.half_width.get(e, z)
+        rows.append(pd.DataFrame({"system": list(systems), "estimator": e, "estimate": est, "std_error": half / z,
+                                  "conf_low": np.clip(est - half, 0, 1), "conf_high": np.clip(est + half, 0, 1),
                                   "n_answered": n_answered}))
     return pd.concat(rows, ignore_index=True)
 
@@ -416,30 +478,54 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
       likelihood, which is infinite for a system answering every anchor right or wrong);
     * ``p_irt``: ``(1/I) [sum_{i in A} y_i + sum_{i not in A} p_i(theta_hat)]``;
     * ``anchor``: the weighted anchor mean ``sum_j w_j y_j``;
-    * ``gp_irt``: ``lambda * anchor + (1 - lambda) * p_irt``, with the paper's heuristic
-      ``lambda = b^2 / (b^2 + s^2)``, ``b^2`` and ``s^2`` the mean squared errors of p-IRT and of
-      the anchor estimate over the cross-fitted calibration systems answering the same subset
-      (their full-bank accuracies are known);
+    * ``gp_irt``: ``lambda * anchor + (1 - lambda) * p_irt``. The paper sets
+      ``lambda = b^2 / (b^2 + s^2)`` from p-IRT's error ``b`` on validation systems and a
+      variance ``s^2`` of the anchor estimate; here ``lambda`` is the least-squares weight of the
+      combination over the cross-fitted calibration systems answering the same anchors (their
+      full-bank accuracy is known), ``E[(Z - p)(a - p)] / E[(a - p)^2]`` clipped to [0, 1], which
+      equals the paper's form when the two errors are uncorrelated and accounts for their
+      correlation (both use the same anchor answers);
     * ``posterior``: the posterior predictive mean of the full-bank accuracy (Bayes estimate).
 
-    Intervals (none of the peers has one): under the calibrated model the unanswered answers are
-    Bernoulli(p_i(theta)) given the ability, and the ability has the posterior given the answered
-    items, computed on 41 adaptive Gauss-Hermite nodes. The full-bank accuracy ``Z`` then has the
-    posterior predictive mean ``m`` and variance ``v = (1/I^2) [E sum_{i not in A} p_i (1 - p_i) +
-    Var(sum_{i not in A} p_i)]`` (the Bernoulli noise of the unseen part and the ability's
-    uncertainty propagated to the accuracy); each estimator ``e`` gets the standard error
-    ``sqrt(c_e * (v + (m - e)^2))`` (its posterior root mean squared error, inflated) and the
-    normal interval at ``level``, clipped to [0, 1].
+    Scoring bank: a 2PL calibration scores new systems with empirical-Bayes discriminations
+    (``Bank.shrunk`` in ``mixedeval.workflows._irt_bank``: log discriminations shrunk
+    toward the bank's distribution by their standard errors, Efron 2011), which undoes most of
+    the winner's curse of anchors chosen for their information (on the planted benchmark the
+    p-IRT error falls most of the way to that with the true item parameters); the abilities and
+    every estimator above use it.
 
-    Calibration on held-out systems (``n_folds``, default 5): the model ignores the error of the
-    item parameters, and anchors chosen for their (estimated) information have overestimated
-    discriminations (the winner's curse), so the posterior is too sure of the ability. The
-    calibration systems that answered every item are split into ``n_folds`` folds (with
-    ``random_state``; a fixed split when None); each fold is scored from its answers to the
-    subset by the bank refitted without it (numpy engine, same model, warm-started), and
-    ``c_e = max(1, mean squared error / mean model MSE)`` over these cross-fitted systems. The fold fits are cached per calibration.
-    ``n_folds=0`` gives the model's intervals alone. The coverage on new held-out systems is
-    measured in ``benchmarks/calibration_irt_subsets.py``.
+    Intervals (none of the peers has one). The model part: under the calibrated model the
+    unanswered answers are Bernoulli(p_i(theta)) given the ability, and the ability has the
+    posterior given the answered items, computed on 41 adaptive Gauss-Hermite nodes. The
+    full-bank accuracy ``Z`` then has the posterior predictive mean ``m`` and variance
+    ``v = (1/I^2) [E sum_{i not in A} p_i (1 - p_i) + Var(sum_{i not in A} p_i)]`` (the Bernoulli
+    noise of the unseen items, the finite-population part, and the ability's uncertainty given the
+    anchor answers propagated to the accuracy); estimator ``e`` has the model root mean squared
+    error ``r_e = sqrt(v + (m - e)^2)``.
+
+    What the model leaves out, and the calibration on held-out systems (``n_folds``, default 5):
+    the model takes the item parameters as known, but they are estimated from the calibration
+    systems, and anchors chosen for their estimated information have overestimated
+    discriminations (the winner's curse), so the posterior is too sure of the ability; a real
+    benchmark also departs from the 2PL/Rasch model. On the planted benchmark
+    (``benchmarks/calibration_irt_subsets.py``) the model's interval covers about 95% with the
+    true item parameters and 88-92% with the estimated ones. So the interval is calibrated
+    by cross-conformal prediction (Vovk 2015; the CV+ setting of Barber et al. 2021, "Predictive
+    inference with the jackknife+", Ann. Statist.) with studentized scores (Lei et al. 2018,
+    "Distribution-free predictive inference for regression", JASA): the calibration systems that
+    answered every item are split into ``n_folds`` folds (with ``random_state``; a fixed split
+    when None); each fold is scored by the bank refitted without it (numpy engine, same model,
+    warm-started; anchors of :func:`select_items` chosen from the calibration are chosen again on
+    that bank, so the selection's own error is included), and its known full-bank accuracy gives
+    the scores ``|e - Z| / r_e``. The half-width is ``q_e * r_e`` with ``q_e`` the
+    ``ceil(level (n + 1))``-th smallest of the ``n`` scores: it covers a new system exchangeable
+    with the calibration systems with probability about ``level`` (with K-fold refits the
+    guarantee is approximate; the fold banks see fewer systems than the full bank, which errs on
+    the wide side). ``std_error`` is the half-width divided by the normal quantile at ``level``.
+    Fewer than 50 cross-fitted systems give a warning (the quantile is unstable); too few for the
+    quantile at ``level`` (fewer than 19 at 95%) fall back to the model interval widened by the
+    cross-fitted mean squared error ratio. The fold fits are cached per calibration. ``n_folds=0``
+    gives the model's intervals alone (and gp-IRT's weight from the model's MSEs).
 
     The leaderboard ranks the systems by ``estimator`` with simultaneous rank intervals; the
     headline compares the best with the runner-up (or ``reference``)."""
@@ -451,10 +537,12 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     systems, y, n = _new_responses(bank, responses, score, system, item)
     w, subset, wsource = _anchor_weights(bank, anchors, n)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    core = _core(bank, y, n, w)
+    core = _core(bank.shrunk(), y, n, w)
     if not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
         raise DataError(f"n_folds={n_folds!r} must be 0 (model-only intervals) or a whole number >= 2")
-    tuning = _tune(bank, subset, w, z, int(n_folds), random_state) or _model_tuning(core)
+    design = _Design(subset, w) if not isinstance(anchors, ItemSubset) else _Design(
+        subset, w, anchors.method, len(anchors.table), anchors.provenance.get("random_state"))
+    tuning = _tune(bank, design, z, level, int(n_folds), random_state) or _model_tuning(core, z)
     n_answered = (n > 0).sum(axis=1)
     table = _score_rows(systems, core, tuning.gp_lambda, tuning, z, n_answered)
     post: Posterior = core["_post"]
@@ -497,6 +585,12 @@ def _score_warnings(tuning: _Tuning, n_answered: np.ndarray, n_bank: int) -> tup
     if np.any(n_answered == 0):
         ws.append(ResultWarning("no_answers", f"{int(np.sum(n_answered == 0))} system(s) answered no bank item: "
                                 "their estimates are the calibration population's average"))
+    if tuning.source != "model only" and tuning.n_systems < MIN_CALIBRATION_SYSTEMS:
+        ws.append(ResultWarning("few_calibration_systems", f"the intervals are calibrated on {tuning.n_systems} "
+                                f"cross-fitted calibration systems (fewer than {MIN_CALIBRATION_SYSTEMS}): their "
+                                "coverage varies from one calibration to another; calibrate on more systems"
+                                + ("" if tuning.conformal else "; too few for a conformal quantile at this level, "
+                                   "so the intervals are the model's widened by the mean squared error ratio")))
     t = tuning.table
     big = [] if t.empty else list(t.loc[t["inflation"] > 1.5, "estimator"])
     if big:
