@@ -19,6 +19,7 @@ The calibration is the fit of :func:`mixedeval.irt` or of the numpy engine
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
