@@ -66,6 +66,8 @@ ALPHA_MAX = 20.0
 #: the EM also stops when the marginal log-likelihood changes by less than this (relative),
 #: which ends the slow creep of parameters without information (items answered alike by all)
 LL_RTOL = 1e-12
+#: the 2PL's intercept bound is ``ETA_CLIP + Z_MAX |alpha|`` (see :func:`_bound_2pl`)
+Z_MAX = 6.0
 
 
 # ----------------------------------------------------------------------------- response matrices
@@ -241,15 +243,79 @@ def _item_sums(Y, N, nodes: _Nodes, p: np.ndarray):
     return _wsum(pz, r), _wsum(pw, r), _wsum(pz2, w), _wsum(pz, w), _wsum(pw, w)
 
 
-def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0):
+def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0, prior: tuple[float, float] | None = None):
+    """One Newton step per item on the expected complete-data log-likelihood (plus, with a
+    lognormal ``prior = (mu, sd)`` on the discriminations, its log density: a MAP step, the
+    discriminations kept positive), then the bounds of :func:`_bound_2pl`."""
     g_a, g_b, h_aa, h_ab, h_bb = sums
+    if prior is not None:
+        g_p, h_p = _lognormal_prior_terms(alpha, prior)
+        g_a, h_aa = g_a + g_p, h_aa + h_p
     det = h_aa * h_bb - h_ab ** 2
     ok = det > 1e-12 * np.maximum(h_aa * h_bb, 1e-300)
     da = np.where(ok, (h_bb * g_a - h_ab * g_b) / np.where(ok, det, 1.0), 0.0)
     db = np.where(ok, (h_aa * g_b - h_ab * g_a) / np.where(ok, det, 1.0), g_b / np.maximum(h_bb, 1e-12))
     big = np.maximum(np.abs(da), np.abs(db))
     f = np.where(big > max_step, max_step / np.maximum(big, 1e-300), 1.0)
-    return alpha + f * da, beta + f * db
+    if prior is not None:  # keep alpha > 0 (the prior's support): at most halve it in one step
+        shrink = alpha + f * da < 0.5 * alpha
+        f = np.where(shrink, 0.5 * alpha / np.maximum(-da, 1e-300), f)
+    return _bound_2pl(alpha + f * da, beta + f * db)
+
+
+def _bound_2pl(alpha, beta):
+    """The 2PL's bounds, applied so that they do not fight the EM: a discrimination beyond
+    :data:`ALPHA_MAX` is set to the bound *with the item's difficulty ``-beta / alpha`` kept* (an
+    item that separates the systems perfectly keeps its threshold while its slope stops at the
+    bound; clipping the slope alone would move the threshold and make the EM cycle), and the
+    intercept is bounded by ``ETA_CLIP + Z_MAX |alpha|`` (P(correct) within 1e-13 of 0 or 1 for every
+    ability within ``Z_MAX`` SDs), which only items answered alike by every system reach."""
+    over = np.abs(alpha) > ALPHA_MAX
+    if over.any():
+        k = np.where(over, ALPHA_MAX / np.maximum(np.abs(alpha), 1e-300), 1.0)
+        alpha, beta = alpha * k, beta * k
+    lim = ETA_CLIP + Z_MAX * np.abs(alpha)
+    return alpha, np.clip(beta, -lim, lim)
+
+
+def _lognormal_prior_terms(alpha, prior: tuple[float, float]):
+    """Gradient of the log lognormal(mu, sd) density of the discriminations and a positive
+    curvature for the Newton step (``1 / (sd^2 alpha^2)``, the prior's information in alpha; the
+    fixed point depends only on the gradient)."""
+    mu, sd = prior
+    a = np.maximum(alpha, 1e-8)
+    return -(1.0 + (np.log(a) - mu) / sd ** 2) / a, 1.0 / (sd ** 2 * a ** 2)
+
+
+def lognormal_prior_hessian(alpha, prior: tuple[float, float]) -> np.ndarray:
+    """Minus the second derivative of the log lognormal density of each discrimination (the
+    prior's contribution to the observed information of the log posterior)."""
+    mu, sd = prior
+    a = np.maximum(alpha, 1e-8)
+    return (1.0 / sd ** 2 - 1.0 - (np.log(a) - mu) / sd ** 2) / a ** 2
+
+
+def _px_scale_with_prior(alpha, tau_ml: float, n_systems: int, prior: tuple[float, float]) -> float:
+    """The parameter-expansion scale when the discriminations have a lognormal prior.
+
+    The expanded model has abilities N(mu, tau^2) and the reduced discriminations ``alpha * tau``;
+    maximising the expected complete-data log posterior over ``tau`` (the item terms do not depend
+    on it) solves ``-S + M2 / tau^2 - I - sum_i (log(alpha_i tau) - mu) / sd^2 = 0`` with ``M2 = S
+    tau_ml^2`` (the ML expansion's second moment), decreasing in ``log tau``: Newton in ``log tau``
+    from the ML value. Without the prior the root is ``tau_ml``."""
+    mu, sd = prior
+    S, I = float(n_systems), float(alpha.size)
+    m2 = S * tau_ml ** 2
+    c = float(np.sum(np.log(np.maximum(alpha, 1e-8)) - mu))
+    t = math.log(tau_ml)
+    for _ in range(50):
+        f = -S + m2 * math.exp(-2 * t) - I - (c + I * t) / sd ** 2
+        df = -2 * m2 * math.exp(-2 * t) - I / sd ** 2
+        step = f / df
+        t -= step
+        if abs(step) < 1e-13:
+            break
+    return math.exp(t)
 
 
 def _m_step_rasch(sigma, beta, sums, max_step: float = 1.0):
@@ -282,7 +348,8 @@ def _px_rescale(nodes: _Nodes):
 
 
 def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None) -> dict[str, Any]:
+           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None,
+           prior: tuple[float, float] | None = None) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -290,7 +357,14 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     and scale ``tau`` are absorbed into the items (``beta += alpha * mu``, ``alpha *= tau``), which
     removes the slow direction of plain EM (a common shift of all abilities and difficulties that
     only the N(0, 1) prior pins down; plain EM needs about ``curvature x log(1 / tol)`` iterations
-    along it)."""
+    along it).
+
+    ``prior=(mu, sd)`` (2PL only): a lognormal(mu, sd) prior on the discriminations, so the fixed
+    point is the posterior mode (MAP) with the abilities N(0, 1); the expansion scale then solves
+    :func:`_px_scale_with_prior`. ``"log_posterior"`` in the output is the marginal
+    log-likelihood plus the log prior (the objective; the marginal log-likelihood without it)."""
+    if prior is not None and model != "2pl":
+        raise DataError("a discrimination prior needs the 2PL model")
     alpha, beta = _start_values(Y, N, model)
     sigma = 1.0
     if start is not None:  # warm start (slope-intercept alpha, beta and the Rasch sigma), e.g. from a fit on more systems
@@ -304,6 +378,7 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
         nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
         sums = _item_sums(Y, N, nodes, p)
         mu, tau = _px_rescale(nodes)
+        objective = nodes.loglik + _log_prior(alpha, prior)
         if model == "rasch":
             new_sigma, new_beta = _m_step_rasch(sigma, beta, sums)
             new_beta = new_beta + new_sigma * mu
@@ -313,22 +388,32 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
             sigma, beta = new_sigma, new_beta
             alpha = np.full(Y.shape[1], sigma)
         else:
-            new_alpha, new_beta = _m_step_2pl(alpha, beta, sums)
-            new_beta = new_beta + new_alpha * mu
-            new_alpha = np.clip(new_alpha * tau, -ALPHA_MAX, ALPHA_MAX)
-            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
+            new_alpha, new_beta = _m_step_2pl(alpha, beta, sums, prior=prior)
+            if prior is not None:
+                tau = _px_scale_with_prior(new_alpha, tau, Y.shape[0], prior)
+            new_alpha, new_beta = _bound_2pl(new_alpha * tau, new_beta + new_alpha * mu)
             delta = max(float(np.max(np.abs(new_alpha - alpha))), float(np.max(np.abs(new_beta - beta))))
             alpha, beta = new_alpha, new_beta
         mode = (mode - mu) / tau
-        if delta < tol or (it > 5 and abs(nodes.loglik - ll_prev) <= LL_RTOL * abs(ll_prev)):
+        if delta < tol or (it > 5 and abs(objective - ll_prev) <= LL_RTOL * abs(ll_prev)):
             converged = True
             break
-        ll_prev = nodes.loglik
+        ll_prev = objective
     bar.close()
     mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode)
     nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
     return {"alpha": alpha, "beta": beta, "sigma": sigma, "mode": mode, "curv": curv, "nodes": nodes,
-            "converged": converged, "n_iter": it, "last_change": delta}
+            "converged": converged, "n_iter": it, "last_change": delta, "prior": prior,
+            "log_posterior": nodes.loglik + _log_prior(alpha, prior)}
+
+
+def _log_prior(alpha, prior: tuple[float, float] | None) -> float:
+    """Sum of the log lognormal(mu, sd) densities of the discriminations (0 without a prior)."""
+    if prior is None:
+        return 0.0
+    mu, sd = prior
+    la = np.log(np.maximum(alpha, 1e-300))
+    return float(np.sum(-la - 0.5 * math.log(2 * math.pi) - math.log(sd) - (la - mu) ** 2 / (2 * sd ** 2)))
 
 
 # ----------------------------------------------------------------------------- standard errors
@@ -388,12 +473,21 @@ def _safe_inv(M: np.ndarray) -> np.ndarray:
     return V
 
 
-def parameter_covariance(Y, N, alpha, beta, nodes, model: str) -> tuple[dict[str, np.ndarray], str]:
-    """Variances of (discrimination, difficulty[, sigma]) and their covariance per item, and the method."""
+def parameter_covariance(Y, N, alpha, beta, nodes, model: str,
+                         prior: tuple[float, float] | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """Variances of (discrimination, difficulty[, sigma]) and their covariance per item, and the
+    method. With a discrimination ``prior`` the information is the log posterior's (Louis plus the
+    prior's curvature on each discrimination)."""
     I = Y.shape[1]
     P = 2 * I if model == "2pl" else I + 1
     full = P <= FULL_INFO_MAX
     info, blocks = louis_information(Y, N, alpha, beta, nodes, model, full)
+    if prior is not None:
+        hp = lognormal_prior_hessian(alpha, prior)
+        if full:
+            info[np.arange(I), np.arange(I)] += hp
+        else:
+            blocks[:, 0, 0] += hp
     if model == "2pl":
         if full:
             V = _safe_inv(info)
@@ -457,7 +551,7 @@ class IrtNumpyFit(ResultMixin):
 
     @property
     def _title(self) -> str:  # type: ignore[override]
-        return f"IRT calibration ({self.model}, numpy engine: marginal ML, adaptive Gauss-Hermite EM)"
+        return f"IRT calibration ({self.model}, numpy engine: {self.provenance.get('estimator', 'marginal ML')})"
 
     def _scalars(self):
         return [("systems", len(self.abilities)), ("items", len(self.items)), ("loglik", f"{self.loglik:.6g}"),
@@ -518,6 +612,31 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
     return ws
 
 
+def estimator_name(prior: tuple[float, float] | None) -> str:
+    """How the numpy engine's estimates were obtained (for provenance and benchmark tables)."""
+    if prior is None:
+        return "marginal ML (adaptive Gauss-Hermite EM)"
+    return (f"MAP with a lognormal({prior[0]:g}, {prior[1]:g}) discrimination prior "
+            "(adaptive Gauss-Hermite EM)")
+
+
+def _check_prior(prior: Any, model: str) -> tuple[float, float] | None:
+    if prior is None:
+        return None
+    if isinstance(prior, str) and prior.lower() == "bilog":
+        prior = (0.0, 0.5)
+    try:
+        mu, sd = (float(v) for v in prior)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"discrimination_prior={prior!r} must be (mu, sd) of a lognormal prior, e.g. (0, 0.5) "
+                        "(BILOG-MG's default, also 'bilog'), or None for maximum likelihood") from exc
+    if not (np.isfinite(mu) and np.isfinite(sd) and sd > 0):
+        raise DataError(f"discrimination_prior={prior!r}: mu must be finite and sd > 0")
+    if model != "2pl":
+        raise DataError("discrimination_prior= needs model='2pl' (the Rasch discriminations are fixed)")
+    return mu, sd
+
+
 def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level: float) -> str:
     m = str(model).lower().replace("-", "").replace("_", "")
     m = {"rasch": "rasch", "1pl": "rasch", "2pl": "2pl"}.get(m, m)
@@ -534,35 +653,49 @@ def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level:
 
 def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: str = "system", item: str = "item",
               trials: str | None = None, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-              level: float = 0.95, progress: bool = False) -> IrtNumpyFit:
+              level: float = 0.95, progress: bool = False,
+              discrimination_prior: tuple[float, float] | None = None) -> IrtNumpyFit:
     """Fit a Rasch or 2PL model by marginal maximum likelihood (numpy engine; see the module doc).
 
     ``data``: a long table (``system``, ``item``, ``score`` 0/1 or correct counts with ``trials``)
     or a wide one (one row per system, one column per item, NaN where not answered). The Rasch
     estimates are those of ``glmer(score ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``
     (difficulty = -coefficient); the 2PL's abilities are N(0, 1). ``progress=True`` shows the EM
-    iterations (tqdm)."""
+    iterations (tqdm).
+
+    ``discrimination_prior=(mu, sd)`` (2PL): maximum a posteriori estimates with a lognormal(mu,
+    sd) prior on the discriminations, the default slope prior of BILOG-MG (lognormal(0, 0.5); Mislevy
+    1986, "Bayes modal estimation in item response models", Psychometrika 51) -- it keeps the
+    slopes of items that separate the systems (almost) perfectly finite and those of nearly flat
+    items away from 0 (whose difficulties ``-intercept / slope`` would run off), at the price of
+    shrinking every slope towards the prior and of forcing them positive (a mis-keyed item then
+    shows as a near-zero discrimination, not a negative one). The default (None) is maximum
+    likelihood, the estimator of the R fits."""
     m = _check_args(model, n_quadrature, tol, max_iter, level)
+    prior = _check_prior(discrimination_prior, m)
     resp = response_matrix(data, score=score, system=system, item=item, trials=trials)
     if len(resp.systems) < 2 or len(resp.items) < 2:
         raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
     t0 = time.perf_counter()
     Y, N = resp.y, resp.n
-    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress)
+    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress, prior=prior)
     alpha, beta = em["alpha"], em["beta"]
-    if m == "2pl" and alpha.sum() < 0:  # orient the scale: most items keyed the right way
+    if m == "2pl" and prior is None and alpha.sum() < 0:  # orient the scale: most items keyed the right way
         alpha = -alpha
         em["mode"] = -em["mode"]
         em["nodes"] = adaptive_nodes(Y, N, alpha, beta, em["mode"], em["curv"], n_quadrature)
         em["alpha"] = alpha
     nodes = em["nodes"]
-    cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m)
+    cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m, prior)
     sigma = float(em["sigma"]) if m == "rasch" else 1.0
     items = _item_table(resp, alpha, beta, sigma, cov, m, level)
     abilities = _ability_table(resp, em["mode"], em["curv"], nodes, sigma, level)
     loglik = nodes.loglik + _binomial_const(Y, N)
-    prov = {"engine": "numpy", "estimator": "marginal ML (adaptive Gauss-Hermite EM)", "model": m,
+    prov = {"engine": "numpy", "estimator": estimator_name(prior), "model": m,
             "n_quadrature": n_quadrature, "tol": tol, "seconds": round(time.perf_counter() - t0, 3)}
+    if prior is not None:
+        prov["discrimination_prior"] = f"lognormal({prior[0]:g}, {prior[1]:g})"
+        prov["log_posterior"] = em["log_posterior"] + _binomial_const(Y, N)
     return IrtNumpyFit(items=items, abilities=abilities, model=m, responses=resp.long(), sigma=sigma,
                        sigma_std_error=float(np.sqrt(cov["var_sigma"])) if m == "rasch" else 0.0,
                        loglik=loglik, converged=em["converged"], n_iter=em["n_iter"], n_quadrature=n_quadrature,
