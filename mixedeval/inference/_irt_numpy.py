@@ -66,6 +66,8 @@ ALPHA_MAX = 20.0
 #: the EM also stops when the marginal log-likelihood changes by less than this (relative),
 #: which ends the slow creep of parameters without information (items answered alike by all)
 LL_RTOL = 1e-12
+#: adaptive Gauss-Hermite nodes of the standard errors and EAPs after a Laplace fit
+SE_NODES = 21
 #: the 2PL's intercept bound is ``ETA_CLIP + Z_MAX |alpha|`` (see :func:`_bound_2pl`)
 Z_MAX = 6.0
 
@@ -612,12 +614,32 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
     return ws
 
 
-def estimator_name(prior: tuple[float, float] | None) -> str:
+def estimator_name(prior: tuple[float, float] | None, n_quadrature: int = 15) -> str:
     """How the numpy engine's estimates were obtained (for provenance and benchmark tables)."""
+    how = ("Laplace approximation, L-BFGS-B" if n_quadrature == 1
+           else f"adaptive Gauss-Hermite EM, {n_quadrature} nodes")
     if prior is None:
-        return "marginal ML (adaptive Gauss-Hermite EM)"
-    return (f"MAP with a lognormal({prior[0]:g}, {prior[1]:g}) discrimination prior "
-            "(adaptive Gauss-Hermite EM)")
+        return f"marginal ML ({how})"
+    return f"MAP with a lognormal({prior[0]:g}, {prior[1]:g}) discrimination prior ({how})"
+
+
+def _estimate(Y, N, m: str, n_quadrature: int, tol: float, max_iter: int, progress: bool,
+              prior: tuple[float, float] | None) -> dict[str, Any]:
+    """The EM (``n_quadrature > 1``) or the Laplace fit started from a loose EM (``n_quadrature
+    == 1``: :mod:`._irt_laplace`), with the 2PL's scale oriented so that the discriminations sum
+    to a positive number (most items keyed the right way)."""
+    laplace = n_quadrature == 1
+    em = fit_em(Y, N, m, n_quadrature=SE_NODES if laplace else n_quadrature, tol=max(tol, 1e-6) if laplace else tol,
+                max_iter=max_iter, progress=progress, prior=prior)
+    if laplace:
+        from ._irt_laplace import fit_laplace  # noqa: PLC0415 - scipy's optimizer only when asked for
+
+        em = fit_laplace(Y, N, m, em, prior=prior, max_iter=max_iter)
+    if m == "2pl" and prior is None and em["alpha"].sum() < 0:
+        em["alpha"], em["mode"] = -em["alpha"], -em["mode"]
+        em["nodes"] = adaptive_nodes(Y, N, em["alpha"], em["beta"], em["mode"], em["curv"],
+                                     SE_NODES if laplace else n_quadrature)
+    return em
 
 
 def _check_prior(prior: Any, model: str) -> tuple[float, float] | None:
@@ -678,20 +700,15 @@ def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: 
         raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
     t0 = time.perf_counter()
     Y, N = resp.y, resp.n
-    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress, prior=prior)
+    em = _estimate(Y, N, m, n_quadrature, tol, max_iter, progress, prior)
     alpha, beta = em["alpha"], em["beta"]
-    if m == "2pl" and prior is None and alpha.sum() < 0:  # orient the scale: most items keyed the right way
-        alpha = -alpha
-        em["mode"] = -em["mode"]
-        em["nodes"] = adaptive_nodes(Y, N, alpha, beta, em["mode"], em["curv"], n_quadrature)
-        em["alpha"] = alpha
     nodes = em["nodes"]
     cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m, prior)
     sigma = float(em["sigma"]) if m == "rasch" else 1.0
     items = _item_table(resp, alpha, beta, sigma, cov, m, level)
     abilities = _ability_table(resp, em["mode"], em["curv"], nodes, sigma, level)
-    loglik = nodes.loglik + _binomial_const(Y, N)
-    prov = {"engine": "numpy", "estimator": estimator_name(prior), "model": m,
+    loglik = em.get("loglik_laplace", nodes.loglik + _binomial_const(Y, N))
+    prov = {"engine": "numpy", "estimator": estimator_name(prior, n_quadrature), "model": m,
             "n_quadrature": n_quadrature, "tol": tol, "seconds": round(time.perf_counter() - t0, 3)}
     if prior is not None:
         prov["discrimination_prior"] = f"lognormal({prior[0]:g}, {prior[1]:g})"
