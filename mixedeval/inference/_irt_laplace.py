@@ -51,6 +51,7 @@ def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, 
     """Maximise the Laplace log-likelihood (plus the log prior of the discriminations, if any)
     from ``start`` (an EM result); returns the same keys as :func:`._irt_numpy.fit_em` plus
     ``"loglik_laplace"`` (with the binomial constant)."""
+    terms = laplace_terms
     I = Y.shape[1]
     state = {"z": np.asarray(start["mode"], dtype=float)}
     rasch = model == "rasch"
@@ -60,7 +61,7 @@ def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, 
 
     def fun(x):
         alpha, beta = unpack(x)
-        ll, g_a, g_b, z, _ = laplace_terms(Y, N, alpha, beta, z0=state["z"])
+        ll, g_a, g_b, z, _ = terms(Y, N, alpha, beta, z0=state["z"])
         state["z"] = z
         if prior is not None:
             g_p, _ = E._lognormal_prior_terms(alpha, prior)
@@ -79,11 +80,11 @@ def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, 
                             options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": gtol, "ftol": 1e-15,
                                      "maxcor": 30})
     alpha, beta = unpack(res.x)
-    ll, g_a, g_b, mode, curv = laplace_terms(Y, N, alpha, beta, z0=state["z"])
+    ll, g_a, g_b, mode, curv = terms(Y, N, alpha, beta, z0=state["z"])
     nodes = E.adaptive_nodes(Y, N, alpha, beta, mode, curv, E.SE_NODES)
     grad = np.abs(np.r_[g_a, g_b])
     return {"alpha": alpha, "beta": beta, "sigma": float(res.x[0]) if rasch else 1.0, "mode": mode, "curv": curv,
             "nodes": nodes, "converged": bool(res.success), "n_iter": int(start["n_iter"]) + int(res.nit),
             "last_change": float(np.max(grad)) if grad.size else 0.0, "prior": prior,
-            "log_posterior": ll + E._log_prior(alpha, prior), "loglik_laplace": ll + E._binomial_const(Y, N),
-            "optimizer": str(res.message)}
+            "log_posterior": ll + E._log_prior(alpha, prior), "optimizer": str(res.message),
+            "loglik_laplace": ll + E._binomial_const(Y, N)}

@@ -68,6 +68,12 @@ ALPHA_MAX = 20.0
 LL_RTOL = 1e-12
 #: adaptive Gauss-Hermite nodes of the standard errors and EAPs after a Laplace fit
 SE_NODES = 21
+#: the EM that starts a Laplace fit: nodes and parameter tolerance (L-BFGS-B finishes the job;
+#: its result does not depend on the start to 1e-10 in the log-likelihood)
+START_NODES, START_TOL = 7, 1e-4
+#: slopes within 1% of the bound are reported as at the bound (the EM's fixed point with a
+#: steep item at the bound has the expansion's scale slightly below 1)
+BOUND_FLAG = 0.99
 #: the 2PL's intercept bound is ``ETA_CLIP + Z_MAX |alpha|`` (see :func:`_bound_2pl`)
 Z_MAX = 6.0
 
@@ -182,17 +188,39 @@ def _cond_loglik(Y, N, alpha, beta, z):
     return _node_terms(Y, N, alpha, beta, z)[1]
 
 
+def _log_posterior_z(Y, N, alpha, beta, z):
+    """Each system's log posterior density of ``z`` (up to a constant): binomial log-likelihood
+    minus ``z^2 / 2``."""
+    eta = z[:, None] * alpha[None, :] + beta[None, :]
+    return np.sum(Y * eta - N * np.logaddexp(0.0, eta), axis=1) - 0.5 * z * z
+
+
 def posterior_modes(Y, N, alpha, beta, z0=None, steps: int = 50, tol: float = 1e-10):
-    """Posterior modes of ``z ~ N(0, 1)`` per system and the curvature there (Newton, vectorized)."""
+    """Posterior modes of ``z ~ N(0, 1)`` per system and the curvature there (Newton, vectorized).
+
+    The log posterior is concave, but a steep item (slope near :data:`ALPHA_MAX`) makes its
+    curvature jump at the item's threshold, where plain Newton steps can cycle around the mode
+    without reaching it (the adaptive nodes would then be misplaced and the quadrature wrong):
+    every step is halved until the log posterior does not decrease (at most 40 halvings)."""
     z = np.zeros(Y.shape[0]) if z0 is None else np.array(z0, dtype=float)
-    h = np.ones_like(z)
+    f = _log_posterior_z(Y, N, alpha, beta, z)
     for _ in range(steps):
         eta = z[:, None] * alpha[None, :] + beta[None, :]
         p = special.expit(eta)
         g = (Y - N * p) @ alpha - z
         h = (N * p * (1 - p)) @ (alpha ** 2) + 1.0
         step = np.clip(g / h, -2.0, 2.0)
-        z = z + step
+        z_new = z + step
+        f_new = _log_posterior_z(Y, N, alpha, beta, z_new)
+        for _ in range(40):
+            worse = f_new < f - 1e-12 * np.abs(f)
+            if not worse.any():
+                break
+            step = np.where(worse, 0.5 * step, step)
+            z_new = np.where(worse, z + step, z_new)
+            idx = np.nonzero(worse)[0]
+            f_new[idx] = _log_posterior_z(Y[idx], N[idx], alpha, beta, z_new[idx])
+        z, f = z_new, f_new
         if np.max(np.abs(step)) < tol:
             break
     eta = z[:, None] * alpha[None, :] + beta[None, :]
@@ -603,8 +631,9 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
         ws.append(ResultWarning("no_information", f"{len(extreme)} item(s) answered alike by every system "
                                 f"({', '.join(extreme[:5])}{', ...' if len(extreme) > 5 else ''}): their difficulty "
                                 "runs off to the edge of the scale and carries no information"))
-    if model == "2pl" and np.any(np.abs(em["alpha"]) >= ALPHA_MAX):
-        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= ALPHA_MAX))} item(s) "
+    if model == "2pl" and np.any(np.abs(em["alpha"]) >= BOUND_FLAG * ALPHA_MAX):
+        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= BOUND_FLAG * ALPHA_MAX))} "
+                                "item(s) "
                                 f"separate the systems (almost) perfectly: their discrimination stopped at the bound "
                                 f"{ALPHA_MAX:g} (it runs off to infinity in maximum likelihood)"))
     if model == "2pl" and np.any(em["alpha"] < 0):
@@ -629,8 +658,8 @@ def _estimate(Y, N, m: str, n_quadrature: int, tol: float, max_iter: int, progre
     == 1``: :mod:`._irt_laplace`), with the 2PL's scale oriented so that the discriminations sum
     to a positive number (most items keyed the right way)."""
     laplace = n_quadrature == 1
-    em = fit_em(Y, N, m, n_quadrature=SE_NODES if laplace else n_quadrature, tol=max(tol, 1e-6) if laplace else tol,
-                max_iter=max_iter, progress=progress, prior=prior)
+    em = fit_em(Y, N, m, n_quadrature=START_NODES if laplace else n_quadrature,
+                tol=max(tol, START_TOL) if laplace else tol, max_iter=max_iter, progress=progress, prior=prior)
     if laplace:
         from ._irt_laplace import fit_laplace  # noqa: PLC0415 - scipy's optimizer only when asked for
 
