@@ -71,7 +71,9 @@ me_irt_2pl <- function(data, binary = TRUE) {
   fam <- stats::binomial()
   m <- glmmTMB::glmmTMB(f, data = data, family = fam)
   ni <- nlevels(data$item)
-  pl <- m$obj$env$parList()
+  # the parameters at the optimum: parList() without arguments returns the *last evaluated* point,
+  # which after the fit (glmmTMB's Hessian by finite differences) is off by up to 1e-3 in a loading
+  pl <- m$obj$env$parList(m$fit$par, m$obj$env$last.par.best)
   cf <- m$sdr$cov.fixed
   ib <- which(rownames(cf) == "beta")
   it <- which(rownames(cf) == "theta")
