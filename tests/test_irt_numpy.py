@@ -168,7 +168,7 @@ def test_posterior_modes_reach_the_mode_beside_a_steep_item():
 
 
 def test_laplace_gradient_equals_finite_differences():
-    from mixedeval.inference._irt_laplace import laplace_terms
+    laplace_terms = E.laplace_terms
 
     Y, _, a, b = E.simulate_2pl(30, 8, random_state=2)
     N = np.ones_like(Y)
@@ -190,7 +190,7 @@ def test_laplace_loglik_is_the_laplace_approximation_of_the_integral():
     Laplace error) but not equal, and the adaptive 31-node value equals quad."""
     from scipy import integrate
 
-    from mixedeval.inference._irt_laplace import laplace_terms
+    laplace_terms = E.laplace_terms
 
     Y, _, a, b = E.simulate_2pl(20, 30, random_state=3)
     N = np.ones_like(Y)

@@ -26,6 +26,11 @@ moves by more than ``tol``. At the fixed point the gradient of the adaptive-quad
 log-likelihood is zero (Fisher's identity), so the estimates are glmer's up to the quadrature
 and optimizer tolerances.
 
+With ``n_quadrature=1`` the estimator is the Laplace approximation (``glmer``'s default
+``nAGQ = 1`` and glmmTMB's only one), maximised directly by L-BFGS-B with its exact gradient
+(:func:`fit_laplace`), started from a 7-node EM. Optionally (``discrimination_prior=``) a lognormal
+prior on the 2PL discriminations turns the estimates into posterior modes (MAP).
+
 Standard errors: the observed information of the marginal likelihood by Louis' (1982) formula
 (expected complete-data information minus the posterior covariance of the complete-data score),
 inverted in full when the model has at most :data:`FULL_INFO_MAX` parameters; otherwise per
@@ -47,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import optimize, special
 from tqdm.auto import tqdm
 
 from ..data.table import as_pandas
@@ -446,6 +451,90 @@ def _log_prior(alpha, prior: tuple[float, float] | None) -> float:
     return float(np.sum(-la - 0.5 * math.log(2 * math.pi) - math.log(sd) - (la - mu) ** 2 / (2 * sd ** 2)))
 
 
+# ----------------------------------------------------------------------------- Laplace
+# The Laplace approximation of the IRT marginal likelihood, maximised directly (numpy engine).
+#
+# This is the likelihood that the R fits maximise: ``lme4::glmer(..., nAGQ = 1)`` (the fixed-item
+# Rasch model) and ``glmmTMB`` (the 2PL's reduced-rank term, which has only the Laplace
+# approximation). With the linear predictor ``eta_si = alpha_i z_s + beta_i`` and ``z_s ~ N(0, 1)``
+# (see the module docstring), system ``s`` contributes
+#
+#     l_s(z^_s) - z^_s^2 / 2 - log(H_s) / 2,   H_s = 1 + sum_i n_si p_si (1 - p_si) alpha_i^2,
+#
+# with ``z^_s`` its posterior mode and ``l_s`` its binomial log-likelihood (the ``log(2 pi)`` terms
+# of the normal density and of the Laplace integral cancel). Its exact gradient follows from the
+# implicit-function theorem (``dz^ / dtheta = (d g / d theta) / H`` with ``g = dl/dz - z`` the mode's
+# equation), so the whole objective is maximised by L-BFGS-B over ``2 x items`` parameters (Rasch:
+# ``sigma`` and the intercepts; every ``alpha_i = sigma``), started from the adaptive-quadrature EM
+# estimates, which differ from the Laplace ones by the Laplace error only.
+#
+# One adaptive Gauss-Hermite node is *not* this estimator inside an EM: the EM's fixed point with
+# one node maximises the joint density at the modes and ignores how ``log H`` moves with the
+# parameters, which is why :func:`irt_numpy` sends ``n_quadrature=1`` here.
+
+
+def laplace_terms(Y, N, alpha, beta, z0=None):
+    """Laplace log-likelihood (without the binomial constant), its gradient in ``(alpha, beta)``,
+    and the modes and curvatures ``H`` at which it was evaluated."""
+    z, H = posterior_modes(Y, N, alpha, beta, z0=z0, steps=100, tol=1e-13)
+    eta = np.clip(z[:, None] * alpha[None, :] + beta[None, :], -ETA_CLIP, ETA_CLIP)
+    p = special.expit(eta)
+    r = Y - N * p
+    w = N * p * (1 - p)
+    w3 = w * (1 - 2 * p)
+    ll = float(np.sum(Y * eta - N * np.logaddexp(0.0, eta)) - 0.5 * np.sum(z ** 2) - 0.5 * np.sum(np.log(H)))
+    hz = w3 @ alpha ** 3  # dH/dz per system
+    inv_h, c = 1.0 / H, hz / H ** 2
+    g_a = (z @ r - alpha * (inv_h @ w) - 0.5 * alpha ** 2 * ((z * inv_h) @ w3) - 0.5 * (c @ r)
+           + 0.5 * alpha * ((c * z) @ w))
+    g_b = r.sum(axis=0) - 0.5 * alpha ** 2 * (inv_h @ w3) + 0.5 * alpha * (c @ w)
+    return ll, g_a, g_b, z, H
+
+
+def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, float] | None = None,
+                gtol: float = 1e-7, max_iter: int = 5000) -> dict[str, Any]:
+    """Maximise the Laplace log-likelihood (plus the log prior of the discriminations, if any)
+    from ``start`` (an EM result); returns the same keys as :func:`._irt_numpy.fit_em` plus
+    ``"loglik_laplace"`` (with the binomial constant)."""
+    terms = laplace_terms
+    I = Y.shape[1]
+    state = {"z": np.asarray(start["mode"], dtype=float)}
+    rasch = model == "rasch"
+
+    def unpack(x):
+        return (np.full(I, x[0]), x[1:]) if rasch else (x[:I], x[I:])
+
+    def fun(x):
+        alpha, beta = unpack(x)
+        ll, g_a, g_b, z, _ = terms(Y, N, alpha, beta, z0=state["z"])
+        state["z"] = z
+        if prior is not None:
+            g_p, _ = _lognormal_prior_terms(alpha, prior)
+            ll, g_a = ll + _log_prior(alpha, prior), g_a + g_p
+        g = np.r_[g_a.sum(), g_b] if rasch else np.r_[g_a, g_b]
+        return -ll, -g
+
+    if rasch:
+        x0 = np.r_[float(start["sigma"]), start["beta"]]
+        bounds = [(1e-8, ALPHA_MAX)] + [(None, None)] * I
+    else:
+        x0 = np.r_[start["alpha"], start["beta"]]
+        lo = 1e-8 if prior is not None else -ALPHA_MAX
+        bounds = [(lo, ALPHA_MAX)] * I + [(None, None)] * I
+    res = optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                            options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": gtol, "ftol": 1e-15,
+                                     "maxcor": 30})
+    alpha, beta = unpack(res.x)
+    ll, g_a, g_b, mode, curv = terms(Y, N, alpha, beta, z0=state["z"])
+    nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, SE_NODES)
+    grad = np.abs(np.r_[g_a, g_b])
+    return {"alpha": alpha, "beta": beta, "sigma": float(res.x[0]) if rasch else 1.0, "mode": mode, "curv": curv,
+            "nodes": nodes, "converged": bool(res.success), "n_iter": int(start["n_iter"]) + int(res.nit),
+            "last_change": float(np.max(grad)) if grad.size else 0.0, "prior": prior,
+            "log_posterior": ll + _log_prior(alpha, prior), "optimizer": str(res.message),
+            "loglik_laplace": ll + _binomial_const(Y, N)}
+
+
 # ----------------------------------------------------------------------------- standard errors
 def _scores_at_nodes(Y, N, alpha, beta, nodes: _Nodes):
     p = _node_terms(Y, N, alpha, beta, nodes.z)[0]
@@ -655,14 +744,12 @@ def estimator_name(prior: tuple[float, float] | None, n_quadrature: int = 15) ->
 def _estimate(Y, N, m: str, n_quadrature: int, tol: float, max_iter: int, progress: bool,
               prior: tuple[float, float] | None) -> dict[str, Any]:
     """The EM (``n_quadrature > 1``) or the Laplace fit started from a loose EM (``n_quadrature
-    == 1``: :mod:`._irt_laplace`), with the 2PL's scale oriented so that the discriminations sum
+    == 1``: :func:`fit_laplace`), with the 2PL's scale oriented so that the discriminations sum
     to a positive number (most items keyed the right way)."""
     laplace = n_quadrature == 1
     em = fit_em(Y, N, m, n_quadrature=START_NODES if laplace else n_quadrature,
                 tol=max(tol, START_TOL) if laplace else tol, max_iter=max_iter, progress=progress, prior=prior)
     if laplace:
-        from ._irt_laplace import fit_laplace  # noqa: PLC0415 - scipy's optimizer only when asked for
-
         em = fit_laplace(Y, N, m, em, prior=prior, max_iter=max_iter)
     if m == "2pl" and prior is None and em["alpha"].sum() < 0:
         em["alpha"], em["mode"] = -em["alpha"], -em["mode"]
