@@ -194,6 +194,7 @@ def fit_numpy(resp: Responses, model: str, n_quadrature: int = 1, discrimination
     engine = numpy_engine_name(n_quadrature)
     if discrimination_prior is not None:
         engine = engine.replace("marginal ML", f"MAP ({f.provenance['discrimination_prior']} discrimination prior)")
+        engine = engine.replace(" (the R fits' likelihood)", "")
     return IrtFit(items=items, abilities=abilities, loglik=float(f.loglik), nobs=int(len(long)), formula=formula,
                   warnings=tuple(f.warnings), variance=variance, eta_offset=it["intercept"].to_numpy(dtype=float),
                   provenance={"engine": engine, "estimator": f.provenance["estimator"],
