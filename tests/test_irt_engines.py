@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd  # noqa: F401
+import pandas as pd
 import pytest
 
 import mixedeval as me

@@ -403,15 +403,18 @@ def irt(
         number of adaptive Gauss-Hermite nodes (e.g. 21: closer to the exact marginal likelihood).
     progress : a progress bar for the DIF tests.
     engine : ``"r"`` (default: the R calls above) or ``"numpy"``, the faster engine for large
-        item banks (``model="rasch_fixed"`` or ``"2pl"``): marginal ML by adaptive Gauss-Hermite EM
-        (:mod:`mixedeval.inference._irt_numpy`), which agrees with the R fits on the item
-        parameters (tests/test_irt_engines.py) and needs no R unless ``dif=`` is asked for.
+        item banks (``model="rasch_fixed"`` or ``"2pl"``; :mod:`mixedeval.inference._irt_numpy`):
+        with ``nagq=1`` the R fits' Laplace likelihood maximised directly (item parameters equal to
+        glmmTMB's and glmer's up to the optimizers' tolerances, tests/test_irt_engines.py), with
+        more nodes adaptive Gauss-Hermite EM; needs no R unless ``dif=`` is asked for. Its slopes
+        stop at 20 (a warning says which items separate the systems perfectly).
     discrimination_prior : ``None`` (default: maximum likelihood, as R) or ``(mu, sd)`` /
         ``"bilog"`` (= (0, 0.5)), ``engine="numpy"`` and ``model="2pl"`` only: MAP estimates with
         a lognormal(mu, sd) prior on the discriminations (BILOG-MG's default slope prior; Mislevy
         1986). It keeps items that separate the systems (almost) perfectly, or hardly at all, from
         wild slopes and difficulties, shrinks all slopes towards the prior and forces them positive
-        (a mis-keyed item shows as a near-zero discrimination); ``provenance["estimator"]`` says so.
+        (a mis-keyed item gets a small positive one; its negative item-rest correlation still flags
+        it); ``engine`` and ``provenance["estimator"]`` say so.
     """
     if engine not in ("r", "numpy"):
         raise DataError(f"engine must be 'r' or 'numpy', not {engine!r}")
