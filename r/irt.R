@@ -29,14 +29,13 @@ me_irt_conv <- function(m) {
 }
 
 # The conditional modes of one grouping factor with their conditional SDs (ranef(condVar = TRUE)).
-me_irt_modes <- function(m, group) {
-  re <- lme4::ranef(m, condVar = TRUE)[[group]]
+me_irt_modes <- function(m, group, all = lme4::ranef(m, condVar = TRUE)) {
+  re <- all[[group]]
   data.frame(level = rownames(re), mode = re[, 1], cond_sd = sqrt(as.numeric(attr(re, "postVar"))),
              stringsAsFactors = FALSE)
 }
 
-me_irt_fixed <- function(m) {
-  v <- as.matrix(stats::vcov(m))
+me_irt_fixed <- function(m, v = as.matrix(stats::vcov(m))) {
   data.frame(term = names(lme4::fixef(m)), estimate = unname(lme4::fixef(m)), std_error = sqrt(diag(v)),
              stringsAsFactors = FALSE)
 }
@@ -50,9 +49,11 @@ me_irt_rasch <- function(data, binary = TRUE, fixed_items = FALSE, covariates = 
   nAGQ <- as.integer(nagq)
   m <- lme4::glmer(f, data = data, family = stats::binomial(), nAGQ = nAGQ, control = ctrl)
   vc <- lme4::VarCorr(m)
-  list(fixed = me_irt_fixed(m), vcov = as.data.frame(unname(as.matrix(stats::vcov(m)))),
-       systems = me_irt_modes(m, "system"),
-       items = if (isTRUE(fixed_items)) NULL else me_irt_modes(m, "item"),
+  re <- lme4::ranef(m, condVar = TRUE)  # once for both grouping factors (it is the slow part after the fit)
+  v <- as.matrix(stats::vcov(m))
+  list(fixed = me_irt_fixed(m, v), vcov = as.data.frame(unname(v)),
+       systems = me_irt_modes(m, "system", re),
+       items = if (isTRUE(fixed_items)) NULL else me_irt_modes(m, "item", re),
        system_sd = unname(attr(vc$system, "stddev")),
        item_sd = if (isTRUE(fixed_items)) NA_real_ else unname(attr(vc$item, "stddev")),
        loglik = as.numeric(stats::logLik(m)), df_loglik = as.integer(attr(stats::logLik(m), "df")),
@@ -71,7 +72,9 @@ me_irt_2pl <- function(data, binary = TRUE) {
   fam <- stats::binomial()
   m <- glmmTMB::glmmTMB(f, data = data, family = fam)
   ni <- nlevels(data$item)
-  pl <- m$obj$env$parList()
+  # the parameters at the optimum: parList() without arguments returns the *last evaluated* point,
+  # which after the fit (glmmTMB's Hessian by finite differences) is off by up to 1e-3 in a loading
+  pl <- m$obj$env$parList(m$fit$par, m$obj$env$last.par.best)
   cf <- m$sdr$cov.fixed
   ib <- which(rownames(cf) == "beta")
   it <- which(rownames(cf) == "theta")

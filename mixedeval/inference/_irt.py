@@ -172,7 +172,7 @@ class IrtResult(_answer.AnswerMixin, ResultMixin):
 
 
 # ------------------------------------------------------------------------------ checks of arguments
-def _check_args(model: str, n_sim: Any, alpha: Any, min_discrimination: Any, nagq: Any) -> str:
+def _check_args(model: str, n_sim: Any, alpha: Any, min_discrimination: Any, nagq: Any, engine: str = "r") -> str:
     m = str(model).strip().lower().replace("-", "").replace(" ", "_")
     m = {"1pl": "rasch", "rasch_random": "rasch", "2pl": "2pl", "fixed": "rasch_fixed"}.get(m, m)
     if m not in MODELS:
@@ -183,7 +183,11 @@ def _check_args(model: str, n_sim: Any, alpha: Any, min_discrimination: Any, nag
     if not isinstance(min_discrimination, (int, float)) or isinstance(min_discrimination, bool) \
             or not np.isfinite(min_discrimination):
         raise DataError(f"min_discrimination must be a number (e.g. 0.25), not {min_discrimination!r}")
-    if isinstance(nagq, bool) or nagq not in (0, 1):
+    if engine == "numpy":
+        if isinstance(nagq, bool) or not isinstance(nagq, (int, np.integer)) or not 1 <= nagq <= 100:
+            raise DataError(f"with engine='numpy', nagq must be 1 (Laplace, the R fits' likelihood) or a number of "
+                            f"adaptive Gauss-Hermite nodes up to 100 (e.g. 21), not {nagq!r}")
+    elif isinstance(nagq, bool) or nagq not in (0, 1):
         raise DataError(f"nagq must be 1 (Laplace) or 0 (fast: fixed effects in the penalised IRLS step), not {nagq!r}")
     return m
 
@@ -226,7 +230,7 @@ def _constant_items(resp: Responses) -> list[str]:
 
 
 def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int,
-         engine: str = "r") -> tuple[IrtFit, list[str]]:
+         engine: str = "r", prior: Any = None) -> tuple[IrtFit, list[str]]:
     if model == "rasch":
         return fit_rasch(resp, covariates=covariates, nagq=nagq), []
     const = _constant_items(resp)
@@ -236,7 +240,7 @@ def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int
                         "more (use model='rasch', which keeps items everyone answers alike)")
     sub = subset(resp, keep) if const else resp
     if engine == "numpy":
-        return fit_numpy(sub, model), const
+        return fit_numpy(sub, model, n_quadrature=nagq, discrimination_prior=prior), const
     return (fit_2pl(sub) if model == "2pl" else fit_rasch_fixed(sub, nagq=nagq)), const
 
 
@@ -353,6 +357,7 @@ def irt(
     nagq: int = 1,
     progress: bool = True,
     engine: str = "r",
+    discrimination_prior: tuple[float, float] | str | None = None,
 ) -> IrtResult:
     """Fit an item response model to the answers of several systems (see the module docstring).
 
@@ -376,16 +381,30 @@ def irt(
     level : level of the Wald intervals; ``alpha``: flagging threshold of the item tests.
     min_discrimination : discriminations below it are flagged as near zero (2PL).
     n_sim, random_state : simulations of the item-fit test (0 skips it) and their seed.
-    nagq : 1 (Laplace, default) or 0 (glmer's fast nAGQ = 0; Rasch models).
+    nagq : 1 (Laplace, default) or 0 (glmer's fast nAGQ = 0; Rasch models). With
+        ``engine="numpy"``: 1 (Laplace, the likelihood of the R fits, maximised directly) or a
+        number of adaptive Gauss-Hermite nodes (e.g. 21: closer to the exact marginal likelihood).
     progress : a progress bar for the DIF tests.
     engine : ``"r"`` (default: the R calls above) or ``"numpy"``, the faster engine for large
-        item banks (``model="rasch_fixed"`` or ``"2pl"``): marginal ML by adaptive Gauss-Hermite EM
-        (:mod:`mixedeval.inference._irt_numpy`), which agrees with the R fits on the item
-        parameters (tests/test_irt_engines.py) and needs no R unless ``dif=`` is asked for.
+        item banks (``model="rasch_fixed"`` or ``"2pl"``; :mod:`mixedeval.inference._irt_numpy`):
+        with ``nagq=1`` the R fits' Laplace likelihood maximised directly (item parameters equal to
+        glmmTMB's and glmer's up to the optimizers' tolerances, tests/test_irt_engines.py), with
+        more nodes adaptive Gauss-Hermite EM; needs no R unless ``dif=`` is asked for. Its slopes
+        stop at 20 (a warning says which items separate the systems perfectly).
+    discrimination_prior : ``None`` (default: maximum likelihood, as R) or ``(mu, sd)`` /
+        ``"bilog"`` (= (0, 0.5)), ``engine="numpy"`` and ``model="2pl"`` only: MAP estimates with
+        a lognormal(mu, sd) prior on the discriminations (BILOG-MG's default slope prior; Mislevy
+        1986). It keeps items that separate the systems (almost) perfectly, or hardly at all, from
+        wild slopes and difficulties, shrinks all slopes towards the prior and forces them positive
+        (a mis-keyed item gets a small positive one; its negative item-rest correlation still flags
+        it); ``engine`` and ``provenance["estimator"]`` say so.
     """
-    m = _check_args(model, n_sim, alpha, min_discrimination, nagq)
     if engine not in ("r", "numpy"):
         raise DataError(f"engine must be 'r' or 'numpy', not {engine!r}")
+    m = _check_args(model, n_sim, alpha, min_discrimination, nagq, engine)
+    if discrimination_prior is not None and (engine != "numpy" or m != "2pl"):
+        raise DataError("discrimination_prior= needs engine='numpy' and model='2pl' (glmmTMB 1.1.5 has no priors; "
+                        "Rasch discriminations are fixed)")
     if engine == "numpy" and m == "rasch":
         raise DataError("engine='numpy' fits fixed item parameters: use model='rasch_fixed' or '2pl' "
                         "(model='rasch' treats the items as random, an R-only fit)")
@@ -398,7 +417,7 @@ def irt(
                              group=dif if isinstance(dif, str) else None)
     covariates = _item_covariates(item_covariates, resp, item)
     dif_data = _dif_data(resp, dif)
-    fit, const = _fit(resp, m, covariates, nagq, engine)
+    fit, const = _fit(resp, m, covariates, nagq, engine, discrimination_prior)
     items = _items_table(fit, resp, level, n_sim, random_state)
     dif_res = _dif(resp, dif if not isinstance(dif, (Mapping, pd.Series)) else "group", dif_data, progress)
     if dif_res is not None:
@@ -412,12 +431,14 @@ def irt(
     board = _answer.leaderboard(abilities.set_index("system")["ability"], std_error=abilities["std_error"].to_numpy(),
                                 conf_low=abilities["conf_low"].to_numpy(), conf_high=abilities["conf_high"].to_numpy(),
                                 higher_is_better=True, level=level, random_state=None)
-    used = ENGINES[m] if engine == "r" else NUMPY_ENGINE.format(q=21)
+    used = ENGINES[m] if engine == "r" else fit.provenance.get("engine", NUMPY_ENGINE)
     prov = r_provenance() if engine == "r" or dif_res is not None else {"mixedeval": __version__}
-    prov.update({"estimator": "ML (Laplace)" if engine == "r" else "marginal ML (adaptive Gauss-Hermite quadrature)",
+    prov.update({"estimator": "ML (Laplace)" if engine == "r" else fit.provenance["estimator"],
                  "model": m, "engine": used, "formula": fit.formula,
                  "n_sim": int(n_sim), "random_state": jsonable(random_state) if not hasattr(random_state, "spawn")
                  else str(random_state), "source": resp.source, "score": resp.score, "nagq": int(nagq)})
+    if "discrimination_prior" in fit.provenance:
+        prov["discrimination_prior"] = fit.provenance["discrimination_prior"]
     return IrtResult(items=items, abilities=abilities, leaderboard=board,
                      headline=_headline(board, m, level, reference), model=m, engine=used,
                      formula=fit.formula, loglik=fit.loglik, nobs=fit.nobs, level=level, direction=direction,

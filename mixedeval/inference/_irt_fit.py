@@ -50,6 +50,7 @@ class IrtFit:
     variance: dict[str, float] = field(default_factory=dict)
     covariates: pd.DataFrame | None = None
     eta_offset: np.ndarray | None = None  # Rasch: mu + x_i' gamma + u_i per item (the item's easiness)
+    provenance: dict[str, Any] = field(default_factory=dict)  # numpy engine: engine and estimator
 
 
 def _conv_warnings(res: Any, v: dict, source: str) -> list[ResultWarning]:
@@ -155,20 +156,30 @@ def fit_2pl(resp: Responses) -> IrtFit:
                   variance={"sign": sign}, eta_offset=t["beta"].to_numpy(dtype=float))
 
 
-NUMPY_ENGINE = "numpy: marginal ML by adaptive Gauss-Hermite EM ({q} nodes), mixedeval.inference._irt_numpy"
+NUMPY_ENGINE = "numpy: mixedeval.inference._irt_numpy"
 
 
-def fit_numpy(resp: Responses, model: str, n_quadrature: int = 21) -> IrtFit:
+def numpy_engine_name(n_quadrature: int) -> str:
+    """The engine string of a numpy fit (the ``engine`` field of the result)."""
+    how = ("Laplace approximation maximised by L-BFGS-B (the R fits' likelihood)" if n_quadrature == 1
+           else f"adaptive Gauss-Hermite EM ({n_quadrature} nodes)")
+    return f"numpy: marginal ML by the {how}, mixedeval.inference._irt_numpy"
+
+
+def fit_numpy(resp: Responses, model: str, n_quadrature: int = 1, discrimination_prior: Any = None) -> IrtFit:
     """The same model by the numpy engine (:func:`mixedeval.inference._irt_numpy.irt_numpy`):
     ``"rasch_fixed"`` is ``glmer(y ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``'s
-    marginal likelihood, ``"2pl"`` the reduced-rank model with N(0, 1) abilities; the abilities are
-    conditional modes with their conditional SDs, as lme4 and glmmTMB report them."""
+    marginal likelihood, ``"2pl"`` the reduced-rank model with N(0, 1) abilities (``n_quadrature
+    = 1``: the Laplace approximation, glmmTMB's); the abilities are conditional modes with their
+    conditional SDs, as lme4 and glmmTMB report them. ``discrimination_prior``: see
+    :func:`~mixedeval.inference._irt_numpy.irt_numpy` (MAP instead of ML)."""
     from ._irt_numpy import irt_numpy  # noqa: PLC0415 - the engine loads when asked for
 
     long = resp.long
     df = pd.DataFrame({"system": long["system"].astype(str).to_numpy(), "item": long["item"].astype(str).to_numpy(),
                        "score": long["y"].to_numpy(dtype=float), "trials": long["n"].to_numpy(dtype=float)})
-    f = irt_numpy(df, "2pl" if model == "2pl" else "rasch", trials="trials", n_quadrature=n_quadrature)
+    f = irt_numpy(df, "2pl" if model == "2pl" else "rasch", trials="trials", n_quadrature=n_quadrature,
+                  discrimination_prior=discrimination_prior)
     it = f.items.set_index(f.items["item"].astype(str)).reindex([str(i) for i in resp.items])
     ab = f.abilities.set_index(f.abilities["system"].astype(str)).reindex([str(s) for s in resp.systems])
     items = pd.DataFrame({"item": [str(i) for i in resp.items], "difficulty": it["difficulty"].to_numpy(dtype=float),
@@ -180,5 +191,12 @@ def fit_numpy(resp: Responses, model: str, n_quadrature: int = 21) -> IrtFit:
     formula = ("y ~ 0 + item + rr(0 + item | system, d = 1) [numpy engine]" if model == "2pl"
                else "y ~ 0 + item + (1 | system) [numpy engine]")
     variance = {"sign": 1.0} if model == "2pl" else {"system_sd": float(f.sigma)}
+    engine = numpy_engine_name(n_quadrature)
+    if discrimination_prior is not None:
+        engine = engine.replace("marginal ML", f"MAP ({f.provenance['discrimination_prior']} discrimination prior)")
+        engine = engine.replace(" (the R fits' likelihood)", "")
     return IrtFit(items=items, abilities=abilities, loglik=float(f.loglik), nobs=int(len(long)), formula=formula,
-                  warnings=tuple(f.warnings), variance=variance, eta_offset=it["intercept"].to_numpy(dtype=float))
+                  warnings=tuple(f.warnings), variance=variance, eta_offset=it["intercept"].to_numpy(dtype=float),
+                  provenance={"engine": engine, "estimator": f.provenance["estimator"],
+                              **{k: f.provenance[k] for k in ("discrimination_prior", "log_posterior")
+                                 if k in f.provenance}})

@@ -26,6 +26,11 @@ moves by more than ``tol``. At the fixed point the gradient of the adaptive-quad
 log-likelihood is zero (Fisher's identity), so the estimates are glmer's up to the quadrature
 and optimizer tolerances.
 
+With ``n_quadrature=1`` the estimator is the Laplace approximation (``glmer``'s default
+``nAGQ = 1`` and glmmTMB's only one), maximised directly by L-BFGS-B with its exact gradient
+(:func:`fit_laplace`), started from a 7-node EM. Optionally (``discrimination_prior=``) a lognormal
+prior on the 2PL discriminations turns the estimates into posterior modes (MAP).
+
 Standard errors: the observed information of the marginal likelihood by Louis' (1982) formula
 (expected complete-data information minus the posterior covariance of the complete-data score),
 inverted in full when the model has at most :data:`FULL_INFO_MAX` parameters; otherwise per
@@ -47,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import optimize, special
 from tqdm.auto import tqdm
 
 from ..data.table import as_pandas
@@ -66,6 +71,16 @@ ALPHA_MAX = 20.0
 #: the EM also stops when the marginal log-likelihood changes by less than this (relative),
 #: which ends the slow creep of parameters without information (items answered alike by all)
 LL_RTOL = 1e-12
+#: adaptive Gauss-Hermite nodes of the standard errors and EAPs after a Laplace fit
+SE_NODES = 21
+#: the EM that starts a Laplace fit: nodes and parameter tolerance (L-BFGS-B finishes the job;
+#: its result does not depend on the start to 1e-10 in the log-likelihood)
+START_NODES, START_TOL = 7, 1e-4
+#: slopes within 1% of the bound are reported as at the bound (the EM's fixed point with a
+#: steep item at the bound has the expansion's scale slightly below 1)
+BOUND_FLAG = 0.99
+#: the 2PL's intercept bound is ``ETA_CLIP + Z_MAX |alpha|`` (see :func:`_bound_2pl`)
+Z_MAX = 6.0
 
 
 # ----------------------------------------------------------------------------- response matrices
@@ -178,17 +193,39 @@ def _cond_loglik(Y, N, alpha, beta, z):
     return _node_terms(Y, N, alpha, beta, z)[1]
 
 
+def _log_posterior_z(Y, N, alpha, beta, z):
+    """Each system's log posterior density of ``z`` (up to a constant): binomial log-likelihood
+    minus ``z^2 / 2``."""
+    eta = z[:, None] * alpha[None, :] + beta[None, :]
+    return np.sum(Y * eta - N * np.logaddexp(0.0, eta), axis=1) - 0.5 * z * z
+
+
 def posterior_modes(Y, N, alpha, beta, z0=None, steps: int = 50, tol: float = 1e-10):
-    """Posterior modes of ``z ~ N(0, 1)`` per system and the curvature there (Newton, vectorized)."""
+    """Posterior modes of ``z ~ N(0, 1)`` per system and the curvature there (Newton, vectorized).
+
+    The log posterior is concave, but a steep item (slope near :data:`ALPHA_MAX`) makes its
+    curvature jump at the item's threshold, where plain Newton steps can cycle around the mode
+    without reaching it (the adaptive nodes would then be misplaced and the quadrature wrong):
+    every step is halved until the log posterior does not decrease (at most 40 halvings)."""
     z = np.zeros(Y.shape[0]) if z0 is None else np.array(z0, dtype=float)
-    h = np.ones_like(z)
+    f = _log_posterior_z(Y, N, alpha, beta, z)
     for _ in range(steps):
         eta = z[:, None] * alpha[None, :] + beta[None, :]
         p = special.expit(eta)
         g = (Y - N * p) @ alpha - z
         h = (N * p * (1 - p)) @ (alpha ** 2) + 1.0
         step = np.clip(g / h, -2.0, 2.0)
-        z = z + step
+        z_new = z + step
+        f_new = _log_posterior_z(Y, N, alpha, beta, z_new)
+        for _ in range(40):
+            worse = f_new < f - 1e-12 * np.abs(f)
+            if not worse.any():
+                break
+            step = np.where(worse, 0.5 * step, step)
+            z_new = np.where(worse, z + step, z_new)
+            idx = np.nonzero(worse)[0]
+            f_new[idx] = _log_posterior_z(Y[idx], N[idx], alpha, beta, z_new[idx])
+        z, f = z_new, f_new
         if np.max(np.abs(step)) < tol:
             break
     eta = z[:, None] * alpha[None, :] + beta[None, :]
@@ -241,15 +278,79 @@ def _item_sums(Y, N, nodes: _Nodes, p: np.ndarray):
     return _wsum(pz, r), _wsum(pw, r), _wsum(pz2, w), _wsum(pz, w), _wsum(pw, w)
 
 
-def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0):
+def _m_step_2pl(alpha, beta, sums, max_step: float = 1.0, prior: tuple[float, float] | None = None):
+    """One Newton step per item on the expected complete-data log-likelihood (plus, with a
+    lognormal ``prior = (mu, sd)`` on the discriminations, its log density: a MAP step, the
+    discriminations kept positive), then the bounds of :func:`_bound_2pl`."""
     g_a, g_b, h_aa, h_ab, h_bb = sums
+    if prior is not None:
+        g_p, h_p = _lognormal_prior_terms(alpha, prior)
+        g_a, h_aa = g_a + g_p, h_aa + h_p
     det = h_aa * h_bb - h_ab ** 2
     ok = det > 1e-12 * np.maximum(h_aa * h_bb, 1e-300)
     da = np.where(ok, (h_bb * g_a - h_ab * g_b) / np.where(ok, det, 1.0), 0.0)
     db = np.where(ok, (h_aa * g_b - h_ab * g_a) / np.where(ok, det, 1.0), g_b / np.maximum(h_bb, 1e-12))
     big = np.maximum(np.abs(da), np.abs(db))
     f = np.where(big > max_step, max_step / np.maximum(big, 1e-300), 1.0)
-    return alpha + f * da, beta + f * db
+    if prior is not None:  # keep alpha > 0 (the prior's support): at most halve it in one step
+        shrink = alpha + f * da < 0.5 * alpha
+        f = np.where(shrink, 0.5 * alpha / np.maximum(-da, 1e-300), f)
+    return _bound_2pl(alpha + f * da, beta + f * db)
+
+
+def _bound_2pl(alpha, beta):
+    """The 2PL's bounds, applied so that they do not fight the EM: a discrimination beyond
+    :data:`ALPHA_MAX` is set to the bound *with the item's difficulty ``-beta / alpha`` kept* (an
+    item that separates the systems perfectly keeps its threshold while its slope stops at the
+    bound; clipping the slope alone would move the threshold and make the EM cycle), and the
+    intercept is bounded by ``ETA_CLIP + Z_MAX |alpha|`` (P(correct) within 1e-13 of 0 or 1 for every
+    ability within ``Z_MAX`` SDs), which only items answered alike by every system reach."""
+    over = np.abs(alpha) > ALPHA_MAX
+    if over.any():
+        k = np.where(over, ALPHA_MAX / np.maximum(np.abs(alpha), 1e-300), 1.0)
+        alpha, beta = alpha * k, beta * k
+    lim = ETA_CLIP + Z_MAX * np.abs(alpha)
+    return alpha, np.clip(beta, -lim, lim)
+
+
+def _lognormal_prior_terms(alpha, prior: tuple[float, float]):
+    """Gradient of the log lognormal(mu, sd) density of the discriminations and a positive
+    curvature for the Newton step (``1 / (sd^2 alpha^2)``, the prior's information in alpha; the
+    fixed point depends only on the gradient)."""
+    mu, sd = prior
+    a = np.maximum(alpha, 1e-8)
+    return -(1.0 + (np.log(a) - mu) / sd ** 2) / a, 1.0 / (sd ** 2 * a ** 2)
+
+
+def lognormal_prior_hessian(alpha, prior: tuple[float, float]) -> np.ndarray:
+    """Minus the second derivative of the log lognormal density of each discrimination (the
+    prior's contribution to the observed information of the log posterior)."""
+    mu, sd = prior
+    a = np.maximum(alpha, 1e-8)
+    return (1.0 / sd ** 2 - 1.0 - (np.log(a) - mu) / sd ** 2) / a ** 2
+
+
+def _px_scale_with_prior(alpha, tau_ml: float, n_systems: int, prior: tuple[float, float]) -> float:
+    """The parameter-expansion scale when the discriminations have a lognormal prior.
+
+    The expanded model has abilities N(mu, tau^2) and the reduced discriminations ``alpha * tau``;
+    maximising the expected complete-data log posterior over ``tau`` (the item terms do not depend
+    on it) solves ``-S + M2 / tau^2 - I - sum_i (log(alpha_i tau) - mu) / sd^2 = 0`` with ``M2 = S
+    tau_ml^2`` (the ML expansion's second moment), decreasing in ``log tau``: Newton in ``log tau``
+    from the ML value. Without the prior the root is ``tau_ml``."""
+    mu, sd = prior
+    S, I = float(n_systems), float(alpha.size)
+    m2 = S * tau_ml ** 2
+    c = float(np.sum(np.log(np.maximum(alpha, 1e-8)) - mu))
+    t = math.log(tau_ml)
+    for _ in range(50):
+        f = -S + m2 * math.exp(-2 * t) - I - (c + I * t) / sd ** 2
+        df = -2 * m2 * math.exp(-2 * t) - I / sd ** 2
+        step = f / df
+        t -= step
+        if abs(step) < 1e-13:
+            break
+    return math.exp(t)
 
 
 def _m_step_rasch(sigma, beta, sums, max_step: float = 1.0):
@@ -282,7 +383,8 @@ def _px_rescale(nodes: _Nodes):
 
 
 def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None) -> dict[str, Any]:
+           progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None,
+           prior: tuple[float, float] | None = None) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -290,7 +392,14 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     and scale ``tau`` are absorbed into the items (``beta += alpha * mu``, ``alpha *= tau``), which
     removes the slow direction of plain EM (a common shift of all abilities and difficulties that
     only the N(0, 1) prior pins down; plain EM needs about ``curvature x log(1 / tol)`` iterations
-    along it)."""
+    along it).
+
+    ``prior=(mu, sd)`` (2PL only): a lognormal(mu, sd) prior on the discriminations, so the fixed
+    point is the posterior mode (MAP) with the abilities N(0, 1); the expansion scale then solves
+    :func:`_px_scale_with_prior`. ``"log_posterior"`` in the output is the marginal
+    log-likelihood plus the log prior (the objective; the marginal log-likelihood without it)."""
+    if prior is not None and model != "2pl":
+        raise DataError("a discrimination prior needs the 2PL model")
     alpha, beta = _start_values(Y, N, model)
     sigma = 1.0
     if start is not None:  # warm start (slope-intercept alpha, beta and the Rasch sigma), e.g. from a fit on more systems
@@ -304,6 +413,7 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
         nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
         sums = _item_sums(Y, N, nodes, p)
         mu, tau = _px_rescale(nodes)
+        objective = nodes.loglik + _log_prior(alpha, prior)
         if model == "rasch":
             new_sigma, new_beta = _m_step_rasch(sigma, beta, sums)
             new_beta = new_beta + new_sigma * mu
@@ -313,22 +423,116 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
             sigma, beta = new_sigma, new_beta
             alpha = np.full(Y.shape[1], sigma)
         else:
-            new_alpha, new_beta = _m_step_2pl(alpha, beta, sums)
-            new_beta = new_beta + new_alpha * mu
-            new_alpha = np.clip(new_alpha * tau, -ALPHA_MAX, ALPHA_MAX)
-            new_beta = np.clip(new_beta, -ETA_CLIP, ETA_CLIP)
+            new_alpha, new_beta = _m_step_2pl(alpha, beta, sums, prior=prior)
+            if prior is not None:
+                tau = _px_scale_with_prior(new_alpha, tau, Y.shape[0], prior)
+            new_alpha, new_beta = _bound_2pl(new_alpha * tau, new_beta + new_alpha * mu)
             delta = max(float(np.max(np.abs(new_alpha - alpha))), float(np.max(np.abs(new_beta - beta))))
             alpha, beta = new_alpha, new_beta
         mode = (mode - mu) / tau
-        if delta < tol or (it > 5 and abs(nodes.loglik - ll_prev) <= LL_RTOL * abs(ll_prev)):
+        if delta < tol or (it > 5 and abs(objective - ll_prev) <= LL_RTOL * abs(ll_prev)):
             converged = True
             break
-        ll_prev = nodes.loglik
+        ll_prev = objective
     bar.close()
     mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode)
     nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature)
     return {"alpha": alpha, "beta": beta, "sigma": sigma, "mode": mode, "curv": curv, "nodes": nodes,
-            "converged": converged, "n_iter": it, "last_change": delta}
+            "converged": converged, "n_iter": it, "last_change": delta, "prior": prior,
+            "log_posterior": nodes.loglik + _log_prior(alpha, prior)}
+
+
+def _log_prior(alpha, prior: tuple[float, float] | None) -> float:
+    """Sum of the log lognormal(mu, sd) densities of the discriminations (0 without a prior)."""
+    if prior is None:
+        return 0.0
+    mu, sd = prior
+    la = np.log(np.maximum(alpha, 1e-300))
+    return float(np.sum(-la - 0.5 * math.log(2 * math.pi) - math.log(sd) - (la - mu) ** 2 / (2 * sd ** 2)))
+
+
+# ----------------------------------------------------------------------------- Laplace
+# The Laplace approximation of the IRT marginal likelihood, maximised directly (numpy engine).
+#
+# This is the likelihood that the R fits maximise: ``lme4::glmer(..., nAGQ = 1)`` (the fixed-item
+# Rasch model) and ``glmmTMB`` (the 2PL's reduced-rank term, which has only the Laplace
+# approximation). With the linear predictor ``eta_si = alpha_i z_s + beta_i`` and ``z_s ~ N(0, 1)``
+# (see the module docstring), system ``s`` contributes
+#
+#     l_s(z^_s) - z^_s^2 / 2 - log(H_s) / 2,   H_s = 1 + sum_i n_si p_si (1 - p_si) alpha_i^2,
+#
+# with ``z^_s`` its posterior mode and ``l_s`` its binomial log-likelihood (the ``log(2 pi)`` terms
+# of the normal density and of the Laplace integral cancel). Its exact gradient follows from the
+# implicit-function theorem (``dz^ / dtheta = (d g / d theta) / H`` with ``g = dl/dz - z`` the mode's
+# equation), so the whole objective is maximised by L-BFGS-B over ``2 x items`` parameters (Rasch:
+# ``sigma`` and the intercepts; every ``alpha_i = sigma``), started from the adaptive-quadrature EM
+# estimates, which differ from the Laplace ones by the Laplace error only.
+#
+# One adaptive Gauss-Hermite node is *not* this estimator inside an EM: the EM's fixed point with
+# one node maximises the joint density at the modes and ignores how ``log H`` moves with the
+# parameters, which is why :func:`irt_numpy` sends ``n_quadrature=1`` here.
+
+
+def laplace_terms(Y, N, alpha, beta, z0=None):
+    """Laplace log-likelihood (without the binomial constant), its gradient in ``(alpha, beta)``,
+    and the modes and curvatures ``H`` at which it was evaluated."""
+    z, H = posterior_modes(Y, N, alpha, beta, z0=z0, steps=100, tol=1e-13)
+    eta = np.clip(z[:, None] * alpha[None, :] + beta[None, :], -ETA_CLIP, ETA_CLIP)
+    p = special.expit(eta)
+    r = Y - N * p
+    w = N * p * (1 - p)
+    w3 = w * (1 - 2 * p)
+    ll = float(np.sum(Y * eta - N * np.logaddexp(0.0, eta)) - 0.5 * np.sum(z ** 2) - 0.5 * np.sum(np.log(H)))
+    hz = w3 @ alpha ** 3  # dH/dz per system
+    inv_h, c = 1.0 / H, hz / H ** 2
+    g_a = (z @ r - alpha * (inv_h @ w) - 0.5 * alpha ** 2 * ((z * inv_h) @ w3) - 0.5 * (c @ r)
+           + 0.5 * alpha * ((c * z) @ w))
+    g_b = r.sum(axis=0) - 0.5 * alpha ** 2 * (inv_h @ w3) + 0.5 * alpha * (c @ w)
+    return ll, g_a, g_b, z, H
+
+
+def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, float] | None = None,
+                gtol: float = 1e-7, max_iter: int = 5000) -> dict[str, Any]:
+    """Maximise the Laplace log-likelihood (plus the log prior of the discriminations, if any)
+    from ``start`` (an EM result); returns the same keys as :func:`._irt_numpy.fit_em` plus
+    ``"loglik_laplace"`` (with the binomial constant)."""
+    terms = laplace_terms
+    I = Y.shape[1]
+    state = {"z": np.asarray(start["mode"], dtype=float)}
+    rasch = model == "rasch"
+
+    def unpack(x):
+        return (np.full(I, x[0]), x[1:]) if rasch else (x[:I], x[I:])
+
+    def fun(x):
+        alpha, beta = unpack(x)
+        ll, g_a, g_b, z, _ = terms(Y, N, alpha, beta, z0=state["z"])
+        state["z"] = z
+        if prior is not None:
+            g_p, _ = _lognormal_prior_terms(alpha, prior)
+            ll, g_a = ll + _log_prior(alpha, prior), g_a + g_p
+        g = np.r_[g_a.sum(), g_b] if rasch else np.r_[g_a, g_b]
+        return -ll, -g
+
+    if rasch:
+        x0 = np.r_[float(start["sigma"]), start["beta"]]
+        bounds = [(1e-8, ALPHA_MAX)] + [(None, None)] * I
+    else:
+        x0 = np.r_[start["alpha"], start["beta"]]
+        lo = 1e-8 if prior is not None else -ALPHA_MAX
+        bounds = [(lo, ALPHA_MAX)] * I + [(None, None)] * I
+    res = optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                            options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": gtol, "ftol": 1e-15,
+                                     "maxcor": 30})
+    alpha, beta = unpack(res.x)
+    ll, g_a, g_b, mode, curv = terms(Y, N, alpha, beta, z0=state["z"])
+    nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, SE_NODES)
+    grad = np.abs(np.r_[g_a, g_b])
+    return {"alpha": alpha, "beta": beta, "sigma": float(res.x[0]) if rasch else 1.0, "mode": mode, "curv": curv,
+            "nodes": nodes, "converged": bool(res.success), "n_iter": int(start["n_iter"]) + int(res.nit),
+            "last_change": float(np.max(grad)) if grad.size else 0.0, "prior": prior,
+            "log_posterior": ll + _log_prior(alpha, prior), "optimizer": str(res.message),
+            "loglik_laplace": ll + _binomial_const(Y, N)}
 
 
 # ----------------------------------------------------------------------------- standard errors
@@ -388,12 +592,21 @@ def _safe_inv(M: np.ndarray) -> np.ndarray:
     return V
 
 
-def parameter_covariance(Y, N, alpha, beta, nodes, model: str) -> tuple[dict[str, np.ndarray], str]:
-    """Variances of (discrimination, difficulty[, sigma]) and their covariance per item, and the method."""
+def parameter_covariance(Y, N, alpha, beta, nodes, model: str,
+                         prior: tuple[float, float] | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """Variances of (discrimination, difficulty[, sigma]) and their covariance per item, and the
+    method. With a discrimination ``prior`` the information is the log posterior's (Louis plus the
+    prior's curvature on each discrimination)."""
     I = Y.shape[1]
     P = 2 * I if model == "2pl" else I + 1
     full = P <= FULL_INFO_MAX
     info, blocks = louis_information(Y, N, alpha, beta, nodes, model, full)
+    if prior is not None:
+        hp = lognormal_prior_hessian(alpha, prior)
+        if full:
+            info[np.arange(I), np.arange(I)] += hp
+        else:
+            blocks[:, 0, 0] += hp
     if model == "2pl":
         if full:
             V = _safe_inv(info)
@@ -457,7 +670,7 @@ class IrtNumpyFit(ResultMixin):
 
     @property
     def _title(self) -> str:  # type: ignore[override]
-        return f"IRT calibration ({self.model}, numpy engine: marginal ML, adaptive Gauss-Hermite EM)"
+        return f"IRT calibration ({self.model}, numpy engine: {self.provenance.get('estimator', 'marginal ML')})"
 
     def _scalars(self):
         return [("systems", len(self.abilities)), ("items", len(self.items)), ("loglik", f"{self.loglik:.6g}"),
@@ -507,8 +720,9 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
         ws.append(ResultWarning("no_information", f"{len(extreme)} item(s) answered alike by every system "
                                 f"({', '.join(extreme[:5])}{', ...' if len(extreme) > 5 else ''}): their difficulty "
                                 "runs off to the edge of the scale and carries no information"))
-    if model == "2pl" and np.any(np.abs(em["alpha"]) >= ALPHA_MAX):
-        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= ALPHA_MAX))} item(s) "
+    if model == "2pl" and np.any(np.abs(em["alpha"]) >= BOUND_FLAG * ALPHA_MAX):
+        ws.append(ResultWarning("discrimination_bound", f"{int(np.sum(np.abs(em['alpha']) >= BOUND_FLAG * ALPHA_MAX))} "
+                                "item(s) "
                                 f"separate the systems (almost) perfectly: their discrimination stopped at the bound "
                                 f"{ALPHA_MAX:g} (it runs off to infinity in maximum likelihood)"))
     if model == "2pl" and np.any(em["alpha"] < 0):
@@ -516,6 +730,49 @@ def _fit_warnings(resp: Responses, em: dict[str, Any], model: str, tol: float) -
         ws.append(ResultWarning("negative_discrimination", f"{neg} item(s) have a negative discrimination "
                                 "(likely mis-keyed or ambiguous)"))
     return ws
+
+
+def estimator_name(prior: tuple[float, float] | None, n_quadrature: int = 15) -> str:
+    """How the numpy engine's estimates were obtained (for provenance and benchmark tables)."""
+    how = ("Laplace approximation, L-BFGS-B" if n_quadrature == 1
+           else f"adaptive Gauss-Hermite EM, {n_quadrature} nodes")
+    if prior is None:
+        return f"marginal ML ({how})"
+    return f"MAP with a lognormal({prior[0]:g}, {prior[1]:g}) discrimination prior ({how})"
+
+
+def _estimate(Y, N, m: str, n_quadrature: int, tol: float, max_iter: int, progress: bool,
+              prior: tuple[float, float] | None) -> dict[str, Any]:
+    """The EM (``n_quadrature > 1``) or the Laplace fit started from a loose EM (``n_quadrature
+    == 1``: :func:`fit_laplace`), with the 2PL's scale oriented so that the discriminations sum
+    to a positive number (most items keyed the right way)."""
+    laplace = n_quadrature == 1
+    em = fit_em(Y, N, m, n_quadrature=START_NODES if laplace else n_quadrature,
+                tol=max(tol, START_TOL) if laplace else tol, max_iter=max_iter, progress=progress, prior=prior)
+    if laplace:
+        em = fit_laplace(Y, N, m, em, prior=prior, max_iter=max_iter)
+    if m == "2pl" and prior is None and em["alpha"].sum() < 0:
+        em["alpha"], em["mode"] = -em["alpha"], -em["mode"]
+        em["nodes"] = adaptive_nodes(Y, N, em["alpha"], em["beta"], em["mode"], em["curv"],
+                                     SE_NODES if laplace else n_quadrature)
+    return em
+
+
+def _check_prior(prior: Any, model: str) -> tuple[float, float] | None:
+    if prior is None:
+        return None
+    if isinstance(prior, str) and prior.lower() == "bilog":
+        prior = (0.0, 0.5)
+    try:
+        mu, sd = (float(v) for v in prior)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"discrimination_prior={prior!r} must be (mu, sd) of a lognormal prior, e.g. (0, 0.5) "
+                        "(BILOG-MG's default, also 'bilog'), or None for maximum likelihood") from exc
+    if not (np.isfinite(mu) and np.isfinite(sd) and sd > 0):
+        raise DataError(f"discrimination_prior={prior!r}: mu must be finite and sd > 0")
+    if model != "2pl":
+        raise DataError("discrimination_prior= needs model='2pl' (the Rasch discriminations are fixed)")
+    return mu, sd
 
 
 def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level: float) -> str:
@@ -534,35 +791,44 @@ def _check_args(model: str, n_quadrature: int, tol: float, max_iter: int, level:
 
 def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: str = "system", item: str = "item",
               trials: str | None = None, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
-              level: float = 0.95, progress: bool = False) -> IrtNumpyFit:
+              level: float = 0.95, progress: bool = False,
+              discrimination_prior: tuple[float, float] | None = None) -> IrtNumpyFit:
     """Fit a Rasch or 2PL model by marginal maximum likelihood (numpy engine; see the module doc).
 
     ``data``: a long table (``system``, ``item``, ``score`` 0/1 or correct counts with ``trials``)
     or a wide one (one row per system, one column per item, NaN where not answered). The Rasch
     estimates are those of ``glmer(score ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``
     (difficulty = -coefficient); the 2PL's abilities are N(0, 1). ``progress=True`` shows the EM
-    iterations (tqdm)."""
+    iterations (tqdm).
+
+    ``discrimination_prior=(mu, sd)`` (2PL): maximum a posteriori estimates with a lognormal(mu,
+    sd) prior on the discriminations, the default slope prior of BILOG-MG (lognormal(0, 0.5); Mislevy
+    1986, "Bayes modal estimation in item response models", Psychometrika 51) -- it keeps the
+    slopes of items that separate the systems (almost) perfectly finite and those of nearly flat
+    items away from 0 (whose difficulties ``-intercept / slope`` would run off), at the price of
+    shrinking every slope towards the prior and of forcing them positive (a mis-keyed item then
+    shows as a near-zero discrimination, not a negative one). The default (None) is maximum
+    likelihood, the estimator of the R fits."""
     m = _check_args(model, n_quadrature, tol, max_iter, level)
+    prior = _check_prior(discrimination_prior, m)
     resp = response_matrix(data, score=score, system=system, item=item, trials=trials)
     if len(resp.systems) < 2 or len(resp.items) < 2:
         raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
     t0 = time.perf_counter()
     Y, N = resp.y, resp.n
-    em = fit_em(Y, N, m, n_quadrature=n_quadrature, tol=tol, max_iter=max_iter, progress=progress)
+    em = _estimate(Y, N, m, n_quadrature, tol, max_iter, progress, prior)
     alpha, beta = em["alpha"], em["beta"]
-    if m == "2pl" and alpha.sum() < 0:  # orient the scale: most items keyed the right way
-        alpha = -alpha
-        em["mode"] = -em["mode"]
-        em["nodes"] = adaptive_nodes(Y, N, alpha, beta, em["mode"], em["curv"], n_quadrature)
-        em["alpha"] = alpha
     nodes = em["nodes"]
-    cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m)
+    cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m, prior)
     sigma = float(em["sigma"]) if m == "rasch" else 1.0
     items = _item_table(resp, alpha, beta, sigma, cov, m, level)
     abilities = _ability_table(resp, em["mode"], em["curv"], nodes, sigma, level)
-    loglik = nodes.loglik + _binomial_const(Y, N)
-    prov = {"engine": "numpy", "estimator": "marginal ML (adaptive Gauss-Hermite EM)", "model": m,
+    loglik = em.get("loglik_laplace", nodes.loglik + _binomial_const(Y, N))
+    prov = {"engine": "numpy", "estimator": estimator_name(prior, n_quadrature), "model": m,
             "n_quadrature": n_quadrature, "tol": tol, "seconds": round(time.perf_counter() - t0, 3)}
+    if prior is not None:
+        prov["discrimination_prior"] = f"lognormal({prior[0]:g}, {prior[1]:g})"
+        prov["log_posterior"] = em["log_posterior"] + _binomial_const(Y, N)
     return IrtNumpyFit(items=items, abilities=abilities, model=m, responses=resp.long(), sigma=sigma,
                        sigma_std_error=float(np.sqrt(cov["var_sigma"])) if m == "rasch" else 0.0,
                        loglik=loglik, converged=em["converged"], n_iter=em["n_iter"], n_quadrature=n_quadrature,
