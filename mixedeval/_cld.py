@@ -33,14 +33,16 @@ def get_letters(n: int, separator: str = ".") -> list[str]:
     return out
 
 
-def _absorb(m: np.ndarray) -> np.ndarray:
+def _absorb(m: np.ndarray, overlap: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Drop a column whose set of levels is contained in another's, repeat: multcomp's double loop
     (``j`` < ``k`` in order; ``k`` inside ``j`` drops ``k``, else ``j`` inside ``k`` drops ``j``;
     restart after each drop), with the containments read from the columns' overlap counts
     (column ``k`` lies in column ``j`` when they share all of ``k``'s levels) instead of a scan
-    per pair."""
-    mi = m.astype(np.int64)
-    overlap = mi.T @ mi
+    per pair. ``overlap``: the columns' overlap counts if the caller keeps them up to date (else
+    computed); returned with the kept columns."""
+    if overlap is None:
+        mi = m.astype(np.int64)
+        overlap = mi.T @ mi
     while m.shape[1] > 1:
         sub = overlap == np.diag(overlap)[None, :]  # sub[j, k]: column k lies in column j
         cand = np.triu(sub | sub.T, 1)
@@ -50,7 +52,21 @@ def _absorb(m: np.ndarray) -> np.ndarray:
         drop = k if sub[j, k] else j
         m = np.delete(m, drop, axis=1)
         overlap = np.delete(np.delete(overlap, drop, axis=0), drop, axis=1)
-    return m
+    return m, overlap
+
+
+def _update_overlap(overlap: np.ndarray, m: np.ndarray, changed: np.ndarray) -> np.ndarray:
+    """The overlap counts of ``m``'s columns from those of its first ``overlap.shape[0]`` columns
+    before the columns ``changed`` (a boolean mask over m's columns, the new ones included) were
+    altered: only the rows and columns of the changed columns are recomputed."""
+    n_old, n = overlap.shape[0], m.shape[1]
+    out = np.empty((n, n), dtype=np.int64)
+    out[:n_old, :n_old] = overlap
+    mi = m.astype(np.int64)
+    cols = mi.T @ mi[:, changed]
+    out[:, changed] = cols
+    out[changed, :] = cols.T
+    return out
 
 
 def _sweep_once(mat: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -107,6 +123,7 @@ def letter_matrix(significant: Sequence[bool], comps: Sequence[tuple[str, str]],
     lmat = np.ones((len(lvl_order), 1), dtype=bool)
     if not np.any(significant):
         return lmat[[pos[x] for x in levels_x]]
+    overlap = np.array([[len(lvl_order)]], dtype=np.int64)
     for sig, (a, b) in zip(significant, comps):
         if not sig:
             continue
@@ -117,8 +134,9 @@ def letter_matrix(significant: Sequence[bool], comps: Sequence[tuple[str, str]],
             tmpcols[ib] = False
             lmat[ia, wassert] = False
             lmat = np.concatenate([lmat, tmpcols], axis=1)
+            overlap = _update_overlap(overlap, lmat, np.concatenate([wassert, np.ones(tmpcols.shape[1], bool)]))
             if lmat.shape[1] > 1:
-                lmat = _absorb(lmat)
+                lmat, overlap = _absorb(lmat, overlap)
     lmat = lmat[[pos[x] for x in levels_x]]
     return _order_columns(_order_columns(lmat))
 

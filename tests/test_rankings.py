@@ -140,6 +140,24 @@ def test_insert_absorb_parity_with_multcomp(R):
         assert [ours[x] for x in levels_x] == _insert_absorb_r(R, signif, comps, lvl_order, levels_x), trial
 
 
+def test_insert_absorb_parity_with_multcomp_many_levels(R):
+    """Leaderboards of 25-40 systems: many absorb rounds, where the overlap counts are updated
+    incrementally (only the changed columns recomputed) rather than recomputed per round."""
+    R("suppressMessages(library(multcomp))")
+    rng = np.random.default_rng(11)
+    for trial in range(3):
+        k = int(rng.integers(25, 41))
+        names = [f"L{i}" for i in range(k)]
+        means = np.sort(rng.normal(size=k))
+        a, b = np.triu_indices(k, 1)
+        comps = [(names[j], names[i]) for i, j in zip(a, b)]
+        signif = np.abs(means[b] - means[a]) > rng.uniform(0.3, 0.8)
+        lvl_order = names
+        levels_x = list(rng.permutation(names))
+        ours = _cld.compact_letters(signif, comps, lvl_order, levels_x)
+        assert [ours[x] for x in levels_x] == _insert_absorb_r(R, signif, comps, lvl_order, levels_x), trial
+
+
 def test_rank_intervals_letters_are_multcomp_letters_of_the_same_decisions(R):
     R("suppressMessages(library(multcomp))")
     rng = np.random.default_rng(2)
