@@ -160,7 +160,7 @@ def _ter_answer(emm: Any) -> dict[str, Any]:
 
 
 def _in_units(head: Any, units: tuple[str, float]) -> str:
-    """A headline's text in the answer's units (the bootstrap's, whose result keeps the score's)."""
+    """A headline's text in the answer's units (the bootstrap's headline chooses them by the same rule)."""
     if head is None:
         return "a single system: nothing to compare"
     return dataclasses.replace(head, unit=units[0], scale=units[1]).text()

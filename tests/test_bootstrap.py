@@ -550,3 +550,20 @@ def test_geometric_mean_of_non_positive_scores():
     res = me.bootstrap(pos, "score", "system", "item", group="lang", aggregator="geometric_mean", n_resamples=64)
     expected = pos.groupby(["system", "lang"]).score.mean().groupby("system").apply(st.gmean).to_numpy()
     np.testing.assert_allclose(res.estimate, expected, rtol=1e-12)
+
+
+def test_bootstrap_headline_speaks_points_for_proportions_and_score_units_otherwise():
+    """One unit rule with compare_logs and the EMMs (_answer.unit_scale): accuracies in [0, 1] are
+    written in points (100 x), other scores in their own units; the numbers stay in the score's."""
+    rng = np.random.default_rng(4)
+    n = 200
+    acc = pd.DataFrame({"system": np.repeat(["a", "b"], n), "item": np.tile(np.arange(n), 2),
+                        "score": np.r_[rng.random(n) < 0.7, rng.random(n) < 0.5].astype(float)})
+    head = me.bootstrap(acc, "score", "system", "item", n_resamples=500, random_state=1, progress=False).headline
+    assert (head.unit, head.scale) == ("points", 100.0)
+    assert f"+{100 * head.estimate:.1f} points" in head.text()
+    assert 0.1 < head.estimate < 0.3
+    raw = acc.assign(score=acc["score"] * 10 + rng.normal(size=2 * n))
+    head = me.bootstrap(raw, "score", "system", "item", n_resamples=500, random_state=1, progress=False).headline
+    assert (head.unit, head.scale) == ("", 1.0)
+    assert "points" not in head.text()

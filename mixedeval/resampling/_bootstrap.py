@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
-from .._answer import AnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard
+from .._answer import (AnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard,
+                       unit_scale)
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -302,7 +303,8 @@ class BootstrapResult(AnswerMixin, ResultMixin):
         p = st.p_from_count(c, self.n_resamples, "plus_one")
         return headline(pair[0], pair[1], float(est[0]), float(sd[0]), float(lo[0]), float(hi[0]), float(p[0]),
                         float("inf"), f"paired bootstrap ({self.ci} interval, shift-method p)", self.direction,
-                        level=self.level, reference=self.provenance.get("reference"))
+                        level=self.level, reference=self.provenance.get("reference"),
+                        **dict(zip(("unit", "scale"), unit_scale(self.estimate, self.direction.metric))))
 
     @property
     def checks(self) -> None:
