@@ -168,7 +168,7 @@ import mixedeval as me
 def main():
     ter = me.datasets.load("kreutzer_ter")
     specs = [{"formula": "ter ~ system + (1|sentence_id) + (1|replication)", "name": f"fit_{i}",
-              "optimizer": ["bobyqa", "Nelder_Mead"][i % 2]} for i in range(40)]
+              "optimizer": ["bobyqa", "Nelder_Mead"][i % 2]} for i in range(400)]
     me.fit_many(specs, ter, executor=2, progress=False)
     print("finished", flush=True)
 
@@ -182,7 +182,8 @@ if __name__ == "__main__":
 
 
 def test_ctrl_c_stops_a_fit_many_with_r_in_the_workers(tmp_path):
-    """The issue's case, smaller: R fits running in both workers when the terminal's Ctrl-C comes."""
+    """The issue's case: R fits running in both workers when the terminal's Ctrl-C comes (400 fits: the
+    call must still be running when the workers have used 6 s of CPU, also on a fast machine)."""
     proc, tmp = _start(tmp_path, FIT_MANY)
     try:
         workers = _wait_busy_workers(proc, timeout=180, cpu=6.0)  # R started, fits running
