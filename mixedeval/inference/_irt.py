@@ -50,6 +50,7 @@ from .._answer import Direction, Headline
 from ..data.validate import require_level
 from ..engine import _bridge
 from ..errors import DataError
+from ..padjust import adjust_pvalues
 from ..results import ResultMixin, ResultWarning, jsonable
 from . import _irt_items as itm
 from ._irt_data import Responses, prepare_responses, subset
@@ -273,7 +274,7 @@ def _items_table(fit: IrtFit, resp: Responses, level: float, n_sim: int, random_
     obs, pv = itm.item_fit(y[:, fitted], n[:, fitted], p[:, fitted], n_sim=n_sim, random_state=random_state)
     out["outfit"], out["fit_p_value"] = np.nan, np.nan
     out.loc[fitted, "outfit"], out.loc[fitted, "fit_p_value"] = obs, pv
-    out["fit_p_adj"] = itm.bh(out["fit_p_value"].to_numpy(dtype=float))
+    out["fit_p_adj"] = adjust_pvalues(out["fit_p_value"].to_numpy(dtype=float), method="BH")
     return out
 
 
@@ -303,7 +304,7 @@ def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: b
                                                                  leave=False, disable=not progress)]
     tab = pd.DataFrame(rows)
     tab["item"] = tab["item"].astype(str)
-    tab["p_adj"] = itm.holm(tab["p_value"].to_numpy(dtype=float))
+    tab["p_adj"] = adjust_pvalues(tab["p_value"].to_numpy(dtype=float), method="holm")
     return {"group": str(dif), "groups": [str(g) for g in data["grp"].cat.categories], "table": tab,
             "global_chisq": float(v["global_chisq"]), "global_p_value": float(v["global_p_value"]),
             "dif_sd": float(v["dif_sd"]),

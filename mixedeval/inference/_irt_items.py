@@ -24,7 +24,6 @@ import pandas as pd
 from scipy import special, stats
 
 from .._random import as_generator
-from ..padjust import adjust_pvalues
 
 
 def eta_matrix(a: np.ndarray, b: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -123,21 +122,4 @@ def item_flags(items: pd.DataFrame, *, alpha: float, min_discrimination: float, 
         if dif_name is not None and np.isfinite(dp) and dp < alpha:
             why.append(f"DIF by {dif_name}: likelihood-ratio p = {r.dif_p_value:.2g} (Holm-adjusted {dp:.2g})")
         out.append("; ".join(why))
-    return out
-
-
-def bh(p: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values, NaN kept."""
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = np.asarray(adjust_pvalues(p[ok], method="BH"), dtype=float)
-    return out
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = np.asarray(adjust_pvalues(p[ok], method="holm"), dtype=float)
     return out
