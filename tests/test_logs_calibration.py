@@ -175,3 +175,21 @@ def test_run_variance_rule_covers_with_strong_run_effects_and_stays_tight_with_i
     cover, width = iid3["headline"]
     assert 0.93 - tol <= cover <= 0.97 + tol and width < 1.22, iid3
     assert iid3["two-stage (previous)"][1] > width + 0.1, iid3
+
+
+def test_frontier_bound_holds_the_headline_rule_and_tightens_with_a_lower_floor():
+    """The bound of ``calibration_logs.py --frontier`` (the narrowest i.i.d. width of any rule deciding
+    from the preliminary F statistic and the share w) is at most the headline's own width when asked
+    for the headline's own coverages (the headline's rule is in the class: the optimizer must find it
+    or better), above the oracle's ~1.0, and lower with a lower coverage floor (3 systems x 3 runs,
+    6,000 data sets per run SD)."""
+    sds = (0.0, 0.3, 0.6, 1.0)
+    by_sd = [cal.run_statistics(cal.replace(cal.SCENARIOS["b 3 iid runs"], sd_run=sd), 3, 6000,
+                                np.random.default_rng(7100 + j)) for j, sd in enumerate(sds)]
+    cov = [float(np.mean(np.abs(s["delta"] - s["theta"]) <= s["half"])) for s in by_sd]
+    width = float(np.mean(by_sd[0]["half"]) / 1.96 / np.std(by_sd[0]["delta"], ddof=1))
+    bound, reached = cal.frontier(by_sd, floor_iid=cov[0], floor=min(cov[1:]))
+    assert reached[0] >= cov[0] - 0.003 and reached[1:].min() >= min(cov[1:]) - 0.003, (reached, cov)
+    assert 0.98 < bound <= width + 0.005, (bound, width)
+    lower, _ = cal.frontier(by_sd, floor_iid=cov[0], floor=min(cov[1:]) - 0.01)
+    assert lower < bound, (lower, bound)
