@@ -93,7 +93,8 @@ def test_plan_is_millers_closed_form_from_the_raw_epoch_scores(result, two_logs)
         var_d = var_between + sum(within.values()) / epochs
         assert t.loc[(epochs, "closed_form"), "n_questions"] == math.ceil(z**2 * var_d / effect**2)
         assert t.loc[(epochs, "simulation"), "n_sim"] == 300
-    mde = z * math.sqrt((var_between + sum(within.values()) / k) / N)
+    mde = z * math.sqrt(d.var(ddof=1) / N)  # the current design: its observed variance, the headline's SE
+    assert mde == pytest.approx(z * result.headline.std_error, rel=1e-12)
     text = result.plan_text()
     assert f"{100 * effect:.1f} points (the size observed)" in text
     assert f"With these {N} questions x 3 epochs the smallest difference detectable at that power is " \
@@ -136,8 +137,9 @@ def test_a_one_epoch_pilot_with_runs_plans_one_epoch_only():
     lm = Path(__file__).parent / "fixtures" / "lm_eval" / "output"
     res = me.compare_logs(lm, "acc", n_resamples=100, random_state=0, progress=False, n_sim=0)
     assert list(res.plan.table["epochs"].unique()) == [1]
-    assert {"one_epoch_pilot", "runs_pooled"} <= {w.kind for w in res.warnings}
-    assert "questions x 1 epoch " in res.plan_text() and "x 2 epochs" not in res.plan_text()
+    assert {"one_epoch_pilot", "runs_in_plan"} <= {w.kind for w in res.warnings}  # the F test finds a run variance
+    assert "not reachable with 1 run per system" in res.plan_text() and "x 2 epochs" not in res.plan_text()
+    assert "14 questions x 1 and 2 runs" in res.plan_text()
 
 
 def test_clustered_logs_get_clustered_accuracies_and_a_plan_warning(two_logs):

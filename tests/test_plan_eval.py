@@ -194,3 +194,89 @@ def test_cli_power_from_logs(inspect_logs):
     bad = subprocess.run([sys.executable, "-m", "mixedeval.cli", "power", "--from-logs", str(path), "--metric",
                           "match", "--quiet"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--points" in bad.stderr
+
+
+# ------------------------------------------------------------------------------ runs (issue 30: one answer)
+def _seeds_table(run_sd: float, seed: int, runs: int = 3, n0: int = 50) -> pd.DataFrame:
+    """3 systems x ``runs`` runs (seeds) x n0 questions of 0/1 scores, one task; each run shifts
+    all its questions by N(0, run_sd) on the probability scale."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.9, n0)
+    rows = []
+    for name, eff in (("base", 0.0), ("mid", 0.03), ("top", 0.12)):
+        for r in range(runs):
+            p = np.clip(base + eff + rng.normal(0, run_sd), 0.01, 0.99)
+            y = (rng.random(n0) < p).astype(float)
+            rows.append(pd.DataFrame({"system": name, "seed": f"s{r}", "item": [f"q{i}" for i in range(n0)],
+                                      "correct": y}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_a_plan_with_a_run_variance_says_what_the_headline_says():
+    """With seeds that carry a run effect (the preliminary F test keeps it), the plan adds the
+    between-run part that more questions cannot shrink: the smallest difference the current design
+    detects is (z_{0.975} + z_{0.8}) x the headline's own SE (the same pooled run variance), the
+    closed-form n solves z^2 (var_d / n + 2 sigma2_run / R) = effect^2 by hand, designs whose run
+    part alone is too large get no n (and a warning naming the runs needed), and the default plan
+    adds a row with twice that many runs."""
+    from mixedeval.workflows._next_run import detectable_now
+
+    logs = me.read_eval_logs(_seeds_table(0.08, 12), "table", columns={"run": "seed"})  # F test p = 0.009
+    res = me.compare_logs(logs, metric="correct", random_state=0, model_check=False, n_sim=0)
+    est = res.plan.estimates.set_index("quantity")["value"]
+    s2 = est["sigma2_run"]
+    assert s2 > 0 and est["run_pretest_p"] < 0.2 and "runs_in_plan" in {w.kind for w in res.warnings}
+    h = res.headline
+    assert detectable_now(res.plan, 50, 3) == pytest.approx(Z * h.std_error, rel=1e-10)
+    effect = res.plan.effect
+    assert effect == pytest.approx(h.estimate, rel=1e-12)
+    need = math.floor(2 * Z**2 * s2 / effect**2) + 1
+    tab = res.plan.table[res.plan.table["method"] == "closed_form"].set_index("runs")
+    var_d = est["var_question_differences"]  # every question has 3 samples: var_d(K = 3) is the pilot's
+    for R in (1, 3, 2 * need):
+        row = tab.loc[R]
+        if 2 * Z**2 * s2 / R >= effect**2:
+            assert math.isnan(row["n_questions"]), row
+            continue
+        vd = var_d if R == 3 else est["var_between"] + (est["within_a"] + est["within_b"]) / R
+        n = math.ceil(Z**2 * vd / (effect**2 - Z**2 * 2 * s2 / R))
+        assert row["n_questions"] == n and row["std_error"] == pytest.approx(math.sqrt(vd / n + 2 * s2 / R))
+        assert row["power"] >= 0.8 > closed_form_power(n - 1, effect, vd, run_variance=2 * s2 / R)
+    assert 2 * need in tab.index and not math.isnan(tab.loc[2 * need, "n_questions"])
+    if math.isnan(tab.loc[3, "n_questions"]):
+        assert f"at least {need} runs per system" in next(w.message for w in res.warnings if w.kind == "runs_limit")
+        assert "not reachable with 1 run or 3 runs per system" in res.plan_text()
+    assert "x 3 runs the smallest difference" in res.plan_text() and "epochs" not in res.plan_text()
+
+
+def test_a_plan_with_iid_runs_pools_them_as_the_headline_does():
+    """Runs without a run effect the preliminary F test does not find: their samples are pooled
+    as epochs (no run part), as the headline pools them, and the plan says so."""
+    from mixedeval.workflows._next_run import detectable_now
+
+    for seed in range(20):  # the first table whose F test does not reject at 0.2 (about 4 in 5 do not)
+        logs = me.read_eval_logs(_seeds_table(0.0, 100 + seed), "table", columns={"run": "seed"})
+        res = me.compare_logs(logs, metric="correct", random_state=0, model_check=False, n_sim=0)
+        est = res.plan.estimates.set_index("quantity")["value"]
+        if est["run_pretest_p"] >= 0.2:
+            break
+    assert est["sigma2_run"] == 0 and "runs_pooled" in {w.kind for w in res.warnings}
+    assert res.headline.method == "paired t, run variance" and res.headline.df == 49
+    assert detectable_now(res.plan, 50, 3) == pytest.approx(Z * res.headline.std_error, rel=1e-10)
+    cf = res.plan.table[res.plan.table["method"] == "closed_form"].set_index("epochs")
+    vd = est["var_between"] + (est["within_a"] + est["within_b"]) / 3
+    assert cf.loc[3, "n_questions"] == closed_form_questions(res.plan.effect, vd)
+
+
+def test_closed_form_with_a_run_part_by_hand():
+    """n = ceil(z^2 var_d / (effect^2 - z^2 run_variance)); power uses SE^2 = var_d / n + run_variance;
+    an effect below the run part's reach is refused by closed_form_questions (a plan row, not n)."""
+    from mixedeval.workflows.plan_eval import _RunLimited
+
+    n = closed_form_questions(0.05, 0.3, run_variance=0.0001)
+    assert n == math.ceil(Z**2 * 0.3 / (0.05**2 - Z**2 * 0.0001))
+    se = math.sqrt(0.3 / n + 0.0001)
+    assert closed_form_power(n, 0.05, 0.3, run_variance=0.0001) == pytest.approx(
+        stats.norm.cdf(0.05 / se - stats.norm.ppf(0.975)) + stats.norm.cdf(-0.05 / se - stats.norm.ppf(0.975)))
+    with pytest.raises(_RunLimited):
+        closed_form_questions(0.05, 0.3, run_variance=0.05**2 / Z**2)

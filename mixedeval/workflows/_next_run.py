@@ -13,7 +13,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..results import ResultWarning
-from .plan_eval import QuestionsNeededResult, _check_args, _Refused, questions_needed
+from .plan_eval import QuestionsNeededResult, _check_args, _Refused, questions_needed, run_variance_part, runs_for
 from .summarize import summarize
 
 #: the smallest difference planned for by default (an observed difference below it is planned as 1 point)
@@ -65,14 +65,45 @@ def plan_next_run(logs: Any, metric: str, row: pd.Series | None, effect: float |
 
 
 def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -> float:
-    """The smallest difference the current design (``n_questions`` x ``epochs``) detects at the
-    plan's power and alpha (Miller's closed form solved for the effect)."""
+    """The smallest difference the current design (``n_questions`` x ``epochs`` samples per
+    question; the pilot's own: the variance of its question differences) detects at the plan's
+    power and alpha (Miller's closed form solved for the effect,
+    with the pilot's between-run part ``sigma2_run (1/R_a + 1/R_b)`` when the plan has one: the
+    headline's SE times z_{1-alpha/2} + z_power)."""
     est = plan.estimates.set_index("quantity")["value"]
     var_d = float(est["var_between"]) + (float(est["within_a"]) + float(est["within_b"])) / epochs
     if not math.isfinite(var_d):  # one epoch in the pilot: the one-epoch variance of the difference
         var_d = float(est["var_one_epoch_difference"])
+    if "var_question_differences" in est.index and epochs == round(float(est["epochs_pilot"])):
+        var_d = float(est["var_question_differences"])  # the pilot's own design: its observed variance (the
+        # headline's sd(d)^2), not the pieces, whose between part may have been truncated at 0
     z = stats.norm.ppf(1 - plan.alpha / 2) + stats.norm.ppf(plan.target)
-    return float(z * math.sqrt(max(var_d, 0.0) / n_questions))
+    return float(z * math.sqrt(max(var_d, 0.0) / n_questions + _pilot_run_part(est)))
+
+
+def _pilot_run_part(est: pd.Series) -> float:
+    """``sigma2_run (1/R_a + 1/R_b)`` with the pilot's runs (0 without a run variance in the plan)."""
+    s2 = float(est.get("sigma2_run", 0.0))
+    return s2 * (1.0 / float(est["runs_a"]) + 1.0 / float(est["runs_b"])) if math.isfinite(s2) and s2 > 0 else 0.0
+
+
+def _pilot_design(est: pd.Series, epochs: int) -> str:
+    """The pilot's design in words (``K epochs``; ``R runs``; ``R_a and R_b runs``)."""
+    if "epochs_per_run" not in est.index or est["runs_a"] == est["runs_b"]:
+        return _design(est, epochs)
+    per_run = float(est["epochs_per_run"])
+    runs = f"{int(est['runs_a'])} and {int(est['runs_b'])} runs"
+    return runs if per_run == 1 else f"{runs} of {per_run:g} epochs"
+
+
+def _design(est: pd.Series, k: int) -> str:
+    """K samples of a question in words: ``K epochs``, or for a pilot with runs ``R runs`` (of E
+    epochs each)."""
+    if "epochs_per_run" not in est.index:
+        return f"{k} epoch{'s' if k > 1 else ''}"
+    r, per_run = runs_for(est, k), float(est["epochs_per_run"])
+    runs = f"{r} run{'s' if r > 1 else ''}"
+    return runs if per_run == 1 else f"{runs} of {per_run:g} epochs"
 
 
 #: relative disagreement of the simulated and the closed-form n above which the simulation leads
@@ -99,26 +130,37 @@ def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int,
     if plan is None:
         return "no sample-size plan (see the warnings)"
     t = plan.table
-    parts, disagree = [], False
+    est = plan.estimates.set_index("quantity")["value"]
+    parts, disagree, unreachable = [], False, []
     for k in dict.fromkeys(t["epochs"]):
         rows = t[t["epochs"] == k].set_index("method")["n_questions"]
         cf, sim = rows.get("closed_form"), rows.get("simulation")
+        ep = _design(est, int(k))
+        if (cf is None or pd.isna(cf)) and run_variance_part(est, int(k)) > 0:
+            unreachable.append(ep)
+            continue
         if cf is None or pd.isna(cf):
             continue
-        ep = f"{int(k)} epoch{'s' if k > 1 else ''}"
         if sim is not None and not pd.isna(sim) and abs(float(sim) - float(cf)) > DISAGREE * float(cf):
             disagree = True
             parts.append(f"{int(sim)} questions x {ep} by simulation (Miller's closed form: {int(cf)})")
         else:
             sim_txt = "" if sim is None or pd.isna(sim) else f" (simulation: {int(sim)})"
             parts.append(f"{int(cf)} questions x {ep}{sim_txt}")
+    if unreachable:
+        parts.insert(0, f"not reachable with {' or '.join(unreachable)} per system (the between-run variance alone "
+                        "keeps the SE too large)")
     if not parts:
         return "no sample-size plan (the pilot's variances are not estimable; see the warnings)"
+    simulated = bool(((t["method"] == "simulation") & (t["n_sim"] > 0)).any())
+    sims = (f" beside {plan.n_sim} simulations" if simulated else
+            "; the simulation does not model runs" if plan.n_sim and "epochs_per_run" in est.index else "")
     size = " (the size observed)" if observed else ""
     mde = detectable_now(plan, n_questions, epochs)
+    runs_note = " and the between-run variance" if _pilot_run_part(est) > 0 else ""
     why = f" The simulation leads where the two differ by more than 10%: {_why_disagree(plan)}." if disagree else ""
     return (f"to detect a difference of {100 * plan.effect:.1f} points{size} between {plan.systems[0]} and {plan.systems[1]} with "
             f"{100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller 2024 closed form"
-            f"{f' beside {plan.n_sim} simulations' if plan.n_sim else ''}).{why} With these {n_questions} questions x {epochs} "
-            f"epoch{'s' if epochs > 1 else ''} the smallest difference detectable at that power is {100 * mde:.1f} "
-            "points (closed form).")
+            f"{sims}).{why} With these {n_questions} questions x "
+            f"{_pilot_design(est, epochs)} the smallest difference detectable at that power is {100 * mde:.1f} "
+            f"points (closed form{runs_note}).")

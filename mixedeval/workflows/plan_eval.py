@@ -27,6 +27,26 @@ question with one epoch; for 0/1 scores ``sqrt(p (1 - p))`` from ``mean``), ``co
 between the systems' scores on the same question (Miller's paired formula; 0 gives his unpaired
 one, ``Var = sd_A^2 + sd_B^2``) and, for K > 1, ``within_variance`` (``E sigma2`` per system).
 
+**Runs** (a pilot with several runs per system: seeds, separate evaluations). The plan sees
+them as the headline does (:mod:`mixedeval.workflows._paired`): the between-run variance
+``sigma2_run`` is the method-of-moments estimate of the run ANOVA pooled over the pilot's systems
+(questions task x item), kept only when the preliminary F test finds it (Bancroft's sometimes-pool
+rule at ``RUN_PRETEST_LEVEL``). Not found: the runs' samples of a question are pooled as epochs
+(warning ``runs_pooled``). Found: K samples of a question come from ``R = K / E`` runs per system
+(E epochs per run), the within-question variance is the within-run part (the samples' variance
+less ``sigma2_run (N - E) / (N - 1)``, N samples of which E per run), and a part that more
+questions do not shrink is added,
+
+    Var(dbar) = [ Var_q(mu_A - mu_B) + (E sigma2_A + E sigma2_B) / K ] / n + 2 sigma2_run / R,
+
+so ``n = z^2 [ ... ] / (delta^2 - z^2 2 sigma2_run / R)``; where ``delta^2 <= z^2 2 sigma2_run /
+R`` no number of questions reaches the power with R runs (the row has no n, warning
+``runs_limit`` with the fewest runs that would), and the default plan adds a row with twice that
+many runs. The simulation does not draw runs: with a run variance the plan is the closed form
+only. The smallest difference the pilot's own design detects is computed from the observed
+variance of its question differences and its runs, ``(z_{1-alpha/2} + z_power) x`` the headline's
+SE.
+
 **Simulation** (the check, R-free numpy Monte-Carlo). From a pilot: the questions' epoch means
 are moved towards the systems' means by the 2 x 2 matrix ``L = Sigma_mu^{1/2} S^{-1/2}`` (S the
 covariance of the pilot's question means, ``Sigma_mu = S - diag(within part)``), so that the
@@ -60,6 +80,7 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
+from ._paired import run_anova, run_tables
 
 
 def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -73,13 +94,18 @@ def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-TABLE_COLUMNS = ["epochs", "method", "n_questions", "n_samples", "power", "conf_low", "conf_high",
+TABLE_COLUMNS = ["epochs", "runs", "method", "n_questions", "n_samples", "power", "conf_low", "conf_high",
                  "power_at_closed_form_n", "std_error", "effect", "alpha", "target", "n_sim"]
 CLOSED_FORM = "closed_form"
 SIMULATION = "simulation"
 _CHUNK = 2_000_000  # simulated question differences held in memory at once
 #: more questions than this per system is no evaluation: an effect that needs them is refused
 MAX_QUESTIONS = 10**8
+
+
+class _RunLimited(DataError):
+    """No number of questions detects the effect with this many runs: the between-run variance
+    alone keeps the SE too large (a row of the plan, not an error)."""
 
 
 class _Refused(DataError):
@@ -92,7 +118,9 @@ class _Refused(DataError):
 class QuestionsNeededResult(_WorkflowResult):
     """Questions needed to detect ``effect`` at power ``target`` (see :func:`questions_needed`).
 
-    table : one row per (epochs, method): epochs (K), method (``"closed_form"``: Miller 2024
+    table : one row per (epochs, method): epochs (K, samples of a question per system), runs (the
+        runs per system those K samples come from: K / epochs per run of a pilot with runs, else
+        1), method (``"closed_form"``: Miller 2024
         section 5, normal approximation; ``"simulation"``: the Monte-Carlo paired t test),
         n_questions, n_samples (questions x epochs: generations per system), power (at
         n_questions: the formula's, or the simulated share of rejections), conf_low / conf_high
@@ -124,10 +152,27 @@ class QuestionsNeededResult(_WorkflowResult):
                 ("target power", self.target), ("alpha", self.alpha), ("from", self.source)]
 
     def power_at(self, n_questions: int, epochs: int = 1) -> float:
-        """The closed-form power at ``n_questions`` questions with ``epochs`` epochs each."""
+        """The closed-form power at ``n_questions`` questions with ``epochs`` epochs each (and, for
+        a pilot with a between-run variance, its run part with ``epochs`` samples per question)."""
         est = self.estimates.set_index("quantity")["value"]
         var_d = _var_d(float(est["var_between"]), float(est["within_a"]), float(est["within_b"]), int(epochs))
-        return closed_form_power(int(n_questions), self.effect, var_d, self.alpha)
+        return closed_form_power(int(n_questions), self.effect, var_d, self.alpha,
+                                 run_variance=run_variance_part(est, int(epochs)))
+
+
+def runs_for(estimates: pd.Series, epochs: int) -> int:
+    """Runs per system that ``epochs`` samples of a question come from: ``round(K / epochs per
+    run)`` (at least 1) for a pilot with runs, else 1."""
+    per_run = float(estimates.get("epochs_per_run", math.nan))
+    return max(1, int(round(epochs / per_run))) if math.isfinite(per_run) and per_run > 0 else 1
+
+
+def run_variance_part(estimates: pd.Series, epochs: int) -> float:
+    """The part of the variance of the mean difference that more questions do not shrink:
+    ``sigma2_run (1/R + 1/R) = 2 sigma2_run / R`` with R = :func:`runs_for` (0 without a
+    between-run variance in the plan)."""
+    s2 = float(estimates.get("sigma2_run", 0.0))
+    return 2.0 * s2 / runs_for(estimates, epochs) if math.isfinite(s2) and s2 > 0 else 0.0
 
 
 # ------------------------------------------------------------------------------ closed form
@@ -136,11 +181,21 @@ def _var_d(var_between: float, within_a: float, within_b: float, epochs: int) ->
     return var_between + (within_a + within_b) / epochs
 
 
-def closed_form_questions(effect: float, var_d: float, target: float = 0.8, alpha: float = 0.05) -> int:
+def closed_form_questions(effect: float, var_d: float, target: float = 0.8, alpha: float = 0.05, *,
+                          run_variance: float = 0.0) -> int:
     """Miller's (2024) n: ``ceil((z_{1-alpha/2} + z_target)^2 var_d / effect^2)``, ``var_d`` the
-    variance of one question's (epoch-averaged) difference of the two systems."""
+    variance of one question's (epoch-averaged) difference of the two systems. With
+    ``run_variance`` (the part of the variance of the mean difference that does not shrink with
+    n, ``sigma2_run (1/R_a + 1/R_b)``): ``n = z^2 var_d / (effect^2 - z^2 run_variance)``; an
+    effect with ``effect^2 <= z^2 run_variance`` cannot be detected with these runs (no n)."""
     z = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(target))
-    ratio = z * math.sqrt(var_d) / abs(effect) if var_d > 0 else 0.0  # not effect**2: 1e-200**2 is 0
+    room = 1.0
+    if run_variance > 0:
+        room = 1.0 - (z * math.sqrt(run_variance) / abs(effect)) ** 2  # the share of effect^2 left for questions
+        if not room > 0:
+            raise _RunLimited(f"the between-run variance alone ({run_variance:.4g} of the mean difference) keeps "
+                              f"the SE above what detecting {effect:g} needs")
+    ratio = z * math.sqrt(var_d / room) / abs(effect) if var_d > 0 else 0.0  # not effect**2: 1e-200**2 is 0
     n = ratio * ratio  # inf, never OverflowError
     if not n <= MAX_QUESTIONS:  # inf too
         raise _Refused(_too_many(n, effect, var_d, z, target))
@@ -157,13 +212,15 @@ def _too_many(n: float, effect: float, var_d: float, z: float, target: float) ->
             f"in score units: effect=0.01 (one point) takes about {one_point:,} questions")
 
 
-def closed_form_power(n_questions: int, effect: float, var_d: float, alpha: float = 0.05) -> float:
+def closed_form_power(n_questions: int, effect: float, var_d: float, alpha: float = 0.05, *,
+                      run_variance: float = 0.0) -> float:
     """Normal-approximation power of the two-sided paired test at ``n_questions``:
-    ``Phi(|effect| / SE - z) + Phi(-|effect| / SE - z)``, ``SE = sqrt(var_d / n)``."""
-    if var_d <= 0:
+    ``Phi(|effect| / SE - z) + Phi(-|effect| / SE - z)``, ``SE = sqrt(var_d / n + run_variance)``
+    (``run_variance``: see :func:`closed_form_questions`)."""
+    if var_d <= 0 and run_variance <= 0:
         return 1.0 if effect != 0 else alpha
     z = stats.norm.ppf(1 - alpha / 2)
-    r = abs(effect) / math.sqrt(var_d / n_questions)
+    r = abs(effect) / math.sqrt(max(var_d, 0.0) / n_questions + run_variance)
     return float(stats.norm.cdf(r - z) + stats.norm.cdf(-r - z))
 
 
@@ -179,6 +236,22 @@ class _Pieces:
     binary: bool
     pool: np.ndarray | None  # n0 x 2 moment-matched question means (None: normal model)
     warnings: tuple[ResultWarning, ...] = ()
+    runs: _Runs | None = None  # a pilot with several runs per system
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """A pilot's runs as the headline sees them (:mod:`mixedeval.workflows._paired`): the
+    between-run variance pooled over the pilot's systems, kept (``sigma2`` > 0) only when the
+    preliminary F test finds it (``p_value`` < ``RUN_PRETEST_LEVEL``), the pair's runs per
+    system and the epochs per run."""
+
+    sigma2: float
+    p_value: float
+    runs_a: float
+    runs_b: float
+    epochs_per_run: float
+    n_systems: int
 
 
 def _pair(name: str, x: Any) -> tuple[float, float] | None:
@@ -208,13 +281,39 @@ def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None, fmt: s
     systems = tuple(str(x) for x in systems)
     if len(systems) != 2 or systems[0] == systems[1] or any(x not in names for x in systems):
         raise DataError(f"systems must be two different systems of the pilot ({', '.join(names)}), got {systems!r}")
-    s = s[s["system"].astype(str).isin(systems)].assign(system=lambda f: f["system"].astype(str))
-    s["question"] = s["task"].astype(str) + "::" + s["item"].astype(str)
+    s = s.assign(system=s["system"].astype(str), question=s["task"].astype(str) + "::" + s["item"].astype(str))
+    runs = _pilot_runs(s, systems)
+    s = s[s["system"].isin(systems)]
     warns = list(logs.warnings)
-    if s.groupby("system")["run"].nunique().max() > 1:
-        warns.append(ResultWarning("runs_pooled", "the pilot has several runs of a system: their samples of a question "
-                                   "are pooled as epochs, and the between-run variance is not part of the plan"))
-    return s[["system", "question", "score"]], systems, warns
+    if runs is not None and runs.sigma2 > 0:
+        warns.append(ResultWarning("runs_in_plan", f"the pilot has several runs per system and the preliminary F test "
+                                   f"finds a between-run variance (p = {runs.p_value:.3g}; pooled over the pilot's "
+                                   f"{runs.n_systems} systems, as in the headline's SE): it is part of the plan, where "
+                                   f"K samples of a question come from K / {runs.epochs_per_run:g} runs per system and "
+                                   "more questions do not shrink the run part 2 sigma2_run / runs; the simulation does "
+                                   "not model runs (closed form only)"))
+    elif runs is not None:
+        warns.append(ResultWarning("runs_pooled", "the pilot has several runs of a system and the preliminary F test "
+                                   "does not find a between-run variance"
+                                   + (f" (p = {runs.p_value:.3g})" if math.isfinite(runs.p_value) else "")
+                                   + ": their samples of a question are pooled as epochs, as the headline pools them"))
+    return s[["system", "question", "score"]], systems, warns, runs
+
+
+def _pilot_runs(s: pd.DataFrame, systems: tuple[str, str]) -> _Runs | None:
+    """The pilot's :class:`_Runs` (None when no system has two runs): the headline's run ANOVA
+    (:func:`mixedeval.workflows._paired.run_anova`) over all the pilot's systems, questions being
+    task x item."""
+    n_runs = s.groupby("system")["run"].nunique()
+    if n_runs.max() <= 1:
+        return None
+    tables = run_tables(s.drop(columns="item").rename(columns={"question": "item"}), sorted(n_runs.index))
+    anova = run_anova(list(tables.values()))
+    per_run = float(s.groupby(["system", "question", "run"], observed=True).size().median())
+    p = anova.p_value if anova is not None else math.nan
+    return _Runs(sigma2=anova.sigma2 if anova is not None and anova.kept else 0.0, p_value=p,
+                 runs_a=float(n_runs[systems[0]]), runs_b=float(n_runs[systems[1]]), epochs_per_run=per_run,
+                 n_systems=int(len(n_runs)))
 
 
 def _question_stats(s: pd.DataFrame, systems: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,13 +327,18 @@ def _question_stats(s: pd.DataFrame, systems: tuple[str, str]) -> tuple[np.ndarr
     return (agg["m"][cols].to_numpy(float), agg["v"][cols].to_numpy(float), agg["k"][cols].to_numpy(float))
 
 
-def _pieces_from_pilot(s: pd.DataFrame, systems: tuple[str, str], warns: list[ResultWarning]) -> _Pieces:
+def _pieces_from_pilot(s: pd.DataFrame, systems: tuple[str, str], warns: list[ResultWarning],
+                       runs: _Runs | None = None) -> _Pieces:
     m, v, k = _question_stats(s, systems)
     binary = bool(np.isin(s["score"].to_numpy(float), (0.0, 1.0)).all())
     d = m[:, 0] - m[:, 1]
     var_dbar = float(d.var(ddof=1))
     has_epochs = bool((k >= 2).any(axis=0).all())
     within = np.nanmean(np.where(k >= 2, v, np.nan), axis=0) if has_epochs else np.array([np.nan, np.nan])
+    if has_epochs and runs is not None and runs.sigma2 > 0:  # the question's samples span runs: their
+        # variance holds sigma2_run (N - E) / (N - 1) (N samples, E per run); the within-run part is the rest
+        kk = float(np.median(k))
+        within = np.maximum(0.0, within - runs.sigma2 * (kk - runs.epochs_per_run) / (kk - 1.0))
     part = float(np.sum(within * np.mean(1.0 / k, axis=0))) if has_epochs else np.nan
     vb_raw = var_dbar - part if has_epochs else np.nan
     vb = max(0.0, vb_raw) if has_epochs else np.nan
@@ -251,7 +355,8 @@ def _pieces_from_pilot(s: pd.DataFrame, systems: tuple[str, str], warns: list[Re
              "correlation_pilot": float(np.corrcoef(m.T)[0, 1]) if np.all(m.std(axis=0) > 0) else np.nan,
              "var_one_epoch_difference": var_dbar if not has_epochs else np.nan}
     return _Pieces(var_between=vb, within_a=float(within[0]), within_b=float(within[1]), mean_a=float(m[:, 0].mean()),
-                   mean_b=float(m[:, 1].mean()), pilot=pilot, binary=binary, pool=pool, warnings=tuple(warns))
+                   mean_b=float(m[:, 1].mean()), pilot=pilot, binary=binary, pool=pool, warnings=tuple(warns),
+                   runs=runs)
 
 
 def _psd_sqrt(a: np.ndarray, inverse: bool = False) -> np.ndarray:
@@ -402,19 +507,28 @@ def _search(power_at: Any, n_start: int, target: float, cap: int) -> int | None:
 
 def _rows_for(p: _Pieces, epochs: int, effect: float, target: float, alpha: float, n_sim: int,
               ss: np.random.SeedSequence, simulate: bool) -> tuple[list[dict], list[dict]]:
-    """The closed-form and simulation rows of one number of epochs, and the sizes simulated."""
+    """The closed-form and simulation rows of one number of epochs, and the sizes simulated (a
+    between-run variance in the plan: closed form only, the simulation row NaN with n_sim 0)."""
     var_d = _var_for(p, epochs)
-    base = {"epochs": epochs, "effect": effect, "alpha": alpha, "target": target}
+    est = _estimates(p).set_index("quantity")["value"]
+    rv = run_variance_part(est, epochs)
+    base = {"epochs": epochs, "runs": runs_for(est, epochs), "effect": effect, "alpha": alpha, "target": target}
+    nan = dict.fromkeys(["n_questions", "n_samples", "power", "conf_low", "conf_high", "power_at_closed_form_n",
+                         "std_error"], math.nan)
     if not math.isfinite(var_d):
-        nan = dict.fromkeys(["n_questions", "n_samples", "power", "conf_low", "conf_high", "power_at_closed_form_n",
-                             "std_error"], math.nan)
         return [{**base, "method": m, **nan, "n_sim": n_sim if m == SIMULATION else 0}
                 for m in (CLOSED_FORM, SIMULATION) if simulate or m == CLOSED_FORM], []
-    n_cf = closed_form_questions(effect, var_d, target, alpha)
-    pw_cf = closed_form_power(n_cf, effect, var_d, alpha)
+    try:
+        n_cf = closed_form_questions(effect, var_d, target, alpha, run_variance=rv)
+    except _RunLimited:
+        rows = [{**base, "method": CLOSED_FORM, **nan, "n_sim": 0}]
+        return rows + ([{**base, "method": SIMULATION, **nan, "n_sim": 0}] if simulate else []), []
+    pw_cf = closed_form_power(n_cf, effect, var_d, alpha, run_variance=rv)
     rows = [{**base, "method": CLOSED_FORM, "n_questions": n_cf, "n_samples": n_cf * epochs, "power": pw_cf,
              "conf_low": math.nan, "conf_high": math.nan, "power_at_closed_form_n": pw_cf,
-             "std_error": math.sqrt(var_d / n_cf), "n_sim": 0}]
+             "std_error": math.sqrt(var_d / n_cf + rv), "n_sim": 0}]
+    if rv > 0 and simulate:  # the simulation draws questions and epochs, not runs
+        return rows + [{**base, "method": SIMULATION, **nan, "n_sim": 0}], []
     if not simulate:
         return rows, []
     pool = _shifted(p, effect)
@@ -467,9 +581,43 @@ def _check_args(effect: Any, target: Any, alpha: Any, epochs: Any, n_sim: Any) -
     return eff, probs[0], probs[1], ks, int(n_sim)
 
 
+def _runs_needed(p: _Pieces, effect: float, target: float, alpha: float) -> int:
+    """The fewest runs per system with which some number of questions detects ``effect``:
+    the smallest R with ``2 z^2 sigma2_run / R < effect^2``."""
+    z = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(target))
+    return math.floor(2 * z * z * p.runs.sigma2 / effect**2) + 1
+
+
+def _enough_runs(p: _Pieces, effect: float, target: float, alpha: float) -> list[int]:
+    """With a between-run variance in the plan that the pilot's runs cannot overcome: K for twice
+    the fewest runs that can (the run part then takes half of effect^2, so the questions needed are
+    twice those without runs), as one more default row."""
+    if p.runs is None or not p.runs.sigma2 > 0:
+        return []
+    need = _runs_needed(p, effect, target, alpha)
+    if need <= min(p.runs.runs_a, p.runs.runs_b) or 2 * need > 10_000:
+        return []
+    return [int(round(2 * need * p.runs.epochs_per_run))]
+
+
+def _runs_limit_warning(p: _Pieces, rows: list[dict], effect: float, target: float, alpha: float) -> ResultWarning:
+    """Rows no number of questions reaches: the runs per system that would (``2 z^2 sigma2_run /
+    effect^2 < R``)."""
+    need = _runs_needed(p, effect, target, alpha)
+    per_run = p.runs.epochs_per_run
+    return ResultWarning("runs_limit", f"with {', '.join(str(r['runs']) for r in rows)} run(s) per system no number of "
+                         f"questions detects {effect:g} at power {target:g}: the between-run variance alone "
+                         f"(sigma2_run = {p.runs.sigma2:.3g}) keeps the SE too large; it takes at least {need} runs per "
+                         f"system (epochs={int(need * per_run)} in questions_needed)")
+
+
 def _estimates(p: _Pieces) -> pd.DataFrame:
     rows = [("mean_a", p.mean_a), ("mean_b", p.mean_b), ("var_between", p.var_between), ("within_a", p.within_a),
             ("within_b", p.within_b), *p.pilot.items()]
+    if p.runs is not None:
+        r = p.runs
+        rows += [("sigma2_run", r.sigma2), ("run_pretest_p", r.p_value), ("runs_a", r.runs_a), ("runs_b", r.runs_b),
+                 ("epochs_per_run", r.epochs_per_run)]
     return pd.DataFrame(rows, columns=["quantity", "value"])
 
 
@@ -500,7 +648,9 @@ def questions_needed(
         ``correlation``, ``within_variance``).
     effect : the difference to detect, in score units (0.03 is 3 accuracy points).
     target : the power wanted; ``alpha``: the two-sided test level.
-    epochs : numbers of epochs K to plan for (default: 1 and the pilot's epochs; by hand 1).
+    epochs : numbers of epochs K (samples of a question per system) to plan for (default: 1 and
+        the pilot's epochs; by hand 1). With a pilot whose runs carry a between-run variance, K
+        samples come from K / E runs per system (E epochs per run; see the module docstring).
     metric, systems, format : the pilot's metric, its two systems ``(a, b)`` (needed when it has
         more than two) and format (as :func:`mixedeval.read_eval_logs`).
     mean : by hand, the systems' mean scores (one number for both, or a pair); for 0/1 scores
@@ -525,10 +675,10 @@ def questions_needed(
         ks = ks or [1]
         pieces, names, source = _pieces_by_hand(mean, sd, correlation, within_variance, ks), ("a", "b"), "by hand"
     else:
-        s, names, warns = _pilot_scores(pilot, metric, systems, format)
-        pieces, source = _pieces_from_pilot(s, names, warns), "pilot"
+        s, names, warns, runs = _pilot_scores(pilot, metric, systems, format)
+        pieces, source = _pieces_from_pilot(s, names, warns, runs), "pilot"
         one_epoch = not math.isfinite(pieces.within_a)  # no within-question variance: only K = 1 can be planned
-        ks = ks or sorted({1} if one_epoch else {1, int(round(pieces.pilot["epochs_pilot"]))})
+        ks = ks or sorted({1} if one_epoch else {1, int(round(pieces.pilot["epochs_pilot"])), *_enough_runs(pieces, eff, target, alpha)})
     ss = seed_sequence(random_state)
     rows, searched = [], []
     for k in ks:
@@ -538,6 +688,10 @@ def questions_needed(
     ws = list(pieces.warnings)
     missing = [r["epochs"] for r in rows if r["method"] == SIMULATION and math.isnan(r["n_questions"])
                and not math.isnan(r["power_at_closed_form_n"])]
+    limited = [r for r in rows if r["method"] == CLOSED_FORM and math.isnan(r["n_questions"])
+               and math.isfinite(_var_for(pieces, r["epochs"]))]
+    if limited:
+        ws.append(_runs_limit_warning(pieces, limited, eff, target, alpha))
     if missing:
         ws.append(ResultWarning("target_not_reached", f"the simulation did not reach power {target:g} with up to 16 "
                                 f"times the closed-form n (epochs {missing})"))
