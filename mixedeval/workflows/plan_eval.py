@@ -43,7 +43,8 @@ so ``n = z^2 [ ... ] / (delta^2 - z^2 2 sigma2_run / R)``; where ``delta^2 <= z^
 R`` no number of questions reaches the power with R runs (the row has no n, warning
 ``runs_limit`` with the fewest runs that would), and the default plan adds a row with twice that
 many runs. The simulation does not draw runs: with a run variance the plan is the closed form
-only. The smallest difference the pilot's own design detects is computed from the observed
+only, a normal approximation that is optimistic with few runs (the headline's t then has few
+Satterthwaite df: with 3 runs of 2-3 systems about 5-7, t_{0.975} = 2.4-2.6 against 1.96). The smallest difference the pilot's own design detects is computed from the observed
 variance of its question differences and its runs, ``(z_{1-alpha/2} + z_power) x`` the headline's
 SE.
 
