@@ -280,3 +280,32 @@ def test_closed_form_with_a_run_part_by_hand():
         stats.norm.cdf(0.05 / se - stats.norm.ppf(0.975)) + stats.norm.cdf(-0.05 / se - stats.norm.ppf(0.975)))
     with pytest.raises(_RunLimited):
         closed_form_questions(0.05, 0.3, run_variance=0.05**2 / Z**2)
+
+
+def test_the_plans_runs_simulation_runs_the_headlines_test():
+    """The simulation's vectorized runs test (delta, SE, df) equals the headline's
+    ``paired_differences(..., runs=True)`` on simulated data sets with and without a run effect
+    (pooled and kept by the preliminary F test), and with runs in the plan the simulated n is
+    given beside the closed form's."""
+    from mixedeval.workflows._paired import paired_differences
+    from mixedeval.workflows.plan_eval import _runs_test
+
+    rng = np.random.default_rng(5)
+    kinds = set()
+    for j in range(12):
+        R, n = (3, 40) if j % 2 else (5, 25)
+        p = np.clip(rng.uniform(0.2, 0.9, n)[None, None, :] + np.array([0.1, 0.0])[None, :, None, None][0]
+                    + rng.normal(0, 0.1 * (j % 3), (2, R, 1)), 0, 1)
+        x = (rng.random((2, R, n)) < p).astype(float)
+        s_, r_, i_ = np.indices(x.shape).reshape(3, -1)
+        frame = pd.DataFrame({"system": np.array(["a", "b"])[s_], "task": "t", "item": i_.astype(str),
+                              "run": r_.astype(str), "score": x.ravel()})
+        row = paired_differences(frame, ["a", "b"], runs=True).iloc[0]
+        delta, se, df = (v[0] for v in _runs_test(x[None]))
+        np.testing.assert_allclose([delta, se, df], [row["delta"], row["std_error"], row["df"]], rtol=1e-10)
+        kinds.add(bool(row["df"] != n - 1))
+    assert kinds == {True, False}  # both branches of the preliminary test were compared
+    logs = me.read_eval_logs(_seeds_table(0.08, 12), "table", columns={"run": "seed"})
+    res = me.compare_logs(logs, metric="correct", random_state=0, model_check=False, n_sim=300)
+    sim = res.plan.table[(res.plan.table["method"] == "simulation") & (res.plan.table["n_sim"] > 0)]
+    assert len(sim) and (sim["runs"] > 3).all() and (sim["power"] >= 0.8).all()

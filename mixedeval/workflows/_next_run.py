@@ -113,6 +113,10 @@ DISAGREE = 0.10
 def _why_disagree(plan: QuestionsNeededResult) -> str:
     """Why the simulation and Miller's closed form differ, in words."""
     est = plan.estimates.set_index("quantity")["value"]
+    if run_variance_part(est, 1) > 0:
+        return ("the headline's t rests on few Satterthwaite df when the run variance is estimated from few runs "
+                "(and its preliminary F test sometimes pools it), which the closed form's normal approximation does "
+                "not see; the simulation draws runs with the pilot's run variance and runs the headline's test")
     means = [float(est.get("mean_a", np.nan)), float(est.get("mean_b", np.nan))]
     edge = [m for m in means if np.isfinite(m) and (m > 0.85 or m < 0.15)]
     if edge:

@@ -81,7 +81,7 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
-from ._paired import run_anova, run_tables
+from ._paired import RUN_PRETEST_LEVEL, run_anova, run_tables
 
 
 def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -486,6 +486,71 @@ def _simulate(p: _Pieces, pool: np.ndarray | None, n: int, epochs: int, effect: 
     return k
 
 
+def _runs_test(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The headline's runs test on each row of ``x`` (simulations x 2 systems x R runs x n
+    questions, run-level scores): delta, SE and df of the paired t of the run-averaged question
+    differences with the run ANOVA of the two systems, the run variance added when the preliminary
+    F test keeps it, Satterthwaite's df (:mod:`mixedeval.workflows._paired`; equal to its
+    ``paired_differences`` in the tests)."""
+    _, _, R, n = x.shape
+    qm = x.mean(axis=2)  # sims x 2 x n: question means over runs
+    d = qm[:, 0] - qm[:, 1]
+    delta, vq = d.mean(axis=1), d.var(axis=1, ddof=1) / n
+    col = x.mean(axis=3)  # run means
+    resid = x - qm[:, :, None, :] - col[..., None] + x.mean(axis=(2, 3))[..., None, None]
+    df_run, df_res = 2.0 * (R - 1), 2.0 * (n - 1) * (R - 1)
+    ms_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=(1, 2)) / df_run
+    ms_res = (resid**2).sum(axis=(1, 2, 3)) / df_res
+    k = 2.0 / (R * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_run = np.where(ms_res > 0, stats.f.sf(ms_run / ms_res, df_run, df_res), np.where(ms_run > 0, 0.0, np.nan))
+        kept = (p_run < RUN_PRETEST_LEVEL) & (ms_run > ms_res)
+        v = vq + np.where(kept, k * (ms_run - ms_res), 0.0)
+        den = vq**2 / (n - 1) + np.where(kept, (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res, 0.0)
+        df = np.where(den > 0, v**2 / den, n - 1.0)
+    return delta, np.sqrt(v), df
+
+
+def _runs_rejections(x: np.ndarray, alpha: float) -> int:
+    """Rows of ``x`` (see :func:`_runs_test`) whose headline test rejects at ``alpha`` (a zero SE
+    rejects when the difference is not 0, as the headline's test)."""
+    delta, se, df = _runs_test(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rej = np.where(se > 0, np.abs(delta) / se >= stats.t.ppf(1 - alpha / 2, df), delta != 0)
+    return int(rej.sum())
+
+
+def _simulate_runs(p: _Pieces, pool: np.ndarray, n: int, epochs: int, alpha: float, n_sim: int,
+                   seed: np.random.SeedSequence) -> int:
+    """Rejections of the headline's runs test in ``n_sim`` simulated evaluations of R = K / E runs
+    per system: questions drawn from ``pool``, a shift N(0, sigma2_run) per system and run added
+    to all its questions (clipped to [0, 1] for 0/1 scores), E epochs per run (Bernoulli, or
+    normal with the within-run variance)."""
+    rng = np.random.default_rng(seed)
+    E = max(1, int(round(p.runs.epochs_per_run)))
+    R = max(1, int(round(epochs / E)))
+    sd_run = math.sqrt(p.runs.sigma2)
+    sd_w = np.sqrt(np.maximum(np.array([p.within_a, p.within_b]), 0.0) / E)[None, :, None, None]
+    rows, k = max(1, _CHUNK // (2 * R * n)), 0
+    g = res.LoopGuard(f"questions_needed's simulation at {n} questions x {R} runs", n_sim,
+                      count=f"n_sim={res.format_count(n_sim)}", unit="simulated evaluations",
+                      fix="Use a smaller n_sim, n_sim=0 for the closed form only, or raise the limit.")
+    for start in range(0, n_sim, rows):
+        r = min(rows, n_sim - start)
+        q = np.moveaxis(pool[rng.integers(0, pool.shape[0], size=(r, n))], 2, 1)[:, :, None, :]  # r x 2 x 1 x n
+        mu = q + rng.normal(0.0, sd_run, size=(r, 2, R, 1))
+        if p.binary:
+            x = rng.binomial(E, np.clip(mu, 0.0, 1.0)) / E
+        else:
+            x = mu + rng.standard_normal((r, 2, R, n)) * sd_w
+        k += _runs_rejections(x, alpha)
+        try:
+            g.block_done(start + r)
+        except DataError as exc:
+            raise _Refused(str(exc)) from None
+    return k
+
+
 def _search(power_at: Any, n_start: int, target: float, cap: int) -> int | None:
     """Smallest n with simulated power >= target: doubling or halving from ``n_start``, then
     bisection to within 1% (None when ``cap`` questions do not reach it)."""
@@ -528,7 +593,7 @@ def _rows_for(p: _Pieces, epochs: int, effect: float, target: float, alpha: floa
     rows = [{**base, "method": CLOSED_FORM, "n_questions": n_cf, "n_samples": n_cf * epochs, "power": pw_cf,
              "conf_low": math.nan, "conf_high": math.nan, "power_at_closed_form_n": pw_cf,
              "std_error": math.sqrt(var_d / n_cf + rv), "n_sim": 0}]
-    if rv > 0 and simulate:  # the simulation draws questions and epochs, not runs
+    if rv > 0 and simulate and (base["runs"] < 2 or p.pool is None):  # one run: no run variance to estimate
         return rows + [{**base, "method": SIMULATION, **nan, "n_sim": 0}], []
     if not simulate:
         return rows, []
@@ -538,7 +603,8 @@ def _rows_for(p: _Pieces, epochs: int, effect: float, target: float, alpha: floa
 
     def power_at(n: int) -> float:
         if n not in done:
-            done[n] = _simulate(p, pool, n, epochs, effect, alpha, n_sim, seed)
+            done[n] = (_simulate_runs(p, pool, n, epochs, alpha, n_sim, seed) if rv > 0 else
+                       _simulate(p, pool, n, epochs, effect, alpha, n_sim, seed))
         return done[n] / n_sim
 
     n_s = _search(power_at, n_cf, target, max(1000, 16 * n_cf))
