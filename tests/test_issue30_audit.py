@@ -1,0 +1,120 @@
+"""Acceptance audit of issue 30's "Done when" (the bundled logs, the MT demo, a 5-system Inspect
+run and a seeds table: one headline for the best pair, a best-first leaderboard and checks with
+verdicts in the API, the CLI and the report): the defects the audit found, each pinned here."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mixedeval as me
+from mixedeval import _answer
+
+
+def _ter_table(seed: int = 3) -> pd.DataFrame:
+    """A TER-like table (3 systems x 40 sentences x 2 runs): rates >= 0, some above 1, mean < 1."""
+    rng = np.random.default_rng(seed)
+    sent = rng.gamma(2.0, 0.25, 40)
+    rows = [{"system": s, "item": f"s{i}", "run": r, "ter": float(max(0.0, sent[i] + m + rng.normal(0, 0.05)))}
+            for s, m in (("A", 0.0), ("B", 0.03), ("C", 0.08)) for r in range(2) for i in range(40)]
+    df = pd.DataFrame(rows)
+    assert df["ter"].max() > 1 and df["ter"].mean() < 1
+    return df
+
+
+def test_compare_logs_and_summarize_write_ter_in_points_as_the_other_entry_points():
+    """TER (an edit rate that can exceed 1) is written in TER points by every headline: the EMMs,
+    compare_systems and the bootstrap did, compare_logs and summarize wrote raw fractions."""
+    df = _ter_table()
+    cl = me.compare_logs(df, metric="ter", model_check=False, plan=False, n_resamples=200, random_state=0,
+                         progress=False)
+    su = me.summarize(df, score="ter", run="run")
+    per = df.groupby(["system", "item"], as_index=False)["ter"].mean()
+    bo = me.bootstrap(per, score="ter", system="system", item="item", n_resamples=200, random_state=0, progress=False)
+    assert bo.headline.unit == "points"
+    for res in (cl, su):
+        assert (res.headline.unit, res.headline.scale) == ("points", 100.0), res.headline_text()
+        assert " points (95% CI" in res.headline_text()
+        # the numbers themselves stay in TER units
+        assert res.headline.estimate == pytest.approx(bo.headline.estimate)
+    assert cl.headline_text() == su.headline_text()
+
+
+def test_answer_sentence_never_writes_a_bound_rounded_to_minus_zero():
+    """The MT demo's sentence said "95% CI -0.0 to +0.6": a bound that rounds to zero gets the
+    digits it needs (as the headline writes it: -0.02)."""
+    d = _answer.direction("ter")
+    diffs = pd.DataFrame({"name": ["Marking", "PostEdit"], "versus": "Baseline", "estimate": [0.0123, 0.0096],
+                          "conf_low": [0.0082, 0.0055], "conf_high": [0.0165, 0.0137], "p_value": [5e-9, 5e-6]})
+    h = _answer.headline("Marking", "PostEdit", -0.0027, 0.0015, -0.0057, 0.0002, 0.068, np.inf, "lmm", d)
+    s = _answer.answer_sentence(diffs, h, scale=100, unit="points")
+    assert "-0.0 " not in s and "+0.0 " not in s and "-0.0," not in s, s
+    assert "not distinguishable (+0.27 points, 95% CI -0.02 to +0.57" in s, s
+    # bounds far from zero keep the short form
+    h2 = _answer.headline("a", "b", 0.05, 0.01, 0.03, 0.07, 1e-4, 50, "t", _answer.direction("acc"))
+    assert "(+5 points, 95% CI +3 to +7" in _answer.answer_sentence(diffs.iloc[:0], h2, scale=100, unit="points")
+
+
+@pytest.fixture(scope="module")
+def llm_res():
+    logs = me.datasets.path("llm_inspect_logs")
+    return logs, me.compare_logs(logs, metric="match", cluster="cluster", random_state=0, n_resamples=300, n_sim=0,
+                                 progress=False)
+
+
+def test_llm_demo_text_shows_leaderboard_checks_and_the_lrt_p_not_the_headline_p(llm_res, capsys):
+    """`mixedeval demo llm` printed "likelihood-ratio p = 0.005" -- the headline's p (res.p_value),
+    not the GLMM's likelihood-ratio p (6e-16) -- and neither the leaderboard nor the checks."""
+    from mixedeval.demo import _print_llm
+
+    logs, res = llm_res
+    _print_llm(res, logs)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    head_line = next(i for i, s in enumerate(lines) if s.startswith("headline: "))
+    assert lines[head_line] == f"headline: {res.headline_text()}"
+    assert "leaderboard" in out and "checks" in out
+    board_at = out.index("leaderboard")
+    assert out.index("mockllm/large", board_at) < out.index("mockllm/medium", board_at) < \
+        out.index("mockllm/small", board_at)
+    for check, verdict in zip(res.checks["check"], res.checks["verdict"]):
+        assert check in out and verdict[:30] in out
+    lrt_p = float(res.glrt["p_value"].dropna().iloc[-1])
+    assert f"likelihood-ratio p = {res.p_value:.3g}" not in out
+    assert f"{lrt_p:.3g}" in out or f"{lrt_p:.2g}" in out
+
+
+def test_llm_demo_json_has_the_answer(llm_res):
+    from mixedeval.demo import _llm_answer
+
+    _, res = llm_res
+    a = _llm_answer(res)
+    assert a["headline"] == res.headline_text() and a["p_value"] == res.p_value
+    assert [r["name"] for r in a["leaderboard"].to_dict("records")] == list(res.leaderboard["name"])
+    assert list(a["checks"]["verdict"]) == list(res.checks["verdict"])
+    assert "higher is better" in a["direction"]
+
+
+def test_mt_demo_text_and_json_carry_the_checks_with_verdicts(tmp_path):
+    """The MT demo's report had a checks table with verdicts; its text and --json did not."""
+    cmd = [sys.executable, "-m", "mixedeval.cli", "demo", "mt", "--quiet", "--n-sim", "10", "--n-resamples", "200",
+           "--out", str(tmp_path / "mt.html")]
+    j = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
+    assert j.returncode == 0, j.stderr
+    out = json.loads(j.stdout)
+    checks = out["checks"]
+    assert len(checks) >= 2 and all(c["verdict"] == "agrees" or c["verdict"].startswith("differs: ") for c in checks)
+    assert any("likelihood-ratio" in c["check"] for c in checks)
+    assert any("bootstrap" in c["check"] for c in checks)
+    t = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert t.returncode == 0, t.stderr
+    assert "== checks" in t.stdout
+    for c in checks:
+        assert c["verdict"][:30] in t.stdout
+    html = (tmp_path / "mt.html").read_text()
+    for c in checks:
+        assert c["verdict"].split(":")[0] in html
