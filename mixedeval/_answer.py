@@ -53,8 +53,10 @@ HIGHER_IS_BETTER = frozenset({
     "acc", "accuracy", "acc_norm", "bleu", "chrf", "chrf++", "match", "exact_match", "em", "f1", "rouge",
     "rouge1", "rouge2", "rougel", "meteor", "comet", "bertscore", "bleurt", "pass", "pass@1", "pass_at_k",
     "mc1", "mc2", "win_rate", "winrate", "elo", "strength", "ability", "auc", "auroc", "precision", "recall",
-    "correct", "correctness", "includes", "score", "mean_score", "reward", "success", "quasi_exact_match",
+    "correct", "correctness", "includes", "reward", "success", "quasi_exact_match",
 })
+# not "score" / "mean_score": a generic column name says nothing of the direction (it may hold
+# error rates), so it is assumed higher and the output says so
 
 
 @dataclass(frozen=True)

@@ -118,3 +118,19 @@ def test_mt_demo_text_and_json_carry_the_checks_with_verdicts(tmp_path):
     html = (tmp_path / "mt.html").read_text()
     for c in checks:
         assert c["verdict"].split(":")[0] in html
+
+
+def test_a_generic_score_column_has_an_assumed_direction_said_in_the_output(tmp_path):
+    """A table's generic ``score`` column says nothing about its direction (it may hold error
+    rates): the direction is assumed (higher) and the output says so, not "known metric score"."""
+    assert _answer.known_direction("score") is None and _answer.known_direction("mean_score") is None
+    assert _answer.known_direction("f1_score") is True and _answer.known_direction("ter_score") is False
+    df = _ter_table().rename(columns={"ter": "score"})
+    res = me.summarize(df, run="run")
+    assert res.direction.source == "assumed" and "higher_is_better=False" in res.direction.note
+    csv = tmp_path / "errors.csv"
+    df.to_csv(csv, index=False)
+    p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "compare-logs", str(csv), "--metric", "score",
+                        "--quiet", "--no-plan", "--n-resamples", "100"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "direction: higher is better (assumed" in p.stdout
