@@ -134,3 +134,18 @@ def test_a_generic_score_column_has_an_assumed_direction_said_in_the_output(tmp_
                         "--quiet", "--no-plan", "--n-resamples", "100"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert "direction: higher is better (assumed" in p.stdout
+
+
+def test_every_answering_result_has_the_answer_keys_in_to_dict():
+    """headline, leaderboard, checks and direction in to_dict() of compare_logs, summarize,
+    compare_systems and bootstrap alike (the bootstrap's lacked checks and direction)."""
+    df = _ter_table()
+    per = df.groupby(["system", "item"], as_index=False)["ter"].mean()
+    bo = me.bootstrap(per, score="ter", system="system", item="item", n_resamples=200, random_state=0, progress=False)
+    su = me.summarize(df, score="ter", run="run")
+    for res in (bo, su):
+        d = res.to_dict()
+        assert {"headline", "leaderboard", "checks", "direction"} <= set(d), type(res).__name__
+        assert d["headline"]["p_value"] == res.p_value
+        json.dumps(d)
+    assert bo.to_dict()["direction"]["higher_is_better"] is False
