@@ -322,7 +322,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
                     resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
-                    n_groups=args.n_groups, higher_is_better=args.higher_is_better,
+                    n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
     out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
                            "leaderboard": res.leaderboard,

@@ -571,6 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
+    b.add_argument("--reference", help="reference system: the headline is the best other system against it")
     _direction_args(b)
     b.add_argument("--drop-missing", action="store_true", help="drop incomplete items instead of failing")
     b.add_argument("--adjust", default="holm", help="p-value adjustment of the pairwise tests (default holm)")

@@ -149,3 +149,20 @@ def test_every_answering_result_has_the_answer_keys_in_to_dict():
         assert d["headline"]["p_value"] == res.p_value
         json.dumps(d)
     assert bo.to_dict()["direction"]["higher_is_better"] is False
+
+
+def test_cli_bootstrap_takes_reference_as_the_api_does(tmp_path):
+    """Every entry point that names a best takes the reference (me.bootstrap(reference=) did,
+    `mixedeval bootstrap` had no --reference)."""
+    df = _ter_table()
+    csv = tmp_path / "ter.csv"
+    df.to_csv(csv, index=False)
+    api = me.bootstrap(df, score="ter", system="system", item="item", run="run", n_resamples=200, random_state=0,
+                       progress=False, reference="C")
+    p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "bootstrap", str(csv), "--score", "ter", "--system",
+                        "system", "--item", "item", "--run", "run", "--n-resamples", "200", "--random-state", "0",
+                        "--reference", "C", "--quiet", "--json"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["headline"] == api.headline_text() and (api.headline.other, api.headline.better) == ("C", "A")
+    assert out["p_value"] == pytest.approx(api.p_value)
