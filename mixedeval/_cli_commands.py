@@ -79,10 +79,22 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
         elif key not in ("fit", "warnings", "check_warnings", "report") and val is not None:  # None: not computed
             print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
-        print(f"warning: {w}")
+        print(_warning_line("warning", w))
     for w in tables.get("check_warnings", ()):
-        print(f"check warning: {w}")
+        print(_warning_line("check warning", w))
     return 0
+
+
+R_NOTE = "[r_message]"
+
+
+def _warning_line(label: str, w: Any) -> str:
+    """A warning's line; R's notes (kind ``r_message``: R's messages, not warnings) as notes, as
+    the report lists them."""
+    s = str(w)
+    if s.startswith(R_NOTE):
+        return f"note from R{' (a check)' if label.startswith('check') else ''}: {s[len(R_NOTE):].strip()}"
+    return f"{label}: {s}"
 
 
 def _progress(args: argparse.Namespace, msg: str) -> None:

@@ -367,5 +367,8 @@ def _print_llm(res: Any, logs: Any) -> None:
               f"likelihood-ratio test of the system effect p = {lrt_p:.3g}")
     for w in res.warnings:
         of_check = str(getattr(w, "source", "")).startswith("check:")
-        print(f"{'check warning' if of_check else 'warning'}: {w}")
+        if getattr(w, "kind", None) == "r_message":  # R's notes are notes, as the report lists them
+            print(f"note from R{' (a check)' if of_check else ''}: {getattr(w, 'message', w)}")
+        else:
+            print(f"{'check warning' if of_check else 'warning'}: {w}")
 

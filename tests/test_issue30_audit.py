@@ -85,6 +85,8 @@ def test_llm_demo_text_shows_leaderboard_checks_and_the_lrt_p_not_the_headline_p
         assert check in out and verdict[:30] in out
     lrt_p = float(res.glrt["p_value"].dropna().iloc[-1])
     assert f"likelihood-ratio p = {res.p_value:.3g}" not in out
+    if any(getattr(w, "kind", None) == "r_message" for w in res.warnings):  # R's notes as notes
+        assert "[r_message]" not in out and "note from R (a check): NOTE:" in out
     assert f"{lrt_p:.3g}" in out or f"{lrt_p:.2g}" in out
 
 
@@ -166,3 +168,22 @@ def test_cli_bootstrap_takes_reference_as_the_api_does(tmp_path):
     out = json.loads(p.stdout)
     assert out["headline"] == api.headline_text() and (api.headline.other, api.headline.better) == ("C", "A")
     assert out["p_value"] == pytest.approx(api.p_value)
+
+
+def test_cli_prints_r_notes_as_notes_not_warnings(capsys):
+    """R's notes are notes (the report lists them apart); the command line printed
+    "check warning: [r_message] NOTE: ..."."""
+    import argparse
+
+    from mixedeval._cli_commands import _emit
+
+    args = argparse.Namespace(json=False)
+    _emit(args, {"headline": "a − b: +1", "warnings": ["[plan_ignores_clusters] the plan ...",
+                                                       "[r_message] NOTE: Results may be misleading"],
+                 "check_warnings": ["[ci_adjust] emmeans has no holm intervals",
+                                    "[r_message] NOTE: Results may be misleading due to interactions"]})
+    out = capsys.readouterr().out
+    assert "r_message" not in out and "warning: [r_message]" not in out
+    assert "note from R: NOTE: Results may be misleading\n" in out
+    assert "note from R (a check): NOTE: Results may be misleading due to interactions" in out
+    assert "warning: [plan_ignores_clusters]" in out and "check warning: [ci_adjust]" in out
