@@ -373,15 +373,17 @@ def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) ->
     ``columns=`` and handed over as :class:`~mixedeval.EvalLogs`; so it is for ``--system-from``
     when the workflow takes no ``system=`` (``pre_read_systems``: ``summarize``, whose ``system=``
     is a table's column). Otherwise the paths go to the workflow as they are."""
-    columns = {k: v for k, v in (("run", args.run), ("epoch", args.epoch)) if v}
+    columns = {k: v for k, v in (("item", args.item), ("task", args.task), ("run", args.run), ("epoch", args.epoch))
+               if v}
     system_from = args.system_from or None
     if not columns and not (pre_read_systems and system_from):
         return source, args.cluster, system_from
     fmt, cluster, meta = args.format, args.cluster, [args.cluster] if args.cluster else []
     if columns:
         if fmt not in ("auto", "table"):
-            raise UsageError(f"--run and --epoch name columns of a score table; --format {fmt} logs carry their "
-                             f"runs and epochs themselves (see 'mixedeval {args.command} --help')")
+            raise UsageError(f"--run and --epoch name columns of a score table (so do --item and --task); "
+                             f"--format {fmt} logs carry their runs, epochs, items and tasks themselves "
+                             f"(see 'mixedeval {args.command} --help')")
         fmt, meta = "table", []
         if args.cluster:  # the table's cluster column, carried as the canonical 'cluster'
             columns["cluster"], cluster = args.cluster, "cluster"

@@ -419,12 +419,17 @@ def _direction_args(g: Any) -> None:
 
 def _log_options(g: argparse.ArgumentParser) -> None:
     """The options of the commands that read evaluation logs and score tables: which fields define
-    the systems, and a table's run and epoch columns."""
+    the systems, and a table's item, task, run and epoch columns."""
     g.add_argument("--system-from", action="append", metavar="FIELD",
                    help="a log field that defines the systems (repeatable; their values join into the name): model, "
                         "task_args or task_args.KEY, solver, plan, model_args[.KEY], tags, generation_config[.KEY]; "
                         "e.g. --system-from model --system-from task_args.cot. Default: the model name, split by the "
                         "fields its logs differ in, with a warning")
+    g.add_argument("--item", metavar="COLUMN",
+                   help="a score table's column naming the questions (items), when it is not called item, e.g. "
+                        "--item sentence_id")
+    g.add_argument("--task", metavar="COLUMN",
+                   help="a score table's column naming the tasks (default: a column called task, else the file name)")
     g.add_argument("--run", metavar="COLUMN",
                    help="a score table's column naming the runs of a system (training seeds, repeated evaluations: "
                         "their variance enters the intervals), e.g. --run seed")

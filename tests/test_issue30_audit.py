@@ -187,3 +187,25 @@ def test_cli_prints_r_notes_as_notes_not_warnings(capsys):
     assert "note from R: NOTE: Results may be misleading\n" in out
     assert "note from R (a check): NOTE: Results may be misleading due to interactions" in out
     assert "warning: [plan_ignores_clusters]" in out and "check warning: [ci_adjust]" in out
+
+
+@pytest.mark.parametrize("command", ["compare-logs", "summarize"])
+def test_cli_names_a_tables_item_and_task_columns(tmp_path, command):
+    """A score table whose item column has another name (the MT data's sentence_id) could not be
+    read on the command line: the error said columns={'item': ...}, an API argument. --item and
+    --task name them, as --run and --epoch do, and the error says so."""
+    df = _ter_table().rename(columns={"item": "sentence_id"}).assign(lang="de")
+    csv = tmp_path / "ter.csv"
+    df.to_csv(csv, index=False)
+    base = [sys.executable, "-m", "mixedeval.cli", command, str(csv), "--metric", "ter", "--quiet", "--json"]
+    extra = ["--no-plan", "--n-resamples", "100"] if command == "compare-logs" else []
+    bad = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "--item" in json.loads(bad.stdout)["error"]
+    p = subprocess.run([*base, *extra, "--item", "sentence_id", "--run", "run", "--task", "lang"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    api = me.summarize(df, score="ter", item="sentence_id", run="run", task="lang")
+    assert out["headline"]["text"] == api.headline_text()
+    assert out["headline"]["p_value"] == pytest.approx(api.p_value, rel=1e-12)
+    assert [r["name"] for r in out["leaderboard"]] == list(api.leaderboard["name"])
