@@ -336,7 +336,8 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
                     n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
+    head: Any = res.headline.to_dict() if args.json and res.headline is not None else res.headline_text()
+    out: dict[str, Any] = {"headline": head, "p_value": res.p_value, "direction": res.direction.note,
                            "leaderboard": res.leaderboard,
                            "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}

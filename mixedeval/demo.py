@@ -159,6 +159,7 @@ def _ter_answer(emm: Any) -> dict[str, Any]:
     units = ("", 1.0) if head is None else (head.unit, head.scale)
     sentence = answer_sentence(diffs, head, scale=units[1], unit=units[0])
     return {"sentence": sentence, "headline": head.text() if head is not None else None,
+            "headline_record": head.to_dict() if head is not None else None,
             "direction": emm.direction.note, "leaderboard": board, "differences": diffs,
             "p_value": head.p_value if head is not None else None, "units": units}
 
@@ -268,7 +269,8 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
     total = round(time.perf_counter() - t0, 3)
     if as_json:
         ans = tables.get("answer") or {}
-        print_json({"dataset": dataset, "answer": ans.get("sentence"), "headline": ans.get("headline"),
+        print_json({"dataset": dataset, "answer": ans.get("sentence"),
+                    "headline": ans.get("headline_record", ans.get("headline")),
                     "p_value": ans.get("p_value"), "direction": ans.get("direction"),
                     "leaderboard": ans.get("leaderboard"), "checks": ans.get("checks"),
                     "tables": {k: v for k, v in tables.items() if v is not None and k not in ("answer", "checks")},
@@ -320,7 +322,7 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
     tables = {"differences": res.table, "accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts,
               "glrt": res.glrt}
     if as_json:
-        print_json({"dataset": LLM_LOGS, **_llm_answer(res), "next_run": res.plan_text(),
+        print_json({"dataset": LLM_LOGS, **_llm_answer(res, as_json=True), "next_run": res.plan_text(),
                     "analysis": res.analysis,
                     "formula": res.formula, "tables": tables, "warnings": [str(w) for w in res.warnings],
                     "report": str(path) if path is not None else None, "timings": steps.timings,
@@ -332,10 +334,12 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
     return 1 if steps.failures else 0
 
 
-def _llm_answer(res: Any) -> dict[str, Any]:
-    """The LLM demo's answer, as ``mixedeval compare-logs`` gives it: the headline, its p-value
-    (``res.p_value``), the direction, the best-first leaderboard and the checks with verdicts."""
-    return {"headline": res.headline_text(), "p_value": res.p_value,
+def _llm_answer(res: Any, as_json: bool = False) -> dict[str, Any]:
+    """The LLM demo's answer, as ``mixedeval compare-logs`` gives it: the headline (its sentence;
+    ``as_json``: its record with the sentence as ``text``), its p-value (``res.p_value``), the
+    direction, the best-first leaderboard and the checks with verdicts."""
+    head = res.headline.to_dict() if as_json and res.headline is not None else res.headline_text()
+    return {"headline": head, "p_value": res.p_value,
             "direction": None if res.direction is None else res.direction.note,
             "leaderboard": res.leaderboard, "checks": res.checks}
 

@@ -108,13 +108,14 @@ def test_mt_demo_text_and_json_carry_the_checks_with_verdicts(tmp_path):
     j = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
     assert j.returncode == 0, j.stderr
     out = json.loads(j.stdout)
+    assert out["headline"]["better"] == "Marking" and out["headline"]["p_value"] == out["p_value"]
     checks = out["checks"]
     assert len(checks) >= 2 and all(c["verdict"] == "agrees" or c["verdict"].startswith("differs: ") for c in checks)
     assert any("likelihood-ratio" in c["check"] for c in checks)
     assert any("bootstrap" in c["check"] for c in checks)
     t = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert t.returncode == 0, t.stderr
-    assert "== checks" in t.stdout
+    assert "== checks" in t.stdout and f"headline: {out['headline']['text']}" in t.stdout
     for c in checks:
         assert c["verdict"][:30] in t.stdout
     html = (tmp_path / "mt.html").read_text()
@@ -209,3 +210,26 @@ def test_cli_names_a_tables_item_and_task_columns(tmp_path, command):
     assert out["headline"]["text"] == api.headline_text()
     assert out["headline"]["p_value"] == pytest.approx(api.p_value, rel=1e-12)
     assert [r["name"] for r in out["leaderboard"]] == list(api.leaderboard["name"])
+
+
+def test_every_json_headline_is_the_headline_record(tmp_path, llm_res):
+    """--json gives the headline as the same record everywhere (better, other, estimate, ...,
+    p_value, text): compare-logs, summarize, judge and irt did; bootstrap and the demos gave a
+    string."""
+    from mixedeval.demo import _llm_answer
+
+    df = _ter_table()
+    csv = tmp_path / "ter.csv"
+    df.to_csv(csv, index=False)
+    p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "bootstrap", str(csv), "--score", "ter", "--system",
+                        "system", "--item", "item", "--run", "run", "--n-resamples", "200", "--quiet", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    api = me.bootstrap(df, score="ter", system="system", item="item", run="run", n_resamples=200, random_state=0,
+                       progress=False)
+    assert out["headline"]["text"] == api.headline_text() and out["headline"]["p_value"] == out["p_value"]
+    assert out["headline"]["better"] == api.headline.better
+    _, res = llm_res
+    h = json.loads(json.dumps(_llm_answer(res, as_json=True)["headline"]))
+    assert h["text"] == res.headline_text() and h["p_value"] == res.p_value
