@@ -195,6 +195,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _progress(args, f"fitting {args.formula}")
     fit = _fit_model(args, data)
     out: dict[str, Any] = {"fit": fit.to_dict()}
+    text = str(fit)
     anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
     if anova is not None:
         out["anova"] = anova.table
@@ -205,6 +206,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
             else fit.emmeans(args.emmeans)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
+        answer = _emm_answer(args, emm)
+        if answer:  # the answer first, as the report opens with it
+            out = {**answer, **out} if args.json else {"leaderboard": answer["leaderboard"], **out}
+            if not args.json:
+                text = f"headline: {emm.headline_text()}\ndirection: {answer['direction']}\n\n{text}"
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
     # every part's warnings, e.g. the contrasts' ci_adjust: emmeans has no Holm intervals, so conf_low/conf_high
@@ -213,7 +219,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
-    return _emit(args, out, text=str(fit))
+    return _emit(args, out, text=text)
+
+
+def _emm_answer(args: argparse.Namespace, emm: Any) -> dict[str, Any]:
+    """The EMMs' answer (their headline, direction and best-first leaderboard, as the report's
+    first section gives it); empty for means that do not rank (one mean, a clmm's)."""
+    if not callable(getattr(emm, "headline", None)):
+        return {}
+    head = emm.headline()
+    if head is None:
+        return {}
+    return {"headline": head.to_dict() if args.json else head.text(), "direction": emm.direction.note,
+            "leaderboard": emm.leaderboard()}
 
 
 def _warning_texts(*results: Any) -> list[str]:

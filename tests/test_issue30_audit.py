@@ -233,3 +233,22 @@ def test_every_json_headline_is_the_headline_record(tmp_path, llm_res):
     _, res = llm_res
     h = json.loads(json.dumps(_llm_answer(res, as_json=True)["headline"]))
     assert h["text"] == res.headline_text() and h["p_value"] == res.p_value
+
+
+def test_cli_fit_emmeans_opens_with_the_answer_of_its_report(capsys):
+    """`mixedeval fit ... --emmeans system` printed the means and contrasts but not the answer its
+    report opens with (the EMMs' headline, direction and best-first leaderboard)."""
+    from mixedeval.cli import main
+
+    argv = ["fit", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--emmeans", "system", "--quiet"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    fit = me.lmm("ter ~ system + (1|sentence_id)", data=me.datasets.load("kreutzer_ter"), reml=True)
+    emm = fit.emmeans("system")
+    assert list(out)[0] == "headline" and out["headline"]["text"] == emm.headline_text()
+    assert out["headline"]["p_value"] == pytest.approx(emm.p_value, rel=1e-10)
+    assert [r["name"] for r in out["leaderboard"]] == ["Marking", "PostEdit", "Baseline"]
+    assert "lower is better" in out["direction"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"headline: {emm.headline_text()}\n")
