@@ -203,8 +203,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.emmeans:
         from .inference._lmm import LMMFit  # noqa: PLC0415 - loaded by the fit already
 
-        emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
-            else fit.emmeans(args.emmeans)
+        hib = getattr(args, "higher_is_better", None)
+        if hib is not None and getattr(args, "ordinal", False):
+            raise DataError("--higher-is-better / --lower-is-better rank the means; an ordinal model's (clmm) are "
+                            "not ranked")
+        kw = {} if hib is None else {"higher_is_better": hib}
+        emm = fit.emmeans(args.emmeans, df_method=args.df_method, **kw) if isinstance(fit, LMMFit) \
+            else fit.emmeans(args.emmeans, **kw)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
         answer = _emm_answer(args, emm)
         if answer:  # the answer first, as the report opens with it

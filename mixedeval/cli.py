@@ -326,6 +326,7 @@ def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="sums of squares of --anova: type 1, 2 or 3 (default 3)")
     f.add_argument("--emmeans", metavar="FACTOR", help="factor for estimated marginal means and pairwise contrasts")
     f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
+    _direction_args(f)  # the means' leaderboard and headline (and the report's answer) follow it
     f.set_defaults(func=cmd_fit)
 
 

@@ -167,7 +167,8 @@ def test_cli_bootstrap_takes_reference_as_the_api_does(tmp_path):
                         "--reference", "C", "--quiet", "--json"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["headline"] == api.headline_text() and (api.headline.other, api.headline.better) == ("C", "A")
+    assert out["headline"]["text"] == api.headline_text() and (api.headline.other, api.headline.better) == ("C", "A")
+    assert out["headline"]["reference"] == "C"
     assert out["p_value"] == pytest.approx(api.p_value)
 
 
@@ -252,3 +253,34 @@ def test_cli_fit_emmeans_opens_with_the_answer_of_its_report(capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"headline: {emm.headline_text()}\n")
+
+
+def test_emmeans_take_the_direction_once_and_the_report_and_cli_follow_it(tmp_path):
+    """The EMMs' direction came only from the response's name, or per call of leaderboard()/
+    headline(): a report of a fit and its means (``me.report(fit, emm)``, ``mixedeval fit
+    --emmeans --report``) of an error rate called anything else ranked it the wrong way.
+    ``emmeans(..., higher_is_better=False)`` declares it once; --lower-is-better on the CLI."""
+    df = me.datasets.load("kreutzer_ter").rename(columns={"ter": "points"})
+    fit = me.lmm("points ~ system + (1|sentence_id)", data=df, reml=True)
+    assumed = fit.emmeans("system")
+    assert assumed.direction.source == "assumed" and assumed.leaderboard()["name"].iloc[0] == "Baseline"
+    emm = fit.emmeans("system", higher_is_better=False)
+    assert emm.direction.source == "declared" and not emm.direction.higher_is_better
+    assert list(emm.leaderboard()["name"]) == ["Marking", "PostEdit", "Baseline"]
+    head = emm.headline()
+    assert (head.better, head.other) == ("Marking", "PostEdit") and head.estimate > 0
+    assert emm.p_value == head.p_value
+    assert emm.leaderboard(higher_is_better=True)["name"].iloc[0] == "Baseline"  # a call's own choice wins
+    path = me.report(fit, emm, path=tmp_path / "r.html", compute_missing=False, progress=False)
+    html = path.read_text(encoding="utf-8")
+    assert head.text().split(" [")[0].replace("−", "&minus;") in html or head.text().split(" [")[0] in html
+    assert json.loads(json.dumps(emm.to_dict()))["higher_is_better"] is False
+    csv = tmp_path / "ter.csv"
+    df.to_csv(csv, index=False)
+    p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "fit", str(csv), "--formula",
+                        "points ~ system + (1|sentence_id)", "--emmeans", "system", "--lower-is-better", "--quiet",
+                        "--json"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["headline"]["better"] == "Marking" and "declared" in out["direction"]
+    assert out["headline"]["p_value"] == pytest.approx(head.p_value, rel=1e-8)
