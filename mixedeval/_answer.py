@@ -53,8 +53,10 @@ HIGHER_IS_BETTER = frozenset({
     "acc", "accuracy", "acc_norm", "bleu", "chrf", "chrf++", "match", "exact_match", "em", "f1", "rouge",
     "rouge1", "rouge2", "rougel", "meteor", "comet", "bertscore", "bleurt", "pass", "pass@1", "pass_at_k",
     "mc1", "mc2", "win_rate", "winrate", "elo", "strength", "ability", "auc", "auroc", "precision", "recall",
-    "correct", "correctness", "includes", "score", "mean_score", "reward", "success", "quasi_exact_match",
+    "correct", "correctness", "includes", "reward", "success", "quasi_exact_match",
 })
+# not "score" / "mean_score": a generic column name says nothing of the direction (it may hold
+# error rates), so it is assumed higher and the output says so
 
 
 @dataclass(frozen=True)
@@ -476,7 +478,8 @@ def answer_sentence(diffs: pd.DataFrame, head: Headline | None, *, metric: Any =
     """The answer in one line, from every system's difference from a reference
     (:func:`differences`, ``versus`` the reference) and the headline (best vs runner-up):
     ``"Marking and PostEdit lower TER by 1.2 and 1.0 points vs Baseline (p < 0.001 each);
-    Marking vs PostEdit not distinguishable (+0.3 points, 95% CI -0.0 to +0.6, p = 0.07)"``."""
+    Marking vs PostEdit not distinguishable (+0.27 points, 95% CI -0.02 to +0.57, p = 0.07)"``: one
+    significant digit of the standard error, more where a number would round to zero."""
     d = head.direction if head is not None else None
     lower = d is not None and not d.higher_is_better
     word = "lower" if lower else "higher"
@@ -505,6 +508,9 @@ def answer_sentence(diffs: pd.DataFrame, head: Headline | None, *, metric: Any =
         s = head.scale if head.scale != 1.0 else scale
         hu = f" {head.unit}" if head.unit else u
         dd = _short_digits(s * head.std_error)
+        while dd < _digits(s * head.std_error) and any(  # a bound that rounds to 0 would print "-0.0"
+                v != 0 and round(s * v, dd) == 0 for v in (head.estimate, head.conf_low, head.conf_high)):
+            dd += 1
         lvl = int(round(100 * head.level))
         nums = (f"{s * head.estimate:+.{dd}f}{hu}, {lvl}% CI {s * head.conf_low:+.{dd}f} to {s * head.conf_high:+.{dd}f}, "
                 f"p = {head.p_value:.2g}")

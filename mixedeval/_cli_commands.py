@@ -79,10 +79,22 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
         elif key not in ("fit", "warnings", "check_warnings", "report") and val is not None:  # None: not computed
             print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
-        print(f"warning: {w}")
+        print(_warning_line("warning", w))
     for w in tables.get("check_warnings", ()):
-        print(f"check warning: {w}")
+        print(_warning_line("check warning", w))
     return 0
+
+
+R_NOTE = "[r_message]"
+
+
+def _warning_line(label: str, w: Any) -> str:
+    """A warning's line; R's notes (kind ``r_message``: R's messages, not warnings) as notes, as
+    the report lists them."""
+    s = str(w)
+    if s.startswith(R_NOTE):
+        return f"note from R{' (a check)' if label.startswith('check') else ''}: {s[len(R_NOTE):].strip()}"
+    return f"{label}: {s}"
 
 
 def _progress(args: argparse.Namespace, msg: str) -> None:
@@ -183,6 +195,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _progress(args, f"fitting {args.formula}")
     fit = _fit_model(args, data)
     out: dict[str, Any] = {"fit": fit.to_dict()}
+    text = str(fit)
     anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
     if anova is not None:
         out["anova"] = anova.table
@@ -190,9 +203,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.emmeans:
         from .inference._lmm import LMMFit  # noqa: PLC0415 - loaded by the fit already
 
-        emm = fit.emmeans(args.emmeans, df_method=args.df_method) if isinstance(fit, LMMFit) \
-            else fit.emmeans(args.emmeans)
+        hib = getattr(args, "higher_is_better", None)
+        if hib is not None and getattr(args, "ordinal", False):
+            raise DataError("--higher-is-better / --lower-is-better rank the means; an ordinal model's (clmm) are "
+                            "not ranked")
+        kw = {} if hib is None else {"higher_is_better": hib}
+        emm = fit.emmeans(args.emmeans, df_method=args.df_method, **kw) if isinstance(fit, LMMFit) \
+            else fit.emmeans(args.emmeans, **kw)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
+        answer = _emm_answer(args, emm)
+        if answer:  # the answer first, as the report opens with it
+            out = {**answer, **out} if args.json else {"leaderboard": answer["leaderboard"], **out}
+            if not args.json:
+                text = f"headline: {emm.headline_text()}\ndirection: {answer['direction']}\n\n{text}"
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
     # every part's warnings, e.g. the contrasts' ci_adjust: emmeans has no Holm intervals, so conf_low/conf_high
@@ -201,7 +224,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
-    return _emit(args, out, text=str(fit))
+    return _emit(args, out, text=text)
+
+
+def _emm_answer(args: argparse.Namespace, emm: Any) -> dict[str, Any]:
+    """The EMMs' answer (their headline, direction and best-first leaderboard, as the report's
+    first section gives it); empty for means that do not rank (one mean, a clmm's)."""
+    if not callable(getattr(emm, "headline", None)):
+        return {}
+    head = emm.headline()
+    if head is None:
+        return {}
+    return {"headline": head.to_dict() if args.json else head.text(), "direction": emm.direction.note,
+            "leaderboard": emm.leaderboard()}
 
 
 def _warning_texts(*results: Any) -> list[str]:
@@ -322,9 +357,10 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     res = bootstrap(data, score=score, system=args.system, item=args.item, run=args.run, group=args.group,
                     resample=resample, statistic=args.statistic, aggregator=args.aggregator,
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
-                    n_groups=args.n_groups, higher_is_better=args.higher_is_better,
+                    n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    out: dict[str, Any] = {"headline": res.headline_text(), "p_value": res.p_value, "direction": res.direction.note,
+    head: Any = res.headline.to_dict() if args.json and res.headline is not None else res.headline_text()
+    out: dict[str, Any] = {"headline": head, "p_value": res.p_value, "direction": res.direction.note,
                            "leaderboard": res.leaderboard,
                            "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
@@ -361,15 +397,17 @@ def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) ->
     ``columns=`` and handed over as :class:`~mixedeval.EvalLogs`; so it is for ``--system-from``
     when the workflow takes no ``system=`` (``pre_read_systems``: ``summarize``, whose ``system=``
     is a table's column). Otherwise the paths go to the workflow as they are."""
-    columns = {k: v for k, v in (("run", args.run), ("epoch", args.epoch)) if v}
+    columns = {k: v for k, v in (("item", args.item), ("task", args.task), ("run", args.run), ("epoch", args.epoch))
+               if v}
     system_from = args.system_from or None
     if not columns and not (pre_read_systems and system_from):
         return source, args.cluster, system_from
     fmt, cluster, meta = args.format, args.cluster, [args.cluster] if args.cluster else []
     if columns:
         if fmt not in ("auto", "table"):
-            raise UsageError(f"--run and --epoch name columns of a score table; --format {fmt} logs carry their "
-                             f"runs and epochs themselves (see 'mixedeval {args.command} --help')")
+            raise UsageError(f"--run and --epoch name columns of a score table (so do --item and --task); "
+                             f"--format {fmt} logs carry their runs, epochs, items and tasks themselves "
+                             f"(see 'mixedeval {args.command} --help')")
         fmt, meta = "table", []
         if args.cluster:  # the table's cluster column, carried as the canonical 'cluster'
             columns["cluster"], cluster = args.cluster, "cluster"

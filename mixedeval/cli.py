@@ -326,6 +326,7 @@ def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="sums of squares of --anova: type 1, 2 or 3 (default 3)")
     f.add_argument("--emmeans", metavar="FACTOR", help="factor for estimated marginal means and pairwise contrasts")
     f.add_argument("--adjust", default="holm", help="p-value adjustment for contrasts (default holm)")
+    _direction_args(f)  # the means' leaderboard and headline (and the report's answer) follow it
     f.set_defaults(func=cmd_fit)
 
 
@@ -419,12 +420,17 @@ def _direction_args(g: Any) -> None:
 
 def _log_options(g: argparse.ArgumentParser) -> None:
     """The options of the commands that read evaluation logs and score tables: which fields define
-    the systems, and a table's run and epoch columns."""
+    the systems, and a table's item, task, run and epoch columns."""
     g.add_argument("--system-from", action="append", metavar="FIELD",
                    help="a log field that defines the systems (repeatable; their values join into the name): model, "
                         "task_args or task_args.KEY, solver, plan, model_args[.KEY], tags, generation_config[.KEY]; "
                         "e.g. --system-from model --system-from task_args.cot. Default: the model name, split by the "
                         "fields its logs differ in, with a warning")
+    g.add_argument("--item", metavar="COLUMN",
+                   help="a score table's column naming the questions (items), when it is not called item, e.g. "
+                        "--item sentence_id")
+    g.add_argument("--task", metavar="COLUMN",
+                   help="a score table's column naming the tasks (default: a column called task, else the file name)")
     g.add_argument("--run", metavar="COLUMN",
                    help="a score table's column naming the runs of a system (training seeds, repeated evaluations: "
                         "their variance enters the intervals), e.g. --run seed")
@@ -571,6 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     b.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     b.add_argument("--n-groups", type=int, help="draw this many groups without replacement per replicate")
+    b.add_argument("--reference", help="reference system: the headline is the best other system against it")
     _direction_args(b)
     b.add_argument("--drop-missing", action="store_true", help="drop incomplete items instead of failing")
     b.add_argument("--adjust", default="holm", help="p-value adjustment of the pairwise tests (default holm)")

@@ -35,6 +35,7 @@ from . import datasets
 from ._answer import answer_sentence
 from ._console import print_json, print_table
 from ._report import report
+from ._report.answer import answer_of
 from ._report.blocks import as_frame
 from .data.design import describe_design
 from .datasets import DATASETS, _path
@@ -106,6 +107,8 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     boot = steps.run(f"paired bootstrap over sentences ({n_resamples} resamples)", bootstrap, per_sentence,
                      score="ter", system="system", item="sentence_id", n_resamples=n_resamples,
                      random_state=steps.random_state, higher_is_better=False, progress=steps.progress)
+    if answer is not None:
+        answer["checks"] = _ter_checks(emm, boot, comparison)
     ann = datasets.load("kreutzer_annotation")
     ann = ann[ann["mode"] == ANNOTATION_MODE]
     vca = steps.run(f"variance components of the annotation data (mode {ANNOTATION_MODE})", variance_components,
@@ -114,6 +117,7 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     tables: dict[str, Any] = {
         "answer": answer,
         "leaderboard": answer["leaderboard"] if answer else None,
+        "checks": answer["checks"] if answer else None,
         "differences_from_baseline": answer["differences"] if answer else None,
         "design": design.factors if design is not None else None,
         "design_relations": design.relations if design is not None else None,
@@ -155,8 +159,17 @@ def _ter_answer(emm: Any) -> dict[str, Any]:
     units = ("", 1.0) if head is None else (head.unit, head.scale)
     sentence = answer_sentence(diffs, head, scale=units[1], unit=units[0])
     return {"sentence": sentence, "headline": head.text() if head is not None else None,
+            "headline_record": head.to_dict() if head is not None else None,
             "direction": emm.direction.note, "leaderboard": board, "differences": diffs,
             "p_value": head.p_value if head is not None else None, "units": units}
+
+
+def _ter_checks(emm: Any, boot: Any, comparison: Any) -> Any:
+    """The checks of the TER headline, as the report's answer shows them
+    (:func:`mixedeval._report.answer.answer_of`): the likelihood-ratio test of the system effect
+    and the paired bootstrap of the same pair, each with its verdict ("agrees" / "differs: why")."""
+    return answer_of(emm, [boot] if boot is not None else [],
+                     [comparison] if comparison is not None else []).checks
 
 
 def _in_units(head: Any, units: tuple[str, float]) -> str:
@@ -176,6 +189,8 @@ def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
         board = ans["leaderboard"]
         print_table("leaderboard (best first; rank interval simultaneous; same letter = not told apart)",
                     board[["rank", "name", "estimate", "conf_low", "conf_high", "rank_low", "rank_high", "letters"]])
+        if ans.get("checks") is not None:
+            print_table("checks (other analyses of the headline's question, each with its verdict)", ans["checks"])
     fit, anova, comparison, _emm, _con, r2, icc, diag, boot, vca = results
     lines = []
     if comparison is not None:
@@ -196,7 +211,7 @@ def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
         vals = ", ".join(f"{c} {v:.2f}" for c, v in zip(rel["coefficient"], rel["value"]))
         lines.append(f"annotation study (mode {ANNOTATION_MODE}): {vals}")
     if lines:
-        print("\nchecks and details:")
+        print("\ndetails:")
         for line in lines:
             print(f"  {line}")
 
@@ -254,9 +269,11 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
     total = round(time.perf_counter() - t0, 3)
     if as_json:
         ans = tables.get("answer") or {}
-        print_json({"dataset": dataset, "answer": ans.get("sentence"), "headline": ans.get("headline"),
+        print_json({"dataset": dataset, "answer": ans.get("sentence"),
+                    "headline": ans.get("headline_record", ans.get("headline")),
                     "p_value": ans.get("p_value"), "direction": ans.get("direction"),
-                    "tables": {k: v for k, v in tables.items() if v is not None and k != "answer"},
+                    "leaderboard": ans.get("leaderboard"), "checks": ans.get("checks"),
+                    "tables": {k: v for k, v in tables.items() if v is not None and k not in ("answer", "checks")},
                      "report": str(path) if path is not None else None, "timings": steps.timings,
                      "total_seconds": total, "failures": steps.failures})
     else:
@@ -305,7 +322,7 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
     tables = {"differences": res.table, "accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts,
               "glrt": res.glrt}
     if as_json:
-        print_json({"dataset": LLM_LOGS, "headline": res.headline_text(), "next_run": res.plan_text(),
+        print_json({"dataset": LLM_LOGS, **_llm_answer(res, as_json=True), "next_run": res.plan_text(),
                     "analysis": res.analysis,
                     "formula": res.formula, "tables": tables, "warnings": [str(w) for w in res.warnings],
                     "report": str(path) if path is not None else None, "timings": steps.timings,
@@ -317,13 +334,30 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
     return 1 if steps.failures else 0
 
 
+def _llm_answer(res: Any, as_json: bool = False) -> dict[str, Any]:
+    """The LLM demo's answer, as ``mixedeval compare-logs`` gives it: the headline (its sentence;
+    ``as_json``: its record with the sentence as ``text``), its p-value (``res.p_value``), the
+    direction, the best-first leaderboard and the checks with verdicts."""
+    head = res.headline.to_dict() if as_json and res.headline is not None else res.headline_text()
+    return {"headline": head, "p_value": res.p_value,
+            "direction": None if res.direction is None else res.direction.note,
+            "leaderboard": res.leaderboard, "checks": res.checks}
+
+
 def _print_llm(res: Any, logs: Any) -> None:
-    """The LLM demo's text output: data, headline, differences, accuracies, warnings."""
+    """The LLM demo's text output: data, the answer (headline, leaderboard, checks), differences,
+    accuracies, the plan, the model-based check and the warnings (the checks' apart)."""
     s = res.data_summary
     print(f"mixedeval demo llm: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
           f"({', '.join(sorted(s['task'].unique()))}), {int(s['n_items'].max())} questions each, "
           f"{int(s['n_epochs'].max())} epochs; Inspect AI logs in {logs}")
-    print(f"\nheadline: {res.headline_text()}")
+    ans = _llm_answer(res)
+    print(f"\nheadline: {ans['headline']}\ndirection: {ans['direction']}")
+    print_table("leaderboard (best first; rank interval simultaneous; same letter = not told apart)",
+                ans["leaderboard"][["rank", "name", "estimate", "conf_low", "conf_high", "rank_low", "rank_high",
+                                    "letters"]])
+    if ans["checks"] is not None:
+        print_table("checks (other analyses of the headline's question, each with its verdict)", ans["checks"])
     print_table("differences in accuracy (a - b; epochs averaged within the question; cluster-robust SE)",
                 res.table[[c for c in _LLM_COLUMNS if c in res.table.columns]])
     acc = res.accuracies
@@ -331,7 +365,14 @@ def _print_llm(res: Any, logs: Any) -> None:
                 acc[[c for c in ("task", "system", "mean_score", "std_error_cluster", "conf_low_cluster",
                                  "conf_high_cluster") if c in acc.columns]])
     print(f"\nnext run: {res.plan_text()}")
-    print(f"\nmodel-based check (secondary): {res.analysis}: {res.formula}; likelihood-ratio p = {res.p_value:.3g}")
+    if res.glrt is not None and "p_value" in res.glrt.columns and res.glrt["p_value"].notna().any():
+        lrt_p = float(res.glrt["p_value"].dropna().iloc[-1])  # the model's test, not the headline's p_value
+        print(f"\nmodel-based check (secondary): {res.analysis}: {res.formula}; "
+              f"likelihood-ratio test of the system effect p = {lrt_p:.3g}")
     for w in res.warnings:
-        print(f"warning: {w}")
+        of_check = str(getattr(w, "source", "")).startswith("check:")
+        if getattr(w, "kind", None) == "r_message":  # R's notes are notes, as the report lists them
+            print(f"note from R{' (a check)' if of_check else ''}: {getattr(w, 'message', w)}")
+        else:
+            print(f"{'check warning' if of_check else 'warning'}: {w}")
 

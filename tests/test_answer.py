@@ -111,7 +111,7 @@ def test_answer_sentence_lower_is_better():
     h = A.headline("Marking", "PostEdit", -0.0027, 0.0015, -0.0057, 0.0002, 0.068, np.inf, "lmm", d)
     s = A.answer_sentence(diffs, h, scale=100, unit="points")
     assert s.startswith("Marking and PostEdit lower TER by 1.2 and 1.0 points vs Baseline (p < 0.001 each)"), s
-    assert "Marking vs PostEdit not distinguishable (+0.3 points, 95% CI -0.0 to +0.6" in s and "p = 0.068" in s
+    assert "Marking vs PostEdit not distinguishable (+0.27 points, 95% CI -0.02 to +0.57" in s and "p = 0.068" in s
     h2 = A.headline("a", "b", 0.05, 0.01, 0.03, 0.07, 1e-4, 50, "t", A.direction("acc"))
     s2 = A.answer_sentence(diffs.iloc[:0], h2, scale=100, unit="points")
     assert s2.startswith("a higher ACC than b (+5 points, 95% CI +3 to +7"), s2

@@ -130,7 +130,8 @@ def test_bootstrap_json(capsys, ter):
     # the answer first: lowest TER first, the headline is the best against the runner-up, p is its p
     board = pd.DataFrame(out["leaderboard"])
     assert list(board["name"]) == list(summ.sort_values("estimate")["system"])
-    assert out["headline"].startswith(f"{board['name'][0]} − {board['name'][1]}: +")
+    assert out["headline"]["text"].startswith(f"{board['name'][0]} − {board['name'][1]}: +")
+    assert out["headline"]["p_value"] == out["p_value"]  # the headline record, as compare-logs' --json
     assert "lower is better" in out["direction"] and 0 < out["p_value"] <= 1
     # same random_state, same numbers
     assert run_json(capsys, BOOT) == out

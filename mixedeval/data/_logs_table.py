@@ -49,7 +49,8 @@ def _renamed(df: pd.DataFrame, columns: Mapping[str, str] | None, src: str) -> p
     out = df.rename(columns={v: k for k, v in columns.items()})
     for k in ("system", "item"):
         if k not in out.columns:
-            raise DataError(f"{src!r} has no {k!r} column; name it with columns={{'{k}': '<your column>'}}")
+            cli = " (CLI --item COLUMN)" if k == "item" else " (on the command line: a column called system)"
+            raise DataError(f"{src!r} has no {k!r} column; name it with columns={{'{k}': '<your column>'}}{cli}")
     return out
 
 

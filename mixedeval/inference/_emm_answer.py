@@ -10,9 +10,24 @@ differences come from (:meth:`EMMAnswer._headline_contrasts`,
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from .._answer import AnswerMixin
+from .._answer import AnswerMixin, check_higher_is_better
+from ..errors import DataError
+
+
+def with_direction(res: Any, higher_is_better: Any) -> Any:
+    """``res`` (means of a fit) with the score's direction declared once (its
+    ``higher_is_better`` field, which :meth:`EMMAnswer.leaderboard`, :meth:`EMMAnswer.headline`,
+    the report and the command line then follow); None leaves the direction to the response's
+    name. Means that do not rank (an ordinal model's) refuse a declared direction."""
+    if higher_is_better is None:
+        return res
+    hib = check_higher_is_better(higher_is_better)
+    if "higher_is_better" not in getattr(type(res), "__dataclass_fields__", {}):
+        raise DataError(f"higher_is_better does not apply to {type(res).__name__} (these means are not ranked)")
+    return dataclasses.replace(res, higher_is_better=hib)
 
 
 class EMMAnswer(AnswerMixin):
@@ -35,8 +50,9 @@ class EMMAnswer(AnswerMixin):
 
     @property
     def direction(self):
-        """Which way the means are better (:func:`mixedeval._answer.direction` of the response's
-        name: ``ter`` lower, ``accuracy`` higher, an unknown name higher, said in ``.note``)."""
+        """Which way the means are better: declared (``emmeans(..., higher_is_better=)``) or
+        :func:`mixedeval._answer.direction` of the response's name (``ter`` lower, ``accuracy``
+        higher, an unknown name higher, said in ``.note``)."""
         from .rankings import emm_direction  # noqa: PLC0415 - rankings imports the engine only when ranking
 
         return emm_direction(self)

@@ -75,6 +75,7 @@ from ..engine import _bridge
 from ..engine.conditions import normalize as _normalize_condition, r_warnings
 from ..errors import DataError
 from ..results import ResultWarning
+from ._emm_answer import with_direction
 from ._fit_common import FitResultMixin
 from ._glmm_infer import glmm_anova, glmm_check_optimizers, glmm_emmeans, glmm_emtrends
 from ._lmm import prepare_model_data, r_provenance
@@ -194,12 +195,14 @@ class GLMMFit(FitResultMixin):
         return glmm_anova(self, type=type)
 
     def emmeans(self, specs, by=None, level: float = 0.95, at=None, type: str = "response",  # noqa: A002
-                marginal: bool | str = False):
+                marginal: bool | str = False, *, higher_is_better: bool | None = None):
         """Estimated marginal means on the response (default) or link scale (emmeans; df = Inf).
         ``marginal``: False (conditional: a typical group, random effects at zero), True /
         ``"bias_adj"`` (population-averaged, emmeans' bias adjustment) or ``"integrate"``
-        (population-averaged, exact integral); see :func:`._glmm_infer.glmm_emmeans`."""
-        return glmm_emmeans(self, specs, by=by, level=level, at=at, type=type, marginal=marginal)
+        (population-averaged, exact integral); see :func:`._glmm_infer.glmm_emmeans`.
+        ``higher_is_better`` declares the score's direction (None: from the response's name)."""
+        return with_direction(glmm_emmeans(self, specs, by=by, level=level, at=at, type=type, marginal=marginal),
+                              higher_is_better)
 
     def emtrends(self, specs, var: str, by=None, level: float = 0.95, at=None, type: str = "link"):  # noqa: A002
         """Slopes of ``var`` per level of ``specs`` (link scale by default; emmeans::emtrends)."""

@@ -280,6 +280,7 @@ class GLMMEMMResult(EMMAnswer, ResultMixin):
     re_groups: tuple[str, ...] = ()
     integrated: tuple[float, ...] | None = None
     response_scale_note: str = ""
+    higher_is_better: bool | None = None  # declared direction (None: from the response's name)
     _grid: Any = field(default=None, repr=False, compare=False)
     _fit: Any = field(default=None, repr=False, compare=False)
 

@@ -302,9 +302,11 @@ class LMMFit(FitResultMixin):
         """F tests (lmerTest ``anova``) with partial eta-squared and its interval (effectsize)."""
         return anova(self, type=type, ddf=ddf, level=level)
 
-    def emmeans(self, specs, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
-        """Estimated marginal means (emmeans), with explicit ``lmer.df`` and limits."""
-        return emmeans(self, specs, by=by, df_method=df_method, level=level, at=at)
+    def emmeans(self, specs, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None, *,
+                higher_is_better: bool | None = None):
+        """Estimated marginal means (emmeans), with explicit ``lmer.df`` and limits;
+        ``higher_is_better`` declares the score's direction (None: from the response's name)."""
+        return emmeans(self, specs, by=by, df_method=df_method, level=level, at=at, higher_is_better=higher_is_better)
 
     def emtrends(self, specs, var: str, by=None, df_method: str = "satterthwaite", level: float = 0.95, at=None):
         """Slopes of a continuous covariate per level of ``specs`` (emmeans::emtrends)."""

@@ -89,7 +89,7 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     contrast_weights,
     require_no_type,
 )
-from ._emm_answer import EMMAnswer
+from ._emm_answer import EMMAnswer, with_direction
 from ._fit_common import fit_method
 from ._options import normalize_df_method
 from .r2 import variance_parts
@@ -170,6 +170,7 @@ class EMMResult(EMMAnswer, _EmmeansOutput):
     kind: str
     var: str | None
     sigma: float
+    higher_is_better: bool | None = None  # declared direction (None: from the response's name)
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -275,7 +276,8 @@ def lmm_emm(fit: Any, specs: Any, *, var: str | None = None, by: Any, df_method:
 
 def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None = None,
             df_method: str = "satterthwaite", level: float = 0.95,
-            at: Mapping[str, Any] | None = None, *, type: str | None = None) -> EMMResult:  # noqa: A002
+            at: Mapping[str, Any] | None = None, *, type: str | None = None,  # noqa: A002
+            higher_is_better: bool | None = None) -> EMMResult:
     """Estimated marginal means of ``specs`` (per ``by`` group): ``emmeans::emmeans``.
 
     For a GLMM fit (:func:`mixedeval.glmm`) the df are asymptotic and ``type`` chooses the
@@ -290,9 +292,12 @@ def emmeans(fit: Any, specs: str | Sequence[str], by: str | Sequence[str] | None
     ``pbkrtest.limit`` equal to the number of rows, so the df are finite at any size.
     ``at`` fixes covariate values (``{"src_length": [10, 30]}``); otherwise emmeans averages
     over factor levels with equal weights and holds covariates at their means.
+    ``higher_is_better``: the score's direction, declared once for the means' leaderboard,
+    headline, differences, the report and the command line (None: from the response's name,
+    ``ter`` lower; an unknown name higher, said in ``direction.note``).
     """
     run = fit_method(fit, "_emmeans", "emmeans", "mixedeval.lmm, mixedeval.glmm or mixedeval.clmm")
-    return run(specs, by=by, df_method=df_method, level=level, at=at, type=type)
+    return with_direction(run(specs, by=by, df_method=df_method, level=level, at=at, type=type), higher_is_better)
 
 
 def emtrends(fit: Any, specs: str | Sequence[str], var: str, by: str | Sequence[str] | None = None,

@@ -46,8 +46,11 @@ def _emm_ranks(emm: Any, *, level: float, higher_is_better: Any, random_state: A
 
 # ------------------------------------------------------------------------------ the one answer
 def emm_direction(emm: Any, higher_is_better: Any = None):
-    """The direction of the means: declared, or from the name of the model's response (``ter``:
-    lower is better; :func:`mixedeval._answer.direction`)."""
+    """The direction of the means: declared (this call's ``higher_is_better``, else the one the
+    means were made with, ``emmeans(..., higher_is_better=)``), or from the name of the model's
+    response (``ter``: lower is better; :func:`mixedeval._answer.direction`)."""
+    if higher_is_better is None:
+        higher_is_better = getattr(emm, "higher_is_better", None)
 
     fit = getattr(emm, "_fit", None)
     metric = getattr(fit, "response", None) if fit is not None else None

@@ -331,6 +331,7 @@ class BootstrapResult(AnswerMixin, ResultMixin):
         ``.distribution``)."""
         return jsonable({
             "headline": None if self.headline is None else self.headline.to_dict(), "leaderboard": self.leaderboard,
+            "checks": self.checks, "direction": self.direction.to_dict(),
             "summary": self.summary(), "pairwise": self.pairwise(), "ranks": self.ranks(),
             "systems": list(self.systems), "statistic": self.statistic, "aggregator": self.aggregator,
             "resample": list(self.resample), "n_resamples": self.n_resamples, "ci": self.ci,
