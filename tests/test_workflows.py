@@ -470,3 +470,25 @@ def test_reproducibility_explicit_best_and_bad_input():
                                     meta_params=["run", "lam"])
     with pytest.raises(me.DataError, match="meta_params must name"):
         inferential_reproducibility(df, "rouge", "system", "item")
+
+
+def test_compare_systems_run_adds_the_run_variance(R, ter):
+    """``run=`` (issue 30: one answer on a seeds table) adds ``(1|system:run)`` to both models and
+    defaults to Satterthwaite df: the contrasts equal lmerTest + emmeans in R on the same call; without
+    ``run`` several rows per system and item give the ``replications`` warning (not with it)."""
+    res = compare_systems(ter, "ter", "system", "sentence_id", run="replication", average=False)
+    assert "(1 | system:replication)" in res.fit.formula.replace("(1|", "(1 | ") and res.posthoc_df == "satterthwaite"
+    assert "replications" not in {w.kind for w in res.warnings}
+    R("crun <- lmerTest::lmer(ter ~ system + (1|sentence_id) + (1|system:replication), data = ter_df)")
+    R("crun_emm <- emmeans::emmeans(crun, 'system', lmer.df = 'satterthwaite', lmerTest.limit = 1e5)")
+    exp = _r_pairs(R, "crun_emm")
+    assert list(res.contrasts["contrast"]) == list(exp["contrast"])
+    for col in ("estimate", "std_error", "p_value", "p_adj"):
+        assert_rel(res.contrasts[col], exp[col], rtol=1e-8)
+    row = exp.set_index("contrast").loc["Marking - PostEdit"]
+    assert res.p_value == pytest.approx(row["p_value"], rel=1e-8)  # the headline is that contrast, unadjusted
+    plain = compare_systems(ter, "ter", "system", "sentence_id", average=False)
+    assert "replications" in {w.kind for w in plain.warnings} and plain.posthoc_df == "asymptotic"
+    assert res.p_value > plain.p_value  # the seed-to-seed variance widens the comparison
+    with pytest.raises(me.DataError, match="seed"):
+        compare_systems(ter, "ter", "system", "sentence_id", run="seed")

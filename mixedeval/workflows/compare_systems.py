@@ -43,6 +43,7 @@ from ..inference.rankings import (
     emm_leaderboard,
     pair_row,
 )
+from ..errors import DataError
 from ..results import ResultWarning
 from ._common import (
     _WorkflowResult,
@@ -180,7 +181,7 @@ class CompareSystemsResult(AnswerMixin, _WorkflowResult):
 
 # ------------------------------------------------------------------- the one answer
 def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, glrt: Any,
-            averaged: AveragedAnalysis | None = None) -> dict[str, Any]:
+            averaged: AveragedAnalysis | None = None, runs: bool = False) -> dict[str, Any]:
     """leaderboard, headline, checks and direction (:mod:`mixedeval._answer`): the EMMs best
     first (rank intervals from emmeans' covariance), the headline from the pairwise contrast of
     the best and the runner-up (or ``reference``), and as checks the omnibus GLRT (and its
@@ -192,28 +193,34 @@ def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, 
     if head is None:
         return {"leaderboard": board, "headline": None, "checks": None, "direction": d, "differences": None}
     k = len(board)
-    why_omnibus = None if k == 2 else "the likelihood-ratio test asks whether any of the systems differ, not this pair"
+    why_omnibus = "; ".join(
+        ([] if k == 2 else ["the likelihood-ratio test asks whether any of the systems differ, not this pair"])
+        + (["its chi-square reference is asymptotic, which does not see that the run variance rests on few runs "
+            "(the headline's contrast has Satterthwaite df)"] if runs else [])) or None
     g = glrt.table
     rows = [check_row("likelihood-ratio test of the system effect (ML refits)", head,
                       p_value=float(g["p_value"].iloc[-1]), why=None)]
-    if why_omnibus is not None and rows[0]["verdict"].startswith("differs"):
+    if why_omnibus is not None and rows[0]["verdict"].startswith("differs") \
+            and rows[0]["verdict"] != "differs: the opposite sign":
         rows[0] = check_row(rows[0]["check"], head, p_value=rows[0]["p_value"], why=why_omnibus)
     if "p_value_pb" in g.columns:
         rows.append(check_row("parametric bootstrap of the likelihood-ratio test (pbkrtest)", head,
                               p_value=float(g["p_value_pb"].iloc[-1]),
                               why=why_omnibus if k > 2 else None))
     if averaged is not None:
-        rows += _averaged_checks(averaged, emm, head)
+        rows += _averaged_checks(averaged, emm, head, runs=runs)
     diffs = emm_differences(emm, board, head, contrasts if contrasts is not None else
                             emm.contrasts(method="pairwise", adjust="none").table)
     return {"leaderboard": board, "headline": head, "checks": checks_table(rows), "direction": d, "differences": diffs}
 
 
-def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any) -> list[dict[str, Any]]:
+def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any, runs: bool = False) -> list[dict[str, Any]]:
     """The run-averaged analyses as checks: the averaged mixed model's contrast of the headline
     pair, and the averaged linear model's omnibus test (Hagmann 2023, Table 2.2)."""
     labels = [str(x) for x in averaged.emmeans.iloc[:, 0]]
-    why = "averaging the runs of each system per item discards their replication (Hagmann 2023, Table 2.2)"
+    why = ("the run-averaged data have no run variance: each system's run shifts stay in its mean, so these "
+           "analyses are too sure when runs vary (the headline's model estimates the run variance)" if runs else
+           "averaging the runs of each system per item discards their replication (Hagmann 2023, Table 2.2)")
     out = []
     if head.better in labels and head.other in labels and len(averaged.contrasts) == len(labels) * (len(labels) - 1) // 2:
         row, sign = pair_row(averaged.contrasts, labels, head.better, head.other)
@@ -267,10 +274,11 @@ def compare_systems(
     system: str,
     item: str,
     reference: Any = None,
-    posthoc_df: str = "asymptotic",
+    posthoc_df: str | None = None,
     adjust: str = "holm",
     *,
     random: str | Sequence[str] | None = None,
+    run: str | None = None,
     average: bool = True,
     level: float = 0.95,
     effect_size: str = "total",
@@ -289,10 +297,17 @@ def compare_systems(
     data : score table, one row per (system, instance, item); never modified.
     score, system, item : column names (score numeric; item = test input such as a sentence).
     reference : reference level of ``system`` (first level otherwise).
-    posthoc_df : df of the EMMs and contrasts: ``"asymptotic"`` (z, default; Wald tests as in
-        the thesis' large-sample setting), ``"satterthwaite"`` or ``"kenward-roger"``.
+    posthoc_df : df of the EMMs and contrasts: ``"asymptotic"`` (z; Wald tests as in the
+        thesis' large-sample setting; the default without ``run``), ``"satterthwaite"`` (the
+        default with ``run``: the run variance rests on few runs) or ``"kenward-roger"``.
     adjust : p-value adjustment of the pairwise contrasts (emmeans names; Holm by default).
     random : extra grouping terms added to both models, e.g. ``["run", "system:run"]``.
+    run : the column of runs (training seeds, separate evaluations) of each system: adds the
+        run-within-system intercept ``(1|system:run)`` to both models, so that the seed-to-seed
+        variance enters the comparison (as the headline of :func:`mixedeval.compare_logs` adds
+        it). Without it, several rows per system and item are analysed as independent
+        replications grouped by the item (Hagmann 2023), and a warning says so: when they are
+        runs whose shifts are shared by all items, that analysis is too sure.
     average : also run the run-averaged analysis (when there is more than one row per
         system and item).
     level : confidence level of EMMs and contrasts.
@@ -324,8 +339,10 @@ def compare_systems(
     the run-averaged analyses of the same question, each with its verdict), ``direction`` --
     then ``table``, ``glrt``, ``emmeans``, ``contrasts``, ``averaged``, ``warnings``, ``fit``.
     """
-    posthoc_df = check_posthoc_df(posthoc_df)
+    posthoc_df = check_posthoc_df(posthoc_df if posthoc_df is not None else
+                                  "satterthwaite" if run is not None else "asymptotic")
     level = require_level(level)
+    random = _with_run(random, system, run)
     pb = None if n_resamples is None else {"n_resamples": n_resamples, "random_state": random_state,
                                            "executor": executor, "progress": progress}
     if family != "gaussian":
@@ -347,6 +364,8 @@ def compare_systems(
              "p_value": float(g["p_value"].iloc[1]), **_pb_cell(g)}]
     averaged = None
     per_cell = frame.groupby([item, system], observed=True).size()
+    if per_cell.max() > 1 and not extra:
+        warnings.append(_replications_warning(frame, system, item))
     if average and per_cell.max() > 1:
         averaged, aw = _averaged(frame, score, system, item, levels, posthoc_df, contrast_kw, level, optimizer)
         warnings += [w for w in aw if w.kind not in ("refit_ml", "ci_adjust")]
@@ -358,20 +377,41 @@ def compare_systems(
             f"averaging the instances of each system per {item!r} discards the replication and the pairing the item "
             f"intercept provides: p = {averaged.glrt['p_value'].iloc[0]:.3g} (averaged, linear model) and "
             f"{averaged.glrt['p_value'].iloc[1]:.3g} (averaged, mixed model) against {rows[0]['p_value']:.3g} on all "
-            "instances; report the all-instances analysis",
+            "instances" + (" with the run variance" if run is not None else
+                           " (independent replications within the item; see 'replications')"),
         ))
     prov = dict(an.full.provenance)
     prov.update({"workflow": "compare_systems", "posthoc_df": posthoc_df, "adjust": adjust, "level": float(level),
                  "effect_size": effect_size,
                  "glrt": "lme4 anova (ML refit)", "contrasts": "emmeans::contrast pairwise", **_pb_provenance(an.glrt)})
     answer = _answer(an.emm, an.contrasts.table, reference=reference, higher_is_better=higher_is_better,
-                     glrt=an.glrt, averaged=averaged)
+                     glrt=an.glrt, averaged=averaged, runs=run is not None)
     prov["direction"] = answer["direction"].note
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=an.emm.table, contrasts=an.contrasts.table, averaged=averaged,
         p_adjust=an.contrasts.p_adjust, posthoc_df=posthoc_df, warnings=dedupe_warnings(warnings), provenance=prov,
         fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts, **answer,
     )
+
+
+def _with_run(random: str | Sequence[str] | None, system: str, run: str | None) -> list[str] | None:
+    """``random`` plus the run-within-system term ``system:run`` of ``run=`` (once)."""
+    if run is None:
+        return None if random is None else ([random] if isinstance(random, str) else list(random))
+    if not isinstance(run, str) or not run:
+        raise DataError(f"run must name the column of runs (training seeds) of each system, got {run!r}")
+    terms = [] if random is None else ([random] if isinstance(random, str) else list(random))
+    term = f"{system}:{run}"
+    return terms if term in terms else [*terms, term]
+
+
+def _replications_warning(frame: pd.DataFrame, system: str, item: str) -> ResultWarning:
+    """Several rows per system and item without ``run=``: what they are taken for."""
+    return ResultWarning("replications", f"several rows per {system} and {item} are analysed as independent "
+                         f"replications grouped by {item!r} (Hagmann 2023); if they are runs (training seeds, "
+                         f"separate evaluations) whose shifts are shared by all items, pass run=<the runs' column> "
+                         "so that the run variance enters the comparison (without it the p-values can be far too "
+                         "small)")
 
 
 def _pb_cell(glrt_table) -> dict[str, float]:
