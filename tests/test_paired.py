@@ -198,18 +198,33 @@ def test_run_se_adds_the_pooled_run_variance_with_its_df():
     for _, row in out.iterrows():
         a, b = row["system_a"], row["system_b"]
         np.testing.assert_allclose(Vt.loc[a, a] + Vt.loc[b, b] - 2 * Vt.loc[a, b], row["std_error"] ** 2, rtol=1e-10)
-    # i.i.d. runs (no run shift): the preliminary test pools the run variance, the SE is sd(d) / sqrt(n)
-    iid = pd.concat([pd.DataFrame({"system": x, "task": "t", "item": range(n), "run": str(r),
-                                   "score": rng.normal(0.5, 0.05, n) + np.arange(n) / n})
-                     for x in "ab" for r in range(3)], ignore_index=True)
-    tabs = [iid[iid.system == x].pivot(index="item", columns="run", values="score").to_numpy() for x in "ab"]
-    ms_run, ms_res, dfr, dfe, _ = _anova_by_hand(tabs)
-    assert stats.f.sf(ms_run / ms_res, dfr, dfe) >= _paired.RUN_PRETEST_LEVEL
-    row = _paired.paired_differences(iid, ["a", "b"], runs=True).iloc[0]
-    q = iid.groupby(["system", "item"])["score"].mean().unstack(0)
-    d = (q["a"] - q["b"]).to_numpy()
-    np.testing.assert_allclose([row["std_error"], row["df"]], [d.std(ddof=1) / np.sqrt(n), n - 1], rtol=1e-12)
-    assert row["method"] == _paired.RUNS_METHOD
+    # i.i.d. runs (no run shift): the preliminary test pools the run variance: the SE is sd(d) / sqrt(n)
+    # on n - 1 df, plus RUN_NEGATIVE_SHARE (0.4) of the estimate when it is negative (MS_run < MS_res)
+    kinds = set()
+    for seed in range(40):
+        r2 = np.random.default_rng(100 + seed)
+        iid = pd.concat([pd.DataFrame({"system": x, "task": "t", "item": range(n), "run": str(r),
+                                       "score": r2.normal(0.5, 0.05, n) + np.arange(n) / n})
+                         for x in "ab" for r in range(3)], ignore_index=True)
+        tabs = [iid[iid.system == x].pivot(index="item", columns="run", values="score").to_numpy() for x in "ab"]
+        ms_run, ms_res, dfr, dfe, w = _anova_by_hand(tabs)
+        if stats.f.sf(ms_run / ms_res, dfr, dfe) < _paired.RUN_PRETEST_LEVEL:
+            continue
+        row = _paired.paired_differences(iid, ["a", "b"], runs=True).iloc[0]
+        q = iid.groupby(["system", "item"])["score"].mean().unstack(0)
+        d = (q["a"] - q["b"]).to_numpy()
+        vq = d.var(ddof=1) / n
+        shrink = 0.4 * (1 / 3 + 1 / 3) * (ms_run - ms_res) * dfr / w if ms_run < ms_res else 0.0
+        np.testing.assert_allclose([row["std_error"], row["df"]], [np.sqrt(max(vq + shrink, vq / 4)), n - 1],
+                                   rtol=1e-12)
+        assert row["method"] == _paired.RUNS_METHOD
+        means, V = _paired.system_means(iid, ["a", "b"], runs=True)  # the leaderboard's covariance agrees
+        np.testing.assert_allclose(V["t"].loc["a", "a"] + V["t"].loc["b", "b"] - 2 * V["t"].loc["a", "b"],
+                                   row["std_error"] ** 2, rtol=1e-10)
+        kinds.add(shrink < 0)
+        if kinds == {True, False}:
+            break
+    assert kinds == {True, False}  # both cases of a pooled run variance were checked
 
 
 def test_nan_p_values_are_left_out_of_the_adjustment_as_r_does(R):

@@ -13,6 +13,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..results import ResultWarning
+from ._paired import RUN_SHRINK_FLOOR
 from .plan_eval import QuestionsNeededResult, _check_args, _Refused, questions_needed, run_variance_part, runs_for
 from .summarize import summarize
 
@@ -78,7 +79,10 @@ def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -
         var_d = float(est["var_question_differences"])  # the pilot's own design: its observed variance (the
         # headline's sd(d)^2), not the pieces, whose between part may have been truncated at 0
     z = stats.norm.ppf(1 - plan.alpha / 2) + stats.norm.ppf(plan.target)
-    return float(z * math.sqrt(max(var_d, 0.0) / n_questions + _pilot_run_part(est)))
+    base = max(var_d, 0.0) / n_questions
+    shrink = float(est.get("run_shrink", 0.0))  # the headline's share of a negative run estimate
+    return float(z * math.sqrt(_pilot_run_part(est) + (max(base + shrink, RUN_SHRINK_FLOOR * base)
+                                                        if math.isfinite(shrink) and shrink < 0 else base)))
 
 
 def _pilot_run_part(est: pd.Series) -> float:

@@ -81,7 +81,7 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
-from ._paired import RUN_PRETEST_LEVEL, run_anova, run_tables
+from ._paired import RUN_NEGATIVE_SHARE, RUN_PRETEST_LEVEL, RUN_SHRINK_FLOOR, run_anova, run_tables
 
 
 def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -253,6 +253,7 @@ class _Runs:
     runs_b: float
     epochs_per_run: float
     n_systems: int
+    shrink: float = 0.0  # the headline's share of a negative estimate for the pair (pooled case)
 
 
 def _pair(name: str, x: Any) -> tuple[float, float] | None:
@@ -312,9 +313,10 @@ def _pilot_runs(s: pd.DataFrame, systems: tuple[str, str]) -> _Runs | None:
     anova = run_anova(list(tables.values()))
     per_run = float(s.groupby(["system", "question", "run"], observed=True).size().median())
     p = anova.p_value if anova is not None else math.nan
-    return _Runs(sigma2=anova.sigma2 if anova is not None and anova.kept else 0.0, p_value=p,
-                 runs_a=float(n_runs[systems[0]]), runs_b=float(n_runs[systems[1]]), epochs_per_run=per_run,
-                 n_systems=int(len(n_runs)))
+    ra, rb = float(n_runs[systems[0]]), float(n_runs[systems[1]])
+    return _Runs(sigma2=anova.sigma2 if anova is not None and anova.kept else 0.0, p_value=p, runs_a=ra, runs_b=rb,
+                 epochs_per_run=per_run, n_systems=int(len(n_runs)),
+                 shrink=anova.shrink(1.0 / ra + 1.0 / rb) if anova is not None else 0.0)
 
 
 def _question_stats(s: pd.DataFrame, systems: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -490,7 +492,7 @@ def _runs_test(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The headline's runs test on each row of ``x`` (simulations x 2 systems x R runs x n
     questions, run-level scores): delta, SE and df of the paired t of the run-averaged question
     differences with the run ANOVA of the two systems, the run variance added when the preliminary
-    F test keeps it, Satterthwaite's df (:mod:`mixedeval.workflows._paired`; equal to its
+    F test keeps it (a share of a negative estimate when it pools it), Satterthwaite's df (:mod:`mixedeval.workflows._paired`; equal to its
     ``paired_differences`` in the tests)."""
     _, _, R, n = x.shape
     qm = x.mean(axis=2)  # sims x 2 x n: question means over runs
@@ -505,8 +507,10 @@ def _runs_test(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         p_run = np.where(ms_res > 0, stats.f.sf(ms_run / ms_res, df_run, df_res), np.where(ms_run > 0, 0.0, np.nan))
         kept = (p_run < RUN_PRETEST_LEVEL) & (ms_run > ms_res)
-        v = vq + np.where(kept, k * (ms_run - ms_res), 0.0)
-        den = vq**2 / (n - 1) + np.where(kept, (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res, 0.0)
+        shrink = np.where(~kept & (ms_run < ms_res), RUN_NEGATIVE_SHARE * k * (ms_run - ms_res), 0.0)
+        v = np.where(kept, vq + k * (ms_run - ms_res), np.maximum(vq + shrink, RUN_SHRINK_FLOOR * vq))
+        den = np.where(kept, vq**2 / (n - 1) + (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res,
+                       v**2 / (n - 1))
         df = np.where(den > 0, v**2 / den, n - 1.0)
     return delta, np.sqrt(v), df
 
@@ -684,7 +688,7 @@ def _estimates(p: _Pieces) -> pd.DataFrame:
     if p.runs is not None:
         r = p.runs
         rows += [("sigma2_run", r.sigma2), ("run_pretest_p", r.p_value), ("runs_a", r.runs_a), ("runs_b", r.runs_b),
-                 ("epochs_per_run", r.epochs_per_run)]
+                 ("epochs_per_run", r.epochs_per_run), ("run_shrink", r.shrink)]
     return pd.DataFrame(rows, columns=["quantity", "value"])
 
 
