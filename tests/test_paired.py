@@ -199,7 +199,7 @@ def test_run_se_adds_the_pooled_run_variance_with_its_df():
         a, b = row["system_a"], row["system_b"]
         np.testing.assert_allclose(Vt.loc[a, a] + Vt.loc[b, b] - 2 * Vt.loc[a, b], row["std_error"] ** 2, rtol=1e-10)
     # i.i.d. runs (no run shift): the preliminary test pools the run variance: the SE is sd(d) / sqrt(n)
-    # on n - 1 df, plus RUN_NEGATIVE_SHARE (0.4) of the estimate when it is negative (MS_run < MS_res)
+    # on n - 1 df, plus RUN_NEGATIVE_SHARE (0.45) of the estimate when it is negative (MS_run < MS_res)
     kinds = set()
     for seed in range(40):
         r2 = np.random.default_rng(100 + seed)
@@ -214,7 +214,7 @@ def test_run_se_adds_the_pooled_run_variance_with_its_df():
         q = iid.groupby(["system", "item"])["score"].mean().unstack(0)
         d = (q["a"] - q["b"]).to_numpy()
         vq = d.var(ddof=1) / n
-        shrink = 0.4 * (1 / 3 + 1 / 3) * (ms_run - ms_res) * dfr / w if ms_run < ms_res else 0.0
+        shrink = _paired.RUN_NEGATIVE_SHARE * (1 / 3 + 1 / 3) * (ms_run - ms_res) * dfr / w if ms_run < ms_res else 0.0
         np.testing.assert_allclose([row["std_error"], row["df"]], [np.sqrt(max(vq + shrink, vq / 4)), n - 1],
                                    rtol=1e-12)
         assert row["method"] == _paired.RUNS_METHOD
