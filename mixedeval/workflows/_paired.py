@@ -51,24 +51,24 @@ estimate, ``0.45 k (MS_run - MS_res)`` (never below ``RUN_SHRINK_FLOOR`` = 1/4 o
 
 Why: the estimate of the run variance rests on few df (4 with two systems x 3 runs). Adding it
 whenever positive (truncated at 0) with df_run for the run part -- the rule before -- made the
-interval too wide with i.i.d. runs (the positive part of the estimate) and too narrow with a
-strong run effect (df_run overstates the df of MS_run - MS_res: its variance is that of MS_run,
-not of the difference), 92% coverage; the exact Satterthwaite df alone (whenever positive) fix the
-coverage but collapse towards 5 df when the estimate is small and make i.i.d. intervals 1.25x too
-wide. The preliminary test keeps the estimate only when the data show it; its level 0.25 is the
-one Bozivich, Bancroft & Hartley (1956) recommend for sometimes-pool tests. Truncating a negative
-estimate at 0 biases the variance upwards exactly when the runs are i.i.d. (the test pools the
-positive estimates below its threshold and every negative one): the narrowest interval of any
-rule deciding from F that keeps its coverage (``calibration_logs.py --frontier``) lies below
-t_{n-1} sd(d) / sqrt(n) when F < 1, between the truncated and the full negative estimate; 0.45
-of it brings coverage with i.i.d. runs from 95.6-96.2% (truncated) to 94.6-95.3%, and the width
-down by 2-3%, at 30, 50 and 200 questions, with the lowest coverage over run SDs 0.1-1.0 about
-unchanged (93.1% with 2 systems x 3 runs, 93.8% with 3 x 3; the truncated rule 93.2% and 93.8%). Level and share were chosen on a grid of
-simulated designs (2-3 systems, 3-5 runs, run SD 0-1 on the logit scale, 30 / 50 / 200
-questions; not the data sets of the table below): level 0.2 with the truncated estimate (the
-rule before) 1.169 / 1.117 wide with i.i.d. runs (2 x 3 / 3 x 3); a level of 0.1 narrows i.i.d.
-intervals but loses coverage when a moderate run effect goes undetected (91.3% at run SD 0.5 with
-two systems x 3 runs); the full negative estimate (share 1) covers only 90.5-93.8% with i.i.d. runs.
+interval too wide with i.i.d. runs (the positive part of the estimate) and too narrow with a strong
+run effect (df_run overstates the df of MS_run - MS_res: its variance is that of MS_run, not of the
+difference), 92% coverage; the exact Satterthwaite df alone (whenever positive) fix the coverage but
+collapse towards 5 df when the estimate is small and make i.i.d. intervals 1.25x too wide. The
+preliminary test keeps the estimate only when the data show it; its level 0.25 is the one Bozivich,
+Bancroft & Hartley (1956) recommend for sometimes-pool tests. Truncating a negative estimate at 0
+biases the variance upwards exactly when the runs are i.i.d. (the test pools the positive estimates
+below its threshold and every negative one): the narrowest interval of any rule deciding from F that
+keeps its coverage (``calibration_logs.py --frontier``) lies below t_{n-1} sd(d) / sqrt(n) when F <
+1, between the truncated and the full negative estimate; 0.45 of it brings coverage with i.i.d. runs
+from 95.6-96.2% (truncated) to 94.6-95.3%, and the width down by 2-3%, at 30, 50 and 200 questions,
+with the lowest coverage over run SDs 0.1-1.0 about unchanged (93.1% with 2 systems x 3 runs, 93.8%
+with 3 x 3; the truncated rule 93.2% and 93.8%). Level and share were chosen on a grid of simulated
+designs (2-3 systems, 3-5 runs, run SD 0-1 on the logit scale, 30 / 50 / 200 questions; not the data
+sets of the table below): level 0.2 with the truncated estimate (the rule before) 1.169 / 1.117 wide
+with i.i.d. runs (2 x 3 / 3 x 3); a level of 0.1 narrows i.i.d. intervals but loses coverage when a
+moderate run effect goes undetected (91.3% at run SD 0.5 with two systems x 3 runs); the full
+negative estimate (share 1) covers only 90.5-93.8% with i.i.d. runs.
 
 Measured (``python benchmarks/calibration_logs.py --runs-vectorized --systems 2 3 --reps 20000``,
 50 questions; coverage of the 95% interval, and mean half-width / 1.96 over the true SD of the
@@ -81,19 +81,19 @@ runs):
     3 x 3            94.8% / 1.093           94.0% / 1.121     94.3% / 1.150
     3 x 5            94.9% / 1.046           95.0% / 1.063     94.3% / 1.052
 
-Type I error 4.9-6.8%. The rule before it (level 0.2, a negative estimate truncated at 0; same
-data sets): 96.0% / 1.172, 93.7%, 93.5% (2 x 3); 95.9% / 1.092, 94.5%, 94.6% (2 x 5); 95.9% /
-1.121, 94.3%, 94.2% (3 x 3); 95.4% / 1.063, 94.9%, 94.3% (3 x 5). The rule before that (the
-truncated estimate always added, its df the pooled run df): 91.9% (2 x 3) and 92.6% (3 x 3) with
-the strong run effect. With 3 runs the run variance rests on 4 (2 systems) or 6 (3 systems) df;
-the oracle that knows sigma2_run has width 1.01-1.03 and coverage 95.0-95.7%. The best width any
-rule deciding from the F statistic can reach with coverage >= 95% with i.i.d. runs and >= 93% at
-every run SD 0.1-1.0 (a step function of F and of the share of question x run noise fitted on
-40,000 simulated data sets per run SD, ``calibration_logs.py --frontier``; optimistic) is 1.135
-with 2 x 3 and 1.082 with 3 x 3 (1.097 at >= 93.5%, 1.114 at >= 94%): with 2 systems x 3 runs
-the target 1.10 is out of reach of any such rule; this rule is at the bound (2 x 3: 1.144 with
-its lowest coverage 93.1%; 3 x 3: 1.097 with 93.8%, on the bound's data sets). Runs of different systems are assumed independent (not
-shared seeds).
+Type I error 4.9-6.8%. The rule before it (level 0.2, a negative estimate truncated at 0; same data
+sets): 96.0% / 1.172, 93.7%, 93.5% (2 x 3); 95.9% / 1.092, 94.5%, 94.6% (2 x 5); 95.9% / 1.121,
+94.3%, 94.2% (3 x 3); 95.4% / 1.063, 94.9%, 94.3% (3 x 5). The rule before that (the truncated
+estimate always added, its df the pooled run df): 91.9% (2 x 3) and 92.6% (3 x 3) with the strong
+run effect. With 3 runs the run variance rests on 4 (2 systems) or 6 (3 systems) df; the oracle that
+knows sigma2_run has width 1.01-1.03 and coverage 95.0-95.7%. The best width any rule deciding from
+the F statistic can reach with coverage >= 95% with i.i.d. runs and >= 93% at every run SD 0.1-1.0
+(a step function of F and of the share of question x run noise fitted on 40,000 simulated data sets
+per run SD, ``calibration_logs.py --frontier``; optimistic) is 1.135 with 2 x 3 and 1.082 with 3 x 3
+(1.097 at >= 93.5%, 1.114 at >= 94%): with 2 systems x 3 runs the target 1.10 is out of reach of any
+such rule; this rule is at the bound (2 x 3: 1.144 with its lowest coverage 93.1%; 3 x 3: 1.097 with
+93.8%, on the bound's data sets). Runs of different systems are assumed independent (not shared
+seeds).
 
 References: Bancroft, T. A. (1944). On biases in estimation due to the use of preliminary tests
 of significance. *Ann. Math. Statist.* 15, 190-204. Bozivich, H., Bancroft, T. A. & Hartley,

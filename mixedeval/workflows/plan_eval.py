@@ -27,26 +27,27 @@ question with one epoch; for 0/1 scores ``sqrt(p (1 - p))`` from ``mean``), ``co
 between the systems' scores on the same question (Miller's paired formula; 0 gives his unpaired
 one, ``Var = sd_A^2 + sd_B^2``) and, for K > 1, ``within_variance`` (``E sigma2`` per system).
 
-**Runs** (a pilot with several runs per system: seeds, separate evaluations). The plan sees
-them as the headline does (:mod:`mixedeval.workflows._paired`): the between-run variance
-``sigma2_run`` is the method-of-moments estimate of the run ANOVA pooled over the pilot's systems
-(questions task x item), kept only when the preliminary F test finds it (Bancroft's sometimes-pool
-rule at ``RUN_PRETEST_LEVEL``). Not found: the runs' samples of a question are pooled as epochs
-(warning ``runs_pooled``). Found: K samples of a question come from ``R = K / E`` runs per system
-(E epochs per run), the within-question variance is the within-run part (the samples' variance
-less ``sigma2_run (N - E) / (N - 1)``, N samples of which E per run), and a part that more
-questions do not shrink is added,
+**Runs** (a pilot with several runs per system: seeds, separate evaluations). The plan sees them as
+the headline does (:mod:`mixedeval.workflows._paired`): the between-run variance ``sigma2_run`` is
+the method-of-moments estimate of the run ANOVA pooled over the pilot's systems (questions task x
+item), kept only when the preliminary F test finds it (Bancroft's sometimes-pool rule at
+``RUN_PRETEST_LEVEL``). Not found: the runs' samples of a question are pooled as epochs (warning
+``runs_pooled``). Found: K samples of a question come from ``R = K / E`` runs per system (E epochs
+per run), the within-question variance is the within-run part (the samples' variance less
+``sigma2_run (N - E) / (N - 1)``, N samples of which E per run), and a part that more questions do
+not shrink is added,
 
     Var(dbar) = [ Var_q(mu_A - mu_B) + (E sigma2_A + E sigma2_B) / K ] / n + 2 sigma2_run / R,
 
 so ``n = z^2 [ ... ] / (delta^2 - z^2 2 sigma2_run / R)``; where ``delta^2 <= z^2 2 sigma2_run /
-R`` no number of questions reaches the power with R runs (the row has no n, warning
-``runs_limit`` with the fewest runs that would), and the default plan adds a row with twice that
-many runs. The simulation does not draw runs: with a run variance the plan is the closed form
-only, a normal approximation that is optimistic with few runs (the headline's t then has few
-Satterthwaite df: with 3 runs of 2-3 systems about 5-7, t_{0.975} = 2.4-2.6 against 1.96). The smallest difference the pilot's own design detects is computed from the observed
-variance of its question differences and its runs, ``(z_{1-alpha/2} + z_power) x`` the headline's
-SE.
+R`` no number of questions reaches the power with R runs (the row has no n, warning ``runs_limit``
+with the fewest runs that would), and the default plan adds a row with twice that many runs. The
+closed form is a normal approximation, optimistic with few runs (the headline's t then has few
+Satterthwaite df: with 3 runs of 2-3 systems about 5-7); the simulation (below) draws the runs and
+runs the headline's own test, and leads where the two differ by more than 10%. The smallest
+difference the pilot's own design detects is ``(z_{1-alpha/2} + z_power) x`` the headline's SE
+(the observed variance of its question differences, its run part, and the share of a negative run
+estimate the headline adds).
 
 **Simulation** (the check, R-free numpy Monte-Carlo). From a pilot: the questions' epoch means
 are moved towards the systems' means by the 2 x 2 matrix ``L = Sigma_mu^{1/2} S^{-1/2}`` (S the
@@ -62,7 +63,11 @@ closed form's variance (this checks the normal approximation against the t test 
 power at the closed-form n is estimated, and the smallest n whose simulated power reaches the
 target is searched (doubling or halving from the closed-form n, then bisection to within 1%);
 every n uses the same seed (from ``random_state`` and K), ``n_sim`` simulations, and power comes
-with its Clopper-Pearson interval.
+with its Clopper-Pearson interval. With a between-run variance in the plan each simulated
+evaluation gives both systems R runs, each shifted by N(0, sigma2_run) for all its questions
+(clipped to [0, 1] for 0/1 scores), E epochs per run, and runs the headline's runs test (the run
+ANOVA of the two systems, its preliminary F test, Satterthwaite df); one run per system is not
+simulated (the headline cannot estimate a run variance from it).
 """
 from __future__ import annotations
 
@@ -492,7 +497,8 @@ def _runs_test(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The headline's runs test on each row of ``x`` (simulations x 2 systems x R runs x n
     questions, run-level scores): delta, SE and df of the paired t of the run-averaged question
     differences with the run ANOVA of the two systems, the run variance added when the preliminary
-    F test keeps it (a share of a negative estimate when it pools it), Satterthwaite's df (:mod:`mixedeval.workflows._paired`; equal to its
+    F test keeps it (a share of a negative estimate when it pools it), Satterthwaite's df
+    (:mod:`mixedeval.workflows._paired`; equal to its
     ``paired_differences`` in the tests)."""
     _, _, R, n = x.shape
     qm = x.mean(axis=2)  # sims x 2 x n: question means over runs
@@ -749,7 +755,8 @@ def questions_needed(
         s, names, warns, runs = _pilot_scores(pilot, metric, systems, format)
         pieces, source = _pieces_from_pilot(s, names, warns, runs), "pilot"
         one_epoch = not math.isfinite(pieces.within_a)  # no within-question variance: only K = 1 can be planned
-        ks = ks or sorted({1} if one_epoch else {1, int(round(pieces.pilot["epochs_pilot"])), *_enough_runs(pieces, eff, target, alpha)})
+        ks = ks or sorted({1} if one_epoch else {1, int(round(pieces.pilot["epochs_pilot"])),
+                                                 *_enough_runs(pieces, eff, target, alpha)})
     ss = seed_sequence(random_state)
     rows, searched = [], []
     for k in ks:
