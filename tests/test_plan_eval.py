@@ -303,8 +303,9 @@ def test_the_plans_runs_simulation_runs_the_headlines_test():
         row = paired_differences(frame, ["a", "b"], runs=True).iloc[0]
         delta, se, df = (v[0] for v in _runs_test(x[None]))
         np.testing.assert_allclose([delta, se, df], [row["delta"], row["std_error"], row["df"]], rtol=1e-10)
-        kinds.add(bool(row["df"] != n - 1))
-    assert kinds == {True, False}  # both branches of the preliminary test were compared
+        d = x[0].mean(axis=0) - x[1].mean(axis=0)
+        kinds.add("kept" if row["df"] != n - 1 else "shrunk" if se < d.std(ddof=1) / np.sqrt(n) - 1e-12 else "pooled")
+    assert kinds == {"kept", "shrunk", "pooled"}  # every branch of the headline's runs rule was compared
     logs = me.read_eval_logs(_seeds_table(0.08, 12), "table", columns={"run": "seed"})
     res = me.compare_logs(logs, metric="correct", random_state=0, model_check=False, n_sim=300)
     sim = res.plan.table[(res.plan.table["method"] == "simulation") & (res.plan.table["n_sim"] > 0)]
