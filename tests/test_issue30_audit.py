@@ -284,3 +284,17 @@ def test_emmeans_take_the_direction_once_and_the_report_and_cli_follow_it(tmp_pa
     out = json.loads(p.stdout)
     assert out["headline"]["better"] == "Marking" and "declared" in out["direction"]
     assert out["headline"]["p_value"] == pytest.approx(head.p_value, rel=1e-8)
+
+
+def test_cli_text_tables_leave_out_all_missing_columns(capsys):
+    """Issue 30 item 6 ("no all-NaN columns"), on the command line as in the report: a text table
+    drops a column that is missing in every row (e.g. Wilson bounds of a continuous score); a column
+    with one value stays."""
+    import pandas as pd
+
+    from mixedeval._console import print_table
+
+    print_table("accuracies", pd.DataFrame({"system": ["a", "b"], "mean_score": [0.5, 0.6],
+                                            "wilson_low": [float("nan")] * 2, "note": [None, "x"]}))
+    out = capsys.readouterr().out
+    assert "mean_score" in out and "note" in out and "wilson_low" not in out
