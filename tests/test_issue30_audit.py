@@ -298,3 +298,19 @@ def test_cli_text_tables_leave_out_all_missing_columns(capsys):
                                             "wilson_low": [float("nan")] * 2, "note": [None, "x"]}))
     out = capsys.readouterr().out
     assert "mean_score" in out and "note" in out and "wilson_low" not in out
+
+
+def test_summarize_and_compare_logs_name_a_taskless_table_alike():
+    """A DataFrame without a task column: both entry points name its task after the score (as
+    read_eval_logs does), so their pairwise tables label the same rows alike (the audit found
+    "error" in one and "(all items)" in the other)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(9)
+    df = pd.DataFrame([(s, f"q{i}", float(rng.random() < p)) for s, p in (("a", 0.3), ("b", 0.4)) for i in range(40)],
+                      columns=["system", "item", "error"])
+    s = me.summarize(df, score="error")
+    c = me.compare_logs(me.read_eval_logs(df, "table"), metric="error", model_check=False, plan=False)
+    assert set(s.pairwise["task"]) == set(c.table["task"]) == {"error"}
+    assert s.p_value == pytest.approx(c.p_value, rel=1e-12)

@@ -101,7 +101,7 @@ def test_lower_is_better_from_the_metric_name_declared_and_reference():
     h = s.headline
     assert (h.better, h.other) == ("good", "mid") and h.estimate > 0
     assert "lower error is better" in s.headline_text()
-    row = _pair(s.pairwise, "(all items)", "good", "mid")
+    row = _pair(s.pairwise, "error", "good", "mid")  # the task is named after the score, as compare_logs names it
     assert h.estimate == pytest.approx(-row["delta"]) and s.p_value == row["p_value"]
     declared = me.summarize(df.rename(columns={"error": "points"}), score="points", higher_is_better=True)
     assert declared.direction.source == "declared" and declared.leaderboard["name"].iloc[0] == "base"

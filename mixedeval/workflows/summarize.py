@@ -174,7 +174,10 @@ def _table_scores(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
     require_columns(df, [c for c in (*cols.values(), cluster) if c is not None], "the score table")
     require_finite(df, cols["score"])
     out = pd.DataFrame({"system": df[cols["system"]].astype(str).to_numpy(),
-                        "task": df[cols["task"]].astype(str).to_numpy() if cols["task"] else "(all items)",
+                        # no task column: the task is named after the metric (or the score column), as
+                        # read_eval_logs names it, so summarize and compare_logs label the same rows alike
+                        "task": (df[cols["task"]].astype(str).to_numpy() if cols["task"] else
+                                 str(metric) if metric is not None else str(cols["score"])),
                         "item": df[cols["item"]].astype(str).to_numpy(),
                         "run": df[cols["run"]].astype(str).to_numpy() if cols["run"] else "1",
                         "score": df[cols["score"]].to_numpy(dtype=float)})
