@@ -310,3 +310,22 @@ def test_the_plans_runs_simulation_runs_the_headlines_test():
     res = me.compare_logs(logs, metric="correct", random_state=0, model_check=False, n_sim=300)
     sim = res.plan.table[(res.plan.table["method"] == "simulation") & (res.plan.table["n_sim"] > 0)]
     assert len(sim) and (sim["runs"] > 3).all() and (sim["power"] >= 0.8).all()
+
+
+def test_plan_text_with_runs_says_what_was_simulated():
+    """With runs in the plan the text says the simulation's n where it ran ("beside N simulations")
+    and, where no design can be simulated (every design unreachable with its runs), says so rather
+    than claiming a simulation."""
+    from mixedeval.workflows._next_run import plan_text
+
+    logs = me.read_eval_logs(_seeds_table(0.08, 12), "table", columns={"run": "seed"})
+    none = me.questions_needed(logs, 0.11, epochs=[1, 3], metric="correct", systems=("top", "base"), n_sim=50,
+                               random_state=1)
+    assert none.table["n_questions"].isna().all()
+    text = plan_text(none, 50, 3, observed=False)
+    assert "nothing to simulate" in text and "beside 50 simulations" not in text
+    some = me.questions_needed(logs, 0.11, epochs=[20], metric="correct", systems=("top", "base"), n_sim=50,
+                               random_state=1)
+    sim = some.table.set_index("method").loc["simulation"]
+    assert sim["n_sim"] == 50 and sim["runs"] == 20 and sim["n_questions"] > 0
+    assert "beside 50 simulations" in plan_text(some, 50, 3, observed=False)

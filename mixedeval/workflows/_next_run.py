@@ -162,7 +162,8 @@ def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int,
         return "no sample-size plan (the pilot's variances are not estimable; see the warnings)"
     simulated = bool(((t["method"] == "simulation") & (t["n_sim"] > 0)).any())
     sims = (f" beside {plan.n_sim} simulations" if simulated else
-            "; the simulation does not model runs" if plan.n_sim and "epochs_per_run" in est.index else "")
+            "; nothing to simulate: no design above has a number of questions and two runs or more"
+            if plan.n_sim and "epochs_per_run" in est.index else "")
     size = " (the size observed)" if observed else ""
     mde = detectable_now(plan, n_questions, epochs)
     runs_note = " and the between-run variance" if _pilot_run_part(est) > 0 else ""
