@@ -359,6 +359,18 @@ def run_variance_true(sc: Scenario, effect: float) -> float:
     return float(np.sum(w * (g - np.sum(w * g)) ** 2))
 
 
+def run_anova_arrays(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per data set of ``y`` (reps, systems, R, n): the difference a - b of the run-averaged
+    question means (delta), vq = sd(d)^2 / n, and per system SS_run and SS_res of the questions x
+    runs ANOVA (reps, systems)."""
+    n = y.shape[3]
+    d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)  # question means over runs, a - b
+    col = y.mean(axis=3)
+    resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
+    ss_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)
+    return d.mean(axis=1), d.var(axis=1, ddof=1) / n, ss_run, (resid**2).sum(axis=(2, 3))
+
+
 def runs_methods(y: np.ndarray, level: float = 0.95, sc: Scenario | None = None,
                  delta: float = DELTA_ALT) -> dict[str, np.ndarray]:
     """The pair a - b on every data set at once, per method an array (reps, 5) of delta, SE, low,
@@ -371,26 +383,18 @@ def runs_methods(y: np.ndarray, level: float = 0.95, sc: Scenario | None = None,
     :func:`two_stage_old` on the first data sets (:func:`check_runs_vectorized`)."""
     from scipy import stats
 
-    from mixedeval.workflows._paired import RUN_NEGATIVE_SHARE, RUN_PRETEST_LEVEL, RUN_SHRINK_FLOOR
+    from mixedeval.workflows._paired import balanced_run_se
 
     reps, S, R, n = y.shape
-    d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)  # question means over runs, a - b
-    delta_hat, vq = d.mean(axis=1), d.var(axis=1, ddof=1) / n
-    col = y.mean(axis=3)
-    resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
-    ss_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)  # (reps, S)
-    ss_res = (resid**2).sum(axis=(2, 3))
+    delta_hat, vq, ss_run, ss_res = run_anova_arrays(y)
     out = {}
     df_run, df_res = S * (R - 1), S * (n - 1) * (R - 1)
     ms_run, ms_res = ss_run.sum(axis=1) / df_run, ss_res.sum(axis=1) / df_res
     k = 2.0 / R / n
-    # headline: sometimes pool (Bancroft 1944), Satterthwaite df of vq + k MS_run - k MS_res
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kept = (stats.f.sf(ms_run / ms_res, df_run, df_res) < RUN_PRETEST_LEVEL) & (ms_run > ms_res)
-    shrink = np.where(~kept & (ms_run < ms_res), RUN_NEGATIVE_SHARE * k * (ms_run - ms_res), 0.0)
-    v = np.where(kept, vq + k * (ms_run - ms_res), np.maximum(vq + shrink, RUN_SHRINK_FLOOR * vq))
-    den = np.where(kept, vq**2 / (n - 1) + (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res, v**2 / (n - 1))
-    out["headline"] = _t_rows(delta_hat, v, v**2 / den, level)
+    # headline: sometimes pool (Bancroft 1944), Satterthwaite df of vq + k MS_run - k MS_res, a share of a
+    # negative estimate when pooled (the package's vectorized rule; checked against paired_differences)
+    v, df = balanced_run_se(vq, ms_run, ms_res, df_run, df_res, k, n)
+    out["headline"] = _t_rows(delta_hat, v, df, level)
     # session 8: level 0.2, a negative estimate truncated at 0
     with np.errstate(divide="ignore", invalid="ignore"):
         kept8 = (stats.f.sf(ms_run / ms_res, df_run, df_res) < 0.2) & (ms_run > ms_res)
@@ -486,14 +490,10 @@ def run_statistics(sc: Scenario, systems: int, reps: int, rng: np.random.Generat
     for start in range(0, reps, chunk):
         y = simulate_runs(sc, DELTA_ALT, rng, min(chunk, reps - start), systems)
         _, S, R, n = y.shape
-        d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)
-        vq = d.var(axis=1, ddof=1) / n
-        col = y.mean(axis=3)
-        resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
-        ms_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=(1, 2)) / (S * (R - 1))
-        ms_res = (resid**2).sum(axis=(1, 2, 3)) / (S * (n - 1) * (R - 1))
+        delta, vq, ss_run, ss_res = run_anova_arrays(y)
+        ms_run, ms_res = ss_run.sum(axis=1) / (S * (R - 1)), ss_res.sum(axis=1) / (S * (n - 1) * (R - 1))
         hl = runs_methods(y)["headline"]
-        parts.append({"delta": d.mean(axis=1), "z": np.abs(d.mean(axis=1) - theta) / np.sqrt(vq),
+        parts.append({"delta": delta, "z": np.abs(delta - theta) / np.sqrt(vq),
                       "sqrt_vq": np.sqrt(vq), "F": ms_run / ms_res, "w": 2.0 / (R * n) * ms_res / vq,
                       "half": (hl[:, 3] - hl[:, 2]) / 2, "theta": np.full(len(vq), theta)})
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -359,9 +359,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
                     n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    head: Any = res.headline.to_dict() if args.json and res.headline is not None else res.headline_text()
-    out: dict[str, Any] = {"headline": head, "p_value": res.p_value, "direction": res.direction.note,
-                           "leaderboard": res.leaderboard,
+    out: dict[str, Any] = {**_answer_out(args, res), "p_value": res.p_value,
                            "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
                            "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
     if args.report:

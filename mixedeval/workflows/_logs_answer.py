@@ -30,13 +30,6 @@ class LogsAnswer:
     label: str
 
 
-def unit_scale(scores: Any, metric: Any = None) -> tuple[str, float]:
-    """("points", 100) for scores in [0, 1] (accuracies, proportions) and for an edit rate named
-    as such (TER, WER: ``metric``), else ("", 1) (:func:`mixedeval._answer.unit_scale`, the rule
-    of the EMMs', compare_systems' and the bootstrap's headlines)."""
-    return _answer.unit_scale(scores, metric)
-
-
 def _board(means: pd.DataFrame, vcov: pd.DataFrame, task: str, direction: _answer.Direction,
            level: float) -> pd.DataFrame:
     m = means[means["task"] == task].set_index("system")
@@ -94,7 +87,7 @@ def logs_answer(avg: pd.DataFrame, direction: _answer.Direction, *, level: float
     order = list(board["name"]) + [x for x in systems if x not in set(board["name"])]
     table = paired_differences(avg, order, level=level, adjust=adjust, pooled_label=pooled_label if tasks else None,
                                cluster=cluster, runs=runs)
-    unit, scale = unit_scale(avg["score"], direction.metric)
+    unit, scale = _answer.unit_scale(avg["score"], direction.metric)  # the one unit rule of every headline
     pair = _answer.choose_pair(board, reference)
     head = headline_from_row(table, label, pair, direction, level, unit, scale, reference)
     return LogsAnswer(leaderboard=board, leaderboards=boards, table=table, headline=head, means=means, vcovs=vcovs,

@@ -177,6 +177,25 @@ RUN_NEGATIVE_SHARE = 0.45
 RUN_SHRINK_FLOOR = 0.25
 
 
+def balanced_run_se(vq: Any, ms_run: Any, ms_res: Any, df_run: float, df_res: float, k: float,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rule of the module docstring on arrays of balanced designs (many data sets at once:
+    the plan's simulation, the calibration benchmark): the variance of a pair's difference and its
+    df from ``vq`` = sd(d)^2 / n on n - 1 df, the pooled mean squares and ``k`` = (1/R_a + 1/R_b)
+    df_run / sum_s (R_s - 1) n_s. Returns ``(v, df)``; :class:`RunAnova` is the same rule for one
+    data set of any shape (the tests check the two agree)."""
+    vq, ms_run, ms_res = (np.asarray(a, dtype=float) for a in (vq, ms_run, ms_res))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_run = np.where(ms_res > 0, stats.f.sf(ms_run / ms_res, df_run, df_res), np.where(ms_run > 0, 0.0, np.nan))
+        kept = (p_run < RUN_PRETEST_LEVEL) & (ms_run > ms_res)
+        shrink = np.where(~kept & (ms_run < ms_res), RUN_NEGATIVE_SHARE * k * (ms_run - ms_res), 0.0)
+        v = np.where(kept, vq + k * (ms_run - ms_res), np.maximum(vq + shrink, RUN_SHRINK_FLOOR * vq))
+        den = np.where(kept, vq**2 / (n - 1) + (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res,
+                       v**2 / (n - 1))
+        df = np.where(den > 0, v**2 / den, n - 1.0)
+    return v, df
+
+
 @dataclass(frozen=True)
 class RunAnova:
     """The pooled two-way ANOVA of the systems' questions x runs tables (module docstring)."""

@@ -86,7 +86,7 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
-from ._paired import RUN_NEGATIVE_SHARE, RUN_PRETEST_LEVEL, RUN_SHRINK_FLOOR, run_anova, run_tables
+from ._paired import balanced_run_se, run_anova, run_tables
 
 
 def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -509,15 +509,7 @@ def _runs_test(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     df_run, df_res = 2.0 * (R - 1), 2.0 * (n - 1) * (R - 1)
     ms_run = n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=(1, 2)) / df_run
     ms_res = (resid**2).sum(axis=(1, 2, 3)) / df_res
-    k = 2.0 / (R * n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_run = np.where(ms_res > 0, stats.f.sf(ms_run / ms_res, df_run, df_res), np.where(ms_run > 0, 0.0, np.nan))
-        kept = (p_run < RUN_PRETEST_LEVEL) & (ms_run > ms_res)
-        shrink = np.where(~kept & (ms_run < ms_res), RUN_NEGATIVE_SHARE * k * (ms_run - ms_res), 0.0)
-        v = np.where(kept, vq + k * (ms_run - ms_res), np.maximum(vq + shrink, RUN_SHRINK_FLOOR * vq))
-        den = np.where(kept, vq**2 / (n - 1) + (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res,
-                       v**2 / (n - 1))
-        df = np.where(den > 0, v**2 / den, n - 1.0)
+    v, df = balanced_run_se(vq, ms_run, ms_res, df_run, df_res, 2.0 / (R * n), n)
     return delta, np.sqrt(v), df
 
 
