@@ -355,43 +355,281 @@ def wald_headline(board: pd.DataFrame, method: str, direction: Direction, *, lev
                     scale=scale, reference=reference)
 
 
+# ------------------------------------------------------------------------------ shared small rules
+def z_quantile(level: float) -> float:
+    """The two-sided normal quantile of a ``level`` interval, ``Phi^-1(1/2 + level/2)``."""
+    from scipy import stats  # noqa: PLC0415 - scipy.stats only for results that need it (CLI start-up)
+
+    return float(stats.norm.ppf(0.5 + float(level) / 2.0))
+
+
+def pair_row(table: pd.DataFrame, a: str, b: str, *, task: Any = None, a_col: str = "system_a",
+             b_col: str = "system_b") -> tuple[pd.Series, float] | None:
+    """The one pair-row helper: the row of the pair (a, b) in a pair table (columns ``a_col``,
+    ``b_col``; with ``task``, the rows of that task) and the sign turning its difference into
+    ``a - b`` (+1 when the row is (a, b), -1 when it is (b, a)); None when the pair is absent."""
+    if table is None or not len(table):
+        return None
+    t = table
+    if task is not None and "task" in t.columns:
+        t = t[t["task"].astype(str) == str(task)]
+    ta, tb = t[a_col].astype(str), t[b_col].astype(str)
+    hit = t[(ta == str(a)) & (tb == str(b))]
+    if len(hit):
+        return hit.iloc[0], 1.0
+    hit = t[(ta == str(b)) & (tb == str(a))]
+    if len(hit):
+        return hit.iloc[0], -1.0
+    return None
+
+
+#: the columns of an answer's ``differences`` table (every pair, best first)
+PAIR_COLUMNS = ("system_a", "system_b", "delta", "std_error", "conf_low", "conf_high", "p_value", "p_adj")
+
+
+def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bool, *, delta: str = "delta",
+                     keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A pair table (``system_a``, ``system_b``, ``delta`` = a - b on the score's scale,
+    ``conf_low``/``conf_high`` of a - b, optional ``std_error``, ``p_value``, ``p_adj``, ``task``)
+    rewritten best first: in every row ``system_a`` stands above ``system_b`` on the leaderboard
+    (``order``, best first), and ``delta`` is the advantage of ``system_a`` over ``system_b``
+    in the better direction (``+`` = system_a is better; for a lower-is-better score
+    ``delta = b - a`` on the score's scale), with its interval. Rows are sorted by the leaderboard position of
+    ``system_a``, then of ``system_b`` (per task, in the table's task order). Columns
+    :data:`PAIR_COLUMNS` (those present), ``keep`` and ``task`` first when present."""
+    pos = {str(n): i for i, n in enumerate(order)}
+    sign = 1.0 if higher_is_better else -1.0
+    rows = []
+    for r in pairs.to_dict("records"):
+        a, b = str(r["system_a"]), str(r["system_b"])
+        d = float(r[delta])
+        lo, hi = float(r.get("conf_low", np.nan)), float(r.get("conf_high", np.nan))
+        if pos.get(b, len(pos)) < pos.get(a, len(pos)):  # b ranks higher: flip the pair
+            a, b, d, lo, hi = b, a, -d, -hi, -lo
+        est, lo, hi = (d, lo, hi) if sign > 0 else (-d, -hi, -lo)
+        out = {"system_a": a, "system_b": b, "delta": est, "conf_low": lo, "conf_high": hi}
+        for c in ("std_error", "p_value", "p_adj", *keep):
+            if c in r:
+                out[c] = r[c]
+        if "task" in r:
+            out["task"] = r["task"]
+        rows.append(out)
+    cols = [c for c in ("task", *PAIR_COLUMNS, *keep) if rows and c in rows[0]] or \
+        [c for c in ("task", *PAIR_COLUMNS) if c in pairs.columns or c in ("system_a", "system_b", "delta")]
+    t = pd.DataFrame(rows, columns=cols)
+    if not len(t):
+        return t
+    tasks = list(dict.fromkeys(t["task"].astype(str))) if "task" in t.columns else []
+    key = pd.DataFrame({"t": [tasks.index(str(x)) for x in t["task"]] if tasks else 0,
+                        "a": [pos.get(str(x), len(pos)) for x in t["system_a"]],
+                        "b": [pos.get(str(x), len(pos)) for x in t["system_b"]]})
+    idx = np.lexsort((key["b"].to_numpy(), key["a"].to_numpy(), np.asarray(key["t"])))
+    return t.iloc[idx].reset_index(drop=True)
+
+
+def convention(direction: Direction | None, unit: str = "") -> str:
+    """The sign convention of every pair table of an answer, in one sentence."""
+    u = f" (in {unit})" if unit else ""
+    if direction is not None and not direction.higher_is_better:
+        m = direction.metric or "score"
+        return (f"delta = advantage of system_a over system_b{u}, system_a listed first as the better on the "
+                f"leaderboard; lower {m} is better, so + means system_a scores lower")
+    return f"delta = system_a - system_b{u}, system_a listed first as the better on the leaderboard; + means system_a scores higher"
+
+
+# ------------------------------------------------------------------------------ the answer value
+RANK_KINDS = ("simultaneous", "marginal")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The one answer of a result that compares or ranks systems (DESIGN.md: one question, one answer).
+
+    direction : :class:`Direction` of the score.
+    leaderboard : best first, columns :data:`LEADERBOARD_COLUMNS`; its rank intervals are of
+        kind ``rank_kind`` (``"simultaneous"``: all systems at once, Mogstad et al. 2024; or
+        ``"marginal"``).
+    headline : the :class:`Headline` (best against runner-up or the best other against the
+        reference); None with fewer than two systems (``no_headline_text`` says why).
+    differences : every pair best first (:func:`best_first_pairs`: ``system_a`` above
+        ``system_b`` on the leaderboard, ``delta`` its advantage in the better direction), the
+        convention in :attr:`convention`.
+    checks : other analyses of the same question, columns :data:`CHECK_COLUMNS`, each with a
+        verdict computed from its own numbers (:func:`check_row`).
+    method : what produced the answer (the headline's analysis, or the leaderboard's when there is
+        no headline).
+    """
+
+    direction: Direction
+    leaderboard: pd.DataFrame | None
+    headline: Headline | None
+    differences: pd.DataFrame | None = None
+    checks: pd.DataFrame | None = None
+    rank_kind: str = "simultaneous"
+    no_headline_text: str = "one system: no comparison"
+    method: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rank_kind not in RANK_KINDS:
+            raise ValueError(f"rank_kind must be one of {RANK_KINDS}, got {self.rank_kind!r}")
+
+    @property
+    def unit(self) -> str:
+        return self.headline.unit if self.headline is not None else ""
+
+    @property
+    def scale(self) -> float:
+        return self.headline.scale if self.headline is not None else 1.0
+
+    @property
+    def convention(self) -> str:
+        """The sign convention of :attr:`differences` (and every pair table of the result)."""
+        return convention(self.direction, "")
+
+    @property
+    def rank_label(self) -> str:
+        """How the leaderboard's rank intervals are labelled wherever they are shown."""
+        return ("simultaneous rank interval (all systems at once, Mogstad et al. 2024)" if self.rank_kind ==
+                "simultaneous" else "marginal rank interval (each system on its own)")
+
+    def headline_text(self) -> str:
+        return self.no_headline_text if self.headline is None else self.headline.text()
+
+    @property
+    def p_value(self) -> float:
+        return float("nan") if self.headline is None else float(self.headline.p_value)
+
+    @property
+    def best(self) -> str | None:
+        b = self.leaderboard
+        return None if b is None or not len(b) else str(b["name"].iloc[0])
+
+    def check_summary(self) -> str:
+        """What the checks mean for the answer: "" when none differs, else one sentence."""
+        c = self.checks
+        if c is None or not len(c):
+            return ""
+        v = c["verdict"].astype(str)
+        bad = int(v.str.startswith("differs").sum())
+        if not bad:
+            return ""
+        n = int((~v.str.startswith("not available")).sum())
+        head = self.headline
+        if head is not None and head.distinguishable:
+            what = (f"the headline tells {head.better} and {head.other} apart; {bad} of {n} checks "
+                    "do not fully agree, so read the difference as less certain than its interval says")
+        else:
+            what = (f"the headline does not tell the two systems apart; {bad} of {n} checks differ, "
+                    "see their reasons before reading more into either")
+        return what
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"headline": None if self.headline is None else self.headline.to_dict(),
+                "headline_text": self.headline_text(),
+                "direction": self.direction.to_dict() if self.direction is not None else None,
+                "leaderboard": jsonable(self.leaderboard), "rank_interval": self.rank_kind,
+                "differences": jsonable(self.differences), "convention": self.convention,
+                "checks": jsonable(self.checks), "check_summary": self.check_summary(), "method": self.method}
+
+
 # ------------------------------------------------------------------------------ the mixin
 class AnswerMixin:
-    """The answer's boilerplate shared by every result over several systems (no instance state,
-    so frozen dataclasses use it as they are; put it before the result base class).
+    """The answer's views on every result that compares or ranks (put it before the result base
+    class). The result holds one field, ``answer`` (:class:`Answer`; EMMs compute it from their
+    defaults as a cached property); ``headline``, ``leaderboard``, ``checks``, ``direction``,
+    ``differences``, ``p_value`` and ``headline_text()`` are views of it, and ``to_dict()`` puts
+    the answer first. No result declares an answer field of its own. ``_answer_priority``
+    (lower first) decides which result answers a report that holds several."""
 
-    It reads the result's ``headline`` (a field or a property; :meth:`_the_headline` for results
-    whose ``headline`` is a method) and ``direction``, and gives:
+    #: lower answers first in a report holding several results
+    _answer_priority: int = 50
 
-    * :meth:`headline_text`: the headline's :meth:`Headline.text`, or the class's
-      ``_no_headline_text`` when there is no pair to compare;
-    * :attr:`p_value`: the headline's p-value (NaN without a headline);
-    * :meth:`to_dict`: the base class' ``to_dict()`` with its ``headline`` and ``direction``
-      entries (when it has them: fields, not properties) replaced by their own ``to_dict()``
-      (the headline's text and the direction's note included), keys in place
-      (:meth:`_answer_json`)."""
+    def _get_answer(self) -> Answer | None:
+        return getattr(self, "answer", None)
 
-    #: what :meth:`headline_text` says when there is no headline (fewer than two systems)
+    def headline_text(self) -> str:
+        """The one-line answer (:meth:`Headline.text` of the headline)."""
+        a = self._get_answer()
+        return "no comparison" if a is None else a.headline_text()
+
+    @property
+    def p_value(self) -> float:
+        """The headline's p-value (NaN without a headline)."""
+        a = self._get_answer()
+        return float("nan") if a is None else a.p_value
+
+    @property
+    def headline(self) -> Headline | None:
+        """The answer's :class:`Headline` (None with fewer than two systems)."""
+        a = self._get_answer()
+        return None if a is None else a.headline
+
+    @property
+    def leaderboard(self) -> pd.DataFrame | None:
+        """The answer's best-first leaderboard (:data:`LEADERBOARD_COLUMNS`)."""
+        a = self._get_answer()
+        return None if a is None else a.leaderboard
+
+    @property
+    def checks(self) -> pd.DataFrame | None:
+        """The answer's checks (:data:`CHECK_COLUMNS`)."""
+        a = self._get_answer()
+        return None if a is None else a.checks
+
+    @property
+    def direction(self) -> Direction | None:
+        """The score's :class:`Direction`."""
+        a = self._get_answer()
+        return None if a is None else a.direction
+
+    @property
+    def differences(self) -> pd.DataFrame | None:
+        """Every pair best first, signed in the better direction (:func:`best_first_pairs`)."""
+        a = self._get_answer()
+        return None if a is None else a.differences
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()  # type: ignore[misc]
+        a = self._get_answer()
+        d.pop("answer", None)
+        return {"answer": None if a is None else a.to_dict(), **d}
+
+
+class LegacyAnswerMixin:
+    """Transition only (removed when every result holds an ``answer``): the views of results
+    that still declare ``headline``/``leaderboard``/``checks``/``direction`` themselves, with
+    ``answer`` built from them."""
+
     _no_headline_text: str = "one system: no comparison"
-    #: the answer's parts that :meth:`_answer_json` turns into their own ``to_dict()``
     _answer_parts: tuple[str, ...] = ("headline", "direction")
+    _answer_priority: int = 50
 
     def _the_headline(self) -> Headline | None:
         return self.headline  # type: ignore[attr-defined]
 
+    @property
+    def answer(self) -> Answer:
+        h = self._the_headline()
+        d = getattr(self, "direction", None)
+        d = d() if callable(d) else d
+        if d is None:
+            d = h.direction if h is not None and h.direction is not None else Direction(True, "assumed")
+        b = getattr(self, "leaderboard", None)
+        b = b() if callable(b) else b
+        c = getattr(self, "checks", None)
+        return Answer(direction=d, leaderboard=b if isinstance(b, pd.DataFrame) else None, headline=h,
+                      checks=c if isinstance(c, pd.DataFrame) else None, no_headline_text=self._no_headline_text)
+
     def headline_text(self) -> str:
-        """The one-line answer (:meth:`Headline.text` of :attr:`headline`)."""
         h = self._the_headline()
         return self._no_headline_text if h is None else h.text()
 
     @property
     def p_value(self) -> float:
-        """The headline's p-value (NaN without a headline)."""
         h = self._the_headline()
         return float("nan") if h is None else float(h.p_value)
 
     def _answer_json(self, d: dict[str, Any]) -> dict[str, Any]:
-        """``d`` (a result's JSON dict) with the answer's parts it holds as their own ``to_dict()``."""
         for name in self._answer_parts:
             if name in d:
                 v = getattr(self, name)
@@ -403,6 +641,12 @@ class AnswerMixin:
 
 
 # ------------------------------------------------------------------------------ checks
+def width_ratio(head: Headline, conf_low: float, conf_high: float) -> float:
+    """The width of an interval relative to the headline's (NaN when either is not finite)."""
+    w, hw = float(conf_high) - float(conf_low), float(head.conf_high) - float(head.conf_low)
+    return w / hw if np.isfinite(w) and np.isfinite(hw) and hw > 0 else float("nan")
+
+
 def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low: float = np.nan,
               conf_high: float = np.nan, p_value: float = np.nan, why: str | None = None,
               alpha: float | None = None) -> dict[str, Any]:
@@ -410,9 +654,13 @@ def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low:
 
     ``estimate``/``conf_low``/``conf_high`` are that analysis' estimate of the same advantage
     (better minus other in the better direction; NaN when it has none on this scale, e.g. an
-    odds ratio), ``p_value`` its test. The verdict is ``"agrees"`` when it reaches the same
-    decision at ``alpha`` (1 - the headline's level) with the same sign, else
-    ``"differs: <why>"`` (``why`` given by the caller, or said from the numbers)."""
+    odds ratio), ``p_value`` its test. The verdict is computed from these numbers only:
+    ``"agrees"`` when it reaches the same decision at ``alpha`` (1 - the headline's level) with
+    the same sign; else ``"differs: <what differs>"`` -- the opposite sign, or significant here
+    and not in the headline (or the reverse), and how wide its interval is beside the
+    headline's (:func:`width_ratio`: "1.3x as wide", "0.8x as wide", measured, never assumed)
+    -- followed by ``why``, the caller's reason that belongs to this analysis alone. A check
+    without a p-value is ``"not available"`` (with ``why``)."""
     a = (1.0 - head.level) if alpha is None else alpha
     head_sig = bool(np.isfinite(head.p_value) and head.p_value < a)
     sig = bool(np.isfinite(p_value) and p_value < a)
@@ -422,14 +670,16 @@ def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low:
     elif sig == head_sig and same_sign:
         verdict = "agrees"
     else:
-        if why is None:
-            if not same_sign:
-                why = "the opposite sign"
-            elif sig:
-                why = f"significant at {a:g} here, not in the headline (p = {head.p_value:.3g})"
-            else:
-                why = f"not significant at {a:g} here (p = {p_value:.3g}), unlike the headline"
-        verdict = f"differs: {why}"
+        if not same_sign:
+            what = "the opposite sign"
+        elif sig:
+            what = f"significant at {a:g} here (p = {p_value:.2g}), not in the headline (p = {head.p_value:.2g})"
+        else:
+            what = f"not significant at {a:g} here (p = {p_value:.2g}), unlike the headline (p = {head.p_value:.2g})"
+        r = width_ratio(head, conf_low, conf_high)
+        if np.isfinite(r):
+            what += f"; its interval is {r:.2f}x as wide as the headline's"
+        verdict = f"differs: {what}" + (f"; {why}" if why else "")
     return {"check": check, "estimate": float(estimate), "conf_low": float(conf_low), "conf_high": float(conf_high),
             "p_value": float(p_value), "verdict": verdict}
 

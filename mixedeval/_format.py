@@ -3,11 +3,17 @@
 It lives below every layer that prints p-values (diagnostics, workflows, report) so that all of
 them can import it. Statistical rule 8: p-values come from survival functions and are printed so
 that a tiny value never reads as 0.
+
+Estimates and intervals follow one rule too (:func:`decimals`, :func:`fmt_fixed`,
+:func:`fmt_interval`): the decimals of every estimate and bound of one table or sentence come from
+its standard error (two significant digits), so a table never mixes "0.2999 to 0.31939".
 """
 from __future__ import annotations
 
 import math
 from typing import Any
+
+import numpy as np
 
 
 def fmt_p(p: Any) -> str:
@@ -68,3 +74,43 @@ def _nested(value: Any) -> str:
     """:func:`plain` of a value inside a list or dict: a nested container in parentheses."""
     text = plain(value)
     return f"({text})" if isinstance(value, (dict, list, tuple, set, frozenset)) and "," in text else text
+
+
+def decimals(std_error: Any = None, conf_low: Any = None, conf_high: Any = None, *, scale: float = 1.0,
+             lo: int = 0, hi: int = 6) -> int:
+    """Decimals for estimates whose standard errors are ``std_error`` (scalar or array), times
+    ``scale``: two significant digits of the smallest positive finite SE, clipped to [lo, hi]. Without
+    an SE, the half-width of the interval / 1.96 stands for it; 2 when nothing is known."""
+    se = np.atleast_1d(np.asarray(std_error if std_error is not None else np.nan, dtype=float)) * scale
+    se = se[np.isfinite(se) & (se > 0)]
+    if not se.size and conf_low is not None and conf_high is not None:
+        w = (np.atleast_1d(np.asarray(conf_high, dtype=float)) - np.atleast_1d(np.asarray(conf_low, dtype=float)))
+        se = np.abs(w[np.isfinite(w) & (w != 0)]) * scale / 3.92
+    if not se.size:
+        return 2
+    return int(min(hi, max(lo, 1 - math.floor(math.log10(float(se.min()))))))
+
+
+def fmt_fixed(v: Any, digits: int, *, sign: bool = False) -> str:
+    """``v`` with ``digits`` decimals ("NA" when missing); ``sign`` writes "+" before positives.
+    A value that rounds to zero prints as 0 without a minus sign."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(x):
+        return "NA" if math.isnan(x) else ("Inf" if x > 0 else "-Inf")
+    if round(x, digits) == 0:
+        x = 0.0
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def fmt_interval(lo: Any, hi: Any, digits: int, *, sign: bool = False) -> str:
+    """"lo to hi" with the same decimals ("" when a bound is missing)."""
+    try:
+        a, b = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return ""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return ""
+    return f"{fmt_fixed(a, digits, sign=sign)} to {fmt_fixed(b, digits, sign=sign)}"

@@ -153,28 +153,56 @@ def test_wald_headline_by_hand():
 
 
 def test_answer_mixin_on_a_frozen_dataclass():
+    """A result holds one field, ``answer``; headline, direction, p_value, headline_text() and
+    to_dict() are views of it (no answer field declared on the result)."""
     from dataclasses import dataclass
 
     from mixedeval.results import ResultMixin
 
     @dataclass(frozen=True, repr=False)
     class R(A.AnswerMixin, ResultMixin):
-        headline: A.Headline | None
-        direction: A.Direction
         table: pd.DataFrame
-
-        _no_headline_text = "nothing here"
+        answer: A.Answer
 
     d = A.direction("acc")
     h = A.headline("x", "y", 0.1, 0.02, 0.06, 0.14, 0.001, 30.0, "t test", d, unit="points", scale=100.0)
-    r = R(headline=h, direction=d, table=pd.DataFrame({"v": [1.0]}))
+    board = A.leaderboard(pd.Series({"x": 0.8, "y": 0.7}), std_error=[0.01, 0.01])
+    r = R(table=pd.DataFrame({"v": [1.0]}), answer=A.Answer(d, board, h))
     assert r.headline_text() == h.text() and r.p_value == h.p_value
+    assert r.headline is h and r.direction is d and r.leaderboard is board
     out = r.to_dict()
-    assert list(out) == ["headline", "direction", "table"]  # keys in place
-    assert out["headline"] == h.to_dict() and out["direction"] == d.to_dict() and out["table"] == [{"v": 1.0}]
-    empty = R(headline=None, direction=d, table=pd.DataFrame())
+    assert list(out)[0] == "answer" and "headline" not in out  # the answer first, once
+    assert out["answer"]["headline"] == h.to_dict() and out["answer"]["direction"] == d.to_dict()
+    assert out["table"] == [{"v": 1.0}] and out["answer"]["rank_interval"] == "simultaneous"
+    empty = R(table=pd.DataFrame(), answer=A.Answer(d, None, None, no_headline_text="nothing here"))
     assert empty.headline_text() == "nothing here" and np.isnan(empty.p_value)
-    assert empty.to_dict()["headline"] is None and "note" in empty.to_dict()["direction"]
+    assert empty.to_dict()["answer"]["headline"] is None and "note" in empty.to_dict()["answer"]["direction"]
+    with pytest.raises(ValueError):
+        A.Answer(d, board, h, rank_kind="pointwise")
+
+
+def test_best_first_pairs_signs_in_the_better_direction():
+    pairs = pd.DataFrame({"system_a": ["a", "a", "b"], "system_b": ["b", "c", "c"], "delta": [0.1, -0.2, -0.3],
+                          "conf_low": [0.0, -0.3, -0.4], "conf_high": [0.2, -0.1, -0.2], "p_value": [0.05, 0.01, 0.001]})
+    # lower is better: b (lowest) is best, then a, then c
+    t = A.best_first_pairs(pairs, ["b", "a", "c"], higher_is_better=False)
+    assert list(zip(t["system_a"], t["system_b"])) == [("b", "a"), ("b", "c"), ("a", "c")]
+    assert np.allclose(t["delta"], [0.1, 0.3, 0.2])  # a - b etc.: the better system's advantage, positive
+    assert np.allclose(t["conf_low"], [0.0, 0.2, 0.1]) and np.allclose(t["conf_high"], [0.2, 0.4, 0.3])
+    assert np.allclose(t["p_value"], [0.05, 0.001, 0.01])
+    h = A.best_first_pairs(pairs, ["a", "b", "c"], higher_is_better=True)
+    assert list(zip(h["system_a"], h["system_b"])) == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert np.allclose(h["delta"], [0.1, -0.2, -0.3])  # higher is better, a above c on this (given) order
+    row, sign = A.pair_row(pairs, "c", "a")
+    assert sign == -1.0 and row["delta"] == -0.2 and A.pair_row(pairs, "a", "z") is None
+
+
+def test_check_verdict_measures_the_width():
+    h = A.headline("a", "b", 0.6, 0.3, 0.0, 1.2, 0.06, 40, "t", A.direction("acc"))
+    v = A.check_row("boot", h, estimate=0.6, conf_low=0.06, conf_high=1.17, p_value=0.03)["verdict"]
+    assert v.startswith("differs: significant") and "0.92x as wide" in v  # narrower, measured
+    v = A.check_row("boot", h, estimate=0.6, conf_low=-0.2, conf_high=1.4, p_value=0.2)["verdict"]
+    assert v == "agrees"
 
 
 def test_emm_units_only_for_means_of_the_response_column():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .._answer import AnswerMixin, check_higher_is_better
+from .._answer import LegacyAnswerMixin, check_higher_is_better
 from ..errors import DataError
 
 
@@ -30,7 +30,7 @@ def with_direction(res: Any, higher_is_better: Any) -> Any:
     return dataclasses.replace(res, higher_is_better=hib)
 
 
-class EMMAnswer(AnswerMixin):
+class EMMAnswer(LegacyAnswerMixin):
     """``direction``, ``leaderboard()``, ``headline()``, ``differences()``, ``headline_text()``
     and ``p_value`` of a table of means."""
 

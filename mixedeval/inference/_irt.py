@@ -65,7 +65,7 @@ ABILITY_COLUMNS = ("system", "ability", "std_error", "conf_low", "conf_high")
 
 
 @dataclass(frozen=True, repr=False)
-class IrtResult(_answer.AnswerMixin, ResultMixin):
+class IrtResult(_answer.LegacyAnswerMixin, ResultMixin):
     """An IRT fit (see :func:`irt`): items with flags, abilities with intervals, the leaderboard."""
 
     items: pd.DataFrame

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
-from .._answer import (AnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard,
+from .._answer import (LegacyAnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard,
                        unit_scale)
 from .._random import seed_sequence
 from ..data.table import as_pandas
@@ -77,7 +77,7 @@ _WORK_COPIES = 2
 # ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, repr=False, eq=False)
-class BootstrapResult(AnswerMixin, ResultMixin):
+class BootstrapResult(LegacyAnswerMixin, ResultMixin):
     """Result of :func:`bootstrap`.
 
     Attributes

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._answer import AnswerMixin, Direction, choose_pair, headline, leaderboard as _leaderboard
+from .._answer import LegacyAnswerMixin, Direction, choose_pair, headline, leaderboard as _leaderboard
 
 BT_DIRECTION = Direction(True, "known metric", "strength")
 
 
-class BTAnswer(AnswerMixin):
-    """``direction``, ``leaderboard``, ``headline``, ``checks`` (and from :class:`AnswerMixin`:
+class BTAnswer(LegacyAnswerMixin):
+    """``direction``, ``leaderboard``, ``headline``, ``checks`` (and from :class:`LegacyAnswerMixin`:
     ``headline_text()``, ``p_value``: the unadjusted z test of best vs runner-up)."""
 
     _no_headline_text = "a single model: nothing to compare"

@@ -22,7 +22,7 @@ VERDICTS = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}
 
 
 @dataclass(frozen=True, repr=False)
-class JudgedBattlesResult(_answer.AnswerMixin, _WorkflowResult):
+class JudgedBattlesResult(_answer.LegacyAnswerMixin, _WorkflowResult):
     """PPI++-corrected Bradley-Terry strengths (:func:`bradley_terry_corrected`).
 
     table : model, strength (log-odds, the reference model 0), std_error, conf_low, conf_high

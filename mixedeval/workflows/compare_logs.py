@@ -78,7 +78,7 @@ ANALYSES = ("auto", "glmm", "lmm")
 
 
 @dataclass(frozen=True, repr=False)
-class CompareLogsResult(_answer.AnswerMixin, _WorkflowResult):
+class CompareLogsResult(_answer.LegacyAnswerMixin, _WorkflowResult):
     """Result of :func:`compare_logs`.
 
     headline : the one answer (:class:`mixedeval._answer.Headline`): the best system against the

@@ -33,7 +33,7 @@ from ..data.validate import ROWS_CHECKED, require_level
 from ..engine import _bridge
 from ..inference._glmm import glmm
 from ..inference._lmm import lmm
-from .._answer import AnswerMixin, check_row, checks_table
+from .._answer import LegacyAnswerMixin, check_row, checks_table
 from ..inference.compare import compare
 from ..inference.rankings import (
     contrast_headline,
@@ -117,7 +117,7 @@ class AveragedAnalysis(_WorkflowResult):
 
 
 @dataclass(frozen=True, repr=False)
-class CompareSystemsResult(AnswerMixin, _WorkflowResult):
+class CompareSystemsResult(LegacyAnswerMixin, _WorkflowResult):
     """Result of :func:`compare_systems`.
 
     The one answer (:mod:`mixedeval._answer`): ``leaderboard`` (systems best first), ``headline``

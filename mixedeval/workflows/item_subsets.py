@@ -358,7 +358,7 @@ def _model_tuning(core: dict[str, Any], z: float) -> _Tuning:
 
 
 @dataclass(frozen=True, repr=False)
-class SubsetScores(_answer.AnswerMixin, _WorkflowResult):
+class SubsetScores(_answer.LegacyAnswerMixin, _WorkflowResult):
     """Full-benchmark accuracies estimated from answers to a subset of a calibrated bank.
 
     ``table``: system, estimator, estimate, std_error, conf_low, conf_high, n_answered (one row

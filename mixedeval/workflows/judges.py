@@ -34,7 +34,7 @@ from ._judges_tables import METHOD_LABEL, answer, pairwise_rows, system_rows, vc
 
 
 @dataclass(frozen=True, repr=False)
-class JudgeCorrected(_answer.AnswerMixin, _WorkflowResult):
+class JudgeCorrected(_answer.LegacyAnswerMixin, _WorkflowResult):
     """Judge-corrected estimates (:func:`judge_corrected`).
 
     table : per system: system, estimate, std_error, df, conf_low, conf_high (the corrected mean),

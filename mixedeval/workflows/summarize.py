@@ -85,7 +85,7 @@ ALL_TASKS = "(all tasks)"
 
 
 @dataclass(frozen=True, repr=False)
-class SummarizeResult(_answer.AnswerMixin, _WorkflowResult):
+class SummarizeResult(_answer.LegacyAnswerMixin, _WorkflowResult):
     """Result of :func:`summarize`.
 
     table : per task x system: task, system, n_items, n_epochs (most epochs of a question in one
