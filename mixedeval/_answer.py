@@ -388,7 +388,7 @@ PAIR_COLUMNS = ("system_a", "system_b", "delta", "std_error", "conf_low", "conf_
 
 
 def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bool, *, delta: str = "delta",
-                     keep: tuple[str, ...] = ()) -> pd.DataFrame:
+                     keep: tuple[str, ...] = (), signed: tuple[str, ...] = ()) -> pd.DataFrame:
     """A pair table (``system_a``, ``system_b``, ``delta`` = a - b on the score's scale,
     ``conf_low``/``conf_high`` of a - b, optional ``std_error``, ``p_value``, ``p_adj``, ``task``)
     rewritten best first: in every row ``system_a`` stands above ``system_b`` on the leaderboard
@@ -396,7 +396,8 @@ def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bo
     in the better direction (``+`` = system_a is better; for a lower-is-better score
     ``delta = b - a`` on the score's scale), with its interval. Rows are sorted by the leaderboard position of
     ``system_a``, then of ``system_b`` (per task, in the table's task order). Columns
-    :data:`PAIR_COLUMNS` (those present), ``keep`` and ``task`` first when present."""
+    :data:`PAIR_COLUMNS` (those present), ``keep`` and ``task`` first when present; the ``keep``
+    columns named in ``signed`` (a t statistic, a signal-to-noise ratio) change sign with ``delta``."""
     pos = {str(n): i for i, n in enumerate(order)}
     sign = 1.0 if higher_is_better else -1.0
     rows = []
@@ -404,13 +405,15 @@ def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bo
         a, b = str(r["system_a"]), str(r["system_b"])
         d = float(r[delta])
         lo, hi = float(r.get("conf_low", np.nan)), float(r.get("conf_high", np.nan))
+        factor = sign
         if pos.get(b, len(pos)) < pos.get(a, len(pos)):  # b ranks higher: flip the pair
             a, b, d, lo, hi = b, a, -d, -hi, -lo
+            factor = -sign
         est, lo, hi = (d, lo, hi) if sign > 0 else (-d, -hi, -lo)
         out = {"system_a": a, "system_b": b, "delta": est, "conf_low": lo, "conf_high": hi}
         for c in ("std_error", "p_value", "p_adj", *keep):
             if c in r:
-                out[c] = r[c]
+                out[c] = factor * r[c] if c in signed else r[c]
         if "task" in r:
             out["task"] = r["task"]
         rows.append(out)

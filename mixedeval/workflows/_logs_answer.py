@@ -1,8 +1,9 @@
 """The one answer of :func:`mixedeval.compare_logs` and :func:`mixedeval.summarize`: the
-best-first leaderboard, the paired differences in leaderboard order and the headline pair,
-all from the same analysis (:mod:`mixedeval.workflows._paired`: epochs averaged within the
-question, cluster-robust with ``cluster``, the pooled run variance with several runs), so that
-both workflows, the CLI and the report say the same thing."""
+best-first leaderboard, the paired differences best first and the headline pair, all from the
+same analysis of the call's :class:`~mixedeval.workflows.logs.design.EvalDesign`
+(:mod:`mixedeval.workflows._paired`: epochs reduced within the question, cluster-robust with
+clusters, the pooled run variance with several runs), so that both workflows, the CLI and the
+report say the same thing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,13 +14,15 @@ import pandas as pd
 
 from .. import _answer
 from ._paired import SHORT, paired_differences, system_means
+from .logs.design import EvalDesign
 
 
 @dataclass(frozen=True)
 class LogsAnswer:
     """leaderboard (pooled, or the only task), leaderboards (per task, with a task column; None
-    with one task), table (the paired differences, system_a before system_b in leaderboard
-    order), headline, the means table and the covariance matrices of the means."""
+    with one task), table (the paired differences best first: system_a above system_b on the
+    leaderboard, delta its advantage in the better direction), headline, the means table, the
+    covariance matrices of the means, the label of the headline's rows and the order (best first)."""
 
     leaderboard: pd.DataFrame
     leaderboards: pd.DataFrame | None
@@ -28,6 +31,32 @@ class LogsAnswer:
     means: pd.DataFrame
     vcovs: dict[str, pd.DataFrame]
     label: str
+    order: list[str]
+
+    def answer(self, direction: _answer.Direction, checks: pd.DataFrame | None = None,
+               no_headline_text: str = "no pair of systems to compare") -> _answer.Answer:
+        """The :class:`mixedeval._answer.Answer`: differences are the headline's rows (pooled over
+        tasks, or the only task) of :attr:`table`, best first."""
+        t = self.table
+        diffs = t[t["task"] == self.label] if "task" in t.columns else t
+        diffs = diffs[[c for c in _answer.PAIR_COLUMNS if c in diffs.columns]].reset_index(drop=True)
+        method = str(self.headline.method) if self.headline is not None else "paired question-level analysis"
+        return _answer.Answer(direction=direction, leaderboard=self.leaderboard, headline=self.headline,
+                              differences=diffs, checks=checks, rank_kind="simultaneous",
+                              no_headline_text=no_headline_text, method=method)
+
+
+def best_first(table: pd.DataFrame, order: list[str], higher_is_better: bool,
+               signed: tuple[str, ...] = ("t_value",)) -> pd.DataFrame:
+    """A pair table (task, system_a, system_b, delta = a - b, conf_low, conf_high, ...) best first
+    (:func:`mixedeval._answer.best_first_pairs`: system_a above system_b on the leaderboard, delta
+    and the ``signed`` columns in the better direction), its columns in their order."""
+    if table is None or not len(table):
+        return table
+    keep = tuple(c for c in table.columns if c not in ("task", *_answer.PAIR_COLUMNS))
+    out = _answer.best_first_pairs(table, order, higher_is_better, keep=keep,
+                                   signed=tuple(c for c in signed if c in table.columns))
+    return out[list(table.columns)]
 
 
 def _board(means: pd.DataFrame, vcov: pd.DataFrame, task: str, direction: _answer.Direction,
@@ -40,25 +69,14 @@ def _board(means: pd.DataFrame, vcov: pd.DataFrame, task: str, direction: _answe
                                higher_is_better=direction.higher_is_better, level=level)
 
 
-def pair_row(table: pd.DataFrame, task: str, a: str, b: str) -> tuple[pd.Series, float] | None:
-    """The row of the pair (a, b) in ``task`` and the sign turning its delta into a - b."""
-    t = table[table["task"] == task]
-    hit = t[(t["system_a"] == a) & (t["system_b"] == b)]
-    if len(hit):
-        return hit.iloc[0], 1.0
-    hit = t[(t["system_a"] == b) & (t["system_b"] == a)]
-    if len(hit):
-        return hit.iloc[0], -1.0
-    return None
-
-
 def headline_from_row(table: pd.DataFrame, task: str, pair: tuple[str, str] | None, direction: _answer.Direction,
                       level: float, unit: str, scale: float, reference: Any = None,
                       task_name: str | None = None) -> _answer.Headline | None:
-    """The headline of ``pair`` from the paired-differences table (its unadjusted p-value)."""
+    """The headline of ``pair`` from the paired-differences table (a - b on the score's scale;
+    its unadjusted p-value)."""
     if pair is None:
         return None
-    found = pair_row(table, task, *pair)
+    found = _answer.pair_row(table, *pair, task=task)
     if found is None:
         return None
     r, sign = found
@@ -68,14 +86,12 @@ def headline_from_row(table: pd.DataFrame, task: str, pair: tuple[str, str] | No
                             level=level, unit=unit, scale=scale, reference=reference, task=task_name)
 
 
-def logs_answer(avg: pd.DataFrame, direction: _answer.Direction, *, level: float, adjust: str, cluster: str | None,
-                runs: bool, pooled_label: str, reference: Any = None) -> LogsAnswer:
-    """Leaderboard(s), paired differences in leaderboard order and the headline of the
-    epoch-averaged rows ``avg`` (system, task, item, run, score[, cluster])."""
-    systems = sorted(map(str, avg["system"].unique()))
-    tasks = avg["task"].nunique() > 1
-    means, vcovs = system_means(avg, systems, level=level, cluster=cluster, runs=runs,
-                                pooled_label=pooled_label if tasks else None)
+def logs_answer(design: EvalDesign, direction: _answer.Direction, *, level: float, adjust: str, pooled_label: str,
+                reference: Any = None) -> LogsAnswer:
+    """Leaderboard(s), paired differences best first and the headline of the design."""
+    systems = design.systems
+    tasks = len(design.tasks) > 1
+    means, vcovs = system_means(design, systems, level=level, pooled_label=pooled_label if tasks else None)
     label = pooled_label if tasks else str(means["task"].iloc[0])
     board = _board(means, vcovs[label], label, direction, level)
     boards = None
@@ -85,10 +101,9 @@ def logs_answer(avg: pd.DataFrame, direction: _answer.Direction, *, level: float
         boards = pd.concat(per, ignore_index=True)
         boards = boards[["task", *_answer.LEADERBOARD_COLUMNS]]
     order = list(board["name"]) + [x for x in systems if x not in set(board["name"])]
-    table = paired_differences(avg, order, level=level, adjust=adjust, pooled_label=pooled_label if tasks else None,
-                               cluster=cluster, runs=runs)
-    unit, scale = _answer.unit_scale(avg["score"], direction.metric)  # the one unit rule of every headline
+    raw = paired_differences(design, order, level=level, adjust=adjust, pooled_label=pooled_label if tasks else None)
+    unit, scale = _answer.unit_scale(design.scores["score"], direction.metric)  # the one unit rule of every headline
     pair = _answer.choose_pair(board, reference)
-    head = headline_from_row(table, label, pair, direction, level, unit, scale, reference)
-    return LogsAnswer(leaderboard=board, leaderboards=boards, table=table, headline=head, means=means, vcovs=vcovs,
-                      label=label)
+    head = headline_from_row(raw, label, pair, direction, level, unit, scale, reference)
+    return LogsAnswer(leaderboard=board, leaderboards=boards, table=best_first(raw, order, direction.higher_is_better),
+                      headline=head, means=means, vcovs=vcovs, label=label, order=order)

@@ -15,7 +15,7 @@ from ..errors import DataError
 from ..results import ResultWarning
 from ._paired import RUN_SHRINK_FLOOR
 from .plan_eval import QuestionsNeededResult, _check_args, _Refused, questions_needed, run_variance_part, runs_for
-from .summarize import summarize
+from .summarize import system_table
 
 #: the smallest difference planned for by default (an observed difference below it is planned as 1 point)
 MIN_PLANNED_EFFECT = 0.01
@@ -27,10 +27,11 @@ def check_plan(effect: float | None, target: float, n_sim: int) -> None:
     _check_args(MIN_PLANNED_EFFECT if effect is None else effect, target, 0.05, None, n_sim)
 
 
-def accuracies(logs: Any, metric: str, cluster: str | None, level: float, adjust: str) -> pd.DataFrame:
-    """:func:`mixedeval.summarize`'s per task x system table of the logs (Inspect's ``stderr()``,
-    ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with ``cluster``)."""
-    return summarize(logs, metric, cluster=cluster, level=level, adjust=adjust).table
+def accuracies(design: Any, level: float, adjust: str) -> pd.DataFrame:
+    """:func:`mixedeval.summarize`'s per task x system table of the call's design (Inspect's
+    ``stderr()``, ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with clusters).
+    ``adjust`` is not used by the table (kept for the callers)."""
+    return system_table(design, level)
 
 
 def headline_pair(head: pd.DataFrame, all_tasks: str) -> pd.Series | None:
@@ -41,17 +42,18 @@ def headline_pair(head: pd.DataFrame, all_tasks: str) -> pd.Series | None:
     return (pooled if len(pooled) else head).iloc[0]
 
 
-def plan_next_run(logs: Any, metric: str, row: pd.Series | None, effect: float | None, target: float, n_sim: int,
+def plan_next_run(design: Any, metric: str, row: pd.Series | None, effect: float | None, target: float, n_sim: int,
                   random_state: Any, cluster: str | None = None) -> tuple[QuestionsNeededResult | None,
                                                                            list[ResultWarning]]:
-    """:func:`mixedeval.questions_needed` for the headline pair with the logs as the pilot.
-    ``effect`` None plans for a difference of the size observed (at least 1 point)."""
+    """:func:`mixedeval.questions_needed` for the headline pair with the call's design
+    (:class:`~mixedeval.workflows.logs.design.EvalDesign`) as the pilot: no second reading of the
+    logs. ``effect`` None plans for a difference of the size observed (at least 1 point)."""
     if row is None:
         return None, []
     if effect is None:  # the size observed, not rounded (a rounded effect changes n near small differences)
         effect = max(abs(float(row["delta"])), MIN_PLANNED_EFFECT)
     try:
-        plan = questions_needed(logs, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
+        plan = questions_needed(design, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
                                 systems=(str(row["system_a"]), str(row["system_b"])))
     except _Refused:  # an effect too small to plan for, an n_sim beyond the loop guard: the caller's error
         raise

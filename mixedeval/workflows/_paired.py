@@ -109,7 +109,6 @@ adjustment (R's ``p.adjust``, :func:`mixedeval.padjust.adjust_pvalues`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Sequence
 
@@ -117,9 +116,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import DataError
 from ..padjust import adjust_pvalues
-from ._input_checks import check_cluster_labels
+from .logs.design import (
+    RUN_NEGATIVE_SHARE,
+    RUN_PRETEST_LEVEL,
+    RUN_SHRINK_FLOOR,
+    EvalDesign,
+    RunAnova,
+    RunVerdict,
+    build_design,
+    check_clusters,
+    floored,
+    run_anova,
+    run_tables,
+)
 
 COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "t_value", "p_value", "p_adj",
            "conf_low", "conf_high", "method")
@@ -133,29 +143,6 @@ RUNS_METHOD = ("paired question-level t with the between-run variance (pooled ov
 SHORT = {METHOD: "paired t", CLUSTER_METHOD: "paired t, cluster-robust", RUNS_METHOD: "paired t, run variance"}
 
 
-def check_clusters(s: pd.DataFrame, cluster: str) -> None:
-    """A DataError unless every question (task, item) has exactly one, non-missing cluster."""
-    if cluster not in s.columns:
-        raise DataError(f"cluster={cluster!r} is not a column of the scores; columns: {list(s.columns)}")
-    check_cluster_labels(s[cluster], cluster)
-    if s[cluster].isna().any():
-        bad = s.loc[s[cluster].isna(), "item"].iloc[0]
-        raise DataError(f"{int(s[cluster].isna().sum())} rows have no cluster (column {cluster!r}), e.g. item "
-                        f"{bad!r}; every question needs its cluster")
-    k = s.groupby(["task", "item"], observed=True)[cluster].nunique()
-    if (k > 1).any():
-        t, i = k.index[int(np.argmax(k.to_numpy() > 1))]
-        raise DataError(f"question {i!r} of task {t!r} has {int(k.max())} different clusters (column {cluster!r}); "
-                        "a question belongs to one cluster")
-
-
-def question_means(s: pd.DataFrame, cluster: str | None = None) -> pd.DataFrame:
-    """Each question's score per system and task: the mean over its epochs and runs (with its
-    cluster when ``cluster`` names a column)."""
-    keys = ["task", "system", "item", *([cluster] if cluster else [])]
-    return s.groupby(keys, observed=True, sort=True)["score"].mean().reset_index()
-
-
 def clustered_se(d: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
     """Cluster-robust SE of ``mean(d)`` and the number of clusters G (NaN SE when G < 2):
     ``sqrt(G / (G - 1) * sum_c (sum_{i in c} (d_i - mean d))^2) / n`` (Inspect's
@@ -167,14 +154,6 @@ def clustered_se(d: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
         return np.nan, G
     sums = np.bincount(codes, weights=d - d.mean(), minlength=G)
     return float(np.sqrt(G / (G - 1.0) * np.sum(sums**2)) / d.size), G
-
-
-#: level of the preliminary F test of the run variance (Bancroft 1944 "sometimes pool"; module docstring)
-RUN_PRETEST_LEVEL = 0.25
-#: share of a negative method-of-moments run variance (MS_run < MS_res) added when the test pools it
-RUN_NEGATIVE_SHARE = 0.45
-#: the variance of a difference never falls below this share of sd(d)^2 / n through that share
-RUN_SHRINK_FLOOR = 0.25
 
 
 def balanced_run_se(vq: Any, ms_run: Any, ms_res: Any, df_run: float, df_res: float, k: float,
@@ -196,78 +175,6 @@ def balanced_run_se(vq: Any, ms_run: Any, ms_res: Any, df_run: float, df_res: fl
     return v, df
 
 
-@dataclass(frozen=True)
-class RunAnova:
-    """The pooled two-way ANOVA of the systems' questions x runs tables (module docstring)."""
-
-    ms_run: float
-    ms_res: float
-    df_run: float
-    df_res: float
-    weight: float  # sum_s (R_s - 1) n_s
-
-    @property
-    def sigma2(self) -> float:
-        """The method-of-moments between-run variance, truncated at 0."""
-        return max(0.0, (self.ms_run - self.ms_res) * self.df_run / self.weight) if self.df_run else 0.0
-
-    @property
-    def p_value(self) -> float:
-        """P-value of the preliminary F test ``MS_run / MS_res`` on (df_run, df_res) df (NaN without it)."""
-        if not self.df_run or not self.df_res:
-            return np.nan
-        if self.ms_res == 0:
-            return 0.0 if self.ms_run > 0 else np.nan
-        return float(stats.f.sf(self.ms_run / self.ms_res, self.df_run, self.df_res))
-
-    @property
-    def kept(self) -> bool:
-        """Whether the run variance is added (the preliminary test rejects at ``RUN_PRETEST_LEVEL``)."""
-        p = self.p_value
-        return bool(np.isfinite(p) and p < RUN_PRETEST_LEVEL and self.ms_run > self.ms_res)
-
-    def shrink(self, inv_runs: float) -> float:
-        """When the test pools the run variance and the runs vary less than chance (MS_run <
-        MS_res): ``RUN_NEGATIVE_SHARE`` of the negative estimate times ``inv_runs``, added to the
-        variance (df unchanged); else 0 (module docstring)."""
-        if self.kept or not self.df_run or not self.ms_run < self.ms_res:
-            return 0.0
-        return RUN_NEGATIVE_SHARE * inv_runs * (self.ms_run - self.ms_res) * self.df_run / self.weight
-
-    def pieces(self, inv_runs: float) -> list[tuple[float, float]]:
-        """The run part of a variance as Welch-Satterthwaite pieces ``(coefficient * mean square, df)``:
-        ``sigma2_run * inv_runs`` = ``k MS_run - k MS_res`` (k = inv_runs df_run / weight) when
-        kept, else nothing."""
-        if not self.kept:
-            return []
-        k = inv_runs * self.df_run / self.weight
-        return [(k * self.ms_run, self.df_run), (-k * self.ms_res, self.df_res)]
-
-
-def run_anova(tables: Sequence[np.ndarray]) -> RunAnova | None:
-    """The between-run ANOVA pooled over systems (module docstring); None when no system has two
-    runs of two questions.
-
-    ``tables``: per system its n_s questions x R_s runs table of (epoch-averaged) scores
-    (complete: runs with every question). Per system the sums of squares of R's
-    ``anova(lm(y ~ item + run))``; pooled by adding sums of squares and df."""
-    ss_run = ss_res = df_run = df_res = weight = 0.0
-    for y in tables:
-        n, R = y.shape
-        if R < 2 or n < 2:
-            continue
-        col = y.mean(axis=0)
-        resid = y - y.mean(axis=1, keepdims=True) - col[None, :] + y.mean()
-        ss_run += n * float(np.sum((col - col.mean()) ** 2))
-        ss_res += float(np.sum(resid**2))
-        df_run += R - 1
-        df_res += (n - 1) * (R - 1)
-        weight += (R - 1) * n
-    if df_run == 0:
-        return None
-    return RunAnova(ss_run / df_run, ss_res / df_res, df_run, df_res, weight)
-
-
 def pooled_run_variance(tables: Sequence[np.ndarray]) -> tuple[float, float]:
     """The method-of-moments between-run variance pooled over systems, truncated at 0, and its
     df_run (module docstring): ``max(0, (sum SS_run - MS_res * sum (R_s - 1)) / sum (R_s - 1) n_s)``
@@ -277,18 +184,16 @@ def pooled_run_variance(tables: Sequence[np.ndarray]) -> tuple[float, float]:
     return (0.0, np.inf) if a is None else (a.sigma2, float(a.df_run))
 
 
-def run_tables(sub_runs: pd.DataFrame, systems: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per system, its questions x runs table of scores (the mean over epochs; runs with every
-    question of the system, questions with every kept run)."""
-    out = {}
-    for x in systems:
-        sx = sub_runs[sub_runs["system"].to_numpy() == x]
-        if not len(sx):
-            continue
-        t = sx.pivot_table(index="item", columns="run", values="score", aggfunc="mean", observed=True)
-        t = t.loc[:, t.notna().mean(axis=0) >= 0.5].dropna(axis=0)
-        out[str(x)] = t.to_numpy(dtype=float)
-    return out
+def as_design(s: EvalDesign | pd.DataFrame, cluster: str | None = None, runs: bool | None = None) -> EvalDesign:
+    """The design of the analysis: ``s`` itself, or (the low-level entry: a table of epoch-reduced
+    rows system, task, item[, run], score[, cluster]) the design built from it with ``runs`` as
+    given and the cluster labels of column ``cluster`` as they are."""
+    if isinstance(s, EvalDesign):
+        return s
+    rows = s if "task" in s.columns else s.assign(task="(all items)")
+    if cluster is not None and cluster != "cluster":
+        rows = rows.drop(columns="cluster", errors="ignore").rename(columns={cluster: "cluster"})
+    return build_design(rows, cluster=None if cluster is None else "cluster", runs=bool(runs), nest_clusters=False)
 
 
 def _welch(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -321,7 +226,7 @@ def _row(task: str, a: str, b: str, d: np.ndarray, level: float, clusters: np.nd
         if run_parts:
             se, df = _welch([(se**2, df), *run_parts])
         elif run_shrink and np.isfinite(se):
-            se = float(np.sqrt(max(se**2 + run_shrink, RUN_SHRINK_FLOOR * se**2)))
+            se = float(np.sqrt(floored(se**2, run_shrink)))
         method = RUNS_METHOD
     return _finish({"task": task, "system_a": a, "system_b": b, "n_items": n, "delta": delta, "std_error": se,
                     "df": df}, level, method)
@@ -350,61 +255,28 @@ def _adjusted(p: pd.Series, adjust: str) -> np.ndarray:
     return adjust_pvalues(arr, adjust) if arr.size else np.empty(0)
 
 
-RunInfo = tuple[RunAnova | None, dict[str, int]]
-
-
-def _run_info(sub_runs: pd.DataFrame | None, systems: Sequence[str]) -> RunInfo | None:
-    """(the run ANOVA pooled over ``systems``, runs per system) of one task's rows."""
-    if sub_runs is None:
-        return None
-    anova = run_anova(list(run_tables(sub_runs, systems).values()))
-    n_runs = sub_runs.groupby("system", observed=True)["run"].nunique()
-    return anova, {str(k): int(v) for k, v in n_runs.items()}
-
-
-def _run_part(info: RunInfo | None, a: str, b: str) -> list[tuple[float, float]]:
-    """The Welch-Satterthwaite pieces of ``sigma2_run * (1/R_a + 1/R_b)`` of a pair (empty without
-    runs or when the preliminary test pools the run variance)."""
-    if info is None or info[0] is None or not info[1]:
-        return []
-    anova, R = info
-    return anova.pieces(1.0 / R.get(a, 1) + 1.0 / R.get(b, 1))
-
-
-def _run_shrink(info: RunInfo | None, a: str, b: str) -> float:
-    """:meth:`RunAnova.shrink` of a pair (0 without runs)."""
-    if info is None or info[0] is None or not info[1]:
-        return 0.0
-    anova, R = info
-    return anova.shrink(1.0 / R.get(a, 1) + 1.0 / R.get(b, 1))
-
-
-def paired_differences(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95, adjust: str = "holm",
-                       pooled_label: str | None = None, cluster: str | None = None,
+def paired_differences(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level: float = 0.95,
+                       adjust: str = "holm", pooled_label: str | None = None, cluster: str | None = None,
                        runs: bool = False) -> pd.DataFrame:
     """Per task and pair (a before b in ``systems``' order) the paired question-level difference
     a - b; with ``pooled_label`` one more block pooled over tasks. ``p_adj`` adjusts the per-task
     rows together (pairs x tasks) and the pooled rows among themselves.
 
-    ``s``: one row per system, task, item (and run) with the epoch-averaged ``score``.
-    ``cluster``: a column of ``s`` naming each question's cluster (clustered SE, df = G - 1).
-    ``runs``: add each system's between-run variance (``s`` has a ``run`` column; see the
-    module docstring)."""
-    if cluster is not None:
-        check_clusters(s, cluster)
-    q = question_means(s, cluster)
-    by_task = dict(tuple(s.groupby("task", sort=False, observed=True))) if runs else {}
+    ``s``: the :class:`~mixedeval.workflows.logs.design.EvalDesign` of the call (its question
+    scores, clusters and run verdicts), or one row per system, task, item (and run) with the
+    epoch-reduced ``score``, with ``cluster`` naming its cluster column (clustered SE, df = G - 1)
+    and ``runs`` whether to add each system's between-run variance (module docstring)."""
+    d = as_design(s, cluster, runs)
     rows: list[dict[str, Any]] = []
-    for task, sub in q.groupby("task", sort=True, observed=True):
-        wide = sub.pivot(index="item", columns="system", values="score")
-        cl = sub.drop_duplicates("item").set_index("item")[cluster] if cluster else None
-        present = [x for x in systems if x in wide.columns]
-        info = _run_info(by_task[task], present) if task in by_task else None
-        for a, b in combinations(present, 2):
+    for task in d.tasks:
+        wide, cl = d.wide(task, systems)
+        verdict = d.run_verdict(task)
+        for a, b in combinations(list(wide.columns), 2):
             both = wide[[a, b]].dropna()
             rows.append(_row(str(task), a, b, both[a].to_numpy() - both[b].to_numpy(), level,
                              None if cl is None else cl.reindex(both.index).to_numpy(),
-                             None if info is None else _run_part(info, a, b), _run_shrink(info, a, b)))
+                             None if verdict is None else verdict.pieces(a, b),
+                             0.0 if verdict is None else verdict.shrink(a, b)))
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out["p_adj"] = _adjusted(out["p_value"], adjust)
     if pooled_label is None or out["task"].nunique() < 2:
@@ -466,38 +338,45 @@ def _mean_vcov(wide: pd.DataFrame, clusters: pd.Series | None) -> tuple[np.ndarr
     return means, V, own_df
 
 
-def system_means(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95, cluster: str | None = None,
-                 runs: bool = False, pooled_label: str | None = None) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def system_means(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level: float = 0.95,
+                 cluster: str | None = None, runs: bool = False,
+                 pooled_label: str | None = None) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """Each system's mean score per task (and pooled over tasks: the mean of its task means) with
     the SE, df and interval of the paired analysis (:func:`paired_differences`' SEs: the same
     questions, clusters and run variance), and per task the covariance matrix of the systems'
-    means (for simultaneous rank intervals: the difference of two systems has exactly the
-    headline's variance).
+    means (for simultaneous rank intervals: the difference of two systems has the headline's
+    variance). ``s`` as in :func:`paired_differences`.
+
+    With runs, a system's variance gets its share of the run variance (the pieces when the
+    preliminary test keeps it; a share of a negative estimate when it pools it, never below
+    ``RUN_SHRINK_FLOOR`` of the question-level variance, so never negative: a perfect system keeps
+    variance 0). The covariance matrix stays positive semi-definite: where lowering the
+    diagonals by those shares would break it, they are lowered by the largest common fraction
+    that keeps it (the shares move the diagonal only).
 
     Returns ``(table, vcovs)``: table columns task, system, n_items, estimate, std_error, df,
     conf_low, conf_high; ``vcovs[task]`` a systems x systems DataFrame."""
-    if cluster is not None:
-        check_clusters(s, cluster)
-    q = question_means(s, cluster)
-    by_task = dict(tuple(s.groupby("task", sort=False, observed=True))) if runs else {}
+    d = as_design(s, cluster, runs)
     rows: list[dict[str, Any]] = []
     vcovs: dict[str, pd.DataFrame] = {}
-    for task, sub in q.groupby("task", sort=True, observed=True):
-        wide = sub.pivot(index="item", columns="system", values="score")
-        present = [x for x in systems if x in wide.columns]
-        wide = wide[present]
-        cl = sub.drop_duplicates("item").set_index("item")[cluster].reindex(wide.index) if cluster else None
+    for task in d.tasks:
+        wide, cl = d.wide(task, systems)
+        present = list(wide.columns)
         means, V, dfs = _mean_vcov(wide, cl)
-        info = _run_info(by_task[task], present) if task in by_task else None
+        verdict = d.run_verdict(task)
+        extra = np.zeros(len(present))
+        shrink = np.zeros(len(present))
         for j, x in enumerate(present):
             parts = [(float(V[j, j]), float(dfs[j]))]
-            if info is not None and info[0] is not None and info[1]:
-                extra = info[0].pieces(1.0 / info[1].get(x, 1))
-                V[j, j] += sum(e[0] for e in extra) + info[0].shrink(1.0 / info[1].get(x, 1))
-                parts = [(float(V[j, j]), float(dfs[j]))] if not extra else parts + extra
+            if verdict is not None and verdict.n_runs:
+                pieces = verdict.pieces(x)
+                extra[j] = sum(e[0] for e in pieces)
+                shrink[j] = floored(float(V[j, j]), verdict.shrink(x)) - float(V[j, j]) if not pieces else 0.0
+                parts = [(float(V[j, j]) + shrink[j], float(dfs[j]))] if not pieces else parts + pieces
             se, df = _welch(parts) if len(parts) > 1 else (float(np.sqrt(parts[0][0])), parts[0][1])
             rows.append({"task": str(task), "system": x, "n_items": int(wide[x].notna().sum()),
                          "estimate": float(means[j]), "std_error": se, "df": df})
+        V = _psd_shift(V + np.diag(extra), shrink)
         vcovs[str(task)] = pd.DataFrame(V, index=present, columns=present)
     out = pd.DataFrame(rows, columns=["task", "system", "n_items", "estimate", "std_error", "df"])
     if pooled_label is not None and out["task"].nunique() > 1:
@@ -509,6 +388,27 @@ def system_means(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95
     out["conf_low"] = out["estimate"] - q_t * out["std_error"]
     out["conf_high"] = out["estimate"] + q_t * out["std_error"]
     return out, vcovs
+
+
+def _psd_shift(V: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``V + diag(shift)`` (``shift`` <= 0: the shares of a negative run estimate), or, where that
+    is not positive semi-definite, ``V + t diag(shift)`` with the largest t in [0, 1] that is
+    (bisection; ``V`` itself is)."""
+    if not np.any(shift) or not np.isfinite(V).all():
+        return V + np.diag(shift)
+
+    def psd(t: float) -> bool:
+        W = V + t * np.diag(shift)
+        tol = 1e-12 * max(float(np.abs(np.diag(V)).max()), 1e-300)
+        return bool(np.linalg.eigvalsh((W + W.T) / 2.0).min() >= -tol)
+
+    if psd(1.0):
+        return V + np.diag(shift)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if psd(mid) else (lo, mid)
+    return V + lo * np.diag(shift)
 
 
 def _pool_tasks(out: pd.DataFrame, vcovs: dict[str, pd.DataFrame],

@@ -69,35 +69,36 @@ from ..errors import DataError
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
-from ._logs_answer import logs_answer, pair_row
+from ._logs_answer import best_first, logs_answer
 from ._next_run import accuracies, check_plan, plan_next_run, plan_text
-from ._paired import check_clusters
+from .logs.design import EvalDesign, design_from_logs
 
 ALL_TASKS = "(all tasks)"
 ANALYSES = ("auto", "glmm", "lmm")
 
 
 @dataclass(frozen=True, repr=False)
-class CompareLogsResult(_answer.LegacyAnswerMixin, _WorkflowResult):
+class CompareLogsResult(_answer.AnswerMixin, _WorkflowResult):
     """Result of :func:`compare_logs`.
 
-    headline : the one answer (:class:`mixedeval._answer.Headline`): the best system against the
-        runner-up (or against ``reference``) on the pooled scores, the better system's advantage
-        positive, with its interval and the paired test's p-value (``p_value``,
-        ``headline_text()``); the likelihood-ratio test of the model is a check (``glrt``, ``checks``).
-    leaderboard : best first (``direction``): name, estimate (mean score; pooled over tasks: the
-        mean of the task means), std_error, conf_low, conf_high, rank, rank_low, rank_high
-        (simultaneous rank intervals from the means' covariance of the headline's analysis),
-        letters. ``leaderboards``: the same per task (task column; None with one task).
-    checks : the other analyses of the headline's question (model contrast, likelihood-ratio
-        test, bootstrap): check, estimate, conf_low, conf_high, p_value, verdict (``"agrees"`` or
-        ``"differs: <why>"``). Their warnings have ``source`` ``"check:glmm"``, ``"check:lmm"``
-        or ``"check:bootstrap"``.
-    direction : :class:`mixedeval._answer.Direction` of the score (declared or from the metric).
-    table : every pair per task (and pooled over tasks, ``task == "(all tasks)"``), system_a
-        before system_b in leaderboard order: task, system_a, system_b, n_items, delta (mean score of a minus b, on the
-        score's scale: 0.05 is 5 accuracy points), std_error, df, t_value, p_value, p_adj
-        (``adjust`` over pairs x tasks), conf_low, conf_high, method (see the module docstring).
+    answer : the one :class:`mixedeval._answer.Answer` (``headline``, ``leaderboard``, ``checks``,
+        ``direction``, ``differences``, ``p_value`` and ``headline_text()`` are views of it):
+        the headline is the best system against the runner-up (or against ``reference``) on the
+        pooled scores, the better system's advantage positive, with its interval and the paired
+        test's p-value; the leaderboard is best first (name, estimate: mean score, pooled over
+        tasks as the mean of the task means; std_error, conf_low, conf_high, rank, rank_low,
+        rank_high: simultaneous rank intervals from the means' covariance of the headline's
+        analysis; letters); differences every pair of the headline's rows best first; checks the
+        other analyses of the headline's question (model contrast, likelihood-ratio test,
+        bootstrap), each with a verdict computed from its numbers; their warnings have ``source``
+        ``"check:glmm"``, ``"check:lmm"`` or ``"check:bootstrap"``.
+    leaderboards : the leaderboard per task (task column; None with one task).
+    table : every pair per task (and pooled over tasks, ``task == "(all tasks)"``) best first:
+        system_a above system_b on the leaderboard, delta system_a's advantage in the better
+        direction (for a lower-is-better score b - a; on the score's scale: 0.05 is 5 accuracy
+        points; ``answer.convention`` says it in words): task, system_a, system_b, n_items,
+        delta, std_error, df, t_value (of delta), p_value, p_adj (``adjust`` over pairs x tasks),
+        conf_low, conf_high, method (see the module docstring).
     model_differences : the binomial GLMM's pairwise differences of the population-averaged
         accuracies (emmeans ``regrid`` of the ``marginal="integrate"`` means: the headline's scale),
         per task and pooled; None for the LMM.
@@ -107,8 +108,9 @@ class CompareLogsResult(_answer.LegacyAnswerMixin, _WorkflowResult):
         ``adjust`` within each task), conf_low, conf_high.
     glrt : likelihood-ratio test of the system effect (:func:`mixedeval.compare`).
     emmeans : estimated marginal means of the systems per task and pooled (task column).
-    bootstrap : paired bootstrap differences per task and pooled: task, system_a, system_b,
-        delta, std_error, conf_low, conf_high, p_value (shift method), p_adj, snr.
+    bootstrap : paired bootstrap differences per task and pooled, best first as ``table``: task,
+        system_a, system_b, delta, std_error, conf_low, conf_high, p_value (shift method), p_adj,
+        snr.
     means : bootstrap means per task and pooled: task, system, estimate, boot_mean, std_error,
         conf_low, conf_high.
     data_summary : :meth:`EvalLogs.summary` of the scores used.
@@ -117,10 +119,13 @@ class CompareLogsResult(_answer.LegacyAnswerMixin, _WorkflowResult):
         (:func:`mixedeval.summarize`'s table: mean_score, Inspect's ``stderr()`` and ``ci()``,
         Wilson for 0/1 scores, ``stderr(cluster=)`` with ``cluster``).
     plan : the sample-size answer for the next run (:func:`mixedeval.questions_needed` with the
-        logs as the pilot, for the headline pair; ``plan_text()`` says it in words); None when
+        design as the pilot, for the headline pair; ``plan_text()`` says it in words); None when
         the logs cannot serve as a pilot (a ``no_plan`` warning says why) or ``plan=False``.
+    design : the call's :class:`mixedeval.workflows.logs.design.EvalDesign` (rows, reduced scores,
+        clusters, run verdict, ``epochs_text``); ``logs`` the :class:`EvalLogs` read.
     """
 
+    answer: _answer.Answer
     table: Any
     contrasts: Any
     model_differences: Any
@@ -136,32 +141,32 @@ class CompareLogsResult(_answer.LegacyAnswerMixin, _WorkflowResult):
     provenance: dict[str, Any]
     fit: Any = field(default=None, repr=False, compare=False)
     logs: Any = field(default=None, repr=False, compare=False)
+    design: Any = field(default=None, repr=False, compare=False)
     boot_result: Any = field(default=None, repr=False, compare=False)
     accuracies: Any = None
     plan: Any = field(default=None, compare=False)
-    headline: Any = None
-    leaderboard: Any = None
     leaderboards: Any = None
-    checks: Any = None
-    direction: Any = None
 
     _main_table = "table"
     _print_tables = ("leaderboard", "checks", "table", "accuracies", "model_differences", "contrasts", "bootstrap",
                      "means")
+    _answer_priority = 10
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
+        """JSON-friendly: the answer first (headline, leaderboard, differences, checks), the plan's
+        sentence, then the tables and settings."""
         d = super().to_dict()
-        return {"headline": d.pop("headline"), "headline_text": self.headline_text(), "next_run": self.plan_text(),
-                **d}
-    _skip_in_dict = ("fit", "logs", "boot_result")
+        return {"answer": d.pop("answer"), "headline_text": self.headline_text(), "next_run": self.plan_text(), **d}
+    _skip_in_dict = ("fit", "logs", "design", "boot_result", "answer")
     _title = "System comparison from evaluation logs"
     _no_headline_text = "no pair of systems to compare"
 
     def _scalars(self):
         out = [("headline", self.headline_text()),
                ("direction", self.direction.note if self.direction is not None else "higher is better"),
-               ("next run", self.plan_text()), ("metric", self.metric)]
+               ("differences", self.answer.convention),
+               ("next run", self.plan_text()), ("metric", self.metric),
+               ("epochs", self.provenance.get("epochs"))]
         if self.glrt is None:  # model_check=False
             return [*out, ("model-based check", self.analysis)]
         lrt = float(self.glrt["p_value"].iloc[-1]) if len(self.glrt) else float("nan")
@@ -195,8 +200,10 @@ def _cluster_source(source: Any, cluster: str | None) -> tuple[Any, str | None]:
     return source, cluster
 
 
-def _scores(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool,
-            cluster: str | None = None, system: Any = None) -> tuple[EvalLogs, pd.DataFrame]:
+def _design(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool,
+            cluster: str | None = None, system: Any = None) -> EvalDesign:
+    """The call's :class:`EvalDesign`: the logs read once (:func:`mixedeval.read_eval_logs`, or
+    the :class:`EvalLogs` given), the cluster read and checked once, epochs reduced once."""
     if isinstance(source, EvalLogs):
         logs = source
         if systems is not None or system is not None:
@@ -204,20 +211,13 @@ def _scores(source: Any, metric: str, fmt: str, systems: Any, drop_missing: bool
     else:
         logs = read_eval_logs(source, fmt, metric=metric, systems=systems, drop_missing=drop_missing,
                               system=system, metadata=[cluster] if cluster is not None else ())
-    s = logs.scores(metric)
-    if cluster is not None:
-        col = cluster if cluster in logs.table.columns else f"metadata_{cluster}"
-        if col not in logs.table.columns:
-            raise DataError(f"cluster={cluster!r} is not a column of the logs' table (columns: "
-                            f"{list(logs.table.columns)}); a generic table names it with a 'cluster' column")
-        s["cluster"] = logs.table.loc[logs.table["metric"] == metric, col].to_numpy()
-        s.loc[s["cluster"].notna(), "cluster"] = s["task"].astype(str) + "::" + s["cluster"].astype(str)
-        check_clusters(s, "cluster")
-    n_sys = s["system"].nunique()
+    if metric not in set(logs.table["metric"]):
+        logs.scores(metric)  # its DataError names the metrics available
+    n_sys = logs.table.loc[logs.table["metric"] == metric, "system"].nunique()
     if n_sys < 2:
         raise DataError(f"metric {metric!r} has scores for {n_sys} system(s); comparing needs at least two (systems "
                         f"read: {sorted(logs.table['system'].unique())})")
-    return logs, s
+    return design_from_logs(logs, metric, cluster)
 
 
 def _kind(scores: pd.Series, trials: int | None) -> str:
@@ -233,21 +233,10 @@ def _kind(scores: pd.Series, trials: int | None) -> str:
     return "binary" if np.isin(v, (0.0, 1.0)).all() else "continuous"
 
 
-def _epochs_vary(s: pd.DataFrame) -> bool:
-    """Whether some question was sampled more than once within one run (epochs)."""
-    return bool(len(s) and s.groupby(["system", "task", "item", "run"], observed=True).size().max() > 1)
-
-
-def epoch_means(s: pd.DataFrame) -> pd.DataFrame:
-    """Each question's mean over its epochs, per system, task and run (Inspect's mean reducer);
-    a ``cluster`` column (one cluster per question) is kept."""
-    keys = ["system", "task", "item", "run", *(["cluster"] if "cluster" in s.columns else [])]
-    return s.groupby(keys, observed=True, sort=False)["score"].mean().reset_index()
-
-
-def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, bool]:
-    """Model columns: score, system, task, item (task::id), sysrun; whether runs vary, several tasks.
-    One row per epoch (the GLMM's repeated trials of a question)."""
+def _frame(design: EvalDesign, trials: int | None) -> tuple[pd.DataFrame, bool, bool]:
+    """Model columns of the design's rows: score, system, task, item (task::id), sysrun; whether
+    runs vary, several tasks. One row per epoch (the GLMM's repeated trials of a question)."""
+    s = design.rows
     f = pd.DataFrame({"score": s["score"].to_numpy(dtype=float), "system": s["system"].astype(str).to_numpy(),
                       "task": s["task"].astype(str).to_numpy(),
                       "item": (s["task"].astype(str) + "::" + s["item"].astype(str)).to_numpy(),
@@ -260,8 +249,7 @@ def _frame(s: pd.DataFrame, trials: int | None) -> tuple[pd.DataFrame, bool, boo
     if trials is not None:
         f["successes"] = np.round(f["score"] * trials)
         f["failures"] = trials - f["successes"]
-    several_runs = bool(s.groupby("system")["run"].nunique().max() > 1)
-    return f, several_runs, f["task"].nunique() > 1
+    return f, design.runs, f["task"].nunique() > 1
 
 
 # ------------------------------------------------------------------------------ the model
@@ -383,22 +371,11 @@ def _contrast_tables(fit: Any, tasks: bool, only_task: str, glmm_fit: bool, post
 
 
 # ------------------------------------------------------------------------------ the bootstrap
-def _runs_vary(sub: pd.DataFrame) -> bool:
-    return bool(sub.groupby("system")["run"].nunique().max() > 1)
-
-
-def _pooled_input(s: pd.DataFrame) -> tuple[pd.DataFrame, bool, list[ResultWarning]]:
-    """The table of the across-task bootstrap: as it is when every system has the same runs in
-    every task (runs crossed with tasks), else each item's mean over its runs, with a warning."""
-    runs_per = s.groupby(["system", "task"])["run"].agg(lambda r: tuple(sorted(set(r))))
-    same = runs_per.groupby(level="system").nunique().max() == 1
-    if same:
-        return s, _runs_vary(s), []
-    avg = s.groupby(["system", "task", "item"], as_index=False, sort=False)["score"].mean()
-    return avg, False, [ResultWarning(
-        "pooled_runs_averaged", "the runs differ between tasks (e.g. a different number of trials per task), so "
-        "the across-task bootstrap resamples items of each item's mean over its runs; the per-task bootstraps "
-        "resample the runs")]
+#: the warning of the across-task bootstrap when runs differ between tasks
+_POOLED_RUNS = ResultWarning(
+    "pooled_runs_averaged", "the runs differ between tasks (e.g. a different number of trials per task), so "
+    "the across-task bootstrap resamples items of each item's mean over its runs; the per-task bootstraps "
+    "resample the runs")
 
 
 def _cluster_sums(s: pd.DataFrame) -> pd.DataFrame:
@@ -412,30 +389,35 @@ def _ratio(total: np.ndarray, count: np.ndarray) -> np.ndarray:
     return total / count
 
 
-def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, level: float,
-                random_state: np.random.SeedSequence, progress: Any, cluster: bool = False,
+def _bootstraps(design: EvalDesign, adjust: str, n_resamples: int, level: float,
+                random_state: np.random.SeedSequence, progress: Any,
                 higher_is_better: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, Any, list[ResultWarning]]:
-    """Paired bootstrap of the mean per task and (several tasks) of the mean of the task means;
-    with ``cluster`` whole clusters of questions are drawn (the mean is the ratio of the drawn
-    clusters' score sums to their question counts)."""
+    """Paired bootstrap of the mean of the design's epoch-reduced scores per task and (several
+    tasks) of the mean of the task means; with clusters whole clusters of questions are drawn (the
+    mean is the ratio of the drawn clusters' score sums to their question counts)."""
     kw = dict(score="score", system="system", item="item", n_resamples=n_resamples, level=level, progress=progress,
               higher_is_better=higher_is_better)
+    cluster = design.clustered
+    s = design.scores
     if cluster:
         s = _cluster_sums(s)
         kw.update(score=["score_sum", "n_questions"], item="cluster", statistic=_ratio)
     ss = seed_sequence(random_state)
-    task_names = sorted(s["task"].unique())
-    names = [*task_names, ALL_TASKS] if tasks else task_names
+    task_names = design.tasks
+    names = [*task_names, ALL_TASKS] if len(task_names) > 1 else task_names
     pw, means, warns = [], [], []
     boot = None
     for name, seed in zip(names, ss.spawn(len(names))):
         if name == ALL_TASKS:
-            sub, runs, w = _pooled_input(s) if not cluster else (s, _runs_vary(s), [])
-            warns += w
+            if cluster:
+                sub, runs = s, design.several_runs()
+            else:
+                sub, runs, reduced = design.pooled_scores()
+                warns += [_POOLED_RUNS] if reduced else []
             boot = bootstrap(sub, run="run" if runs else None, group="task", random_state=seed, **kw)
         else:
             sub = s[s["task"] == name]
-            boot = bootstrap(sub, run="run" if _runs_vary(sub) else None, random_state=seed, **kw)
+            boot = bootstrap(sub, run="run" if design.several_runs(name) else None, random_state=seed, **kw)
         warns += list(boot.warnings)
         p, m = boot.pairwise(adjust=adjust), boot.summary()
         p.insert(0, "task", name)
@@ -443,6 +425,25 @@ def _bootstraps(s: pd.DataFrame, tasks: bool, adjust: str, n_resamples: int, lev
         pw.append(p)
         means.append(m)
     return pd.concat(pw, ignore_index=True), pd.concat(means, ignore_index=True), boot, warns
+
+
+def _boot_best_first(bpw: pd.DataFrame, bmeans: pd.DataFrame, order: list[str],
+                     direction: _answer.Direction) -> pd.DataFrame:
+    """The bootstrap's pair table best first (the leaderboard's order), delta and snr signed in
+    the better direction. A table already signed in the better direction (delta is not a - b of
+    the bootstrap's means) is only reordered."""
+    if bpw is None or not len(bpw):
+        return bpw
+    est = bmeans.assign(task=bmeans["task"].astype(str), system=bmeans["system"].astype(str)).set_index(
+        ["task", "system"])["estimate"]
+    t = bpw["task"].astype(str)
+    raw = (est.reindex(list(zip(t, bpw["system_a"].astype(str)))).to_numpy(dtype=float)
+           - est.reindex(list(zip(t, bpw["system_b"].astype(str)))).to_numpy(dtype=float))
+    delta = bpw["delta"].to_numpy(dtype=float)
+    ok = np.isfinite(raw) & np.isfinite(delta)
+    on_score_scale = bool(np.allclose(delta[ok], raw[ok], rtol=1e-9, atol=1e-12)) if ok.any() else True
+    return best_first(bpw, order, direction.higher_is_better if on_score_scale else True,
+                      signed=("snr",))
 
 
 #: what :func:`compare_logs` holds in place of the model-based check when ``model_check=False``
@@ -547,34 +548,33 @@ def compare_logs(
     if plan:
         check_plan(effect, target, n_sim)
     source, cluster = _cluster_source(source, cluster)
-    logs, s = _scores(source, metric, format, systems, drop_missing, cluster, system)
-    kind = _kind(s["score"], trials)
-    frame, runs, tasks = _frame(s, trials)
+    design = _design(source, metric, format, systems, drop_missing, cluster, system)
+    logs = design.logs
+    kind = _kind(design.rows["score"], trials)
+    frame, runs, tasks = _frame(design, trials)
     sys_levels = sorted(frame["system"].unique())
     if reference is not None:
         if str(reference) not in sys_levels:
             raise DataError(f"reference {reference!r} is not a system in the logs ({', '.join(sys_levels)})")
         sys_levels = [str(reference)] + [x for x in sys_levels if x != str(reference)]
-    epochs = _epochs_vary(s)
-    model = (_model_check(frame, kind, analysis, runs, tasks, trials, sys_levels, epochs, posthoc_df, adjust, level)
+    model = (_model_check(frame, kind, analysis, runs, tasks, trials, sys_levels, design.n_epochs > 1, posthoc_df,
+                          adjust, level)
              if model_check else _NO_MODEL)
     full, glrt, con, emm, model_diff, analysis_name, formula, w_model = model
     ss = seed_sequence(random_state)
-    avg = epoch_means(s.assign(score=s["score"].astype(float)))
     direction = _answer.direction(metric, higher_is_better)
-    ans = logs_answer(avg, direction, level=level, adjust=adjust, cluster="cluster" if cluster else None,
-                      runs=_runs_vary(avg), pooled_label=ALL_TASKS, reference=reference)
-    bpw, bmeans, pooled, w3 = _bootstraps(avg if cluster else avg.drop(columns="cluster", errors="ignore"), tasks,
-                                          adjust, n_resamples, level, ss, progress, bool(cluster),
+    ans = logs_answer(design, direction, level=level, adjust=adjust, pooled_label=ALL_TASKS, reference=reference)
+    bpw, bmeans, pooled, w3 = _bootstraps(design, adjust, n_resamples, level, ss, progress,
                                           direction.higher_is_better)
-    acc = accuracies(logs, metric, cluster, level, adjust)
-    nxt, w4 = (plan_next_run(logs, metric, _plan_row(ans.headline), effect, target, n_sim, ss, cluster)
+    bpw = _boot_best_first(bpw, bmeans, ans.order, direction)
+    acc = accuracies(design, level, adjust)
+    nxt, w4 = (plan_next_run(design, metric, _plan_row(ans.headline), effect, target, n_sim, ss, cluster)
                if plan else (None, []))
     model_tag = "check:glmm" if str(analysis_name).startswith("binomial") else "check:lmm"
     w_df = _df_note(analysis_name, posthoc_df) if glrt is not None else []
     checks = _checks(ans.headline, ans.label, glrt, con, model_diff, bpw, analysis_name, posthoc_df,
                      n_systems=len(sys_levels), runs=runs, cluster=bool(cluster), n_resamples=n_resamples)
-    warnings = dedupe_warnings([*logs.warnings, *w4, *_tag([*w_model, *w_df], model_tag),
+    warnings = dedupe_warnings([*design.warnings, *w4, *_tag([*w_model, *w_df], model_tag),
                                 *_tag(w3, "check:bootstrap")])
     prov = dict(full.provenance) if full is not None else {}
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,
@@ -582,18 +582,18 @@ def compare_logs(
                  "random_state_entropy": str(ss.entropy),  # reproduces the bootstrap: random_state=<this int>
                  "bootstrap": "mixedeval.bootstrap (questions -- whole clusters with cluster= -- and runs when "
                               "several; per task and across tasks)",
-                 "epochs": "averaged within the question" if epochs else "one per question",
+                 "epochs": design.epochs_text,
                  "headline": str(ans.table["method"].iloc[0]) if len(ans.table) else None,
                  "direction": direction.note, "reference": None if reference is None else str(reference),
-                 "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters)",
+                 "cluster": None if cluster is None else f"{cluster} ({design.n_clusters} clusters)",
                  "plan_effect": None if not plan else "observed" if effect is None else float(effect)})
-    return CompareLogsResult(table=ans.table, contrasts=con, model_differences=model_diff, glrt=glrt,
+    answer = ans.answer(direction, checks, CompareLogsResult._no_headline_text)
+    return CompareLogsResult(answer=answer, table=ans.table, contrasts=con, model_differences=model_diff, glrt=glrt,
                              emmeans=emm, bootstrap=bpw, means=bmeans,
                              data_summary=logs.summary().query("metric == @metric").reset_index(drop=True),
                              analysis=analysis_name, formula=formula, metric=metric, warnings=warnings,
-                             provenance=prov, fit=full, logs=logs, boot_result=pooled, accuracies=acc, plan=nxt,
-                             headline=ans.headline, leaderboard=ans.leaderboard, leaderboards=ans.leaderboards,
-                             checks=checks, direction=direction)
+                             provenance=prov, fit=full, logs=logs, design=design, boot_result=pooled,
+                             accuracies=acc, plan=nxt, leaderboards=ans.leaderboards)
 
 
 # ------------------------------------------------------------------------------ the checks
@@ -641,7 +641,7 @@ def _unadjusted(r: pd.Series, level: float) -> tuple[float, float]:
     """The unadjusted interval of a contrast row (estimate -+ t or z quantile x SE; the table's own
     interval is adjusted over the pairs)."""
     df = float(r["df"]) if "df" in r.index and pd.notna(r["df"]) else np.inf
-    q = float(stats.t.ppf(0.5 + level / 2.0, df)) if np.isfinite(df) else float(stats.norm.ppf(0.5 + level / 2.0))
+    q = float(stats.t.ppf(0.5 + level / 2.0, df)) if np.isfinite(df) else _answer.z_quantile(level)
     est, se = float(r["estimate"]), float(r["std_error"])
     return est - q * se, est + q * se
 
@@ -650,7 +650,9 @@ def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_
             boot: pd.DataFrame, analysis_name: str, posthoc_df: str, *, n_systems: int, runs: bool, cluster: bool,
             n_resamples: int) -> pd.DataFrame | None:
     """The checks table: the model's contrast of the headline pair, its likelihood-ratio test and
-    the paired bootstrap, each with a verdict (:func:`mixedeval._answer.check_row`)."""
+    the paired bootstrap (``boot``: best first, signed in the better direction), each with a
+    verdict computed from its numbers (:func:`mixedeval._answer.check_row`) and only its own
+    reason."""
     if head is None:
         return None
     sgn = 1.0 if head.direction is None or head.direction.higher_is_better else -1.0
@@ -678,20 +680,21 @@ def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_
         rows.append(_answer.check_row(f"{model_name} {what}", head, estimate=sgn * sign * float(r["estimate"]),
                                       conf_low=lo, conf_high=hi, p_value=float(r["p_value"]),
                                       why="; ".join(model_why) or None))
-    lrt_why = ([f"the likelihood-ratio test asks whether any of the {n_systems} systems differ, not this pair"]
-               if n_systems > 2 else []) + model_why
     if glrt is not None and len(glrt):
+        lrt_why = (f"the likelihood-ratio test asks whether any of the {n_systems} systems differ, not this pair"
+                   if n_systems > 2 else "the likelihood-ratio test compares the models' fits (ML), not the "
+                   "mean scores")
         rows.append(_answer.check_row(f"{model_name} likelihood-ratio test of the system effect", head,
-                                      p_value=float(glrt["p_value"].iloc[-1]), why="; ".join(lrt_why) or None))
-    bhit = pair_row(boot, label, head.better, head.other) if boot is not None and len(boot) else None
+                                      p_value=float(glrt["p_value"].iloc[-1]), why=lrt_why))
+    bhit = _answer.pair_row(boot, head.better, head.other, task=label) if boot is not None and len(boot) else None
     if bhit is not None:
-        r, sign = bhit
-        lo, hi = sorted((sgn * sign * float(r["conf_low"]), sgn * sign * float(r["conf_high"])))
-        why = ("the bootstrap resamples questions and runs, which counts the question x run noise twice (wider)"
+        r, sign = bhit  # the table is signed in the better direction: sign turns it into better - other
+        lo, hi = sorted((sign * float(r["conf_low"]), sign * float(r["conf_high"])))
+        why = ("the bootstrap resamples questions and runs, which counts the question x run noise twice"
                if runs else f"the bootstrap's percentile interval and shift p-value ({n_resamples} resamples) differ "
                "from the t interval near the threshold")
         rows.append(_answer.check_row("paired bootstrap" + (" of clusters" if cluster else ""), head,
-                                      estimate=sgn * sign * float(r["delta"]), conf_low=lo, conf_high=hi,
+                                      estimate=sign * float(r["delta"]), conf_low=lo, conf_high=hi,
                                       p_value=float(r["p_value"]), why=why))
     return _answer.checks_table(rows)
 

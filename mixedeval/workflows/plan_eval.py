@@ -86,7 +86,8 @@ from ..data._logs import EvalLogs, read_eval_logs
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
-from ._paired import balanced_run_se, run_anova, run_tables
+from ._paired import balanced_run_se
+from .logs.design import EvalDesign, design_from_logs
 
 
 def _clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
@@ -275,11 +276,22 @@ def _pair(name: str, x: Any) -> tuple[float, float] | None:
     return float(vals[0]), float(vals[1])
 
 
-def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None, fmt: str) -> tuple[pd.DataFrame, tuple[str, str], list[ResultWarning]]:
-    """The two systems' scores on their shared questions: system, question (task::item), score."""
+def _pilot_design(pilot: Any, metric: str, fmt: str) -> EvalDesign:
+    """The pilot's :class:`EvalDesign`: the design given (:func:`mixedeval.compare_logs` passes
+    its own), or the one of the logs (read once when ``pilot`` is a path or a table)."""
+    if isinstance(pilot, EvalDesign):
+        return pilot
     logs = pilot if isinstance(pilot, EvalLogs) else read_eval_logs(pilot, fmt, metric=metric)
-    s = logs.scores(metric)
-    names = sorted(map(str, s["system"].unique()))
+    if metric not in set(logs.table["metric"]):
+        logs.scores(metric)  # its DataError names the metrics available
+    return design_from_logs(logs, metric)
+
+
+def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None,
+                  fmt: str) -> tuple[EvalDesign, tuple[str, str], list[ResultWarning], _Runs | None]:
+    """The pilot's design, its two systems, the warnings and its runs (:class:`_Runs`)."""
+    design = _pilot_design(pilot, metric, fmt)
+    names = design.systems
     if systems is None:
         if len(names) != 2:
             raise DataError(f"the pilot has {len(names)} systems ({', '.join(names)}); name the two to plan with "
@@ -288,10 +300,8 @@ def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None, fmt: s
     systems = tuple(str(x) for x in systems)
     if len(systems) != 2 or systems[0] == systems[1] or any(x not in names for x in systems):
         raise DataError(f"systems must be two different systems of the pilot ({', '.join(names)}), got {systems!r}")
-    s = s.assign(system=s["system"].astype(str), question=s["task"].astype(str) + "::" + s["item"].astype(str))
-    runs = _pilot_runs(s, systems)
-    s = s[s["system"].isin(systems)]
-    warns = list(logs.warnings)
+    runs = _pilot_runs(design, systems)
+    warns = list(design.warnings)
     if runs is not None and runs.sigma2 > 0:
         warns.append(ResultWarning("runs_in_plan", f"the pilot has several runs per system and the preliminary F test "
                                    f"finds a between-run variance (p = {runs.p_value:.3g}; pooled over the pilot's "
@@ -304,41 +314,29 @@ def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None, fmt: s
                                    "does not find a between-run variance"
                                    + (f" (p = {runs.p_value:.3g})" if math.isfinite(runs.p_value) else "")
                                    + ": their samples of a question are pooled as epochs, as the headline pools them"))
-    return s[["system", "question", "score"]], systems, warns, runs
+    return design, systems, warns, runs
 
 
-def _pilot_runs(s: pd.DataFrame, systems: tuple[str, str]) -> _Runs | None:
-    """The pilot's :class:`_Runs` (None when no system has two runs): the headline's run ANOVA
-    (:func:`mixedeval.workflows._paired.run_anova`) over all the pilot's systems, questions being
-    task x item."""
-    n_runs = s.groupby("system")["run"].nunique()
-    if n_runs.max() <= 1:
+def _pilot_runs(design: EvalDesign, systems: tuple[str, str]) -> _Runs | None:
+    """The pilot's :class:`_Runs` (None when no system has two runs): the design's run verdict
+    over all its systems, questions being task x item (:attr:`EvalDesign.run_verdict_all`)."""
+    verdict = design.run_verdict_all
+    if verdict is None:
         return None
-    tables = run_tables(s.drop(columns="item").rename(columns={"question": "item"}), sorted(n_runs.index))
-    anova = run_anova(list(tables.values()))
-    per_run = float(s.groupby(["system", "question", "run"], observed=True).size().median())
+    anova = verdict.anova
+    per_run = float(design.rows.groupby(["system", "task", "item", "run"], observed=True).size().median())
     p = anova.p_value if anova is not None else math.nan
-    ra, rb = float(n_runs[systems[0]]), float(n_runs[systems[1]])
+    ra, rb = float(verdict.n_runs[systems[0]]), float(verdict.n_runs[systems[1]])
     return _Runs(sigma2=anova.sigma2 if anova is not None and anova.kept else 0.0, p_value=p, runs_a=ra, runs_b=rb,
-                 epochs_per_run=per_run, n_systems=int(len(n_runs)),
+                 epochs_per_run=per_run, n_systems=len(verdict.n_runs),
                  shrink=anova.shrink(1.0 / ra + 1.0 / rb) if anova is not None else 0.0)
 
 
-def _question_stats(s: pd.DataFrame, systems: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per shared question and system: epoch mean, epoch variance (ddof 1; NaN with one epoch), epochs."""
-    g = s.groupby(["question", "system"], observed=True)["score"]
-    agg = pd.DataFrame({"m": g.mean(), "v": g.var(ddof=1), "k": g.size()}).unstack("system")
-    agg = agg.dropna(subset=[("m", systems[0]), ("m", systems[1])])
-    if len(agg) < 3:
-        raise DataError(f"the pilot has {len(agg)} questions scored for both systems; planning needs at least 3")
-    cols = list(systems)
-    return (agg["m"][cols].to_numpy(float), agg["v"][cols].to_numpy(float), agg["k"][cols].to_numpy(float))
-
-
-def _pieces_from_pilot(s: pd.DataFrame, systems: tuple[str, str], warns: list[ResultWarning],
+def _pieces_from_pilot(design: EvalDesign, systems: tuple[str, str], warns: list[ResultWarning],
                        runs: _Runs | None = None) -> _Pieces:
-    m, v, k = _question_stats(s, systems)
-    binary = bool(np.isin(s["score"].to_numpy(float), (0.0, 1.0)).all())
+    m, v, k = design.sample_stats(systems)  # per question and system: mean, variance and count of its samples
+    two = design.rows["score"].to_numpy(float)[design.rows["system"].astype(str).isin(systems).to_numpy()]
+    binary = bool(np.isin(two, (0.0, 1.0)).all())
     d = m[:, 0] - m[:, 1]
     var_dbar = float(d.var(ddof=1))
     has_epochs = bool((k >= 2).any(axis=0).all())
@@ -712,8 +710,9 @@ def questions_needed(
     Parameters
     ----------
     pilot : a pilot evaluation of the two systems: what :func:`mixedeval.read_eval_logs` reads
-        (log paths, directories, a ``{system: path}`` dict, a long score table) or an
-        :class:`~mixedeval.EvalLogs`. Omit it to give the inputs by hand (``mean``, ``sd``,
+        (log paths, directories, a ``{system: path}`` dict, a long score table), an
+        :class:`~mixedeval.EvalLogs`, or an evaluation design
+        (:class:`~mixedeval.workflows.logs.design.EvalDesign`, e.g. ``compare_logs(...).design``). Omit it to give the inputs by hand (``mean``, ``sd``,
         ``correlation``, ``within_variance``).
     effect : the difference to detect, in score units (0.03 is 3 accuracy points).
     target : the power wanted; ``alpha``: the two-sided test level.

@@ -71,8 +71,9 @@ from ..resampling import sign_flip_test
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
 from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
-from ._logs_answer import logs_answer, pair_row
-from ._paired import SHORT, check_clusters, clustered_se
+from ._logs_answer import logs_answer
+from ._paired import SHORT, clustered_se
+from .logs.design import EvalDesign, build_design, design_from_logs
 
 CLUSTER_SES = (None, "CR2")
 TABLE_COLUMNS = ("task", "system", "n_items", "n_epochs", "n_runs", "mean_score", "std_error", "conf_low", "conf_high",
@@ -85,76 +86,67 @@ ALL_TASKS = "(all tasks)"
 
 
 @dataclass(frozen=True, repr=False)
-class SummarizeResult(_answer.LegacyAnswerMixin, _WorkflowResult):
+class SummarizeResult(_answer.AnswerMixin, _WorkflowResult):
     """Result of :func:`summarize`.
 
+    answer : the one :class:`mixedeval._answer.Answer`, as :class:`mixedeval.CompareLogsResult`'s
+        (``headline``, ``leaderboard``, ``checks``, ``direction``, ``differences``, ``p_value``,
+        ``headline_text()`` are views of it); checks: the exact McNemar test and the sign-flip
+        test of the headline pair, when computed.
+    leaderboards : the leaderboard per task (task column; None with one task).
     table : per task x system: task, system, n_items, n_epochs (most epochs of a question in one
-        run), n_runs, mean_score, std_error (Inspect's ``stderr()``), conf_low, conf_high
-        (Inspect's ``ci()``), wilson_low, wilson_high (0/1 scores; NaN otherwise); with
-        ``cluster=`` n_clusters, std_error_cluster, conf_low_cluster, conf_high_cluster,
-        wilson_low_cluster, wilson_high_cluster (Inspect's ``stderr/ci/ci_wilson(cluster=)``);
-        with ``cluster_se="CR2"`` std_error_cr2 (clubSandwich's CR2). See the module docstring.
-    pairwise : per task and pair of systems on their shared questions: task, system_a,
-        system_b, n_items, delta (a - b, in score units), std_error, df, conf_low, conf_high
-        (Miller 2024's paired analysis), n_a_better, n_b_better (questions where a / b scored
-        higher), test, t_value, p_value (of ``test``), p_adj (``adjust`` over pairs x tasks),
-        method; p_mcnemar (0/1 scores, one epoch and run, no cluster); with ``sign_flip=True``
-        p_sign_flip. Empty with one system.
+        run; the log reducer's epochs where Inspect reduced them), n_runs, mean_score, std_error
+        (Inspect's ``stderr()``), conf_low, conf_high (Inspect's ``ci()``), wilson_low,
+        wilson_high (0/1 scores; NaN otherwise); with ``cluster=`` n_clusters,
+        std_error_cluster, conf_low_cluster, conf_high_cluster, wilson_low_cluster,
+        wilson_high_cluster (Inspect's ``stderr/ci/ci_wilson(cluster=)``); with
+        ``cluster_se="CR2"`` std_error_cr2 (clubSandwich's CR2). See the module docstring.
+    pairwise : per task and pair of systems on their shared questions, best first (system_a above
+        system_b on the leaderboard, delta system_a's advantage in the better direction, in score
+        units; ``answer.convention``): task, system_a, system_b, n_items, delta, std_error, df,
+        conf_low, conf_high (Miller 2024's paired analysis), n_a_better, n_b_better (questions
+        where a / b is better), test, t_value, p_value (of ``test``), p_adj (``adjust`` over
+        pairs x tasks), method; p_mcnemar (0/1 scores, one epoch and run, no cluster); with
+        ``sign_flip=True`` p_sign_flip. Empty with one system.
     metric : the metric summarized (None for a score table without a metric column).
-    headline, leaderboard, leaderboards, checks, direction : the answer, as
-        :class:`mixedeval.CompareLogsResult`'s (``p_value``, ``headline_text()``); checks: the
-        exact McNemar test and the sign-flip test of the headline pair, when computed.
+    design : the call's :class:`mixedeval.workflows.logs.design.EvalDesign`; ``logs`` the
+        :class:`EvalLogs` read (None for a table).
     """
 
+    answer: _answer.Answer
     table: Any
     pairwise: Any
     metric: Any
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
     logs: Any = field(default=None, repr=False, compare=False)
-    headline: Any = None
-    leaderboard: Any = None
+    design: Any = field(default=None, repr=False, compare=False)
     leaderboards: Any = None
-    checks: Any = None
-    direction: Any = None
 
     _main_table = "table"
     _print_tables = ("leaderboard", "table", "pairwise", "checks")
-    _skip_in_dict = ("logs",)
+    _skip_in_dict = ("logs", "design", "answer")
     _title = "Summary of scores"
     _no_headline_text = "no pair of systems to compare"
+    _answer_priority = 20
 
     def _scalars(self):
         out = [("headline", self.headline_text())]
         if self.direction is not None:
             out.append(("direction", self.direction.note))
+        if self.answer.differences is not None:
+            out.append(("differences", self.answer.convention))
         out += [("metric", self.metric)] if self.metric is not None else []
         return out + [("epochs", self.provenance.get("epochs")), ("p_adj", self.provenance.get("adjust"))]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly: the headline first (its fields and ``text``), then the tables and settings."""
+        """JSON-friendly: the answer first (headline, leaderboard, differences, checks), then the
+        tables and settings."""
         d = super().to_dict()
-        return {"headline": d.pop("headline"), "headline_text": self.headline_text(), **d}
+        return {"answer": d.pop("answer"), "headline_text": self.headline_text(), **d}
 
 
 # ------------------------------------------------------------------------------ the data
-def _logs_scores(logs: EvalLogs, metric: Any, cluster: str | None) -> pd.DataFrame:
-    """The canonical rows of one metric (the only one when ``metric`` is None), with ``cluster``."""
-    if metric is None:
-        have = sorted(set(logs.table["metric"]))
-        if len(have) != 1:
-            raise DataError(f"the logs hold {len(have)} metrics ({', '.join(map(str, have[:10]))}); name one with "
-                            "metric=")
-        metric = have[0]
-    s = logs.scores(metric)
-    if cluster is not None:
-        if cluster not in logs.table.columns:
-            raise DataError(f"cluster={cluster!r} is not a column of the logs' table (columns: "
-                            f"{list(logs.table.columns)}); Inspect sample metadata fields become columns")
-        s["cluster"] = logs.table.loc[logs.table["metric"] == metric, cluster].to_numpy()
-    return s
-
-
 def _table_scores(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
                   cluster: str | None) -> pd.DataFrame:
     """Canonical columns (system, task, item, run, epoch, score[, cluster]) of a score table."""
@@ -210,34 +202,22 @@ def _columns(df: pd.DataFrame, score: str, system: str, item: str, task: str | N
 
 
 def _read(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, format: str,  # noqa: A002
-          systems: Any, drop_missing: bool) -> tuple[pd.DataFrame, EvalLogs | None, Any]:
-    """(canonical scores, the logs or None, the metric) of any accepted input."""
+          systems: Any, drop_missing: bool) -> EvalDesign:
+    """The call's :class:`EvalDesign` of any accepted input (a design is used as it is)."""
     if cluster is not None and not isinstance(cluster, str):
         raise DataError(f"cluster must name a column, got {cluster!r}")
+    if isinstance(data, EvalDesign):
+        return data
     if isinstance(data, EvalLogs) and systems is not None:
         raise DataError("systems= selects systems while reading; pass the log paths instead of EvalLogs")
     if isinstance(data, EvalLogs) or isinstance(data, (str, Path, list, tuple, Mapping)):
         logs = data if isinstance(data, EvalLogs) else read_eval_logs(data, format, metric=metric, systems=systems,
                                                                        drop_missing=drop_missing)
-        s = _logs_scores(logs, metric, cluster)
-        return s, logs, metric if metric is not None else str(logs.table["metric"].iloc[0])
+        return design_from_logs(logs, metric, cluster)
     df = as_pandas(data, what="data")
     if not len(df):
         raise DataError("the score table has no rows")
-    return _table_scores(df, metric, _columns(df, **cols), cluster), None, metric
-
-
-def _prepare(s: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
-    """Checks on the canonical rows; the cluster becomes task::cluster (nested in tasks)."""
-    if not len(s):
-        raise DataError("there are no scores to summarize")
-    if not np.isfinite(s["score"].to_numpy(dtype=float)).all():
-        raise DataError("some scores are NaN or infinite; drop or impute them first")
-    s = s.assign(score=s["score"].astype(float))
-    if cluster is not None:
-        check_clusters(s, "cluster")
-        s["cluster"] = s["task"].astype(str) + "::" + s["cluster"].astype(str)
-    return s
+    return build_design(_table_scores(df, metric, _columns(df, **cols), cluster), metric=metric, cluster=cluster)
 
 
 # ------------------------------------------------------------------------------ per system
@@ -302,42 +282,45 @@ def _system_row(q: pd.DataFrame, level: float, binary: bool, cluster: bool, cr2:
     return row
 
 
-def _system_table(s: pd.DataFrame, level: float, binary: bool, cluster: bool, cr2: bool) -> pd.DataFrame:
-    keys = ["task", "system", "item", *(["cluster"] if cluster else [])]
-    per_run = s.groupby([*keys, "run"], observed=True, sort=True)["score"].agg(["mean", "size"]).reset_index()
-    qm = per_run.groupby(keys, observed=True, sort=True)["mean"].mean().rename("score").reset_index()
+def system_table(design: EvalDesign, level: float, cr2: bool = False) -> pd.DataFrame:
+    """The per task x system table of the design's question scores (module docstring), with the
+    epochs (the log reducer's where it reduced them) and runs of each cell."""
+    cluster = design.clustered
+    cells = design.cells.set_index(["task", "system"])
     rows = []
-    for (task, system), q in qm.groupby(["task", "system"], observed=True, sort=True):
-        pr = per_run[(per_run["task"] == task) & (per_run["system"] == system)]
-        rows.append({"task": task, "system": system, "n_epochs": int(pr["size"].max()), "n_runs": pr["run"].nunique(),
-                     **_system_row(q, level, binary, cluster, cr2)})
+    for (task, system), q in design.questions.groupby(["task", "system"], observed=True, sort=True):
+        c = cells.loc[(task, system)]
+        rows.append({"task": task, "system": system, "n_epochs": int(c["n_epochs"]), "n_runs": int(c["n_runs"]),
+                     **_system_row(q, level, design.binary, cluster, cr2)})
     cols = [*TABLE_COLUMNS, *(CLUSTER_COLUMNS if cluster else ()), *(["std_error_cr2"] if cr2 else [])]
     return pd.DataFrame(rows, columns=cols)
 
 
 # ------------------------------------------------------------------------------ pairs
-def _question_wide(s: pd.DataFrame, task: str, a: str, b: str, cluster: bool) -> pd.DataFrame:
-    """The shared questions of a and b in ``task``: columns a, b (question means)[, cluster]."""
-    sub = s[(s["task"] == task) & s["system"].isin([a, b])]
-    per_run = sub.groupby(["system", "item", "run"], observed=True)["score"].mean()
-    qm = per_run.groupby(level=["system", "item"], observed=True).mean().unstack("system")[[a, b]].dropna()
-    if cluster:
-        qm["cluster"] = sub.drop_duplicates("item").set_index("item")["cluster"].reindex(qm.index)
+def _question_wide(design: EvalDesign, task: str, a: str, b: str) -> pd.DataFrame:
+    """The shared questions of a and b in ``task``: columns a, b (question scores)[, cluster]."""
+    wide, cl = design.wide(task, [a, b])
+    qm = wide[[a, b]].dropna()
+    if cl is not None:
+        qm["cluster"] = cl.reindex(qm.index)
     return qm
 
 
-def _pair_extras(s: pd.DataFrame, pw: pd.DataFrame, mcnemar: bool, cluster: bool, sign_flip: bool,
-                 n_resamples: int, random_state: Any) -> pd.DataFrame:
-    """n_a_better, n_b_better, the test's name, p_mcnemar (exact McNemar), p_sign_flip; the
-    pooled rows count over every task (no McNemar: it is a one-sample-of-questions test)."""
+def _pair_extras(design: EvalDesign, pw: pd.DataFrame, mcnemar: bool, sign_flip: bool, n_resamples: int,
+                 random_state: Any, higher_is_better: bool = True) -> pd.DataFrame:
+    """n_a_better, n_b_better (questions where a / b is better, in the score's direction), the
+    test's name, p_mcnemar (exact McNemar), p_sign_flip; the pooled rows count over every task
+    (no McNemar: it is a one-sample-of-questions test)."""
     children = seed_sequence(random_state).spawn(len(pw)) if sign_flip else [None] * len(pw)
-    tasks = sorted(s["task"].unique())
+    tasks = design.tasks
+    cluster = design.clustered
+    sign = 1.0 if higher_is_better else -1.0
     extra = []
     for (_, r), ss in zip(pw.iterrows(), children):
         pooled = r["task"] == ALL_TASKS
-        parts = [_question_wide(s, t, r["system_a"], r["system_b"], cluster) for t in (tasks if pooled else [r["task"]])]
+        parts = [_question_wide(design, t, r["system_a"], r["system_b"]) for t in (tasks if pooled else [r["task"]])]
         w = pd.concat(parts) if len(parts) > 1 else parts[0]
-        d = (w[r["system_a"]] - w[r["system_b"]]).to_numpy(dtype=float)
+        d = sign * (w[r["system_a"]] - w[r["system_b"]]).to_numpy(dtype=float)
         b, c = int(np.sum(d > 0)), int(np.sum(d < 0))
         e = {"n_a_better": b, "n_b_better": c, "test": SHORT.get(str(r["method"]), "paired t")}
         if mcnemar:
@@ -354,13 +337,14 @@ def _pair_extras(s: pd.DataFrame, pw: pd.DataFrame, mcnemar: bool, cluster: bool
     return pd.DataFrame(extra, index=pw.index, columns=cols)
 
 
-def _pairwise(s: pd.DataFrame, table: pd.DataFrame, cluster: bool, mcnemar: bool, sign_flip: bool, n_resamples: int,
-              random_state: Any) -> pd.DataFrame:
-    """The paired-differences table of the answer (:func:`._logs_answer.logs_answer`) with the extras."""
+def _pairwise(design: EvalDesign, table: pd.DataFrame, mcnemar: bool, sign_flip: bool, n_resamples: int,
+              random_state: Any, higher_is_better: bool = True) -> pd.DataFrame:
+    """The paired-differences table of the answer (:func:`._logs_answer.logs_answer`: best first,
+    signed in the better direction) with the extras."""
     cols = [*PAIR_COLUMNS, *(["p_mcnemar"] if mcnemar else []), *(["p_sign_flip"] if sign_flip else [])]
     if not len(table):
         return pd.DataFrame(columns=cols)
-    ex = _pair_extras(s, table, mcnemar, cluster, sign_flip, n_resamples, random_state)
+    ex = _pair_extras(design, table, mcnemar, sign_flip, n_resamples, random_state, higher_is_better)
     return table.join(ex)[cols].reset_index(drop=True)
 
 
@@ -368,7 +352,7 @@ def _checks(head: Any, pw: pd.DataFrame, label: str) -> pd.DataFrame | None:
     """The exact McNemar and sign-flip tests of the headline pair, when computed."""
     if head is None:
         return None
-    found = pair_row(pw, label, head.better, head.other)
+    found = _answer.pair_row(pw, head.better, head.other, task=label)
     if found is None:
         return None
     r, _ = found
@@ -450,39 +434,38 @@ def summarize(
     check_table_systems(data, systems)
     higher_is_better = _answer.check_higher_is_better(higher_is_better)
     cols = {"score": score, "system": system, "item": item, "task": task, "run": run, "epoch": epoch}
-    s, logs, metric = _read(data, metric, cols, cluster, format, systems, drop_missing)
-    s = _prepare(s, cluster)
-    v = s["score"].to_numpy(dtype=float)
-    binary = bool(np.isin(v, (0.0, 1.0)).all())
-    n_epochs = int(s.groupby(["system", "task", "item", "run"], observed=True).size().max())
-    runs = bool(s.groupby(["system", "task"], observed=True)["run"].nunique().max() > 1)
-    mcnemar = binary and n_epochs == 1 and not runs and cluster is None
-    table = _system_table(s, level, binary, cluster is not None, cluster_se == "CR2")
+    design = _read(data, metric, cols, cluster, format, systems, drop_missing)
+    metric, logs, clustered = design.metric, design.logs, design.clustered
+    if cluster_se is not None and not clustered:
+        raise DataError("cluster_se='CR2' needs cluster= (the column naming each question's cluster)")
+    mcnemar = design.binary and design.n_epochs == 1 and not design.runs and not clustered
+    table = system_table(design, level, cluster_se == "CR2")
     direction = _answer.direction(metric if metric is not None else score, higher_is_better)
-    avg = s.groupby(["system", "task", "item", "run", *(["cluster"] if cluster else [])], observed=True,
-                    sort=False)["score"].mean().reset_index()
-    ans = logs_answer(avg, direction, level=level, adjust=adjust, cluster="cluster" if cluster else None, runs=runs,
-                      pooled_label=ALL_TASKS, reference=reference) if s["system"].nunique() > 1 else None
-    pw = _pairwise(s, ans.table if ans is not None else pd.DataFrame(), cluster is not None, mcnemar, sign_flip,
-                   n_resamples, random_state)
-    warns: list[ResultWarning] = list(logs.warnings) if logs is not None else []
-    if runs:
+    ans = logs_answer(design, direction, level=level, adjust=adjust, pooled_label=ALL_TASKS,
+                      reference=reference) if len(design.systems) > 1 else None
+    pw = _pairwise(design, ans.table if ans is not None else pd.DataFrame(), mcnemar, sign_flip, n_resamples,
+                   random_state, direction.higher_is_better)
+    warns: list[ResultWarning] = list(design.warnings)
+    if design.runs:
         warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
                                    "over runs; the table's std_error is over questions only, the pairwise SE and the "
                                    "leaderboard add the between-run variance (pooled over systems) when a "
                                    "preliminary F test finds it"))
     prov = {"workflow": "summarize", "metric": metric, "level": float(level), "adjust": adjust,
-            "epochs": f"averaged within the question (mean reducer; up to {n_epochs} per question)" if n_epochs > 1
-            else "one per question", "scores": "0/1" if binary else "continuous", "direction": direction.note,
-            "cluster": None if cluster is None else f"{cluster} ({s['cluster'].nunique()} clusters, nested in tasks)",
+            "epochs": design.epochs_text, "scores": "0/1" if design.binary else "continuous",
+            "direction": direction.note,
+            "cluster": None if not clustered else f"{design.cluster} ({design.n_clusters} clusters, nested in tasks)",
             "cluster_se": cluster_se, "pairwise_test": "paired t (Miller 2024)" + ("; exact McNemar as a check" if mcnemar else ""),
             "sign_flip": {"n_resamples": int(n_resamples), "random_state": _jsonable_state(random_state)}
             if sign_flip else None}
-    head = None if ans is None else ans.headline
-    return SummarizeResult(table=table, pairwise=pw, metric=metric, warnings=dedupe_warnings(warns), provenance=prov,
-                           logs=logs, headline=head, leaderboard=None if ans is None else ans.leaderboard,
-                           leaderboards=None if ans is None else ans.leaderboards,
-                           checks=None if ans is None else _checks(head, pw, ans.label), direction=direction)
+    if ans is None:
+        answer = _answer.Answer(direction=direction, leaderboard=None, headline=None, differences=None,
+                                no_headline_text=SummarizeResult._no_headline_text, method="")
+    else:
+        answer = ans.answer(direction, _checks(ans.headline, pw, ans.label), SummarizeResult._no_headline_text)
+    return SummarizeResult(answer=answer, table=table, pairwise=pw, metric=metric, warnings=dedupe_warnings(warns),
+                           provenance=prov, logs=logs, design=design,
+                           leaderboards=None if ans is None else ans.leaderboards)
 
 
 def _jsonable_state(random_state: Any) -> Any:

@@ -1,0 +1,404 @@
+"""The evaluation design: one frozen value built once per call of :func:`mixedeval.compare_logs`,
+:func:`mixedeval.summarize` or :func:`mixedeval.questions_needed`, which every analysis of that call
+reads (DESIGN.md: "one design in, one answer out"). It is the one place where
+
+* the rows are put in canonical form (system, task, item, run, [epoch], score[, cluster]);
+* the cluster identity is built (``task::label``: clusters are nested in tasks) and checked (one
+  non-missing label per question), once, whichever door the rows came in by (logs, a table);
+* epochs are reduced: each question's score per system, task and run is the mean of its epochs
+  (Inspect's default reducer; :attr:`EvalDesign.scores`), and the question's score per system and
+  task the mean of those over runs (:attr:`EvalDesign.questions`). Logs whose scores Inspect
+  already reduced with another reducer (``Epochs(3, "max")``: ``EvalLogs.reduction``) hold one row
+  per question; the design says so (:attr:`EvalDesign.epochs_text`, "max over 3 epochs");
+* the run verdict is decided: per task the between-run ANOVA pooled over the systems
+  (:func:`run_anova`, the questions x runs tables of :attr:`EvalDesign.scores`) and Bancroft's
+  sometimes-pool rule (:class:`RunAnova`; the rule and its calibration are in
+  :mod:`mixedeval.workflows._paired`), whose variance pieces are never negative in total.
+
+The paired analysis (:mod:`mixedeval.workflows._paired`), the system table of
+:func:`mixedeval.summarize`, the bootstraps and the model of :func:`mixedeval.compare_logs`, and
+the plan's pilot statistics (:meth:`EvalDesign.sample_stats`) read this value, never the logs
+again.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ...errors import DataError
+from ...results import ResultWarning
+from .._input_checks import check_cluster_labels
+
+#: level of the preliminary F test of the run variance (Bancroft 1944 "sometimes pool"; :mod:`.._paired`)
+RUN_PRETEST_LEVEL = 0.25
+#: share of a negative method-of-moments run variance (MS_run < MS_res) added when the test pools it
+RUN_NEGATIVE_SHARE = 0.45
+#: the variance of a difference (or of a system's mean) never falls below this share of its
+#: question-level variance through that share
+RUN_SHRINK_FLOOR = 0.25
+
+KEYS = ("system", "task", "item", "run")
+
+
+# ------------------------------------------------------------------------------ clusters
+def check_clusters(s: pd.DataFrame, cluster: str) -> None:
+    """A DataError unless every question (task, item) has exactly one, non-missing cluster."""
+    if cluster not in s.columns:
+        raise DataError(f"cluster={cluster!r} is not a column of the scores; columns: {list(s.columns)}")
+    check_cluster_labels(s[cluster], cluster)
+    if s[cluster].isna().any():
+        bad = s.loc[s[cluster].isna(), "item"].iloc[0]
+        raise DataError(f"{int(s[cluster].isna().sum())} rows have no cluster (column {cluster!r}), e.g. item "
+                        f"{bad!r}; every question needs its cluster")
+    k = s.groupby(["task", "item"], observed=True)[cluster].nunique()
+    if (k > 1).any():
+        t, i = k.index[int(np.argmax(k.to_numpy() > 1))]
+        raise DataError(f"question {i!r} of task {t!r} has {int(k.max())} different clusters (column {cluster!r}); "
+                        "a question belongs to one cluster")
+
+
+def logs_cluster_column(table: pd.DataFrame, cluster: str) -> str:
+    """The column of a logs' table holding ``cluster`` (the column itself, or Inspect's sample
+    metadata field ``metadata_<cluster>``): the one rule of every door."""
+    if not isinstance(cluster, str):
+        raise DataError(f"cluster must name a column of the logs' table, got {cluster!r}")
+    for col in (cluster, f"metadata_{cluster}"):
+        if col in table.columns:
+            return col
+    raise DataError(f"cluster={cluster!r} is not a column of the logs' table (columns: {list(table.columns)}); "
+                    "Inspect sample metadata fields become columns, a generic table names it with a 'cluster' column")
+
+
+# ------------------------------------------------------------------------------ the run verdict
+@dataclass(frozen=True)
+class RunAnova:
+    """The pooled two-way ANOVA of the systems' questions x runs tables (:mod:`.._paired`)."""
+
+    ms_run: float
+    ms_res: float
+    df_run: float
+    df_res: float
+    weight: float  # sum_s (R_s - 1) n_s
+
+    @property
+    def sigma2(self) -> float:
+        """The method-of-moments between-run variance, truncated at 0."""
+        return max(0.0, (self.ms_run - self.ms_res) * self.df_run / self.weight) if self.df_run else 0.0
+
+    @property
+    def p_value(self) -> float:
+        """P-value of the preliminary F test ``MS_run / MS_res`` on (df_run, df_res) df (NaN without it)."""
+        if not self.df_run or not self.df_res:
+            return np.nan
+        if self.ms_res == 0:
+            return 0.0 if self.ms_run > 0 else np.nan
+        return float(stats.f.sf(self.ms_run / self.ms_res, self.df_run, self.df_res))
+
+    @property
+    def kept(self) -> bool:
+        """Whether the run variance is added (the preliminary test rejects at ``RUN_PRETEST_LEVEL``)."""
+        p = self.p_value
+        return bool(np.isfinite(p) and p < RUN_PRETEST_LEVEL and self.ms_run > self.ms_res)
+
+    def shrink(self, inv_runs: float) -> float:
+        """When the test pools the run variance and the runs vary less than chance (MS_run <
+        MS_res): ``RUN_NEGATIVE_SHARE`` of the negative estimate times ``inv_runs``, added to a
+        variance whose total is then floored at ``RUN_SHRINK_FLOOR`` of it (:func:`floored`);
+        else 0."""
+        if self.kept or not self.df_run or not self.ms_run < self.ms_res:
+            return 0.0
+        return RUN_NEGATIVE_SHARE * inv_runs * (self.ms_run - self.ms_res) * self.df_run / self.weight
+
+    def pieces(self, inv_runs: float) -> list[tuple[float, float]]:
+        """The run part of a variance as Welch-Satterthwaite pieces ``(coefficient * mean square, df)``:
+        ``sigma2_run * inv_runs`` = ``k MS_run - k MS_res`` (k = inv_runs df_run / weight, a
+        positive total) when kept, else nothing."""
+        if not self.kept:
+            return []
+        k = inv_runs * self.df_run / self.weight
+        return [(k * self.ms_run, self.df_run), (-k * self.ms_res, self.df_res)]
+
+
+def floored(v: float, shrink: float) -> float:
+    """A variance ``v`` plus a (negative) share of a negative run estimate, never below
+    ``RUN_SHRINK_FLOOR * v`` (so never negative: a perfect or constant system keeps variance 0)."""
+    if not shrink or not np.isfinite(v):
+        return v
+    return float(max(v + shrink, RUN_SHRINK_FLOOR * v))
+
+
+def run_anova(tables: Sequence[np.ndarray]) -> RunAnova | None:
+    """The between-run ANOVA pooled over systems; None when no system has two runs of two questions.
+
+    ``tables``: per system its n_s questions x R_s runs table of (epoch-reduced) scores
+    (complete: runs with every question). Per system the sums of squares of R's
+    ``anova(lm(y ~ item + run))``; pooled by adding sums of squares and df."""
+    ss_run = ss_res = df_run = df_res = weight = 0.0
+    for y in tables:
+        n, R = y.shape
+        if R < 2 or n < 2:
+            continue
+        col = y.mean(axis=0)
+        resid = y - y.mean(axis=1, keepdims=True) - col[None, :] + y.mean()
+        ss_run += n * float(np.sum((col - col.mean()) ** 2))
+        ss_res += float(np.sum(resid**2))
+        df_run += R - 1
+        df_res += (n - 1) * (R - 1)
+        weight += (R - 1) * n
+    if df_run == 0:
+        return None
+    return RunAnova(ss_run / df_run, ss_res / df_res, df_run, df_res, weight)
+
+
+def run_tables(scores: pd.DataFrame, systems: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per system, its questions x runs table of epoch-reduced scores (runs with at least half the
+    system's questions, questions with every kept run)."""
+    out = {}
+    for x in systems:
+        sx = scores[scores["system"].to_numpy() == x]
+        if not len(sx):
+            continue
+        t = sx.pivot_table(index="item", columns="run", values="score", aggfunc="mean", observed=True)
+        t = t.loc[:, t.notna().mean(axis=0) >= 0.5].dropna(axis=0)
+        out[str(x)] = t.to_numpy(dtype=float)
+    return out
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """The run verdict of one task (or of all tasks' questions together, for the plan): the
+    pooled ANOVA (None when no system has two runs of two questions) and each system's runs."""
+
+    anova: RunAnova | None
+    n_runs: Mapping[str, int]
+
+    def inv(self, *systems: str) -> float:
+        """``sum 1 / R_s`` over ``systems``."""
+        return float(sum(1.0 / self.n_runs.get(str(x), 1) for x in systems))
+
+    def pieces(self, *systems: str) -> list[tuple[float, float]]:
+        """The Welch-Satterthwaite pieces of ``sigma2_run * sum 1/R_s`` (empty when pooled)."""
+        return [] if self.anova is None else self.anova.pieces(self.inv(*systems))
+
+    def shrink(self, *systems: str) -> float:
+        """:meth:`RunAnova.shrink` of ``sum 1/R_s`` (0 without a negative pooled estimate)."""
+        return 0.0 if self.anova is None else self.anova.shrink(self.inv(*systems))
+
+
+def run_verdict(scores: pd.DataFrame, systems: Sequence[str] | None = None) -> RunVerdict:
+    """The :class:`RunVerdict` of epoch-reduced rows (system, item, run, score) over ``systems``."""
+    names = sorted(map(str, scores["system"].unique())) if systems is None else list(systems)
+    anova = run_anova(list(run_tables(scores, names).values()))
+    n_runs = scores.groupby("system", observed=True)["run"].nunique()
+    return RunVerdict(anova, {str(k): int(v) for k, v in n_runs.items()})
+
+
+# ------------------------------------------------------------------------------ the design
+@dataclass(frozen=True, repr=False)
+class EvalDesign:
+    """The evaluation design of one call (module docstring).
+
+    rows : every sample: system, task, item, run, [epoch,] score (float)[, cluster] -- ``cluster``
+        the question's cluster as ``task::label``.
+    scores : each question's score per system, task and run, reduced over its epochs by the mean:
+        system, task, item, run, score[, cluster] (first-appearance order).
+    questions : each question's score per system and task, the mean of ``scores`` over runs:
+        task, system, item, score[, cluster] (sorted).
+    metric : the metric (None for a table without one). cluster : the user's cluster column (None
+        without clusters); ``n_clusters`` how many (task, label) clusters.
+    runs : some system has several runs in some task; ``run_verdicts[task]`` the task's
+        :class:`RunVerdict` (empty without runs) and ``run_verdict_all`` the verdict over all
+        tasks' questions together (``task::item``; the plan's pilot), None when no system has two
+        run labels.
+    binary : every score is 0 or 1. n_epochs : most samples of a question in one run (1 for
+        scores reduced by the log's own reducer).
+    epochs_text : how the epochs were reduced, in words ("mean over up to 3 epochs (averaged
+        within the question)", "max over 3 epochs (Inspect's reducer)", "one per question").
+    cells : per task and system: n_epochs (the log reducer's epochs where it reduced them), n_runs.
+    reduction : the logs' own epoch reductions (``EvalLogs.reduction``: system, task, reducer,
+        n_epochs) of these rows, or None.
+    logs : the :class:`~mixedeval.EvalLogs` the rows came from (None for a table); warnings: theirs.
+    """
+
+    rows: pd.DataFrame
+    scores: pd.DataFrame
+    questions: pd.DataFrame
+    metric: Any
+    cluster: str | None
+    runs: bool
+    run_verdicts: Mapping[str, RunVerdict]
+    run_verdict_all: RunVerdict | None
+    binary: bool
+    n_epochs: int
+    epochs_text: str
+    cells: pd.DataFrame
+    reduction: pd.DataFrame | None = None
+    logs: Any = field(default=None, compare=False)
+    warnings: tuple[ResultWarning, ...] = ()
+
+    @property
+    def systems(self) -> list[str]:
+        return sorted(map(str, self.scores["system"].unique()))
+
+    @property
+    def tasks(self) -> list[str]:
+        return sorted(map(str, self.scores["task"].unique()))
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster is not None
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.rows["cluster"].nunique()) if self.clustered else 0
+
+    def run_verdict(self, task: Any) -> RunVerdict | None:
+        """The run verdict of ``task`` (None without runs)."""
+        return self.run_verdicts.get(str(task)) if self.runs else None
+
+    def several_runs(self, task: Any = None) -> bool:
+        """Whether some system has several runs (in ``task``; in some task when None)."""
+        c = self.cells if task is None else self.cells[self.cells["task"].astype(str) == str(task)]
+        return bool(len(c) and c["n_runs"].max() > 1)
+
+    def pooled_scores(self) -> tuple[pd.DataFrame, bool, bool]:
+        """The rows of the across-task bootstrap, whether they keep the runs and whether the runs
+        were reduced: ``scores`` when every system has the same runs in every task (runs crossed
+        with tasks), else each question's score (``questions``: the runs reduced)."""
+        s = self.scores
+        runs_per = s.groupby(["system", "task"])["run"].agg(lambda r: tuple(sorted(set(r))))
+        if runs_per.groupby(level="system").nunique().max() == 1:
+            return s, self.several_runs(), False
+        return self.questions[["system", "task", "item", "score"]], False, True
+
+    def sample_stats(self, systems: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The plan's pilot statistics: per question (task::item) scored by both systems and per
+        system, the mean, the variance (ddof 1; NaN with one sample) and the number of its samples
+        (every epoch of every run: runs pooled as epochs). Columns in the order of ``systems``."""
+        s = self.rows[self.rows["system"].astype(str).isin(systems)]
+        q = s["task"].astype(str) + "::" + s["item"].astype(str)
+        g = s.assign(question=q, system=s["system"].astype(str)).groupby(["question", "system"], observed=True)["score"]
+        agg = pd.DataFrame({"m": g.mean(), "v": g.var(ddof=1), "k": g.size()}).unstack("system")
+        agg = agg.dropna(subset=[("m", systems[0]), ("m", systems[1])])
+        if len(agg) < 3:
+            raise DataError(f"the pilot has {len(agg)} questions scored for both systems; planning needs at least 3")
+        cols = list(systems)
+        return agg["m"][cols].to_numpy(float), agg["v"][cols].to_numpy(float), agg["k"][cols].to_numpy(float)
+
+    def wide(self, task: Any, systems: Sequence[str]) -> tuple[pd.DataFrame, pd.Series | None]:
+        """Questions x ``systems`` (those present) of one task's question scores, and the questions'
+        clusters (None without clusters)."""
+        sub = self.questions[self.questions["task"] == task]
+        wide = sub.pivot(index="item", columns="system", values="score")
+        wide = wide[[x for x in systems if x in wide.columns]]
+        cl = (sub.drop_duplicates("item").set_index("item")["cluster"].reindex(wide.index) if self.clustered
+              else None)
+        return wide, cl
+
+
+def _reduction_for(reduction: Any, rows: pd.DataFrame, metric: Any) -> pd.DataFrame | None:
+    """The logs' epoch reductions (system, task, reducer, n_epochs) that concern these rows."""
+    if not isinstance(reduction, pd.DataFrame) or not len(reduction):
+        return None
+    r = reduction
+    if "metric" in r.columns and metric is not None:
+        r = r[r["metric"].astype(str) == str(metric)]
+    keep = r["system"].astype(str).isin(set(rows["system"].astype(str))) & r["task"].astype(str).isin(
+        set(rows["task"].astype(str)))
+    r = r.loc[keep]
+    return r.reset_index(drop=True) if len(r) else None
+
+
+def _epochs_text(n_epochs: int, reduction: pd.DataFrame | None) -> str:
+    if reduction is not None:
+        parts = []
+        for red, g in reduction.groupby("reducer", sort=True):
+            k = sorted({int(x) for x in g["n_epochs"]})
+            ks = str(k[0]) if len(k) == 1 else f"{k[0]}-{k[-1]}"
+            parts.append(f"{red} over {ks} epochs")
+        return "; ".join(parts) + " (the log's own reducer: one score per question)"
+    if n_epochs > 1:
+        return f"averaged within the question (mean reducer; up to {n_epochs} per question)"
+    return "one per question"
+
+
+def build_design(rows: pd.DataFrame, *, metric: Any = None, cluster: str | None = None, logs: Any = None,
+                 runs: bool | None = None, nest_clusters: bool = True) -> EvalDesign:
+    """The :class:`EvalDesign` of canonical rows (system, task, item, run, [epoch,] score[,
+    cluster]: ``cluster`` holds each row's cluster label when ``cluster`` names the user's
+    column).
+
+    ``logs``: the :class:`~mixedeval.EvalLogs` they came from (their ``reduction`` and warnings).
+    ``runs``: None decides from the rows (some system with several runs in a task); True / False
+    forces it (the low-level entry of :mod:`.._paired`). ``nest_clusters``: clusters become
+    ``task::label`` (the workflows; False for rows whose labels are already final)."""
+    if not len(rows):
+        raise DataError("there are no scores to analyse")
+    v = rows["score"].to_numpy(dtype=float)
+    if not np.isfinite(v).all():
+        raise DataError("some scores are NaN or infinite; drop or impute them first")
+    s = rows.assign(score=v)
+    if "run" not in s.columns:
+        s = s.assign(run="1")
+    if "task" not in s.columns:
+        s = s.assign(task="(all items)")
+    if cluster is not None:
+        check_clusters(s, "cluster")
+        if nest_clusters:
+            s["cluster"] = s["task"].astype(str) + "::" + s["cluster"].astype(str)
+    elif "cluster" in s.columns:
+        s = s.drop(columns="cluster")
+    ckey = ["cluster"] if cluster is not None else []
+    scores = s.groupby([*KEYS, *ckey], observed=True, sort=False)["score"].mean().reset_index()
+    questions = scores.groupby(["task", "system", "item", *ckey], observed=True, sort=True)["score"].mean()
+    questions = questions.reset_index()
+    size = s.groupby(list(KEYS), observed=True, sort=True).size()
+    n_epochs = int(size.max())
+    cells = size.groupby(level=["task", "system"], observed=True).max().rename("n_epochs").reset_index()
+    cells["n_runs"] = scores.groupby(["task", "system"], observed=True, sort=True)["run"].nunique().to_numpy()
+    several = bool(cells["n_runs"].max() > 1)
+    runs = several if runs is None else bool(runs)
+    red = _reduction_for(getattr(logs, "reduction", None), s, metric)
+    if red is not None:  # the log reduced the epochs itself: say how many it reduced
+        k = red.assign(task=red["task"].astype(str), system=red["system"].astype(str))
+        k = k.groupby(["task", "system"])["n_epochs"].max()
+        idx = pd.MultiIndex.from_arrays([cells["task"].astype(str), cells["system"].astype(str)])
+        cells["n_epochs"] = k.reindex(idx).fillna(pd.Series(cells["n_epochs"].to_numpy(), index=idx)).astype(
+            int).to_numpy()
+    verdicts: dict[str, RunVerdict] = {}
+    verdict_all = None
+    if runs:
+        for task, sub in scores.groupby("task", sort=True, observed=True):
+            verdicts[str(task)] = run_verdict(sub)
+    if scores.groupby("system", observed=True)["run"].nunique().max() > 1:  # the plan's: questions task::item
+        verdict_all = run_verdict(scores.assign(item=scores["task"].astype(str) + "::" + scores["item"].astype(str)))
+    return EvalDesign(rows=s, scores=scores, questions=questions, metric=metric, cluster=cluster, runs=runs,
+                      run_verdicts=verdicts, run_verdict_all=verdict_all, binary=bool(np.isin(v, (0.0, 1.0)).all()),
+                      n_epochs=n_epochs, epochs_text=_epochs_text(n_epochs, red), cells=cells, reduction=red,
+                      logs=logs, warnings=tuple(getattr(logs, "warnings", ()) or ()))
+
+
+def design_from_logs(logs: Any, metric: Any, cluster: str | None = None) -> EvalDesign:
+    """The design of one metric of :class:`~mixedeval.EvalLogs` (the only one when ``metric`` is
+    None), the cluster read from the logs' table by :func:`logs_cluster_column`."""
+    t = logs.table
+    if metric is None:
+        have = sorted(set(t["metric"]))
+        if len(have) != 1:
+            raise DataError(f"the logs hold {len(have)} metrics ({', '.join(map(str, have[:10]))}); name one with "
+                            "metric=")
+        metric = have[0]
+    s = logs.scores(metric)
+    if cluster is not None:
+        col = logs_cluster_column(t, cluster)
+        s["cluster"] = t.loc[t["metric"] == metric, col].to_numpy()
+    return build_design(s, metric=metric, cluster=cluster, logs=logs)
+
+
+__all__ = ["EvalDesign", "RunAnova", "RunVerdict", "build_design", "check_clusters", "design_from_logs",
+           "logs_cluster_column", "run_anova", "run_tables", "run_verdict"]
