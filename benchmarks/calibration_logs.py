@@ -85,7 +85,7 @@ from scipy.special import expit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mixedeval.workflows._paired import paired_differences  # noqa: E402
-from mixedeval.workflows.compare_logs import epoch_means  # noqa: E402
+from mixedeval.workflows.logs.design import reduce_epochs as epoch_means  # noqa: E402
 
 SD_Q, SD_INT = 1.5, 0.7
 DELTA_ALT = 0.5

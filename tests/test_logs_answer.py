@@ -47,7 +47,8 @@ def test_bundled_logs_one_headline_for_the_best_pair(bundled):
     assert (h.conf_low, h.conf_high) == (row["conf_low"], row["conf_high"]) and "cluster-robust" in h.method
     assert res.headline_text() == h.text() and res.headline_text().startswith(f"{h.better} − {h.other}: +")
     d = res.to_dict()
-    assert list(d)[0] == "headline" and d["headline"]["better"] == h.better and d["headline"]["p_value"] == h.p_value
+    a = d["answer"]  # the answer first (issue 38): headline, leaderboard, best-first differences, checks
+    assert list(d)[0] == "answer" and a["headline"]["better"] == h.better and a["headline"]["p_value"] == h.p_value
     json.dumps(d, default=str)
     # the checks: GLMM difference, its likelihood-ratio test, the bootstrap of clusters
     checks = res.checks
@@ -102,7 +103,9 @@ def test_lower_is_better_from_the_metric_name_declared_and_reference():
     assert (h.better, h.other) == ("good", "mid") and h.estimate > 0
     assert "lower error is better" in s.headline_text()
     row = _pair(s.pairwise, "error", "good", "mid")  # the task is named after the score, as compare_logs names it
-    assert h.estimate == pytest.approx(-row["delta"]) and s.p_value == row["p_value"]
+    # the pair table is signed in the better direction, as the headline (issue 38: it had the opposite sign)
+    assert h.estimate == pytest.approx(row["delta"]) and s.p_value == row["p_value"]
+    assert (row["system_a"], row["system_b"]) == ("good", "mid") and row["t_value"] > 0
     declared = me.summarize(df.rename(columns={"error": "points"}), score="points", higher_is_better=True)
     assert declared.direction.source == "declared" and declared.leaderboard["name"].iloc[0] == "base"
     assumed = me.summarize(df.rename(columns={"error": "points"}), score="points")

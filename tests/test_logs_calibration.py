@@ -25,7 +25,7 @@ import pytest
 
 import mixedeval as me
 from mixedeval.workflows._paired import paired_differences
-from mixedeval.workflows.compare_logs import epoch_means
+from mixedeval.workflows.logs.design import reduce_epochs as epoch_means
 
 _spec = importlib.util.spec_from_file_location(
     "calibration_logs", Path(__file__).resolve().parents[1] / "benchmarks" / "calibration_logs.py")

@@ -17,7 +17,7 @@ import pytest
 
 import mixedeval as me
 from mixedeval.workflows import _paired
-from mixedeval.workflows.compare_logs import epoch_means
+from mixedeval.workflows.logs.design import reduce_epochs as epoch_means
 
 RTOL = 1e-10
 

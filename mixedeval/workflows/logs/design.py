@@ -301,6 +301,14 @@ class EvalDesign:
         return wide, cl
 
 
+def reduce_epochs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each question's score per system, task and run: the mean over its epochs (Inspect's
+    default reducer), first-appearance order; a ``cluster`` column (one per question) is kept.
+    The one epoch reduction (:attr:`EvalDesign.scores`)."""
+    keys = [*KEYS, *(["cluster"] if "cluster" in rows.columns else [])]
+    return rows.groupby(keys, observed=True, sort=False)["score"].mean().reset_index()
+
+
 def _reduction_for(reduction: Any, rows: pd.DataFrame, metric: Any) -> pd.DataFrame | None:
     """The logs' epoch reductions (system, task, reducer, n_epochs) that concern these rows."""
     if not isinstance(reduction, pd.DataFrame) or not len(reduction):
@@ -354,7 +362,7 @@ def build_design(rows: pd.DataFrame, *, metric: Any = None, cluster: str | None 
     elif "cluster" in s.columns:
         s = s.drop(columns="cluster")
     ckey = ["cluster"] if cluster is not None else []
-    scores = s.groupby([*KEYS, *ckey], observed=True, sort=False)["score"].mean().reset_index()
+    scores = reduce_epochs(s)
     questions = scores.groupby(["task", "system", "item", *ckey], observed=True, sort=True)["score"].mean()
     questions = questions.reset_index()
     size = s.groupby(list(KEYS), observed=True, sort=True).size()
@@ -401,4 +409,4 @@ def design_from_logs(logs: Any, metric: Any, cluster: str | None = None) -> Eval
 
 
 __all__ = ["EvalDesign", "RunAnova", "RunVerdict", "build_design", "check_clusters", "design_from_logs",
-           "logs_cluster_column", "run_anova", "run_tables", "run_verdict"]
+           "logs_cluster_column", "reduce_epochs", "run_anova", "run_tables", "run_verdict"]
