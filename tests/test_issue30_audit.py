@@ -148,10 +148,14 @@ def test_every_answering_result_has_the_answer_keys_in_to_dict():
     su = me.summarize(df, score="ter", run="run")
     for res in (bo, su):
         d = res.to_dict()
-        assert {"headline", "leaderboard", "checks", "direction"} <= set(d), type(res).__name__
-        assert d["headline"]["p_value"] == res.p_value
+        a = d.get("answer", d)  # a result holding one Answer puts it first under "answer" (issue 38)
+        assert {"headline", "leaderboard", "checks", "direction"} <= set(a), type(res).__name__
+        assert a["headline"]["p_value"] == res.p_value
         json.dumps(d)
-    assert bo.to_dict()["direction"]["higher_is_better"] is False
+    assert list(su.to_dict())[0] == "answer"
+    for res in (bo, su):
+        d = res.to_dict()
+        assert d.get("answer", d)["direction"]["higher_is_better"] is False
 
 
 def test_cli_bootstrap_takes_reference_as_the_api_does(tmp_path):

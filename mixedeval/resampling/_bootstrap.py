@@ -570,7 +570,12 @@ def _combine(cells: np.ndarray, run_weights: np.ndarray, aggregator: str, during
 
 
 def _run_means(X: np.ndarray, run_mask: np.ndarray) -> np.ndarray:
-    """Mean over each system's own runs: X (S, K, ...) -> (S, 1, ...)."""
+    """Mean over each system's own runs: X (S, K, ...) -> (S, 1, ...).
+
+    This is the bootstrap's statistic (the mean over runs of the observed or resampled cells),
+    not a reduction of the data: the logs workflows hand the bootstrap the rows of their
+    evaluation design (:mod:`mixedeval.workflows.logs.design`), whose epochs are already reduced
+    there, and their runs are reduced here only as part of the statistic."""
     if run_mask.all():
         return X.mean(axis=1, keepdims=True)
     w = run_mask.astype(float)
