@@ -297,5 +297,6 @@ def test_glmm_differences_sit_on_the_headline_scale():
     assert (r["system_a"], r["system_b"]) == ("b", "a") and res.model_differences["contrast"].iloc[0] == "a - b"
     assert abs(res.model_differences["estimate"].iloc[0] + r["delta"]) < 0.02
     d = res.to_dict()
-    assert list(d)[0] == "headline" and d["headline"]["text"] == res.headline_text() == d["headline_text"]
+    a = d["answer"]  # the answer first (issue 38)
+    assert list(d)[0] == "answer" and a["headline"]["text"] == res.headline_text() == d["headline_text"]
     assert str(res).find("headline") < str(res).find("model-based check")

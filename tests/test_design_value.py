@@ -309,3 +309,15 @@ def test_results_hold_one_answer_field():
         names = {f.name for f in dataclasses.fields(cls)}
         assert "answer" in names and not names & {"headline", "leaderboard", "checks", "direction"}
         assert cls._answer_priority == prio and issubclass(cls, _answer.AnswerMixin)
+
+
+def test_questions_needed_takes_the_design_as_its_pilot():
+    """compare_logs hands its design to the plan; the plan from the design equals the plan from
+    the logs read anew (same estimates and table)."""
+    path = me.datasets.path("llm_inspect_logs")
+    res = me.compare_logs(path, "match", model_check=False, plan=False, n_resamples=100, random_state=0)
+    pair = (res.headline.better, res.headline.other)
+    a = me.questions_needed(res.design, 0.05, metric="match", systems=pair, n_sim=0)
+    b = me.questions_needed(path, 0.05, metric="match", systems=pair, n_sim=0)
+    pd.testing.assert_frame_equal(a.estimates, b.estimates)
+    pd.testing.assert_frame_equal(a.table, b.table)
