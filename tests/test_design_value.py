@@ -321,3 +321,15 @@ def test_questions_needed_takes_the_design_as_its_pilot():
     b = me.questions_needed(path, 0.05, metric="match", systems=pair, n_sim=0)
     pd.testing.assert_frame_equal(a.estimates, b.estimates)
     pd.testing.assert_frame_equal(a.table, b.table)
+
+
+def test_summarize_reads_a_table_file_with_its_run_column(tmp_path):
+    """``me.summarize(path, run="seed")`` reads the file's seed column as the runs (it ignored
+    run= for a path and the reader's error advised ``columns=``, which summarize does not take)."""
+    df = _seeds(np.random.default_rng(3)).rename(columns={"run": "seed"})
+    path = tmp_path / "seeds.csv"
+    df.to_csv(path, index=False)
+    from_file = me.summarize(path, "wer", run="seed")
+    from_frame = me.summarize(df, score="wer", run="seed")
+    assert from_file.design.runs and from_file.headline_text() == from_frame.headline_text()
+    assert from_file.p_value == pytest.approx(from_frame.p_value, rel=1e-12)

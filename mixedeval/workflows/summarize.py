@@ -211,8 +211,12 @@ def _read(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, for
     if isinstance(data, EvalLogs) and systems is not None:
         raise DataError("systems= selects systems while reading; pass the log paths instead of EvalLogs")
     if isinstance(data, EvalLogs) or isinstance(data, (str, Path, list, tuple, Mapping)):
-        logs = data if isinstance(data, EvalLogs) else read_eval_logs(data, format, metric=metric, systems=systems,
-                                                                       drop_missing=drop_missing)
+        # a table file: the columns named here (run=, epoch=, task=, item=, system=) are its columns
+        named = {role: cols[role] for role in ("system", "item", "task", "run", "epoch")
+                 if cols[role] is not None and cols[role] != role}
+        logs = data if isinstance(data, EvalLogs) else read_eval_logs(
+            data, format, metric=metric, systems=systems, drop_missing=drop_missing,
+            **({"columns": named} if named else {}))
         return design_from_logs(logs, metric, cluster)
     df = as_pandas(data, what="data")
     if not len(df):
