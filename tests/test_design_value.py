@@ -333,3 +333,15 @@ def test_summarize_reads_a_table_file_with_its_run_column(tmp_path):
     from_frame = me.summarize(df, score="wer", run="seed")
     assert from_file.design.runs and from_file.headline_text() == from_frame.headline_text()
     assert from_file.p_value == pytest.approx(from_frame.p_value, rel=1e-12)
+
+
+def test_assumed_direction_is_in_the_warnings():
+    """An unknown metric is assumed higher-is-better; res.warnings says so in Python as the
+    printout does (it was missing)."""
+    df = _seeds(np.random.default_rng(4)).rename(columns={"wer": "points"})
+    for res in (me.summarize(df, score="points", run="run"),
+                me.compare_logs(df, "points", model_check=False, plan=False, n_resamples=100, random_state=0)):
+        w = [x for x in res.warnings if x.kind == "direction_assumed"]
+        assert len(w) == 1 and "assumed" in w[0].message and res.direction.source == "assumed"
+    declared = me.summarize(df, score="points", run="run", higher_is_better=False)
+    assert not [x for x in declared.warnings if x.kind == "direction_assumed"]

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _answer
+from ..results import ResultWarning
 from ._paired import SHORT, paired_differences, system_means
 from .logs.design import EvalDesign
 
@@ -44,6 +45,14 @@ class LogsAnswer:
         return _answer.Answer(direction=direction, leaderboard=self.leaderboard, headline=self.headline,
                               differences=diffs, checks=checks, rank_kind="simultaneous",
                               no_headline_text=no_headline_text, method=method)
+
+
+def answer_notes(direction: _answer.Direction) -> list[ResultWarning]:
+    """The warning that says a direction was assumed (an unknown metric: higher is better), so that
+    ``res.warnings`` in Python says what the printout says."""
+    if direction.source != "assumed":
+        return []
+    return [ResultWarning("direction_assumed", f"direction: {direction.note}")]
 
 
 def best_first(table: pd.DataFrame, order: list[str], higher_is_better: bool,

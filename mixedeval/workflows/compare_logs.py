@@ -69,7 +69,7 @@ from ..errors import DataError
 from ..resampling import bootstrap
 from ..results import ResultWarning
 from ._common import _WorkflowResult, check_posthoc_df, dedupe_warnings, model_formula
-from ._logs_answer import best_first, logs_answer
+from ._logs_answer import answer_notes, best_first, logs_answer
 from ._next_run import accuracies, check_plan, plan_next_run, plan_text
 from .logs.design import EvalDesign, design_from_logs
 
@@ -574,7 +574,8 @@ def compare_logs(
     w_df = _df_note(analysis_name, posthoc_df) if glrt is not None else []
     checks = _checks(ans.headline, ans.label, glrt, con, model_diff, bpw, analysis_name, posthoc_df,
                      n_systems=len(sys_levels), runs=runs, cluster=bool(cluster), n_resamples=n_resamples)
-    warnings = dedupe_warnings([*design.warnings, *w4, *_tag([*w_model, *w_df], model_tag),
+    warnings = dedupe_warnings([*design.warnings, *answer_notes(direction), *w4,
+                                *_tag([*w_model, *w_df], model_tag),
                                 *_tag(w3, "check:bootstrap")])
     prov = dict(full.provenance) if full is not None else {}
     prov.update({"workflow": "compare_logs", "metric": metric, "analysis": analysis_name, "adjust": adjust,

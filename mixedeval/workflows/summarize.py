@@ -71,7 +71,7 @@ from ..resampling import sign_flip_test
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
 from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
-from ._logs_answer import logs_answer
+from ._logs_answer import answer_notes, logs_answer
 from ._paired import SHORT, clustered_se
 from .logs.design import EvalDesign, build_design, design_from_logs
 
@@ -449,7 +449,7 @@ def summarize(
                       reference=reference) if len(design.systems) > 1 else None
     pw = _pairwise(design, ans.table if ans is not None else pd.DataFrame(), mcnemar, sign_flip, n_resamples,
                    random_state, direction.higher_is_better)
-    warns: list[ResultWarning] = list(design.warnings)
+    warns: list[ResultWarning] = [*design.warnings, *answer_notes(direction)]
     if design.runs:
         warns.append(ResultWarning("several_runs", "some system has several runs: each question's score is its mean "
                                    "over runs; the table's std_error is over questions only, the pairwise SE and the "
