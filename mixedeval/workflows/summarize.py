@@ -265,7 +265,7 @@ def _system_row(q: pd.DataFrame, level: float, binary: bool, cluster: bool, cr2:
     m = float(x.mean())
     se = float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
     lo, hi = _t_interval(m, se, n - 1, level)
-    z = float(stats.norm.isf((1.0 - level) / 2.0))
+    z = _answer.z_quantile(level)
     wlo, whi = wilson_interval(m, n, z) if binary else (np.nan, np.nan)
     row = {"n_items": n, "mean_score": m, "std_error": se, "conf_low": lo, "conf_high": hi,
            "wilson_low": wlo, "wilson_high": whi}
