@@ -199,7 +199,7 @@ def run_verdict(scores: pd.DataFrame, systems: Sequence[str] | None = None) -> R
 
 
 # ------------------------------------------------------------------------------ the design
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class EvalDesign:
     """The evaluation design of one call (module docstring).
 
@@ -240,6 +240,13 @@ class EvalDesign:
     reduction: pd.DataFrame | None = None
     logs: Any = field(default=None, compare=False)
     warnings: tuple[ResultWarning, ...] = ()
+
+    def __repr__(self) -> str:
+        n_q = int(self.questions[["task", "item"]].drop_duplicates().shape[0])
+        cl = f", {self.n_clusters} clusters ({self.cluster})" if self.clustered else ""
+        runs = "several runs" if self.runs else "one run"
+        return (f"EvalDesign({len(self.systems)} systems, {len(self.tasks)} tasks, {n_q} questions, {runs}, "
+                f"epochs: {self.epochs_text}{cl})")
 
     @property
     def systems(self) -> list[str]:
