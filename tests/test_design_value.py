@@ -205,9 +205,10 @@ def test_log_reducer_is_recorded():
     per question: the design says "max over 3 epochs" and the table counts the 3 epochs."""
     rows = pd.DataFrame({"system": np.repeat(["a", "b"], 5), "task": "t", "item": [f"q{i}" for i in range(5)] * 2,
                          "run": "1", "score": [1, 1, 0, 1, 0, 1, 0, 0, 1, 0.0]})
-    red = pd.DataFrame({"system": ["a", "b"], "task": ["t", "t"], "reducer": ["max", "max"], "n_epochs": [3, 3]})
+    red = pd.DataFrame({"system": ["a", "b", "a"], "task": ["t", "t", "t"], "metric": ["acc", "acc", "other"],
+                        "reducer": ["max", "max", "mode"], "n_epochs": [3, 3, 5]})  # EvalLogs.reduction's columns
     d = build_design(rows, metric="acc", logs=SimpleNamespace(reduction=red, warnings=()))
-    assert "max over 3 epochs" in d.epochs_text and d.n_epochs == 1
+    assert "max over 3 epochs" in d.epochs_text and "mode" not in d.epochs_text and d.n_epochs == 1
     assert list(sum_mod.system_table(d, 0.95)["n_epochs"]) == [3, 3]
     plain = build_design(rows, metric="acc")
     assert plain.epochs_text == "one per question" and plain.reduction is None

@@ -329,14 +329,19 @@ def _reduction_for(reduction: Any, rows: pd.DataFrame, metric: Any) -> pd.DataFr
     return r.reset_index(drop=True) if len(r) else None
 
 
-def _epochs_text(n_epochs: int, reduction: pd.DataFrame | None) -> str:
+def _epochs_text(n_epochs: int, reduction: pd.DataFrame | None, logs: Any = None, metric: Any = None) -> str:
+    """How the epochs were reduced, in words (the logs' own ``reduction_text`` where they have one)."""
     if reduction is not None:
-        parts = []
-        for red, g in reduction.groupby("reducer", sort=True):
-            k = sorted({int(x) for x in g["n_epochs"]})
-            ks = str(k[0]) if len(k) == 1 else f"{k[0]}-{k[-1]}"
-            parts.append(f"{red} over {ks} epochs")
-        return "; ".join(parts) + " (the log's own reducer: one score per question)"
+        words = getattr(logs, "reduction_text", None)
+        text = words(metric, sorted(map(str, reduction["system"].unique()))) if callable(words) else None
+        if not text:
+            parts = []
+            for red, g in reduction.groupby("reducer", sort=True):
+                k = sorted({int(x) for x in g["n_epochs"]})
+                ks = str(k[0]) if len(k) == 1 else f"{k[0]}-{k[-1]}"
+                parts.append(f"{red} over {ks} epoch{'s' if k[-1] != 1 else ''}")
+            text = "; ".join(parts)
+        return text + " (the log's own reducer: one score per question)"
     if n_epochs > 1:
         return f"averaged within the question (mean reducer; up to {n_epochs} per question)"
     return "one per question"
@@ -394,7 +399,7 @@ def build_design(rows: pd.DataFrame, *, metric: Any = None, cluster: str | None 
         verdict_all = run_verdict(scores.assign(item=scores["task"].astype(str) + "::" + scores["item"].astype(str)))
     return EvalDesign(rows=s, scores=scores, questions=questions, metric=metric, cluster=cluster, runs=runs,
                       run_verdicts=verdicts, run_verdict_all=verdict_all, binary=bool(np.isin(v, (0.0, 1.0)).all()),
-                      n_epochs=n_epochs, epochs_text=_epochs_text(n_epochs, red), cells=cells, reduction=red,
+                      n_epochs=n_epochs, epochs_text=_epochs_text(n_epochs, red, logs, metric), cells=cells, reduction=red,
                       logs=logs, warnings=tuple(getattr(logs, "warnings", ()) or ()))
 
 
