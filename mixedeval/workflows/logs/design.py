@@ -240,6 +240,7 @@ class EvalDesign:
     reduction: pd.DataFrame | None = None
     logs: Any = field(default=None, compare=False)
     warnings: tuple[ResultWarning, ...] = ()
+    _wide: dict = field(default_factory=dict, repr=False, compare=False)  # per task: questions x systems
 
     def __repr__(self) -> str:
         n_q = int(self.questions[["task", "item"]].drop_duplicates().shape[0])
@@ -299,13 +300,15 @@ class EvalDesign:
 
     def wide(self, task: Any, systems: Sequence[str]) -> tuple[pd.DataFrame, pd.Series | None]:
         """Questions x ``systems`` (those present) of one task's question scores, and the questions'
-        clusters (None without clusters)."""
-        sub = self.questions[self.questions["task"] == task]
-        wide = sub.pivot(index="item", columns="system", values="score")
-        wide = wide[[x for x in systems if x in wide.columns]]
-        cl = (sub.drop_duplicates("item").set_index("item")["cluster"].reindex(wide.index) if self.clustered
-              else None)
-        return wide, cl
+        clusters (None without clusters). Each task's table is pivoted once."""
+        if task not in self._wide:
+            sub = self.questions[self.questions["task"] == task]
+            full = sub.pivot(index="item", columns="system", values="score")
+            cl = (sub.drop_duplicates("item").set_index("item")["cluster"].reindex(full.index) if self.clustered
+                  else None)
+            self._wide[task] = (full, cl)
+        full, cl = self._wide[task]
+        return full[[x for x in systems if x in full.columns]], cl
 
 
 def reduce_epochs(rows: pd.DataFrame) -> pd.DataFrame:
