@@ -101,6 +101,13 @@ H. O. (1956). Power of analysis of variance test procedures for certain incomple
 models. *Ann. Math. Statist.* 27, 1017-1043. Satterthwaite, F. E. (1946). An approximate
 distribution of estimates of variance components. *Biometrics Bulletin* 2, 110-114.
 
+The question scores, the clusters and the run verdict (the pooled ANOVA per task and the test's
+decision) come from the call's evaluation design (:mod:`mixedeval.workflows.logs.design`), built
+once; a variance with the share of a negative run estimate is floored at ``RUN_SHRINK_FLOOR`` of
+its question-level part (a perfect or constant system keeps variance 0, never a negative one),
+and the leaderboard's covariance matrix of the means stays positive semi-definite
+(:func:`system_means`).
+
 Pooled over tasks (the mean of the task means, tasks fixed): ``delta = mean_t delta_t``,
 ``SE = sqrt(sum_t SE_t^2) / T`` with Welch-Satterthwaite df.
 
