@@ -346,3 +346,16 @@ def test_assumed_direction_is_in_the_warnings():
         assert len(w) == 1 and "assumed" in w[0].message and res.direction.source == "assumed"
     declared = me.summarize(df, score="points", run="run", higher_is_better=False)
     assert not [x for x in declared.warnings if x.kind == "direction_assumed"]
+
+
+def test_plan_says_the_size_observed_only_when_it_plans_for_it():
+    """A lower-is-better difference of 0.6 points is planned at the smallest effect (1 point):
+    the plan's sentence no longer calls that "the size observed"."""
+    rng = np.random.default_rng(2)
+    df = _seeds(rng, means=(("alpha", 0.300), ("zeta", 0.297)), sd_run=0.0)
+    res = me.compare_logs(df, "wer", model_check=False, n_resamples=100, n_sim=0, random_state=0)
+    assert abs(res.headline.estimate) < 0.01 and res.plan.effect == 0.01
+    assert "(the size observed)" not in res.plan_text()
+    big = me.compare_logs(_seeds(rng, means=(("alpha", 0.30), ("zeta", 0.25))), "wer", model_check=False,
+                          n_resamples=100, n_sim=0, random_state=0)
+    assert big.plan.effect == pytest.approx(big.headline.estimate) and "(the size observed)" in big.plan_text()

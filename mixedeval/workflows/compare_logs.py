@@ -180,8 +180,12 @@ class CompareLogsResult(_answer.AnswerMixin, _WorkflowResult):
             return "no sample-size plan" + (" (see the warnings)" if asked else " (plan=False)")
         est = self.plan.estimates.set_index("quantity")["value"]
         epochs = int(round(est["epochs_pilot"])) if np.isfinite(est["within_a"]) else 1
-        return plan_text(self.plan, int(est["n_questions_pilot"]), epochs,
-                         self.provenance.get("plan_effect") == "observed")
+        head = self.headline
+        # "the size observed" only when the plan is for it (an observed difference below the smallest
+        # planned effect is planned at that minimum: 1.0 points where 0.61 were observed)
+        observed = (self.provenance.get("plan_effect") == "observed" and head is not None
+                    and bool(np.isclose(self.plan.effect, abs(head.estimate), rtol=1e-12, atol=0.0)))
+        return plan_text(self.plan, int(est["n_questions_pilot"]), epochs, observed)
 
 
 
