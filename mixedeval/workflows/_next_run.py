@@ -31,7 +31,13 @@ def check_plan(effect: float | None, target: float, n_sim: int) -> None:
 
 def accuracies(logs: Any, metric: str, cluster: str | None, level: float, adjust: str) -> pd.DataFrame:
     """:func:`mixedeval.summarize`'s per task x system table of the logs (Inspect's ``stderr()``,
-    ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with ``cluster``)."""
+    ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with ``cluster``).
+
+    ``conf_low`` / ``conf_high`` are Inspect's ``ci()`` to the last digit, a t interval that can
+    leave [0, 1] near 0 or 1 (0.975 of 40 questions: up to 1.026); ``wilson_low`` /
+    ``wilson_high`` (Inspect's ``ci_wilson()``) cannot. The interval that leads -- the
+    leaderboard's, :func:`mixedeval.workflows._paired.system_means` -- is the bounded one there
+    (its ``interval`` column names the family: :mod:`mixedeval.workflows._bounded`)."""
     return summarize(logs, metric, cluster=cluster, level=level, adjust=adjust).table
 
 

@@ -119,6 +119,7 @@ from scipy import stats
 
 from ..errors import DataError
 from ..padjust import adjust_pvalues
+from ._bounded import bounded_intervals
 from ._input_checks import check_cluster_labels
 
 COLUMNS = ("task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "t_value", "p_value", "p_adj",
@@ -475,7 +476,10 @@ def system_means(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95
     headline's variance).
 
     Returns ``(table, vcovs)``: table columns task, system, n_items, estimate, std_error, df,
-    conf_low, conf_high; ``vcovs[task]`` a systems x systems DataFrame."""
+    conf_low, conf_high, interval; ``vcovs[task]`` a systems x systems DataFrame. The interval is
+    the t interval on the row's df, except where every score lies in [0, 1] and it reaches 0 or
+    1: there a Wilson interval that stays inside [0, 1] (:mod:`._bounded`; ``interval`` names
+    the family of each row)."""
     if cluster is not None:
         check_clusters(s, cluster)
     q = question_means(s, cluster)
@@ -491,23 +495,25 @@ def system_means(s: pd.DataFrame, systems: Sequence[str], *, level: float = 0.95
         info = _run_info(by_task[task], present) if task in by_task else None
         for j, x in enumerate(present):
             parts = [(float(V[j, j]), float(dfs[j]))]
+            v0 = float(V[j, j])
             if info is not None and info[0] is not None and info[1]:
                 extra = info[0].pieces(1.0 / info[1].get(x, 1))
                 V[j, j] += sum(e[0] for e in extra) + info[0].shrink(1.0 / info[1].get(x, 1))
                 parts = [(float(V[j, j]), float(dfs[j]))] if not extra else parts + extra
             se, df = _welch(parts) if len(parts) > 1 else (float(np.sqrt(parts[0][0])), parts[0][1])
             rows.append({"task": str(task), "system": x, "n_items": int(wide[x].notna().sum()),
-                         "estimate": float(means[j]), "std_error": se, "df": df})
+                         "estimate": float(means[j]), "std_error": se, "df": df,
+                         "plain": cluster is None and float(V[j, j]) == v0})
         vcovs[str(task)] = pd.DataFrame(V, index=present, columns=present)
-    out = pd.DataFrame(rows, columns=["task", "system", "n_items", "estimate", "std_error", "df"])
+    out = pd.DataFrame(rows, columns=["task", "system", "n_items", "estimate", "std_error", "df", "plain"])
     if pooled_label is not None and out["task"].nunique() > 1:
         pooled, Vp = _pool_tasks(out, vcovs, systems)
-        out = pd.concat([out, pooled.assign(task=pooled_label)], ignore_index=True)
+        out = pd.concat([out, pooled.assign(task=pooled_label, plain=False)], ignore_index=True)
         vcovs[pooled_label] = Vp
-    q_t = np.array([stats.t.ppf(0.5 + level / 2.0, d) if np.isfinite(d) and d >= 1 else np.nan
-                    for d in out["df"].to_numpy(dtype=float)])
-    out["conf_low"] = out["estimate"] - q_t * out["std_error"]
-    out["conf_high"] = out["estimate"] + q_t * out["std_error"]
+    v = s["score"].to_numpy(dtype=float)
+    lo, hi, fam = bounded_intervals(out["estimate"], out["std_error"], out["df"], out["n_items"], level,
+                                    out["plain"].to_numpy(dtype=bool), bounded=bool(((v >= 0) & (v <= 1)).all()))
+    out = out.drop(columns="plain").assign(conf_low=lo, conf_high=hi, interval=fam)
     return out, vcovs
 
 
