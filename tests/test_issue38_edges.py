@@ -60,6 +60,7 @@ def test_the_reader_records_the_logs_reducer_and_epochs(max_logs):
     assert logs.reduction_text("match") == "max over 3 epochs"
     s = logs.summary()
     assert (s["n_epochs"] == EPOCHS).all() and (s["epochs"] == "max over 3 epochs").all()
+    assert logs.epochs_text("match") == "max over 3 epochs (the log's reducer; one score per question)"
 
 
 def test_renamed_systems_keep_their_reduction(max_logs):
@@ -77,6 +78,7 @@ def test_mean_reduced_logs_have_no_reduction_and_say_averaged(tmp_path):
                                                                           "n_epochs"]
     assert logs.reduction_text() is None
     assert (logs.summary()["epochs"] == "3 epochs, averaged within the question").all()
+    assert logs.epochs_text("match") == "3 epochs, averaged within the question"
 
 
 def test_several_reducers_are_named_per_metric(tmp_path):

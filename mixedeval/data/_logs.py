@@ -112,6 +112,22 @@ class EvalLogs(ResultMixin):
         nothing was reduced (the epochs, if any, are rows of :attr:`table`)."""
         return reduction_text(self.reduction, metric, systems)
 
+    def epochs_text(self, metric: str | None = None, systems: Sequence[str] | None = None) -> str:
+        """How the epochs of ``metric`` (all metrics when None) enter the analyses, in words for a
+        provenance or a method text: ``"max over 3 epochs (the log's reducer; one score per
+        question)"``, ``"3 epochs, averaged within the question"`` (the mean reducer: the
+        epochs are rows), or ``"one per question"``."""
+        red = self.reduction_text(metric, systems)
+        if red is not None:
+            return f"{red} (the log's reducer; one score per question)"
+        t = self.table
+        if metric is not None:
+            t = t[t["metric"] == metric]
+        if systems is not None:
+            t = t[t["system"].astype(str).isin([str(x) for x in systems])]
+        n = int(t.groupby(["system", "task", "metric", "run", "item"], observed=True).size().max()) if len(t) else 1
+        return f"{n} epochs, averaged within the question" if n > 1 else "one per question"
+
     def scores(self, metric: str) -> pd.DataFrame:
         """The rows of one metric (system, task, item, run, epoch, score), the input of the analyses."""
         if metric not in set(self.table["metric"]):
