@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from .._answer import z_quantile
+
 #: the interval families, as the ``interval`` column names them
 T, WILSON, WILSON_EFFECTIVE = "t", "Wilson", "Wilson, effective n"
 
@@ -63,7 +65,7 @@ def bounded_intervals(estimate: Any, std_error: Any, df: Any, n: Any, level: flo
     num = est * (1.0 - est)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where((num > 0) & (se > 0), np.minimum(nn, num / se**2), nn)
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = z_quantile(level)
     w_lo, w_hi = wilson(est, np.where(plain, nn, n_eff), np.where(plain, z, q_t))
     lo, hi = np.where(swap, w_lo, lo), np.where(swap, w_hi, hi)
     family[swap] = np.where(plain[swap], WILSON, WILSON_EFFECTIVE)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._answer import z_quantile
 from ..data._logs import reduction_text
 from ..errors import DataError
 from ..results import ResultWarning
@@ -96,7 +97,7 @@ def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -
     if "var_question_differences" in est.index and epochs == round(float(est["epochs_pilot"])):
         var_d = float(est["var_question_differences"])  # the pilot's own design: its observed variance (the
         # headline's sd(d)^2), not the pieces, whose between part may have been truncated at 0
-    z = stats.norm.ppf(1 - plan.alpha / 2) + stats.norm.ppf(plan.target)
+    z = z_quantile(1 - plan.alpha) + stats.norm.ppf(plan.target)
     base = max(var_d, 0.0) / n_questions
     shrink = float(est.get("run_shrink", 0.0))  # the headline's share of a negative run estimate
     return float(z * math.sqrt(_pilot_run_part(est) + (max(base + shrink, RUN_SHRINK_FLOOR * base)
