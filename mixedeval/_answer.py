@@ -34,7 +34,7 @@ import pandas as pd
 
 from ._rankings import rank_intervals, rank_matrix
 from .errors import DataError
-from .results import jsonable
+from .results import ResultWarning, jsonable
 
 #: the leaderboard's columns, in order (DESIGN.md glossary)
 LEADERBOARD_COLUMNS = ("name", "estimate", "std_error", "conf_low", "conf_high", "rank", "rank_low",
@@ -161,6 +161,18 @@ def direction(metric: Any = None, higher_is_better: Any = None) -> Direction:
     if known is not None:
         return Direction(known, "known metric", name)
     return Direction(True, "assumed", name)
+
+
+def direction_warning(direction: Direction | None) -> ResultWarning | None:
+    """The warning a result carries when its direction was assumed (an unknown metric, e.g. a
+    generic ``score`` column: higher taken as better), kind ``"direction_assumed"``, naming the
+    fix ``higher_is_better=False``; None for a declared or known direction."""
+    if direction is None or direction.source != "assumed":
+        return None
+    m = f"{direction.metric!r}" if direction.metric else "the score"
+    return ResultWarning("direction_assumed", f"higher scores are taken as better: {m} is not a metric whose "
+                         "direction mixedeval knows; if lower is better, pass higher_is_better=False (the leaderboard, "
+                         "the headline and the signs of the differences follow it)")
 
 
 # ------------------------------------------------------------------------------ leaderboard

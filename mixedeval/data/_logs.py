@@ -8,7 +8,7 @@ inspect_ai's reader), HELM run directories (:mod:`._logs_helm`) and generic long
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ from ._logs_walk import dir_files, glob_files
 
 FORMATS = ("auto", "lm-eval", "inspect", "helm", "table")
 COLUMNS = ("system", "task", "item", "run", "epoch", "metric", "score", "source", "format")
+#: columns of :attr:`EvalLogs.reduction`
+REDUCTION_COLUMNS = ("system", "task", "metric", "reducer", "n_epochs")
 _NOTES = {
     "non_numeric": "{n} metric values are not numbers and were not read (e.g. {ex}); corpus-level metrics "
                    "logged as (reference, prediction) pairs need their sufficient statistics "
@@ -55,25 +57,76 @@ class EvalLogs(ResultMixin):
         see ``read_eval_logs(system=...)``), fields (a dict: every field the log records).
     warnings : ResultWarning tuple (dropped items, metrics missing for some systems, values
         that are not numbers, ...).
+    reduction : the epochs the reader reduced to one score per question, one row per system x
+        task x metric so reduced: system, task, metric, reducer (the log's epoch reducer:
+        ``"max"``, ``"median"``, ``"mode"``, ``"pass_at_2"``, ``"at_least_2"``, ...), n_epochs
+        (the epochs the log's evaluation sampled, ``log.eval.config.epochs``). Empty when
+        nothing was reduced: the epochs of Inspect's default ``mean`` reducer stay rows of
+        ``table`` (averaged within the question by the analyses). :meth:`reduction_text` says
+        it in words ("max over 3 epochs").
     """
 
     table: pd.DataFrame
     files: pd.DataFrame
     warnings: tuple[ResultWarning, ...] = ()
+    reduction: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(REDUCTION_COLUMNS)))
 
     _print_tables = ("summary",)
     _title = "Evaluation logs"
 
     def summary(self) -> pd.DataFrame:
-        """One row per system x task x metric: n_items, n_runs, n_epochs (most epochs of an item in
-        one run), mean_score (the mean over all rows: items with equal epochs weigh equally)."""
+        """One row per system x task x metric: n_items, n_runs, n_epochs (the most epochs sampled of
+        an item in one run: for a metric the reader reduced, the log's epochs), epochs (how the
+        epochs enter: ``"max over 3 epochs"`` for a reduced metric, ``"3 epochs, averaged within
+        the question"``, ``"one per question"``), mean_score (the mean over all rows: items with
+        equal epochs weigh equally)."""
         t = self.table
-        g = t.groupby(["system", "task", "metric"], observed=True, sort=True)
+        keys = ["system", "task", "metric"]
+        g = t.groupby(keys, observed=True, sort=True)
         out = g.agg(n_items=("item", "nunique"), n_runs=("run", "nunique"), mean_score=("score", "mean")).reset_index()
-        ep = t.groupby(["system", "task", "metric", "run", "item"], observed=True).size()
-        ep = ep.groupby(level=["system", "task", "metric"], observed=True).max().rename("n_epochs").reset_index()
-        out = out.merge(ep, on=["system", "task", "metric"], how="left")
-        return out[["system", "task", "metric", "n_items", "n_runs", "n_epochs", "mean_score"]]
+        ep = t.groupby([*keys, "run", "item"], observed=True).size()
+        ep = ep.groupby(level=keys, observed=True).max().rename("n_epochs").reset_index()
+        out = out.merge(ep, on=keys, how="left")
+        red = self.reduction
+        words = []
+        if red is not None and len(red):
+            r = red.assign(**{k: red[k].astype(str) for k in keys}).drop_duplicates(keys).set_index(keys)
+            for i, row in out.iterrows():
+                k = (str(row["system"]), str(row["task"]), str(row["metric"]))
+                if k in r.index:
+                    out.loc[i, "n_epochs"] = int(r.loc[k, "n_epochs"])
+                    words.append(reduction_words(str(r.loc[k, "reducer"]), int(r.loc[k, "n_epochs"])))
+                else:
+                    words.append(None)
+        else:
+            words = [None] * len(out)
+        out["epochs"] = [w if w is not None else (f"{int(n)} epochs, averaged within the question" if n > 1
+                                                  else "one per question")
+                         for w, n in zip(words, out["n_epochs"])]
+        return out[["system", "task", "metric", "n_items", "n_runs", "n_epochs", "epochs", "mean_score"]]
+
+    def reduction_text(self, metric: str | None = None, systems: Sequence[str] | None = None) -> str | None:
+        """How the reader reduced the epochs of ``metric`` (all metrics when None) for ``systems``
+        (all when None), in words: ``"max over 3 epochs"``; several reducers or epoch counts are
+        listed by system (``"max over 3 epochs (a, b); max over 5 epochs (c)"``). None when
+        nothing was reduced (the epochs, if any, are rows of :attr:`table`)."""
+        return reduction_text(self.reduction, metric, systems)
+
+    def epochs_text(self, metric: str | None = None, systems: Sequence[str] | None = None) -> str:
+        """How the epochs of ``metric`` (all metrics when None) enter the analyses, in words for a
+        provenance or a method text: ``"max over 3 epochs (the log's reducer; one score per
+        question)"``, ``"3 epochs, averaged within the question"`` (the mean reducer: the
+        epochs are rows), or ``"one per question"``."""
+        red = self.reduction_text(metric, systems)
+        if red is not None:
+            return f"{red} (the log's reducer; one score per question)"
+        t = self.table
+        if metric is not None:
+            t = t[t["metric"] == metric]
+        if systems is not None:
+            t = t[t["system"].astype(str).isin([str(x) for x in systems])]
+        n = int(t.groupby(["system", "task", "metric", "run", "item"], observed=True).size().max()) if len(t) else 1
+        return f"{n} epochs, averaged within the question" if n > 1 else "one per question"
 
     def scores(self, metric: str) -> pd.DataFrame:
         """The rows of one metric (system, task, item, run, epoch, score), the input of the analyses."""
@@ -100,6 +153,34 @@ class EvalLogs(ResultMixin):
         t = self.table
         return [("rows", len(t)), ("systems", t["system"].nunique()), ("tasks", t["task"].nunique()),
                 ("metrics", ", ".join(sorted(map(str, t["metric"].unique()))[:8]))]
+
+
+def reduction_words(reducer: str, n_epochs: int) -> str:
+    """One reducer in words: ``"max over 3 epochs"``."""
+    return f"{reducer} over {int(n_epochs)} epoch{'s' if int(n_epochs) != 1 else ''}"
+
+
+def reduction_text(reduction: pd.DataFrame | None, metric: str | None = None,
+                   systems: Sequence[str] | None = None) -> str | None:
+    """:meth:`EvalLogs.reduction_text` on a reduction table (:data:`REDUCTION_COLUMNS`)."""
+    if reduction is None or not len(reduction):
+        return None
+    r = reduction
+    if metric is not None:
+        r = r[r["metric"].astype(str) == str(metric)]
+    if systems is not None:
+        r = r[r["system"].astype(str).isin([str(x) for x in systems])]
+    if not len(r):
+        return None
+    words = [reduction_words(str(a), int(b)) for a, b in zip(r["reducer"], r["n_epochs"])]
+    groups: dict[str, list[str]] = {}
+    for w, sys_name in zip(words, r["system"].astype(str)):
+        groups.setdefault(w, [])
+        if sys_name not in groups[w]:
+            groups[w].append(sys_name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{w} ({', '.join(names)})" for w, names in groups.items())
 
 
 # ------------------------------------------------------------------------------ discovery
@@ -200,8 +281,10 @@ def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | 
 
 def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, str] | None, metric: Any,
               system: Any = None, metadata: Sequence[str] = ()
-              ) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str]]:
-    """Read every file; name each log's system (:func:`._logs_systems.assign_systems`)."""
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str], pd.DataFrame]:
+    """Read every file; name each log's system (:func:`._logs_systems.assign_systems`). The last
+    element: the epoch reductions the readers applied, per file and metric (source, metric,
+    reducer, n_epochs)."""
     frames, logs, notes = [], [], []
     for i, (path, f, name) in enumerate(files):
         rows = _read_one(path, f, name, columns, metric, metadata)
@@ -222,12 +305,28 @@ def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, st
                           "model": lf.model if lf.fields is not None else None, "definition": dict(lf.definition),
                           "fields": dict(lf.fields or {})})
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    reduced = pd.DataFrame([{"source": str(df["source"].iloc[0]), "metric": m, "reducer": r, "n_epochs": int(k)}
+                            for df, rows in zip(frames, notes) if len(df) for m, (r, k) in rows.reduction.items()],
+                           columns=["source", "metric", "reducer", "n_epochs"])
     for kind, text in _NOTES.items():
         n = sum(r.notes[kind] for r in notes)
         if n:
             ex = next(r.examples[kind] for r in notes if kind in r.examples)
             warnings.append(ResultWarning(kind, text.format(n=n, ex=ex)))
-    return table, pd.DataFrame(file_rows), warnings, logs, defining
+    return table, pd.DataFrame(file_rows), warnings, logs, defining, reduced
+
+
+def _reduction(table: pd.DataFrame, reduced: pd.DataFrame) -> pd.DataFrame:
+    """:attr:`EvalLogs.reduction` of the final table: the readers' reductions (per file and metric)
+    of the system x task x metric cells it keeps, under the systems' final names."""
+    if not len(reduced) or not len(table):
+        return pd.DataFrame(columns=list(REDUCTION_COLUMNS))
+    cells = table[["system", "task", "metric", "source"]].drop_duplicates()
+    cells = cells.assign(source=cells["source"].astype(str), metric=cells["metric"].astype(str))
+    out = cells.merge(reduced, on=["source", "metric"], how="inner")
+    out = out.drop_duplicates(["system", "task", "metric", "reducer", "n_epochs"])
+    out = out.sort_values(["system", "task", "metric"], kind="stable")
+    return out[list(REDUCTION_COLUMNS)].reset_index(drop=True).astype({"n_epochs": int})
 
 
 def _run_labels(df: pd.DataFrame) -> pd.Series:
@@ -357,13 +456,15 @@ def read_eval_logs(
     system's task comes from several logs (several dates or output directories of one model
     become runs). ``epoch`` is a repeated sample of one item within one evaluation (Inspect's
     ``epochs``; a generic table's ``epoch`` column): analyses average epochs within the item and
-    never count them as runs. Checks: see :mod:`mixedeval.data._logs_validate`.
+    never count them as runs. Epochs an Inspect log reduced by another reducer (``Epochs(3,
+    "max")``) are reduced as Inspect reduces them, one row per question, and recorded in
+    :attr:`EvalLogs.reduction`. Checks: see :mod:`mixedeval.data._logs_validate`.
     """
     if format not in FORMATS:
         raise DataError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     files, twice = _sources(source, format)
     metadata = [metadata] if isinstance(metadata, str) else [str(m) for m in metadata]
-    table, file_tab, warnings, logs, defining = _read_all(files, columns, metric if format == "table" else None,
+    table, file_tab, warnings, logs, defining, reduced = _read_all(files, columns, metric if format == "table" else None,
                                                           system, metadata)
     _check_metadata(table, metadata)
     if twice:
@@ -390,7 +491,7 @@ def read_eval_logs(
                                                                          "item_hash") and table[c].notna().any()]
     out = table[list(COLUMNS) + extra].reset_index(drop=True)
     out["score"] = out["score"].astype(float)
-    return EvalLogs(table=out, files=file_tab, warnings=tuple(warnings))
+    return EvalLogs(table=out, files=file_tab, warnings=tuple(warnings), reduction=_reduction(out, reduced))
 
 
 __all__ = ["EvalLogs", "read_eval_logs"]

@@ -25,7 +25,9 @@ and gives one row per question (epoch 1): ``median`` (statistics.median of the f
 ``pass_at_k`` (Chen et al. 2021: ``1 - prod(1 - k / (total - correct + 1 .. total))``, a value
 counted correct at >= 1), ``at_least_k`` (1 when at least k values are >= 1) and ``pass_k``
 (``C(correct, k) / C(total, k)``). With several reducers the first keeps the scorer's name and
-the others are the metrics ``<scorer>_<reducer>``. Each reduced score is checked against
+the others are the metrics ``<scorer>_<reducer>``. Each reduced metric's reducer and the epochs
+the log sampled (``log.eval.config.epochs``) are recorded (``Rows.reduction``, then
+:attr:`mixedeval.EvalLogs.reduction`), so that outputs say "max over 3 epochs". Each reduced score is checked against
 Inspect's own reduced score in the log; a reducer that is not one of these, or whose values
 differ from Inspect's (e.g. ``pass_at(k, value=0.5)``, whose threshold the log does not record),
 is a DataError naming it.
@@ -205,9 +207,20 @@ def _inspect_reduced(log: Any, to_float: Any) -> dict[tuple[str, str, str], floa
     return out
 
 
+def _config_epochs(log: Any, raw: dict) -> int:
+    """The epochs the log's evaluation sampled (``log.eval.config.epochs``; else the most epoch
+    values of a question read)."""
+    n = getattr(getattr(log.eval, "config", None), "epochs", None)
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return n
+    return max((len(vals) for vals, _key, _meta in raw.values()), default=1)
+
+
 def _add_reduced(rows: Rows, log: Any, to_float: Any, raw: dict, reducers: dict, src: str) -> None:
-    """The rows of the non-mean reducers: one per question and reducer, checked against Inspect's."""
+    """The rows of the non-mean reducers: one per question and reducer, checked against Inspect's;
+    each reduced metric's reducer and epochs are recorded in ``rows.reduction``."""
     theirs = _inspect_reduced(log, to_float)
+    n_epochs = _config_epochs(log, raw)
     for (scorer, metric, sid), (vals, key, meta) in raw.items():
         names = reducers.get(scorer, reducers[None])
         for j, name in enumerate(names):
@@ -222,6 +235,7 @@ def _add_reduced(rows: Rows, log: Any, to_float: Any, raw: dict, reducers: dict,
                 rows.note("non_numeric", f"{metric!r} in {src} (sample {sid}): no scored epoch")
                 continue
             name_out = metric if j == 0 else f"{metric}_{name}"
+            rows.reduction.setdefault(name_out, (str(name), n_epochs))
             rows.add(*key[:3], name_out, v, key[3], None, key[5], key[6], None, epoch=1, **meta)
 
 

@@ -17,6 +17,9 @@ A reader appends one record per (item x run x metric) score to :class:`Rows` and
 ``fields`` holds what the file's evaluation was run with, the fields a system may be defined by
 (:mod:`._logs_systems`): ``model``, ``task_args``, ``solver``, ``plan``, ``model_args``,
 ``tags``, ``generation_config`` (a value or a dict of values each; one file is one evaluation).
+
+``reduction`` holds, per metric a reader reduced over epochs itself (Inspect's non-mean
+reducers), the reducer's name and the epochs it reduced: ``{metric: (reducer, n_epochs)}``.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ class Rows:
     notes: Counter = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
+    reduction: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def add(self, system: Any, task: Any, item: Any, metric: str, score: float, run_group: str,
             run_index: Any, source: str, task_signature: str | None, item_hash: str | None = None,

@@ -149,18 +149,28 @@ def _check_repeats(df: pd.DataFrame, src: str) -> None:
     if not candidates:
         raise DataError(f"{what}; no other column tells them apart: if they are runs of a system (seeds, repeated "
                         "evaluations) or repeated samples of an item, add a column numbering them and name it as "
-                        "run (columns={'run': ...}, CLI --run) or epoch (columns={'epoch': ...}, CLI --epoch); "
+                        "run or epoch (me.read_eval_logs(..., columns={'run': ...}) or columns={'epoch': ...}; a "
+                        "DataFrame given to me.summarize takes run= / epoch=; command line: --run / --epoch); "
                         "otherwise drop the duplicates")
     named = [c for c in candidates if any(w in str(c).lower() for w in (*_RUN_WORDS, *_EPOCH_WORDS))]
     col = str((named or candidates)[0])
     low = col.lower()
-    runs = (f"columns={{'run': {col!r}}} (CLI --run {col})", "runs of a system (training seeds, repeated evaluations)")
-    epochs = (f"columns={{'epoch': {col!r}}} (CLI --epoch {col})", "repeated samples of an item within one evaluation")
+    runs = ("run", "runs of a system (training seeds, repeated evaluations)")
+    epochs = ("epoch", "repeated samples of an item within one evaluation")
     is_epoch = any(w in low for w in _EPOCH_WORDS) and not any(w in low for w in ("seed", "run"))
     first, second = (epochs, runs) if is_epoch else (runs, epochs)
     looks = ("looks like " + ("epochs" if is_epoch else "runs")) if named else "may hold them"
-    raise DataError(f"{what}; column {col!r} tells them apart and {looks}: if it names {first[1]}, read the table "
-                    f"with {first[0]}; if it numbers {second[1]}, with {second[0]}")
+    raise DataError(f"{what}; column {col!r} tells them apart and {looks}: if it names {first[1]}, read it as the "
+                    f"{first[0]} column: logs = me.read_eval_logs({_source_arg(src)}, columns={{'{first[0]}': "
+                    f"{col!r}}}), then pass logs to me.summarize / me.compare_logs / me.questions_needed (a "
+                    f"DataFrame given to me.summarize takes {first[0]}={col!r}; command line: --{first[0]} {col}); "
+                    f"if it numbers {second[1]}, as the {second[0]} column the same way (columns={{'{second[0]}': "
+                    f"{col!r}}}, {second[0]}={col!r}, --{second[0]} {col})")
+
+
+def _source_arg(src: str) -> str:
+    """How the advice names the table: its path, or ``df`` for a DataFrame."""
+    return "df" if src == "<DataFrame>" else repr(src)
 
 
 def _read_score_table(path: Path | pd.DataFrame, src: str, rows: Rows, columns: Mapping[str, str] | None,

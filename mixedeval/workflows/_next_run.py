@@ -4,6 +4,7 @@ the next run (:func:`mixedeval.questions_needed` on the logs as a pilot), so tha
 all three."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -11,6 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._answer import z_quantile
+from ..data._logs import reduction_text
 from ..errors import DataError
 from ..results import ResultWarning
 from ._paired import RUN_SHRINK_FLOOR
@@ -30,7 +33,13 @@ def check_plan(effect: float | None, target: float, n_sim: int) -> None:
 def accuracies(design: Any, level: float, adjust: str) -> pd.DataFrame:
     """:func:`mixedeval.summarize`'s per task x system table of the call's design (Inspect's
     ``stderr()``, ``ci()``, Wilson for 0/1 scores, and ``stderr(cluster=)`` with clusters).
-    ``adjust`` is not used by the table (kept for the callers)."""
+    ``adjust`` is not used by the table (kept for the callers).
+
+    ``conf_low`` / ``conf_high`` are Inspect's ``ci()`` to the last digit, a t interval that can
+    leave [0, 1] near 0 or 1 (0.975 of 40 questions: up to 1.026); ``wilson_low`` /
+    ``wilson_high`` (Inspect's ``ci_wilson()``) cannot. The interval that leads -- the
+    leaderboard's, :func:`mixedeval.workflows._paired.system_means` -- is the bounded one there
+    (its ``interval`` column names the family: :mod:`mixedeval.workflows._bounded`)."""
     return system_table(design, level)
 
 
@@ -47,11 +56,18 @@ def plan_next_run(design: Any, metric: str, row: pd.Series | None, effect: float
                                                                            list[ResultWarning]]:
     """:func:`mixedeval.questions_needed` for the headline pair with the call's design
     (:class:`~mixedeval.workflows.logs.design.EvalDesign`) as the pilot: no second reading of the
-    logs. ``effect`` None plans for a difference of the size observed (at least 1 point)."""
+    logs. ``effect`` None plans for a difference of the size observed (at least
+    :data:`MIN_PLANNED_EFFECT`, 1 point). The plan's provenance records what :func:`plan_text`
+    says: ``observed_effect`` (the headline's difference, in score units, unsigned),
+    ``effect_rule`` (``"observed"``, ``"floor"``: the observed size was below
+    :data:`MIN_PLANNED_EFFECT`, ``"given"``) and ``reduction`` (how the log's reducer reduced the
+    pilot's epochs, "max over 3 epochs"; None when it did not)."""
     if row is None:
         return None, []
+    observed = abs(float(row["delta"]))
+    rule = "given" if effect is not None else "observed" if observed >= MIN_PLANNED_EFFECT else "floor"
     if effect is None:  # the size observed, not rounded (a rounded effect changes n near small differences)
-        effect = max(abs(float(row["delta"])), MIN_PLANNED_EFFECT)
+        effect = max(observed, MIN_PLANNED_EFFECT)
     try:
         plan = questions_needed(design, effect, target=target, metric=metric, n_sim=n_sim, random_state=random_state,
                                 systems=(str(row["system_a"]), str(row["system_b"])))
@@ -59,6 +75,9 @@ def plan_next_run(design: Any, metric: str, row: pd.Series | None, effect: float
         raise
     except DataError as exc:
         return None, [ResultWarning("no_plan", f"no sample-size plan for the next run: {exc}")]
+    red = reduction_text(getattr(design, "reduction", None), metric, plan.systems)
+    plan = dataclasses.replace(plan, provenance={**plan.provenance, "observed_effect": observed, "effect_rule": rule,
+                                                 "reduction": red})
     warns = list(plan.warnings)
     if cluster is not None:
         warns.append(ResultWarning("plan_ignores_clusters", f"the sample-size plan treats questions as independent "
@@ -80,7 +99,7 @@ def detectable_now(plan: QuestionsNeededResult, n_questions: int, epochs: int) -
     if "var_question_differences" in est.index and epochs == round(float(est["epochs_pilot"])):
         var_d = float(est["var_question_differences"])  # the pilot's own design: its observed variance (the
         # headline's sd(d)^2), not the pieces, whose between part may have been truncated at 0
-    z = stats.norm.ppf(1 - plan.alpha / 2) + stats.norm.ppf(plan.target)
+    z = z_quantile(1 - plan.alpha) + stats.norm.ppf(plan.target)
     base = max(var_d, 0.0) / n_questions
     shrink = float(est.get("run_shrink", 0.0))  # the headline's share of a negative run estimate
     return float(z * math.sqrt(_pilot_run_part(est) + (max(base + shrink, RUN_SHRINK_FLOOR * base)
@@ -91,6 +110,41 @@ def _pilot_run_part(est: pd.Series) -> float:
     """``sigma2_run (1/R_a + 1/R_b)`` with the pilot's runs (0 without a run variance in the plan)."""
     s2 = float(est.get("sigma2_run", 0.0))
     return s2 * (1.0 / float(est["runs_a"]) + 1.0 / float(est["runs_b"])) if math.isfinite(s2) and s2 > 0 else 0.0
+
+
+def _points(x: float) -> str:
+    """A difference in score units as points: two significant digits below 1 point ("0.61"),
+    one decimal above ("1.0", "12.3")."""
+    v = 100.0 * abs(float(x))
+    return f"{v:.2g}" if 0 < v < 1 else f"{v:.1f}"
+
+
+def _per_question(design: str, reduction: str | None, k: int) -> str:
+    """" x K epochs" after "N questions"; with a reduced pilot (``reduction``, "max over 3
+    epochs") its one reduced score per question: ", each the max over 3 epochs"."""
+    if reduction is None:
+        return f" x {design}"
+    return f", each the {reduction}" if k == 1 else f" x {k} scores, each the {reduction}"
+
+
+def _effect_words(plan: QuestionsNeededResult, observed: bool) -> str:
+    """The effect planned for and how it relates to the observed difference: "(the size
+    observed)", "(the smallest difference planned for; 0.61 points observed)", "(as given; 0.61
+    points observed)". ``observed``: the effect was chosen from the observed difference."""
+    prov = plan.provenance or {}
+    seen = prov.get("observed_effect")
+    if seen is None:  # a plan made elsewhere: the pilot's own mean difference
+        est = plan.estimates.set_index("quantity")["value"]
+        seen = abs(float(est["delta_pilot"])) if "delta_pilot" in est.index else None
+    seen = None if seen is None or not math.isfinite(float(seen)) else float(seen)
+    if seen is None:
+        return " (the size observed)" if observed else ""
+    same = math.isclose(seen, abs(plan.effect), rel_tol=1e-9, abs_tol=1e-12)
+    if same:
+        return " (the size observed)"
+    if observed or prov.get("effect_rule") == "floor":
+        return f" (the smallest difference planned for; {_points(seen)} points observed)"
+    return f" (as given; {_points(seen)} points observed)"
 
 
 def _pilot_design(est: pd.Series, epochs: int) -> str:
@@ -134,13 +188,18 @@ def _why_disagree(plan: QuestionsNeededResult) -> str:
 
 
 def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int, observed: bool) -> str:
-    """The plan in one sentence: questions needed per number of epochs (the simulation's n first
-    where it and Miller's closed form differ by more than 10%, with the reason), and what the
-    current design detects."""
+    """The plan in one sentence: the difference planned for (``plan.effect``, and where it is not
+    the size observed -- the floor of :data:`MIN_PLANNED_EFFECT`, or an ``effect=`` given -- the
+    observed size beside it), questions needed per number of epochs (the simulation's n first
+    where it and Miller's closed form differ by more than 10%, with the reason; a pilot whose
+    epochs the log's reducer reduced is planned in its reduced scores, "each the max over 3
+    epochs"), and what the current design detects. ``observed``: the effect was chosen from the
+    observed difference (not given)."""
     if plan is None:
         return "no sample-size plan (see the warnings)"
     t = plan.table
     est = plan.estimates.set_index("quantity")["value"]
+    red = (plan.provenance or {}).get("reduction")
     parts, disagree, unreachable = [], False, []
     for k in dict.fromkeys(t["epochs"]):
         rows = t[t["epochs"] == k].set_index("method")["n_questions"]
@@ -153,10 +212,11 @@ def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int,
             continue
         if sim is not None and not pd.isna(sim) and abs(float(sim) - float(cf)) > DISAGREE * float(cf):
             disagree = True
-            parts.append(f"{int(sim)} questions x {ep} by simulation (Miller's closed form: {int(cf)})")
+            parts.append(f"{int(sim)} questions{_per_question(ep, red, int(k))} by simulation (Miller's closed "
+                         f"form: {int(cf)})")
         else:
             sim_txt = "" if sim is None or pd.isna(sim) else f" (simulation: {int(sim)})"
-            parts.append(f"{int(cf)} questions x {ep}{sim_txt}")
+            parts.append(f"{int(cf)} questions{_per_question(ep, red, int(k))}{sim_txt}")
     if unreachable:
         parts.insert(0, f"not reachable with {' or '.join(unreachable)} per system (the between-run variance alone "
                         "keeps the SE too large)")
@@ -166,12 +226,13 @@ def plan_text(plan: QuestionsNeededResult | None, n_questions: int, epochs: int,
     sims = (f" beside {plan.n_sim} simulations" if simulated else
             "; nothing to simulate: no design above has a number of questions and two runs or more"
             if plan.n_sim and "epochs_per_run" in est.index else "")
-    size = " (the size observed)" if observed else ""
+    size = _effect_words(plan, observed)
     mde = detectable_now(plan, n_questions, epochs)
     runs_note = " and the between-run variance" if _pilot_run_part(est) > 0 else ""
     why = f" The simulation leads where the two differ by more than 10%: {_why_disagree(plan)}." if disagree else ""
-    return (f"to detect a difference of {100 * plan.effect:.1f} points{size} between {plan.systems[0]} and {plan.systems[1]} with "
-            f"{100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller 2024 closed form"
-            f"{sims}).{why} With these {n_questions} questions x "
-            f"{_pilot_design(est, epochs)} the smallest difference detectable at that power is {100 * mde:.1f} "
-            f"points (closed form{runs_note}).")
+    return (f"to detect a difference of {_points(plan.effect)} points{size} between {plan.systems[0]} and "
+            f"{plan.systems[1]} with {100 * plan.target:.0f}% power at alpha {plan.alpha:g}: {'; '.join(parts)} (Miller "
+            f"2024 closed form{sims}).{why} With these {n_questions} questions"
+            f"{_per_question(_pilot_design(est, epochs), red, epochs)}{',' if red else ''} the smallest difference "
+            f"detectable at that "
+            f"power is {_points(mde)} points (closed form{runs_note}).")

@@ -124,6 +124,7 @@ import pandas as pd
 from scipy import stats
 
 from ..padjust import adjust_pvalues
+from ._bounded import bounded_intervals
 from .logs.design import (  # noqa: F401 - the design owns the run ANOVA and the cluster check; re-exported
     RUN_NEGATIVE_SHARE,
     RUN_PRETEST_LEVEL,
@@ -362,7 +363,10 @@ def system_means(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level:
     that keeps it (the shares move the diagonal only).
 
     Returns ``(table, vcovs)``: table columns task, system, n_items, estimate, std_error, df,
-    conf_low, conf_high; ``vcovs[task]`` a systems x systems DataFrame."""
+    conf_low, conf_high, interval; ``vcovs[task]`` a systems x systems DataFrame. The interval is
+    the t interval on the row's df, except where every score lies in [0, 1] and it reaches 0 or
+    1: there a Wilson interval that stays inside [0, 1] (:mod:`._bounded`; ``interval`` names
+    the family of each row)."""
     d = as_design(s, cluster, runs)
     rows: list[dict[str, Any]] = []
     vcovs: dict[str, pd.DataFrame] = {}
@@ -382,18 +386,19 @@ def system_means(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level:
                 parts = [(float(V[j, j]) + shrink[j], float(dfs[j]))] if not pieces else parts + pieces
             se, df = _welch(parts) if len(parts) > 1 else (float(np.sqrt(parts[0][0])), parts[0][1])
             rows.append({"task": str(task), "system": x, "n_items": int(wide[x].notna().sum()),
-                         "estimate": float(means[j]), "std_error": se, "df": df})
+                         "estimate": float(means[j]), "std_error": se, "df": df,
+                         "plain": not d.clustered and extra[j] == 0 and shrink[j] == 0})
         V = _psd_shift(V + np.diag(extra), shrink)
         vcovs[str(task)] = pd.DataFrame(V, index=present, columns=present)
-    out = pd.DataFrame(rows, columns=["task", "system", "n_items", "estimate", "std_error", "df"])
+    out = pd.DataFrame(rows, columns=["task", "system", "n_items", "estimate", "std_error", "df", "plain"])
     if pooled_label is not None and out["task"].nunique() > 1:
         pooled, Vp = _pool_tasks(out, vcovs, systems)
-        out = pd.concat([out, pooled.assign(task=pooled_label)], ignore_index=True)
+        out = pd.concat([out, pooled.assign(task=pooled_label, plain=False)], ignore_index=True)
         vcovs[pooled_label] = Vp
-    q_t = np.array([stats.t.ppf(0.5 + level / 2.0, d) if np.isfinite(d) and d >= 1 else np.nan
-                    for d in out["df"].to_numpy(dtype=float)])
-    out["conf_low"] = out["estimate"] - q_t * out["std_error"]
-    out["conf_high"] = out["estimate"] + q_t * out["std_error"]
+    v = d.rows["score"].to_numpy(dtype=float)
+    lo, hi, fam = bounded_intervals(out["estimate"], out["std_error"], out["df"], out["n_items"], level,
+                                    out["plain"].to_numpy(dtype=bool), bounded=bool(((v >= 0) & (v <= 1)).all()))
+    out = out.drop(columns="plain").assign(conf_low=lo, conf_high=hi, interval=fam)
     return out, vcovs
 
 

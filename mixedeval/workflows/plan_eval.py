@@ -301,7 +301,8 @@ def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None,
     if len(systems) != 2 or systems[0] == systems[1] or any(x not in names for x in systems):
         raise DataError(f"systems must be two different systems of the pilot ({', '.join(names)}), got {systems!r}")
     runs = _pilot_runs(design, systems)
-    warns = list(design.warnings)
+    logs = design.logs
+    warns = list(design.warnings) + (_reduced_pilot(logs, metric, systems) if logs is not None else [])
     if runs is not None and runs.sigma2 > 0:
         warns.append(ResultWarning("runs_in_plan", f"the pilot has several runs per system and the preliminary F test "
                                    f"finds a between-run variance (p = {runs.p_value:.3g}; pooled over the pilot's "
@@ -315,6 +316,23 @@ def _pilot_scores(pilot: Any, metric: str, systems: Sequence[str] | None,
                                    + (f" (p = {runs.p_value:.3g})" if math.isfinite(runs.p_value) else "")
                                    + ": their samples of a question are pooled as epochs, as the headline pools them"))
     return design, systems, warns, runs
+
+
+#: the kind of the warning that a pilot's epochs were reduced by the log's reducer (it replaces ``one_epoch_pilot``)
+REDUCED_PILOT = "reduced_epochs_pilot"
+
+
+def _reduced_pilot(logs: EvalLogs, metric: str, systems: Sequence[str]) -> list[ResultWarning]:
+    """A note when the log's own reducer reduced the pilot's epochs (``Epochs(3, "max")``): each
+    question has one reduced score, which the plan takes as one score per question."""
+    text = logs.reduction_text(metric, systems) if hasattr(logs, "reduction_text") else None
+    if text is None:
+        return []
+    return [ResultWarning(REDUCED_PILOT, f"the pilot's scores are each question's {text} (the log's epoch reducer), "
+                          "taken as one score per question: a reduced score is one draw of the question's score, so "
+                          "the plan's epochs=1 means each question run with the same epochs and reducer; to plan "
+                          "other numbers of epochs, run the pilot with Inspect's mean reducer, whose epochs stay "
+                          "separate")]
 
 
 def _pilot_runs(design: EvalDesign, systems: tuple[str, str]) -> _Runs | None:
@@ -351,7 +369,7 @@ def _pieces_from_pilot(design: EvalDesign, systems: tuple[str, str], warns: list
     if has_epochs and vb_raw < 0:
         warns.append(ResultWarning("between_truncated", f"the variance of the question differences ({var_dbar:.4g}) "
                                    f"is below its within-question part ({part:.4g}): Var_q(mu_A - mu_B) is set to 0"))
-    if not has_epochs:
+    if not has_epochs and not any(w.kind == REDUCED_PILOT for w in warns):  # a reduced pilot says why instead
         warns.append(ResultWarning("one_epoch_pilot", "the pilot has one epoch per question: the within-question "
                                    "variance cannot be separated from the between-question variance, so only epochs=1 "
                                    "is planned (run the pilot with epochs >= 2 to plan more epochs)"))

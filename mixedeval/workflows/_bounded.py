@@ -1,0 +1,89 @@
+"""Intervals of mean scores that cannot leave [0, 1] (accuracies, pass rates, any score in [0, 1]).
+
+The leaderboard's interval of a system's mean score is the t interval of the paired analysis
+(:func:`mixedeval.workflows._paired.system_means`: ``estimate +- t_df * std_error``, the SE of
+the questions -- cluster-robust with clusters, with the run variance with runs). Near 0 or 1 that
+interval can leave [0, 1] (0.975 of 40 questions: up to 1.026) or collapse to a point (40 of 40:
+1 to 1). Where the scores lie in [0, 1] and the t interval reaches 0 or 1, the row's interval is
+a Wilson score interval instead, which stays inside [0, 1] by construction:
+
+* ``"Wilson"``: questions independent, one SE from the questions alone (no clusters, no run
+  part): the Wilson score interval of the proportion ``p`` of ``n`` questions with the normal
+  quantile -- Inspect AI's ``ci_wilson()``, R's ``prop.test(x, n, correct = FALSE)$conf.int``;
+* ``"Wilson, effective n"``: otherwise (clusters, a run variance, the mean of several tasks): the
+  Korn-Graubard effective size ``min(n, p (1 - p) / SE^2)`` (n where ``p (1 - p)`` or the SE is
+  0) with the t quantile on the row's df -- Inspect AI's ``ci_wilson(cluster=)`` when the SE is
+  its clustered SE.
+
+Scores in [0, 1] that are not 0/1 (epoch means, partial credit) have a variance of at most
+``p (1 - p)``, so the Wilson interval is conservative for them (Inspect's ``ci_wilson`` says the
+same). Rows whose t interval lies inside (0, 1) keep it (``"t"``); the ``interval`` column names
+the family of each row.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from .._answer import z_quantile
+
+#: the interval families, as the ``interval`` column names them
+T, WILSON, WILSON_EFFECTIVE = "t", "Wilson", "Wilson, effective n"
+
+
+def wilson(p: Any, n: Any, critical: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of proportions ``p`` of ``n`` with the critical values given
+    (arrays broadcast; NaN where n <= 0), clipped to [0, 1] for floating-point safety only."""
+    p, n, c = (np.asarray(x, dtype=float) for x in (p, n, critical))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = 1.0 + c**2 / n
+        centre = (p + c**2 / (2.0 * n)) / den
+        half = c * np.sqrt(p * (1.0 - p) / n + c**2 / (4.0 * n * n)) / den
+        lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    bad = ~(n > 0)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def bounded_intervals(estimate: Any, std_error: Any, df: Any, n: Any, level: float, plain: Any,
+                      bounded: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(conf_low, conf_high, interval) of mean scores: the t interval, and where ``bounded``
+    (every score in [0, 1]) and it reaches 0 or 1, the Wilson interval of the module docstring
+    (``plain`` rows: questions independent, the SE from the questions alone)."""
+    est, se, dfs, nn = (np.asarray(x, dtype=float) for x in (estimate, std_error, df, n))
+    plain = np.asarray(plain, dtype=bool)
+    ok_df = np.isfinite(dfs) & (dfs >= 1)
+    q_t = np.where(ok_df, stats.t.ppf(0.5 + level / 2.0, np.where(ok_df, dfs, 1.0)), np.nan)
+    lo, hi = est - q_t * se, est + q_t * se
+    family = np.full(est.shape, T, dtype=object)
+    if not bounded:
+        return lo, hi, family
+    swap = np.isfinite(lo) & np.isfinite(hi) & ((lo <= 0.0) | (hi >= 1.0)) & (est >= 0.0) & (est <= 1.0)
+    if not swap.any():
+        return lo, hi, family
+    num = est * (1.0 - est)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.where((num > 0) & (se > 0), np.minimum(nn, num / se**2), nn)
+    z = z_quantile(level)
+    w_lo, w_hi = wilson(est, np.where(plain, nn, n_eff), np.where(plain, z, q_t))
+    lo, hi = np.where(swap, w_lo, lo), np.where(swap, w_hi, hi)
+    family[swap] = np.where(plain[swap], WILSON, WILSON_EFFECTIVE)
+    return lo, hi, family
+
+
+def interval_note(table: Any, name: str = "system") -> str | None:
+    """The sentence naming the rows whose interval is a Wilson interval (``table``: columns
+    ``interval`` and ``name``), for a result's method text; None when every row is a t interval."""
+    if table is None or "interval" not in getattr(table, "columns", ()):
+        return None
+    w = table[table["interval"] != T]
+    if not len(w):
+        return None
+    names = ", ".join(dict.fromkeys(map(str, w[name])))
+    fams = " / ".join(dict.fromkeys(map(str, w["interval"])))
+    return (f"intervals of means: t, except {names}: {fams} (the t interval reached 0 or 1; a Wilson interval "
+            "stays inside [0, 1])")
+
+
+__all__ = ["T", "WILSON", "WILSON_EFFECTIVE", "bounded_intervals", "interval_note", "wilson"]
