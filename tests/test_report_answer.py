@@ -29,23 +29,16 @@ from mixedeval.results import ResultMixin, ResultWarning
 
 # ------------------------------------------------------------------------------- stubs
 @dataclass(frozen=True, repr=False)
-class StubComparison(ResultMixin):
-    """A result following the answer protocol (as compare_logs / summarize do): headline,
-    leaderboard, checks, direction, a pairwise table (no ``differences``: the report derives
-    them), warnings of which some belong to a check."""
+class StubComparison(A.AnswerMixin, ResultMixin):
+    """A result carrying one ``answer`` (as every comparing result does): its pairwise table,
+    warnings of which some belong to a check."""
 
     table: Any
-    leaderboard: Any
-    headline: Any
-    checks: Any
-    direction: Any
+    answer: Any
     warnings: tuple = ()
     provenance: dict = field(default_factory=dict)
 
     _title = "Stub comparison"
-
-    def headline_text(self) -> str:
-        return self.headline.text()
 
 
 def _scores(k: int, n: int = 120, seed: int = 0) -> pd.DataFrame:
@@ -87,7 +80,10 @@ def _stub(k: int, *, secondary: bool = True) -> StubComparison:
           ResultWarning("r_message", "NOTE: Results may be misleading due to involvement in interactions", "emmeans"))
     if secondary:
         ws += (ResultWarning("vcov_unstable", "the intercept's standard error is unstable", "check: GLMM"),)
-    return StubComparison(table=table, leaderboard=board, headline=head, checks=checks, direction=d, warnings=ws)
+    diffs = A.best_first_pairs(table, list(board["name"]), True)
+    answer = A.Answer(direction=d, leaderboard=board, headline=head, differences=diffs, checks=checks,
+                      method="paired t")
+    return StubComparison(table=table, answer=answer, warnings=ws)
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -132,7 +128,8 @@ def test_check_warnings_have_their_own_section_and_never_set_the_answer_badge(st
     text = stub_reports[2].read_text(encoding="utf-8")
     secs = _sections(text)
     assert 'id="read_first"' not in text and "Severe, read this first" not in text
-    assert _status(text, "answer") == "ok" and _status(text, "result") == "ok"
+    # the answer's badge: its paired-bootstrap check differs (never "ok" then), not the checks' warnings
+    assert _status(text, "answer") == "differs" and _status(text, "result") == "ok"
     assert _status(text, "check_warnings") == "warning"
     assert "intercept&#39;s standard error is unstable" in secs["check_warnings"]
     assert "standard error is unstable" not in secs["result"] and "standard error is unstable" not in secs["answer"]

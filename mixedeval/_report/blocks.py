@@ -17,8 +17,8 @@ import pandas as pd
 from .. import _format
 from .figures import to_data_uri
 
-#: statuses of a section, in increasing severity
-STATUSES = ("ok", "warning", "not_available", "error")
+#: statuses of a section, in increasing severity ("differs": the answer's checks differ from its headline)
+STATUSES = ("ok", "differs", "warning", "not_available", "error")
 
 MAX_ROWS = 200
 
@@ -126,10 +126,12 @@ class Section:
             self.blocks.append({"kind": "kv", "caption": caption, "pairs": rows})
 
     def table(self, df: Any, caption: str | None = None, note: str | None = None, max_rows: int = MAX_ROWS,
-              decimals: Any = None) -> None:
+              decimals: Any = None, numeric: Any = None) -> None:
         """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut).
         ``decimals``: ``{column: n}`` prints those float columns with n decimals throughout (one
-        column, one number of decimals) instead of 5 significant digits."""
+        column, one number of decimals) instead of 5 significant digits. ``numeric``: the columns
+        aligned as numbers (default: those of a numeric dtype; give it for numbers already
+        formatted as text)."""
         if df is None:
             return
         df = drop_empty_columns(df)
@@ -144,7 +146,8 @@ class Section:
             return fmt_cell(v, c)
 
         rows = [[cell(v, c) for v, c in zip(rec, cols)] for rec in shown.itertuples(index=False, name=None)]
-        numeric = [_is_numeric(shown[c]) for c in shown.columns]
+        numeric = ([str(c) in set(map(str, numeric)) for c in shown.columns] if numeric is not None else
+                   [_is_numeric(shown[c]) for c in shown.columns])
         if n > max_rows:
             cut = f"first {max_rows} of {n} rows shown"
             note = f"{note} ({cut})" if note else cut.capitalize()
