@@ -36,6 +36,9 @@ import pandas as pd
 from .._answer import Answer, AnswerMixin, LegacyAnswerMixin, check_row, checks_table
 from .._answer import differences as anchor_differences
 from .._format import decimals, fmt_fixed, fmt_interval, fmt_p
+from ..inference._emm_answer import EMMAnswer
+from ..workflows.compare_logs import CompareLogsResult
+from ..workflows.summarize import SummarizeResult
 from .blocks import Section
 from .figures import difference_plot
 
@@ -56,17 +59,15 @@ POOLED = "(all tasks)"
 DIFFERS = "differs"
 
 
-def _model_is_check_types() -> tuple[type, ...]:
-    from ..workflows.compare_logs import CompareLogsResult  # noqa: PLC0415 - the workflows load on first use
-    from ..workflows.summarize import SummarizeResult  # noqa: PLC0415
-
-    return (CompareLogsResult, SummarizeResult)
+#: result classes whose model is a check of a headline that is not model-based (their model's
+#: warnings are the checks' warnings)
+MODEL_IS_CHECK = (CompareLogsResult, SummarizeResult)
 
 
 def model_is_check(obj: Any) -> bool:
     """Whether the result's model is a check (its headline is a paired difference, not the model):
     compare_logs and summarize."""
-    return isinstance(obj, _model_is_check_types())
+    return isinstance(obj, MODEL_IS_CHECK)
 
 
 def secondary_warnings(obj: Any) -> list[Any]:
@@ -209,15 +210,12 @@ def answer_of(obj: Any, others: list[Any] = (), comparisons: list[Any] = (), *,
     """The :class:`Answered` of a result: its :class:`Answer` (``answer``, else ``obj.answer``)
     with the checks this report adds: the ``others`` results answering the same pair
     (:func:`cross_checks`) and, for an answer from the model's EMMs (``from_model``; by default
-    when ``obj`` is not a result section's result but a model part), the likelihood-ratio tests
-    of the model (``comparisons``)."""
+    when ``obj`` is a table of means), the likelihood-ratio tests of the model (``comparisons``)."""
     a = answer if answer is not None else answer_value(obj)
     if a is None:
         raise ValueError(f"{type(obj).__name__} carries no answer")
     if from_model is None:
-        from .dispatch import model_parts  # noqa: PLC0415 - dispatch imports every result type
-
-        from_model = any(isinstance(obj, t) for t, key in model_parts().items() if key == "emmeans")
+        from_model = isinstance(obj, EMMAnswer)
     added = [*(model_checks(a, list(comparisons)) if from_model else []),
              *cross_checks(a, [o for o in others if o is not obj])]
     checks = a.checks if a.checks is not None and len(a.checks) else None
