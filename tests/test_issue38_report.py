@@ -116,7 +116,11 @@ def _assert_differences(res: Any, text: str) -> None:
     for row in t["rows"]:
         assert order.index(row[a]) < order.index(row[b]), row  # best first
     h = ans.headline
-    head_rows = [r for r in t["rows"] if (r[a], r[b]) == (h.better, h.other)]
+    rows = t["rows"]
+    if "task" in cols:  # the headline's question: its task, or the pooled rows
+        task = cols.index("task")
+        rows = [r for r in rows if r[task] == str(h.task if h.task is not None else "(all tasks)")] or rows
+    head_rows = [r for r in rows if (r[a], r[b]) == (h.better, h.other)]
     assert head_rows and all(r[delta].startswith("+") for r in head_rows)
     assert "answer-figure" in sec  # the plot of every system's difference from the best
 
@@ -246,6 +250,7 @@ class Fake(A.AnswerMixin, ResultMixin):
     answer: Any
     warnings: tuple = ()
     provenance: dict = field(default_factory=dict)
+    table: Any = field(default_factory=lambda: pd.DataFrame({"x": [1.0]}))
 
     _title = "Fake comparison"
 
@@ -421,3 +426,27 @@ def test_rank_intervals_are_labelled_wherever_shown(reports):
     assert irt.answer.rank_label in html.unescape(_section(itext, "irt"))
     jc, jtext = reports["judge_corrected"]
     assert jc.answer.rank_label in html.unescape(_section(jtext, "judges"))
+
+
+def test_differences_with_tasks_lead_with_the_headline_question(reports, tmp_path):
+    """An answer whose differences hold every task's pairs and the pooled ones (as compare_logs'
+    pair table does): the pooled rows, the headline's question, lead the table and make the plot."""
+    import dataclasses
+
+    res, _ = reports["compare_logs"]
+    ans = res.answer
+    order = list(ans.leaderboard["name"].astype(str))
+    diffs = A.best_first_pairs(res.table, order, True)
+    assert set(diffs["task"]) == {"arithmetic", "number_facts", "(all tasks)"}
+    fake = Fake(dataclasses.replace(ans, differences=diffs))
+    text = me.report(fake, path=tmp_path / "tasks.html", progress=False).read_text(encoding="utf-8")
+    _assert_answer_of(fake, text)
+    _assert_differences(fake, text)
+    t = _table(_section(text), "Every pair, best first")
+    assert [r[0] for r in t["rows"]][:3] == ["(all tasks)"] * 3 and len(t["rows"]) == len(diffs)
+    from mixedeval._report.answer import anchor_rows
+
+    rows = anchor_rows(fake.answer)
+    pooled = diffs[diffs["task"] == "(all tasks)"]
+    assert list(rows["name"]) == order[1:] and (rows["versus"] == order[0]).all()
+    np.testing.assert_allclose(-rows["estimate"].to_numpy(), pooled["delta"].to_numpy()[:2], rtol=1e-12)
