@@ -450,3 +450,24 @@ def test_differences_with_tasks_lead_with_the_headline_question(reports, tmp_pat
     pooled = diffs[diffs["task"] == "(all tasks)"]
     assert list(rows["name"]) == order[1:] and (rows["versus"] == order[0]).all()
     np.testing.assert_allclose(-rows["estimate"].to_numpy(), pooled["delta"].to_numpy()[:2], rtol=1e-12)
+
+
+def test_the_models_means_answer_with_the_likelihood_ratio_test_as_a_check(tmp_path):
+    """EMMs carry their answer (computed from the means); the report's model adds its
+    likelihood-ratio test to the checks; numbers by one rule."""
+    df = me.datasets.load("kreutzer_ter")
+    fit = me.lmm("ter ~ system + (1|sentence_id)", data=df, reml=True)
+    emm = fit.emmeans("system")
+    text = me.report(fit, emm, path=tmp_path / "emm.html", n_sim=20, progress=False).read_text(encoding="utf-8")
+    sec = _assert_answer_of(emm, text)
+    checks = _table(sec, "Checks")
+    assert any(r[0].startswith("likelihood-ratio test of the model's fixed effects") for r in checks["rows"])
+    assert "lower ter is better" in _headline(sec)
+
+
+def test_p_value_columns_of_any_name_use_the_one_format():
+    """fit_p_adj (the IRT items' adjusted item-fit p) printed 1.8710e-05 beside fit_p_value's 1.87e-05."""
+    from mixedeval._report.blocks import fmt_cell, is_p_column
+
+    assert is_p_column("fit_p_adj") and is_p_column("fit_p_value") and not is_p_column("p_rank_1")
+    assert fmt_cell(1.871e-05, "fit_p_adj") == fmt_cell(1.871e-05, "fit_p_value") == fmt_p(1.871e-05) == "1.87e-05"

@@ -26,7 +26,8 @@ MAX_ROWS = 200
 def is_p_column(name: str) -> bool:
     """Columns holding p-values (formatted so that tiny values never print as 0)."""
     n = str(name).lower()
-    return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith("_p_value")
+    return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith(("_p_value",
+                                                                                                    "_p_adj"))
 
 
 def fmt_p(p: float) -> str:

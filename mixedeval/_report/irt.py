@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..inference._irt_items import eta_matrix, information
-from .blocks import Section
+from .blocks import Section, fmt_p
 from .figures import _figure, interval_plot, rank_interval_plot
 
 _BLUE = "#1f5f99"
@@ -123,7 +123,7 @@ def irt(sec: Section, res: Any, ctx: Any = None) -> None:
                          "simulation-based item fit (outfit; BH-adjusted p)")
     if res.dif is not None:
         sec.table(res.dif["table"], f"DIF by {res.dif['group']}: {res.dif['method']}; global test p = "
-                                    f"{res.dif['global_p_value']:.3g}")
+                                    f"{fmt_p(res.dif['global_p_value'])}")
     if res.covariates is not None:
         sec.table(res.covariates, "Item features (LLTM): effect on the difficulty per unit (logits)")
     sec.warnings(list(res.warnings))
