@@ -471,3 +471,16 @@ def test_p_value_columns_of_any_name_use_the_one_format():
 
     assert is_p_column("fit_p_adj") and is_p_column("fit_p_value") and not is_p_column("p_rank_1")
     assert fmt_cell(1.871e-05, "fit_p_adj") == fmt_cell(1.871e-05, "fit_p_value") == fmt_p(1.871e-05) == "1.87e-05"
+
+
+def test_an_answer_that_cannot_be_computed_is_an_error_in_the_answer_section(tmp_path):
+    @dataclass(frozen=True, repr=False)
+    class Broken(A.AnswerMixin, ResultMixin):
+        table: Any = field(default_factory=lambda: pd.DataFrame({"x": [1.0]}))
+
+        @property
+        def answer(self):
+            raise ValueError("no answer here")
+
+    text = me.report(Broken(), path=tmp_path / "broken.html", progress=False).read_text(encoding="utf-8")
+    assert _status(text) == "error" and "no answer here" in _section(text)

@@ -210,7 +210,10 @@ def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
     the result of lowest ``_answer_priority`` (:func:`mixedeval._report.answer.answering`), with
     the other answering results of the report as checks."""
     emms = ctx.results.get("emmeans") or []
-    found = answering(ctx.items, emms)
+    try:
+        found = answering(ctx.items, emms)
+    except Exception as exc:  # noqa: BLE001 - the answer could not be computed: say so where it would stand
+        return guarded_build("answer", ANSWER_TITLES["answer"], _raise, exc), []
     if found is None:
         return None
     obj, ans = found
@@ -221,6 +224,10 @@ def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
     if not from_model:
         return sec, _primary_sources(obj)
     return sec, model_sources(ctx, "emmeans", ("emmeans",))
+
+
+def _raise(sec: Any, exc: Exception) -> None:
+    raise exc
 
 
 def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:

@@ -99,14 +99,16 @@ def priority(obj: Any) -> float:
     return float(getattr(type(obj), "_answer_priority", DEFAULT_PRIORITY))
 
 
-def answer_value(obj: Any) -> Answer | None:
-    """The result's :class:`Answer`, or None when it carries none or it cannot be computed (EMMs
-    grouped by ``by=`` do not rank)."""
+def answer_value(obj: Any, errors: list[Exception] | None = None) -> Answer | None:
+    """The result's :class:`Answer`, or None when it carries none or it cannot be computed (the
+    exception is appended to ``errors``)."""
     if not isinstance(obj, ANSWERING):
         return None
     try:
         a = obj.answer
-    except Exception:  # noqa: BLE001 - a result whose answer cannot be computed does not answer
+    except Exception as exc:  # noqa: BLE001 - a result whose answer cannot be computed does not answer
+        if errors is not None:
+            errors.append(exc)
         return None
     return a if isinstance(a, Answer) else None
 
@@ -127,16 +129,21 @@ def candidates(items: list[tuple[Any, Any]], emms: list[Any]) -> list[Any]:
 
 def answering(items: list[tuple[Any, Any]], emms: list[Any]) -> tuple[Any, Answer] | None:
     """The result that answers and its answer: the first of :func:`candidates` whose answer has a
-    headline, else the first with a leaderboard; None when no result answers."""
+    headline, else the first with a leaderboard; None when no result answers. When no result
+    answers because computing an answer failed, that error is raised (the report shows it in the
+    answer section)."""
     with_board = None
+    errors: list[Exception] = []
     for obj in candidates(items, emms):
-        a = answer_value(obj)
+        a = answer_value(obj, errors)
         if a is None:
             continue
         if a.headline is not None:
             return obj, a
         if with_board is None and a.leaderboard is not None and len(a.leaderboard):
             with_board = (obj, a)
+    if with_board is None and errors:
+        raise errors[0]
     return with_board
 
 
