@@ -484,3 +484,17 @@ def test_an_answer_that_cannot_be_computed_is_an_error_in_the_answer_section(tmp
 
     text = me.report(Broken(), path=tmp_path / "broken.html", progress=False).read_text(encoding="utf-8")
     assert _status(text) == "error" and "no answer here" in _section(text)
+
+
+def test_settings_that_hold_p_values_use_the_one_format():
+    """compare_logs' settings wrote the likelihood-ratio p with 4 significant digits (1.871e-05)
+    beside the tables' fmt_p (1.87e-05)."""
+    from mixedeval._report.blocks import Section
+
+    sec = Section("s", "S")
+    sec.kv([("check: system effect, likelihood-ratio p-value (all systems at once)", f"{1.871e-05:.4g}"),
+            ("omnibus GLRT p-value (check)", 0.012345), ("p-value adjustment", "holm"), ("n_items", 60)])
+    vals = dict(sec.blocks[0]["pairs"])
+    assert vals["check: system effect, likelihood-ratio p-value (all systems at once)"] == "1.87e-05"
+    assert vals["omnibus GLRT p-value (check)"] == "0.0123"
+    assert vals["p-value adjustment"] == "holm" and vals["n_items"] == "60"

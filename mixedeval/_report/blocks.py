@@ -8,6 +8,7 @@ URIs in ``<img>`` elements.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,20 @@ def is_p_column(name: str) -> bool:
     n = str(name).lower()
     return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith(("_p_value",
                                                                                                     "_p_adj"))
+
+
+def is_p_key(name: str) -> bool:
+    """A setting's name that says it holds a p-value ("GLRT p-value", "omnibus p_value (check)")."""
+    n = str(name).lower()
+    return is_p_column(n) or bool(re.search(r"\bp[-_ ]value\b", n))
+
+
+def _p_text(v: Any) -> str:
+    """A p-value given as a number or as text in the one format; other text unchanged."""
+    try:
+        return fmt_p(float(v))
+    except (TypeError, ValueError):
+        return str(v)
 
 
 def fmt_p(p: float) -> str:
@@ -122,7 +137,10 @@ class Section:
         self.blocks.append({"kind": "text", "text": str(text), "css": css})
 
     def kv(self, pairs: list[tuple[str, Any]], caption: str | None = None) -> None:
-        rows = [(str(k), v if isinstance(v, str) else fmt_cell(v, str(k))) for k, v in pairs if v is not None]
+        """Key-value pairs; a value whose key names a p-value (:func:`is_p_key`), even one a result
+        wrote as text, is printed by :func:`fmt_p` (the one p-value format)."""
+        rows = [(str(k), _p_text(v) if is_p_key(str(k)) else v if isinstance(v, str) else fmt_cell(v, str(k)))
+                for k, v in pairs if v is not None]
         if rows:
             self.blocks.append({"kind": "kv", "caption": caption, "pairs": rows})
 
