@@ -29,23 +29,16 @@ from mixedeval.results import ResultMixin, ResultWarning
 
 # ------------------------------------------------------------------------------- stubs
 @dataclass(frozen=True, repr=False)
-class StubComparison(ResultMixin):
-    """A result following the answer protocol (as compare_logs / summarize do): headline,
-    leaderboard, checks, direction, a pairwise table (no ``differences``: the report derives
-    them), warnings of which some belong to a check."""
+class StubComparison(A.AnswerMixin, ResultMixin):
+    """A result carrying one ``answer`` (as every comparing result does): its pairwise table,
+    warnings of which some belong to a check."""
 
     table: Any
-    leaderboard: Any
-    headline: Any
-    checks: Any
-    direction: Any
+    answer: Any
     warnings: tuple = ()
     provenance: dict = field(default_factory=dict)
 
     _title = "Stub comparison"
-
-    def headline_text(self) -> str:
-        return self.headline.text()
 
 
 def _scores(k: int, n: int = 120, seed: int = 0) -> pd.DataFrame:
@@ -87,7 +80,21 @@ def _stub(k: int, *, secondary: bool = True) -> StubComparison:
           ResultWarning("r_message", "NOTE: Results may be misleading due to involvement in interactions", "emmeans"))
     if secondary:
         ws += (ResultWarning("vcov_unstable", "the intercept's standard error is unstable", "check: GLMM"),)
-    return StubComparison(table=table, leaderboard=board, headline=head, checks=checks, direction=d, warnings=ws)
+    diffs = A.best_first_pairs(table, list(board["name"]), True)
+    answer = A.Answer(direction=d, leaderboard=board, headline=head, differences=diffs, checks=checks,
+                      method="paired t")
+    return StubComparison(table=table, answer=answer, warnings=ws)
+
+
+def _from_anchor(res: Any) -> pd.DataFrame:
+    """Every system's difference from the best (or the reference): name, versus, estimate (> 0:
+    better than it), as the report's plot reads them from ``answer.differences``; a result not
+    yet carrying them in its answer (transition) gives its own table of that shape."""
+    from mixedeval._report.answer import anchor_rows
+
+    if res.answer.differences is not None:
+        return anchor_rows(res.answer)
+    return res.differences
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -132,7 +139,8 @@ def test_check_warnings_have_their_own_section_and_never_set_the_answer_badge(st
     text = stub_reports[2].read_text(encoding="utf-8")
     secs = _sections(text)
     assert 'id="read_first"' not in text and "Severe, read this first" not in text
-    assert _status(text, "answer") == "ok" and _status(text, "result") == "ok"
+    # the answer's badge: its paired-bootstrap check differs (never "ok" then), not the checks' warnings
+    assert _status(text, "answer") == "differs" and _status(text, "result") == "ok"
     assert _status(text, "check_warnings") == "warning"
     assert "intercept&#39;s standard error is unstable" in secs["check_warnings"]
     assert "standard error is unstable" not in secs["result"] and "standard error is unstable" not in secs["answer"]
@@ -157,13 +165,13 @@ def test_the_answer_of_a_bootstrap_follows_the_direction(tmp_path):
     means = df.groupby("system")["error_rate"].mean().sort_values()
     assert list(b.leaderboard["name"]) == list(means.index)  # lowest error first
     assert b.headline.better == means.index[0] and b.headline.estimate > 0
-    d = b.differences
+    d = _from_anchor(b)
     assert list(d["name"]) == list(means.index[1:]) and (d["estimate"] < 0).all() and (d["versus"] == means.index[0]).all()
     np.testing.assert_allclose(-d["estimate"].to_numpy(), (means.iloc[1:] - means.iloc[0]).to_numpy(), rtol=1e-12)
     ref = me.bootstrap(df, score="error_rate", system="system", item="item", n_resamples=300, random_state=1,
                        progress=False, reference="system_00")  # the worst (highest error): the best against it
     assert (ref.headline.better, ref.headline.other) == (means.index[0], "system_00")
-    assert ref.headline.reference == "system_00" and (ref.differences["versus"] == "system_00").all()
+    assert ref.headline.reference == "system_00" and (_from_anchor(ref)["versus"] == "system_00").all()
     with pytest.raises(me.DataError, match="reference"):
         me.bootstrap(df, score="error_rate", system="system", item="item", n_resamples=50, reference="nope")
     text = me.report(b, path=tmp_path / "b.html", progress=False).read_text(encoding="utf-8")
@@ -308,6 +316,7 @@ def test_bradley_terry_answers(tmp_path):
     se = float(pw[(pw.name_a.isin([h.better, h.other])) & (pw.name_b.isin([h.better, h.other]))]["std_error"].iloc[0])
     assert h.std_error == pytest.approx(se) and h.p_value == pytest.approx(2 * stats.norm.sf(h.estimate / se))
     assert res.p_value == h.p_value and res.headline_text().startswith(f"{h.better} − {h.other}: +")
-    assert list(res.differences["name"]) == list(board["name"][1:]) and (res.differences["versus"] == h.better).all()
+    d = _from_anchor(res)
+    assert list(d["name"]) == list(board["name"][1:]) and (d["versus"] == h.better).all()
     text = me.report(res, path=tmp_path / "bt.html", progress=False).read_text(encoding="utf-8")
     assert list(_sections(text))[0] == "answer" and "Bradley-Terry strength difference" in _sections(text)["answer"]

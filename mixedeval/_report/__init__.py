@@ -26,12 +26,13 @@ from ..data.table import as_pandas
 from .compute import compute_missing as _compute, given_only
 from .dispatch import dispatch, section_titles
 from .sections import FIRST, LAST, MODEL_SECTIONS, MODEL_TITLES, Context, build, guarded_build, response_type_warnings
-from .answer import answer_of, build_answer, candidates, model_is_check, secondary_warnings
+from .answer import answer_of, answering, build_answer, candidates, model_is_check, secondary_warnings
 from .truth import Entry, Source, item_sources, model_sources, review
 
 __all__ = ["report", "render_html", "SECTION_TITLES"]
 
-_STATUS_TEXT = {"ok": "ok", "warning": "warning", "not_available": "not available", "error": "error"}
+_STATUS_TEXT = {"ok": "ok", "differs": "checks differ", "warning": "warning", "not_available": "not available",
+                "error": "error"}
 
 
 #: the answer comes first; the warnings of the checks follow the result sections
@@ -107,13 +108,16 @@ def report(
         part that fails or whose module is missing says why in its section.
     progress : progress messages on stderr (also off when ``MIXEDEVAL_QUIET`` is set).
 
-    The page opens with the answer (:mod:`mixedeval._report.answer`): the headline sentence of
-    the result that answers (``compare_logs``, ``summarize``, ``compare_systems``,
-    ``bradley_terry``, the model's EMMs, ``bootstrap``, in that order), the best-first
-    leaderboard, a plot of every system's difference from the best (or the reference) and the
-    checks with their verdicts; then the list of sections, the details, the data design and the
-    provenance. Warnings of the checks (secondary analyses) have a section of their own and never
-    set the answer's badge.
+    The page opens with the answer (:mod:`mixedeval._report.answer`): the ``answer`` of the
+    result whose class declares the lowest ``_answer_priority`` (every result that compares or
+    ranks carries one: compare_logs, summarize, compare_systems, bootstrap, Bradley-Terry,
+    judge-corrected, IRT, subset scores, the model's EMMs): its headline sentence, the best-first
+    leaderboard with labelled rank intervals, a plot of every system's difference from the best
+    (or the reference), the checks with their verdicts (the badge says "checks differ", with a
+    sentence on what that means, when one differs) and every pair best first under its sign
+    convention; then the list of sections, the details, the data design and the provenance.
+    Warnings of the checks (secondary analyses) have a section of their own and never set the
+    answer's badge.
 
     A section whose rendering fails shows the error and the others are still written. A section
     showing a result with a severe warning (:func:`mixedeval.results.is_severe`: unstable standard
@@ -202,16 +206,28 @@ def _check_warnings(sec: Any, checked: list[tuple[str, Any]]) -> None:
 
 
 def _answer_section(ctx: Any) -> tuple[Any, list[Source]] | None:
-    """The answer section and its sources (the headline's analysis only), or None."""
-    cands = candidates(ctx.items, ctx.results.get("emmeans") or [])
-    if not cands:
+    """The answer section and its sources (the headline's analysis only), or None: the answer of
+    the result of lowest ``_answer_priority`` (:func:`mixedeval._report.answer.answering`), with
+    the other answering results of the report as checks."""
+    emms = ctx.results.get("emmeans") or []
+    try:
+        found = answering(ctx.items, emms)
+    except Exception as exc:  # noqa: BLE001 - the answer could not be computed: say so where it would stand
+        return guarded_build("answer", ANSWER_TITLES["answer"], _raise, exc), []
+    if found is None:
         return None
-    obj = cands[0]
+    obj, ans = found
+    others = [o for o in candidates(ctx.items, emms) if o is not obj]
+    from_model = not any(obj is o for _, o in ctx.items)
     sec = guarded_build("answer", ANSWER_TITLES["answer"], lambda s: build_answer(
-        s, answer_of(obj, cands[1:], ctx.results.get("comparison") or [])))
-    if any(obj is o for _, o in ctx.items):
+        s, answer_of(obj, others, ctx.results.get("comparison") or [], answer=ans, from_model=from_model)))
+    if not from_model:
         return sec, _primary_sources(obj)
     return sec, model_sources(ctx, "emmeans", ("emmeans",))
+
+
+def _raise(sec: Any, exc: Exception) -> None:
+    raise exc
 
 
 def _build_sections(ctx: Any) -> tuple[list[Any], list[Entry]]:

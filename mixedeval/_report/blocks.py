@@ -8,6 +8,7 @@ URIs in ``<img>`` elements.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +18,8 @@ import pandas as pd
 from .. import _format
 from .figures import to_data_uri
 
-#: statuses of a section, in increasing severity
-STATUSES = ("ok", "warning", "not_available", "error")
+#: statuses of a section, in increasing severity ("differs": the answer's checks differ from its headline)
+STATUSES = ("ok", "differs", "warning", "not_available", "error")
 
 MAX_ROWS = 200
 
@@ -26,7 +27,22 @@ MAX_ROWS = 200
 def is_p_column(name: str) -> bool:
     """Columns holding p-values (formatted so that tiny values never print as 0)."""
     n = str(name).lower()
-    return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith("_p_value")
+    return n in ("p_value", "p_adj", "pr_chisq") or n.startswith(("p_value", "p_adj")) or n.endswith(("_p_value",
+                                                                                                    "_p_adj"))
+
+
+def is_p_key(name: str) -> bool:
+    """A setting's name that says it holds a p-value ("GLRT p-value", "omnibus p_value (check)")."""
+    n = str(name).lower()
+    return is_p_column(n) or bool(re.search(r"\bp[-_ ]value\b", n))
+
+
+def _p_text(v: Any) -> str:
+    """A p-value given as a number or as text in the one format; other text unchanged."""
+    try:
+        return fmt_p(float(v))
+    except (TypeError, ValueError):
+        return str(v)
 
 
 def fmt_p(p: float) -> str:
@@ -121,15 +137,20 @@ class Section:
         self.blocks.append({"kind": "text", "text": str(text), "css": css})
 
     def kv(self, pairs: list[tuple[str, Any]], caption: str | None = None) -> None:
-        rows = [(str(k), v if isinstance(v, str) else fmt_cell(v, str(k))) for k, v in pairs if v is not None]
+        """Key-value pairs; a value whose key names a p-value (:func:`is_p_key`), even one a result
+        wrote as text, is printed by :func:`fmt_p` (the one p-value format)."""
+        rows = [(str(k), _p_text(v) if is_p_key(str(k)) else v if isinstance(v, str) else fmt_cell(v, str(k)))
+                for k, v in pairs if v is not None]
         if rows:
             self.blocks.append({"kind": "kv", "caption": caption, "pairs": rows})
 
     def table(self, df: Any, caption: str | None = None, note: str | None = None, max_rows: int = MAX_ROWS,
-              decimals: Any = None) -> None:
+              decimals: Any = None, numeric: Any = None) -> None:
         """Add a DataFrame as a table (first ``max_rows`` rows; the caption says when rows were cut).
         ``decimals``: ``{column: n}`` prints those float columns with n decimals throughout (one
-        column, one number of decimals) instead of 5 significant digits."""
+        column, one number of decimals) instead of 5 significant digits. ``numeric``: the columns
+        aligned as numbers (default: those of a numeric dtype; give it for numbers already
+        formatted as text)."""
         if df is None:
             return
         df = drop_empty_columns(df)
@@ -144,7 +165,8 @@ class Section:
             return fmt_cell(v, c)
 
         rows = [[cell(v, c) for v, c in zip(rec, cols)] for rec in shown.itertuples(index=False, name=None)]
-        numeric = [_is_numeric(shown[c]) for c in shown.columns]
+        numeric = ([str(c) in set(map(str, numeric)) for c in shown.columns] if numeric is not None else
+                   [_is_numeric(shown[c]) for c in shown.columns])
         if n > max_rows:
             cut = f"first {max_rows} of {n} rows shown"
             note = f"{note} ({cut})" if note else cut.capitalize()

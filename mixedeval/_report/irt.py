@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..inference._irt_items import eta_matrix, information
-from .blocks import Section
+from .blocks import Section, fmt_p
 from .figures import _figure, interval_plot, rank_interval_plot
 
 _BLUE = "#1f5f99"
@@ -84,17 +84,18 @@ def _pick(items: Any, k: int) -> list[int]:
 
 
 def _abilities(sec: Section, res: Any) -> None:
-    board = res.leaderboard
+    answer = res.answer
+    board = answer.leaderboard
     unit = "logits" if res.model.startswith("rasch") else "N(0, 1) scale"
     sec.table(board, f"Abilities ({unit}), best first, with {res.level:.0%} intervals (conditional SDs); "
-                     "simultaneous rank intervals; systems sharing a letter cannot be told apart")
+                     f"{answer.rank_label}; systems sharing a letter cannot be told apart")
     fig = sec.guarded("ability plot", interval_plot, list(board["name"]), board["estimate"], board["conf_low"],
                       board["conf_high"], xlabel=f"ability ({unit})", title="Abilities")
     if fig is not None:
         sec.figure(fig, f"Abilities with {res.level:.0%} intervals")
     fig = sec.guarded("rank interval plot", rank_interval_plot, board, title="Rank intervals")
     if fig is not None:
-        sec.figure(fig, "Rank of each system with its simultaneous interval")
+        sec.figure(fig, f"Rank of each system with its {answer.rank_kind} interval")
 
 
 def irt(sec: Section, res: Any, ctx: Any = None) -> None:
@@ -122,7 +123,7 @@ def irt(sec: Section, res: Any, ctx: Any = None) -> None:
                          "simulation-based item fit (outfit; BH-adjusted p)")
     if res.dif is not None:
         sec.table(res.dif["table"], f"DIF by {res.dif['group']}: {res.dif['method']}; global test p = "
-                                    f"{res.dif['global_p_value']:.3g}")
+                                    f"{fmt_p(res.dif['global_p_value'])}")
     if res.covariates is not None:
         sec.table(res.covariates, "Item features (LLTM): effect on the difficulty per unit (logits)")
     sec.warnings(list(res.warnings))

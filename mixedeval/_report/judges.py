@@ -61,8 +61,8 @@ def judges(sec: Section, res: Any, ctx: Any = None) -> None:
     """me.judge_corrected: headline, leaderboard, intervals, plots, checks, agreement, bias, budget."""
     sec.kv([(k, v if isinstance(v, (int, float, str)) else str(v)) for k, v in res._scalars()],  # noqa: SLF001
            caption="Method and answer")
-    sec.table(res.leaderboard, f"Judge-corrected leaderboard, best first ({res.level:.0%} intervals; rank intervals "
-                               "simultaneous; systems sharing a letter cannot be told apart)")
+    sec.table(res.leaderboard, f"Judge-corrected leaderboard, best first ({res.level:.0%} intervals; "
+                               f"{res.answer.rank_label}; systems sharing a letter cannot be told apart)")
     sec.table(res.table, "Per system: the corrected mean, people's labels only (classical) and the judge only; "
                          "n_eff_labels = the human labels a people-only estimate would need for the same interval")
     for what, fn in (("interval plot", three_intervals_plot), ("judge-vs-human plot", judge_vs_human_plot)):

@@ -14,6 +14,10 @@ from .blocks import Section, as_frame, fmt_cell, fmt_number
 from .figures import _figure, bar_plot, d_study_plot, interval_plot, rank_heatmap, rank_interval_plot
 
 
+#: the label of a rank interval read from the replicates of one system's rank (quantiles of its rank)
+MARGINAL = "marginal rank interval (each system on its own: quantiles of its rank over the replicates)"
+
+
 def _warnings(sec: Section, obj: Any) -> None:
     """The result's warnings about its headline; those of its checks are counted here and shown
     in the section "Warnings of the checks"."""
@@ -133,8 +137,8 @@ def _rank_intervals(sec: Section, res: Any) -> None:
     if ranks is None:
         return
     sec.table(ranks, "Ranks of the systems over the bootstrap replicates (rank 1 = best): the share of replicates "
-                     "at each rank, the expected rank and the rank's 95% interval; systems whose intervals overlap "
-                     "cannot be told apart")
+                     f"at each rank, the expected rank and the rank's 95% {MARGINAL} (the answer's leaderboard "
+                     "leads with its own rank intervals, labelled there)")
     fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
     if fig is not None:
         sec.figure(fig, "How often each system takes each rank")
@@ -195,7 +199,8 @@ def bootstrap(sec: Section, boot: Any, ctx: Any = None) -> None:
             sec.headline = f"{int((pw['p_adj'] < 0.05).sum())} of {len(pw)} pairs with adjusted p < 0.05"
     ranks = sec.guarded("ranks()", _call_or_attr, boot, "ranks")
     if ranks is not None:
-        sec.table(ranks, "Rank distribution (rank 1 = best)")
+        sec.table(ranks, f"Rank distribution (rank 1 = best); rank_conf_low/rank_conf_high: {MARGINAL}; the "
+                         "simultaneous intervals follow")
 
         fig = sec.guarded("rank heatmap", rank_heatmap, ranks)
         if fig is not None:
