@@ -218,6 +218,17 @@ def ranks_table(answer: Answer, ranks: pd.DataFrame | None, *, kind: str = "marg
                       notes=(f"{kind} rank: the {label}; {lead}" if lead else f"{kind} rank: the {label}",))
 
 
+def best_first(answer: Answer, pairs: pd.DataFrame | None, delta: str = "delta") -> pd.DataFrame | None:
+    """Another analysis' pair table (the bootstrap check's of ``compare-logs``) in the answer's
+    order and sign convention (:func:`mixedeval._answer.best_first_pairs`), so that it reads
+    beside the answer's differences."""
+    if pairs is None or answer.leaderboard is None or answer.direction is None or not len(pairs):
+        return pairs
+    order = [str(n) for n in answer.leaderboard["name"]]
+    keep = tuple(c for c in ("n_items",) if c in pairs.columns)
+    return _answer.best_first_pairs(pairs, order, answer.direction.higher_is_better, delta=delta, keep=keep)
+
+
 # ------------------------------------------------------------------------------ transition
 def with_differences(answer: Answer, pairs: pd.DataFrame | None = None, *, versus: pd.DataFrame | None = None,
                      delta: str = "delta", keep: tuple[str, ...] = ()) -> Answer:

@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from . import datasets
-from ._answer import Answer, best_first_pairs
-from ._cli_answer import answer_record, emm_answer, pairs_table, ranks_table, render_answer, with_differences
+from ._answer import Answer
+from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ranks_table, render_answer, with_differences
 from ._console import print_json, print_table
 from ._format import plain
 from .data._logs import read_eval_logs
@@ -112,16 +112,6 @@ def _answer(res: Any, pairs: Any = None, *, versus: Any = None, delta: str = "de
     the best) by :func:`mixedeval._cli_answer.with_differences`."""
     keep = tuple(c for c in ("n_items", "df", "test", "method") if pairs is not None and c in pairs.columns)
     return with_differences(res.answer, pairs, versus=versus, delta=delta, keep=keep)
-
-
-def _best_first(answer: Answer, pairs: Any, delta: str = "delta") -> Any:
-    """Another analysis' pair table (the bootstrap check's) in the answer's order and sign
-    convention (:func:`mixedeval._answer.best_first_pairs`)."""
-    if pairs is None or answer.leaderboard is None or not len(pairs):
-        return pairs
-    order = [str(n) for n in answer.leaderboard["name"]]
-    keep = tuple(c for c in ("n_items",) if c in pairs.columns)
-    return best_first_pairs(pairs, order, answer.direction.higher_is_better, delta=delta, keep=keep)
 
 
 R_NOTE = "[r_message]"
@@ -469,7 +459,7 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        n_sim=args.n_sim, model_check=_wants_model_check(args),
                        higher_is_better=getattr(args, "higher_is_better", None))
     answer = _answer(res, res.table)
-    boot = _best_first(answer, res.bootstrap)
+    boot = best_first(answer, res.bootstrap)
     out: dict[str, Any] = {"next_run": res.plan_text(),
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
@@ -603,7 +593,7 @@ def _style_columns(df: Any, wanted: bool) -> list[str]:
 
 def _preference_tables(args: argparse.Namespace, res: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"strengths": res.table, "judges": res.judges, "covariates": res.covariates,
-                           "reference": res.reference, "intervals": res.interval_method,
+                           "ranks": res.ranks, "reference": res.reference, "intervals": res.interval_method,
                            "warnings": [str(w) for w in res.warnings]}
     if args.win_probabilities:
         out["win_probabilities"] = res.win_probabilities
@@ -641,7 +631,8 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                       input_file=df.attrs.get("files") or args.battles)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out, answer=_answer(res, versus=res.differences))
+    # the ranks' intervals are the leaderboard's (simultaneous): printed there, in --json also as the table
+    return _emit(args, out, answer=_answer(res, versus=res.differences), texts={"ranks": ""})
 
 
 def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:

@@ -147,8 +147,8 @@ def _ter_checks(emm: Any, boot: Any, comparison: Any) -> Any:
     """The checks of the TER headline, as the report's answer shows them
     (:func:`mixedeval._report.answer.answer_of`): the likelihood-ratio test of the system effect
     and the paired bootstrap of the same pair, each with its verdict ("agrees" / "differs: why")."""
-    return answer_of(emm, [boot] if boot is not None else [],
-                     [comparison] if comparison is not None else []).checks
+    others, tests = [boot] if boot is not None else [], [comparison] if comparison is not None else []
+    return answer_of(emm, others, tests).checks  # the report's checks of the headline, not printed here
 
 
 def _print_ter(tables: dict[str, Any], results: list[Any], words: Callable[[str], str]) -> None:
