@@ -7,7 +7,7 @@ nothing else in the command line prints a headline, a leaderboard, the differenc
 
 The text, in this order:
 
-* ``answer:`` the headline sentence (:meth:`Answer.headline_text`) and ``direction:`` the note
+* ``headline:`` the headline sentence (:meth:`Answer.headline_text`) and ``direction:`` the note
   saying which way the score is better and how that was decided;
 * the best-first leaderboard, its rank interval labelled with :attr:`Answer.rank_label`
   (simultaneous or marginal) in a column named after its kind;
@@ -167,7 +167,7 @@ def render_answer(answer: Answer, *, words: Words = _same) -> str:
     """The answer as the command line prints it, before anything else: the headline sentence,
     the direction, the leaderboard (rank interval labelled), the differences under their sign
     convention and the checks (see the module's docstring)."""
-    lines = [f"answer: {words(answer.headline_text())}"]
+    lines = [f"headline: {words(answer.headline_text())}"]
     if answer.direction is not None:
         lines.append(f"direction: {words(answer.direction.note)}")
     parts = [leaderboard_table(answer),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib
+import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -83,7 +84,8 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     ``text``, then ``tables`` as titled text tables (``texts``: tables already rendered, by key),
     then the warnings. Every sentence goes through the command line's words (:func:`_words`)."""
     words = _words(args)
-    tables = {k: ([words(str(w)) for w in v] if k in ("warnings", "check_warnings") else v) for k, v in tables.items()}
+    tables = {k: ([words(str(w)) for w in v] if k in ("warnings", "check_warnings") else
+                  words(v) if isinstance(v, str) and k not in ("report", "formula") else v) for k, v in tables.items()}
     if args.json:
         print_json({"answer": answer_record(answer, words=words), **tables} if answer is not None else tables)
         return 0
@@ -115,6 +117,8 @@ def _answer(res: Any, pairs: Any = None, *, versus: Any = None, delta: str = "de
 
 
 R_NOTE = "[r_message]"
+#: a NaN cell of a printed table (pandas' to_string writes missing values so)
+_NAN_CELL = re.compile(r"(?<=\s)NaN(?=\s|$)", re.MULTILINE)
 
 
 def _warning_line(label: str, w: Any) -> str:
@@ -224,7 +228,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _progress(args, f"fitting {args.formula}")
     fit = _fit_model(args, data)
     out: dict[str, Any] = {"fit": fit.to_dict()}
-    text = str(fit)
+    text = _NAN_CELL.sub("NA", str(fit))  # the command line's tables write a missing cell as NA
     anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
     if anova is not None:
         out["anova"] = anova.table

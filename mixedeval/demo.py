@@ -304,11 +304,11 @@ def _print_llm(res: Any, answer: Any, logs: Any, words: Callable[[str], str]) ->
     """The LLM demo's text output: data, the answer (:func:`mixedeval._cli_answer.render_answer`:
     headline, leaderboard, every pair best first, checks), accuracies, the plan, the model-based
     check and the warnings (the checks' apart)."""
+    print(render_answer(answer, words=words))
     s = res.data_summary
-    print(f"mixedeval demo llm: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
+    print(f"\ndata: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
           f"({', '.join(sorted(s['task'].unique()))}), {int(s['n_items'].max())} questions each, "
           f"{int(s['n_epochs'].max())} epochs; Inspect AI logs in {logs}")
-    print(render_answer(answer, words=words))
     acc = res.accuracies
     print_table("accuracy per model (Inspect's stderr and clustered 95% interval)",
                 acc[[c for c in ("task", "system", "mean_score", "std_error_cluster", "conf_low_cluster",

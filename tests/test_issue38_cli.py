@@ -75,7 +75,7 @@ def _common_answer_checks(text: str, js: dict) -> dict:
     ans = js["answer"]
     assert list(js)[0] == "answer"
     first = text.splitlines()[0]
-    assert first == f"answer: {ans['headline_text']}"
+    assert first == f"headline: {ans['headline_text']}"
     assert ans["headline"]["text"] == ans["headline_text"]
     board = _section(text, "leaderboard")
     kind = ans["rank_interval"]
@@ -223,6 +223,32 @@ def test_preferences_prints_its_answer(capsys, battles_csv):
     assert ans["headline"]["better"] == ans["leaderboard"][0]["name"]
     _differences_best_first(text, ans)
     assert "ranks" in js and text.index("== leaderboard") < text.index("== strengths")
+
+
+def test_fit_emmeans_prints_the_answer_first(capsys):
+    """``fit --emmeans``: the means' answer before the fit (TER: lower is better), every pair of
+    means best first, positive."""
+    argv = ["fit", "kreutzer_ter", "--formula", "ter ~ system + (1|sentence_id)", "--emmeans", "system"]
+    text, _ = _run(capsys, argv)
+    js = _json(capsys, argv)
+    ans = _common_answer_checks(text, js)
+    assert ans["leaderboard"][0]["name"] == "Marking" and ans["direction"]["higher_is_better"] is False
+    _differences_best_first(text, ans)
+    assert (pd.DataFrame(ans["differences"])["delta"] > 0).all()  # Marking < PostEdit < Baseline in TER
+    assert text.index("headline:") < text.index("Linear mixed model fit")
+
+
+def test_demo_llm_prints_the_answer_first(capsys, tmp_path):
+    from mixedeval.demo import run_llm_demo
+
+    assert run_llm_demo(out=str(tmp_path / "llm.html"), n_sim=20, n_resamples=200, progress=False) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("headline: mockllm/large − mockllm/medium: +")
+    assert "== differences (every pair, best first) ==" in text and "simultaneous rank" in text
+    assert not NAN.search(text) and not PYTHON_ADVICE.search(text)
+    assert run_llm_demo(out=str(tmp_path / "llm2.html"), n_sim=20, n_resamples=200, progress=False, as_json=True) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert list(js)[0] == "answer" and text.splitlines()[0] == f"headline: {js['answer']['headline_text']}"
 
 
 # ---------------------------------------------------------------------------------- the CLI's words
