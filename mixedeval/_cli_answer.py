@@ -113,12 +113,13 @@ def leaderboard_table(answer: Answer) -> str:
         if {"rank_low", "rank_high"} <= set(b.columns) else "NA",
         "letters": b["letters"].fillna("").astype(str).to_numpy() if "letters" in b.columns else "",
     })
-    notes = (f"{lvl}% intervals; {answer.rank_kind} rank: the {answer.rank_label}"
+    notes = (f"best first; {lvl}% intervals; {answer.rank_kind} rank: the {answer.rank_label}"
              + ("; systems sharing a letter are not told apart" if rows["letters"].astype(bool).any() else ""),)
-    return text_table("leaderboard (best first)", rows, notes=notes)
+    return text_table("leaderboard", rows, notes=notes)
 
 
-def pairs_table(answer: Answer, pairs: pd.DataFrame | None, title: str, *, words: Words = _same) -> str:
+def pairs_table(answer: Answer, pairs: pd.DataFrame | None, title: str, *, words: Words = _same,
+                what: str = "every pair, best first") -> str:
     """A pair table (``system_a``, ``system_b``, ``delta`` = the advantage of system_a, best
     first: :func:`mixedeval._answer.best_first_pairs`) in the headline's units under the sign
     convention: the answer's differences, or another analysis' pairs rewritten by the same rule."""
@@ -138,7 +139,7 @@ def pairs_table(answer: Answer, pairs: pd.DataFrame | None, title: str, *, words
     cols["conf_high"] = _fixed(hi, d, sign=True, scale=s)
     for c in ("p_value", "p_adj"):
         cols[c] = [fmt_p(p) for p in _nums(pairs, c)]
-    return text_table(title, pd.DataFrame(cols), notes=(f"sign: {words(answer.convention)}",))
+    return text_table(title, pd.DataFrame(cols), notes=(what, f"sign: {words(answer.convention)}"))
 
 
 def checks_table(answer: Answer, *, words: Words = _same) -> str:
@@ -159,7 +160,7 @@ def checks_table(answer: Answer, *, words: Words = _same) -> str:
                          "p_value": [fmt_p(p) for p in _nums(c, "p_value")],
                          "verdict": [words(str(v)) for v in c["verdict"].fillna("NA")]})
     summary = answer.check_summary()
-    out = text_table("checks (other analyses of the headline's question)", rows)
+    out = text_table("checks", rows, notes=("other analyses of the headline's question, each with its verdict",))
     return out + (f"\nwhat the checks mean: {words(summary)}" if summary else "")
 
 
@@ -171,7 +172,7 @@ def render_answer(answer: Answer, *, words: Words = _same) -> str:
     if answer.direction is not None:
         lines.append(f"direction: {words(answer.direction.note)}")
     parts = [leaderboard_table(answer),
-             pairs_table(answer, answer.differences, "differences (every pair, best first)", words=words),
+             pairs_table(answer, answer.differences, "differences", words=words),
              checks_table(answer, words=words)]
     return "\n".join([*lines, *(p for p in parts if p)])
 
@@ -214,8 +215,8 @@ def ranks_table(answer: Answer, ranks: pd.DataFrame | None, *, kind: str = "marg
     label = ("marginal rank interval (each system on its own: the quantiles of its rank over the replicates)"
              if kind == "marginal" else answer.rank_label)
     lead = f"the leaderboard's {answer.rank_kind} rank interval leads" if answer.leaderboard is not None else ""
-    return text_table("rank distribution (best first)", pd.DataFrame(cols),
-                      notes=(f"{kind} rank: the {label}; {lead}" if lead else f"{kind} rank: the {label}",))
+    return text_table("ranks", pd.DataFrame(cols),
+                      notes=(f"best first; {kind} rank: the {label}" + (f"; {lead}" if lead else ""),))
 
 
 def best_first(answer: Answer, pairs: pd.DataFrame | None, delta: str = "delta") -> pd.DataFrame | None:

@@ -477,8 +477,8 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                       progress=not args.quiet, input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    texts = {"bootstrap": pairs_table(answer, boot, "paired bootstrap (a check; every pair, best first)",
-                                      words=_words(args))}
+    texts = {"bootstrap": pairs_table(answer, boot, "bootstrap", words=_words(args),
+                                      what="the paired bootstrap (a check), every pair best first")}
     return _emit(args, out, answer=answer, texts=texts)
 
 

@@ -142,7 +142,7 @@ def test_bootstrap_json(capsys, ter):
 def test_bootstrap_report(capsys, tmp_path):
     path = tmp_path / "boot.html"
     assert main([*BOOT, "--quiet", "--report", str(path)]) == 0
-    assert "== rank distribution (best first) ==" in capsys.readouterr().out
+    assert "== ranks ==\nbest first; marginal rank" in capsys.readouterr().out
     ids = {el.get("id") for el in ET.parse(path).getroot().iter("section")}
     assert ids == {"answer", "overview", "design", "bootstrap", "provenance"}
 

@@ -65,7 +65,7 @@ def _section(text: str, title: str) -> list[str]:
 def _rows(section: list[str]) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of a section whose header is the first line starting like a table's (after
     the note lines, which hold ':' or ';')."""
-    i = next(i for i, line in enumerate(section) if not line.startswith(("sign:",)) and ";" not in line)
+    i = next(i for i, line in enumerate(section) if not line.startswith(("sign:", "every pair")) and ";" not in line)
     return section[i].split(), [r.split() for r in section[i + 1:] if not r.startswith("what the checks")]
 
 
@@ -100,9 +100,9 @@ def _differences_best_first(text: str, ans: dict) -> None:
     assert len(rows) >= 1 and rows["delta"].iloc[-1] == pytest.approx(head["estimate"], rel=1e-9)
     assert rows["delta"].iloc[-1] > 0
     sec = _section(text, "differences")
-    assert sec[0] == f"sign: {ans['convention']}"
+    assert sec[0] == "every pair, best first" and sec[1] == f"sign: {ans['convention']}"
     unit = f" ({head['unit']})" if head["unit"] else ""
-    assert f"delta{unit}" in sec[1]  # the header, under the convention
+    assert f"delta{unit}" in sec[2]  # the header, under the convention
     pair = re.compile(rf"{re.escape(head['better'])}\s+{re.escape(head['other'])}\s+([-+]\S+)")
     shown = [m.group(1) for m in map(pair.search, sec) if m]
     assert shown and shown[-1].startswith("+")  # the pooled row last
@@ -122,7 +122,7 @@ def _checks_in_units(text: str, ans: dict) -> None:
         return
     sec = _section(text, "checks")
     unit = ans["headline"]["unit"]
-    assert f"estimate ({unit})" in sec[0] if unit else "estimate" in sec[0]
+    assert f"estimate ({unit})" in sec[1] if unit else "estimate" in sec[1]
     for c in checks:
         line = next(line for line in sec if line.startswith(c["check"]))
         nums = line[len(c["check"]):].split()[:3]
@@ -169,7 +169,7 @@ def test_compare_logs_bundled_logs(capsys):
     boot = pd.DataFrame(js["bootstrap"])
     order = [r["name"] for r in ans["leaderboard"]]
     assert all(order.index(a) < order.index(b) for a, b in zip(boot["system_a"], boot["system_b"]))
-    assert _section(text, "paired bootstrap")[0] == f"sign: {ans['convention']}"
+    assert _section(text, "bootstrap")[1] == f"sign: {ans['convention']}"
 
 
 def test_compare_logs_seeds_table_lower_is_better(capsys, seeds_csv):
@@ -204,14 +204,14 @@ def test_bootstrap_labels_both_rank_intervals(capsys, seeds_csv):
     ans = _common_answer_checks(text, js)
     _differences_best_first(text, ans)
     assert ans["rank_interval"] == "simultaneous"
-    ranks = _section(text, "rank distribution")
-    assert ranks[0].startswith("marginal rank: the marginal rank interval")
+    ranks = _section(text, "ranks")
+    assert ranks[0].startswith("best first; marginal rank: the marginal rank interval")
     assert "the leaderboard's simultaneous rank interval leads" in ranks[0]
     header, rows = _rows(ranks)
     assert header[-2:] == ["marginal", "rank"]
     assert [r[0] for r in rows] == [r["name"] for r in ans["leaderboard"]]  # best first, as the leaderboard
     # the leaderboard (simultaneous) comes first, the marginal one after it
-    assert text.index("== leaderboard") < text.index("== rank distribution")
+    assert text.index("== leaderboard") < text.index("== ranks")
     assert "p_value" not in js and "pairwise" not in js
 
 
@@ -244,7 +244,7 @@ def test_demo_llm_prints_the_answer_first(capsys, tmp_path):
     assert run_llm_demo(out=str(tmp_path / "llm.html"), n_sim=20, n_resamples=200, progress=False) == 0
     text = capsys.readouterr().out
     assert text.startswith("headline: mockllm/large − mockllm/medium: +")
-    assert "== differences (every pair, best first) ==" in text and "simultaneous rank" in text
+    assert "== differences ==\nevery pair, best first\nsign: " in text and "simultaneous rank" in text
     assert not NAN.search(text) and not PYTHON_ADVICE.search(text)
     assert run_llm_demo(out=str(tmp_path / "llm2.html"), n_sim=20, n_resamples=200, progress=False, as_json=True) == 0
     js = json.loads(capsys.readouterr().out)
