@@ -321,3 +321,56 @@ def test_only_the_printer_renders_answers():
     for name in ("_cli_commands.py", "demo.py"):
         src = (ROOT / "mixedeval" / name).read_text(encoding="utf-8")
         assert "render_answer(" in src and "answer_record(" in src or "_emit(" in src
+
+
+# ---------------------------------------------------------------------------------- the printer
+def _wer_answer(checks: bool = True):
+    from mixedeval import _answer as A
+
+    d = A.direction("wer")
+    board = A.leaderboard(pd.Series({"zeta": 0.29, "alpha": 0.30, "beta": 0.32}), std_error=[0.004, 0.004, 0.004],
+                          higher_is_better=False)
+    head = A.headline("zeta", "alpha", -0.0061, 0.0028, -0.0116, -0.0006, 0.032, 39.0, "paired t", d,
+                      unit="points", scale=100.0)
+    rows = [A.check_row("paired bootstrap", head, estimate=0.002722, conf_low=-0.001, conf_high=0.0066, p_value=0.16),
+            A.check_row("likelihood-ratio test", head, p_value=0.01, why="it asks whether any system differs")]
+    return A.Answer(direction=d, leaderboard=board, headline=head, checks=A.checks_table(rows) if checks else None)
+
+
+def test_with_differences_lower_is_better():
+    """The transition's differences (a result without them): from a pair table a - b or from
+    every system against the best, best first and signed in the better direction."""
+    from mixedeval._cli_answer import with_differences
+
+    ans = _wer_answer()
+    versus = pd.DataFrame({"name": ["alpha", "beta"], "versus": ["zeta", "zeta"], "estimate": [-0.5, -0.7],
+                           "conf_low": [-0.8, -1.0], "conf_high": [-0.2, -0.4], "p_value": [0.01, 0.001]})
+    raw = pd.DataFrame({"system_a": ["alpha", "zeta"], "system_b": ["zeta", "beta"], "delta": [0.5, -0.7],
+                        "conf_low": [0.2, -1.0], "conf_high": [0.8, -0.4]})
+    for got in (with_differences(ans, versus=versus).differences, with_differences(ans, raw).differences):
+        assert list(got["system_a"]) == ["zeta", "zeta"] and list(got["system_b"]) == ["alpha", "beta"]
+        np.testing.assert_allclose(got[["delta", "conf_low", "conf_high"]].to_numpy(), [[0.5, 0.2, 0.8], [0.7, 0.4, 1.0]])
+
+
+def test_printer_checks_in_points_and_no_nan():
+    """Checks printed 0.002722 under a headline in points and NaN for a test without an estimate;
+    now +0.27 points (the headline's decimals) and NA, and the check summary when one differs."""
+    from mixedeval._cli_answer import render_answer
+
+    ans = _wer_answer()
+    text = render_answer(ans)
+    checks = _section(text, "checks")
+    assert "estimate (points)" in checks[1]
+    boot = next(line for line in checks if line.startswith("paired bootstrap"))
+    assert boot.split()[2:5] == ["+0.27", "-0.10", "+0.66"]  # 100 x, two decimals as the headline's +0.61
+    lrt = next(line for line in checks if line.startswith("likelihood-ratio test"))
+    assert lrt.split()[2:6] == ["NA", "NA", "NA", "0.0100"] and not NAN.search(text)
+    assert f"what the checks mean: {ans.check_summary()}" in text and ans.check_summary()
+    assert text.splitlines()[0] == f"headline: {ans.headline_text()}" and "+0.61 points" in text.splitlines()[0]
+    # a column missing in every row is left out
+    import dataclasses
+
+    bare = _wer_answer(checks=False)
+    bare = dataclasses.replace(bare, leaderboard=bare.leaderboard.assign(std_error=np.nan))
+    board = _section(render_answer(bare), "leaderboard")
+    assert "std_error" not in board[1] and "simultaneous rank" in board[1] and "== checks ==" not in render_answer(bare)
