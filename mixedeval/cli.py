@@ -19,6 +19,11 @@ only the standard library and mixedeval's light modules (the error classes, the 
 :mod:`mixedeval.inference._options`): the parser and the help print at once. Each subcommand's
 handler lives in :mod:`mixedeval._cli_commands` (pandas, numpy, R), imported when that
 subcommand runs (``tests/test_cli_startup.py``, ``benchmarks/bench_cli_startup.py``).
+
+Every answer is printed by :mod:`mixedeval._cli_answer` (one printer), and every message the
+command line prints -- warnings, errors, notes, verdicts -- passes through :func:`in_cli_terms`,
+which writes the library's Python-argument advice (``higher_is_better=False``, ``run=``,
+``columns={'run': ...}``, ``df.groupby(...)``) as the subcommand's flags.
 """
 from __future__ import annotations
 
