@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib
+import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -20,6 +21,8 @@ from typing import Any
 import pandas as pd
 
 from . import datasets
+from ._answer import Answer
+from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ranks_table, render_answer, with_differences
 from ._console import print_json, print_table
 from ._format import plain
 from .data._logs import read_eval_logs
@@ -66,18 +69,38 @@ read_judge_scores = _lazy(".data._judge_labels", "read_judge_scores")
 irt = _lazy(".inference._irt", "irt")
 
 
-def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None) -> int:
-    """Print ``tables`` as JSON (``--json``) or as titled text tables."""
+def _words(args: argparse.Namespace) -> Callable[[str], str]:
+    """The command line's translation of Python-argument advice into its flags
+    (:func:`mixedeval.cli.cli_words`, set by :func:`mixedeval.cli.main`); the identity when a
+    handler is called without it."""
+    return getattr(args, "cli_words", None) or (lambda text: text)
+
+
+def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = None, *, answer: Answer | None = None,
+          texts: dict[str, str] | None = None) -> int:
+    """Print the result: with ``--json`` one object, the answer's record first
+    (:func:`mixedeval._cli_answer.answer_record`), then ``tables``; as text the answer first
+    (:func:`mixedeval._cli_answer.render_answer`, the command line's one printer of answers), then
+    ``text``, then ``tables`` as titled text tables (``texts``: tables already rendered, by key),
+    then the warnings. Every sentence goes through the command line's words (:func:`_words`)."""
+    words = _words(args)
+    tables = {k: ([words(str(w)) for w in v] if k in ("warnings", "check_warnings") else
+                  words(v) if isinstance(v, str) and k not in ("report", "formula") else v) for k, v in tables.items()}
     if args.json:
-        print_json(tables)
+        print_json({"answer": answer_record(answer, words=words), **tables} if answer is not None else tables)
         return 0
+    if answer is not None:
+        print(render_answer(answer, words=words))
     if text:
         print(text)
     for key, val in tables.items():
-        if isinstance(val, pd.DataFrame):
+        if texts and key in texts:
+            if texts[key]:
+                print(texts[key])
+        elif isinstance(val, pd.DataFrame):
             print_table(key, val)
         elif key not in ("fit", "warnings", "check_warnings", "report") and val is not None:  # None: not computed
-            print(f"{key}: {plain(val)}")  # plain words, not Python reprs of lists and dicts
+            print(f"{key}: {words(plain(val))}")  # plain words, not Python reprs of lists and dicts
     for w in tables.get("warnings", ()):
         print(_warning_line("warning", w))
     for w in tables.get("check_warnings", ()):
@@ -85,7 +108,17 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     return 0
 
 
+def _answer(res: Any, pairs: Any = None, *, versus: Any = None, delta: str = "delta") -> Answer:
+    """The result's answer (``res.answer``) with its differences: a result whose class does not
+    carry them yet gets them from its own pair table ``pairs`` (or ``versus``: each system against
+    the best) by :func:`mixedeval._cli_answer.with_differences`."""
+    keep = tuple(c for c in ("n_items", "df", "test", "method") if pairs is not None and c in pairs.columns)
+    return with_differences(res.answer, pairs, versus=versus, delta=delta, keep=keep)
+
+
 R_NOTE = "[r_message]"
+#: a NaN cell of a printed table (pandas' to_string writes missing values so)
+_NAN_CELL = re.compile(r"(?<=\s)NaN(?=\s|$)", re.MULTILINE)
 
 
 def _warning_line(label: str, w: Any) -> str:
@@ -99,7 +132,7 @@ def _warning_line(label: str, w: Any) -> str:
 
 def _progress(args: argparse.Namespace, msg: str) -> None:
     if not args.quiet:
-        print(f"mixedeval: {msg}", file=sys.stderr, flush=True)
+        print(f"mixedeval: {_words(args)(msg)}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------ data options
@@ -195,11 +228,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _progress(args, f"fitting {args.formula}")
     fit = _fit_model(args, data)
     out: dict[str, Any] = {"fit": fit.to_dict()}
-    text = str(fit)
+    text = _NAN_CELL.sub("NA", str(fit))  # the command line's tables write a missing cell as NA
     anova = fit.anova(type=args.anova_type) if args.anova and hasattr(fit, "anova") else None
     if anova is not None:
         out["anova"] = anova.table
-    emm = con = None
+    emm = con = answer = None
     if args.emmeans:
         from .inference._lmm import LMMFit  # noqa: PLC0415 - loaded by the fit already
 
@@ -211,11 +244,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         emm = fit.emmeans(args.emmeans, df_method=args.df_method, **kw) if isinstance(fit, LMMFit) \
             else fit.emmeans(args.emmeans, **kw)
         con = emm.contrasts(method="pairwise", adjust=args.adjust)
-        answer = _emm_answer(args, emm)
-        if answer:  # the answer first, as the report opens with it
-            out = {**answer, **out} if args.json else {"leaderboard": answer["leaderboard"], **out}
-            if not args.json:
-                text = f"headline: {emm.headline_text()}\ndirection: {answer['direction']}\n\n{text}"
+        answer = emm_answer(emm)
         out["emmeans"] = emm.table
         out["contrasts"] = con.table
     # every part's warnings, e.g. the contrasts' ci_adjust: emmeans has no Holm intervals, so conf_low/conf_high
@@ -224,19 +253,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
         out["report"] = args.report
-    return _emit(args, out, text=text)
-
-
-def _emm_answer(args: argparse.Namespace, emm: Any) -> dict[str, Any]:
-    """The EMMs' answer (their headline, direction and best-first leaderboard, as the report's
-    first section gives it); empty for means that do not rank (one mean, a clmm's)."""
-    if not callable(getattr(emm, "headline", None)):
-        return {}
-    head = emm.headline()
-    if head is None:
-        return {}
-    return {"headline": head.to_dict() if args.json else head.text(), "direction": emm.direction.note,
-            "leaderboard": emm.leaderboard()}
+    return _emit(args, out, text=text, answer=answer)
 
 
 def _warning_texts(*results: Any) -> list[str]:
@@ -359,32 +376,19 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
                     n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    out: dict[str, Any] = {**_answer_out(args, res), "p_value": res.p_value,
-                           "summary": res.summary(), "pairwise": res.pairwise(adjust=args.adjust),
-                           "ranks": res.ranks(), "warnings": [str(w) for w in res.warnings]}
+    answer = _answer(res, res.pairwise(adjust=args.adjust))
+    ranks = res.ranks()
+    out: dict[str, Any] = {"summary": res.summary(), "ranks": ranks, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
                                                             if c])
         out["report"] = args.report
-    return _emit(args, out)
+    return _emit(args, out, answer=answer, texts={"ranks": ranks_table(answer, ranks, kind="marginal")})
 
 
 def _of_check(w: Any) -> bool:
     """A warning of a check (``source="check:..."``), printed apart from the answer's."""
     return str(getattr(w, "source", "")).startswith("check:")
-
-
-def _answer_out(args: argparse.Namespace, res: Any) -> dict[str, Any]:
-    """The answer first: the headline (its sentence; with --json its fields and text), the
-    direction, the leaderboard and the checks."""
-    head: Any = res.headline_text()
-    if args.json:
-        head = None if res.headline is None else res.headline.to_dict()
-    out = {"headline": head, "direction": None if res.direction is None else res.direction.note,
-           "leaderboard": res.leaderboard}
-    if res.checks is not None or args.json:
-        out["checks"] = res.checks
-    return out
 
 
 def _read_logs(args: argparse.Namespace, source: Any, pre_read_systems: bool) -> tuple[Any, str | None, Any]:
@@ -458,10 +462,12 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
                        n_sim=args.n_sim, model_check=_wants_model_check(args),
                        higher_is_better=getattr(args, "higher_is_better", None))
-    out: dict[str, Any] = {**_answer_out(args, res), "next_run": res.plan_text(), "differences": res.table,
+    answer = _answer(res, res.table)
+    boot = best_first(answer, res.bootstrap)
+    out: dict[str, Any] = {"next_run": res.plan_text(),
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
                            "analysis": res.analysis, "formula": res.formula, "glrt": res.glrt, "contrasts": res.contrasts,
-                           "bootstrap": res.bootstrap, "means": res.means,
+                           "bootstrap": boot, "means": res.means,
                            "warnings": [str(w) for w in res.warnings if not _of_check(w)],
                            "check_warnings": [str(w) for w in res.warnings if _of_check(w)]}
     if res.glrt is None:  # the model-based check was not asked for
@@ -471,7 +477,9 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                       progress=not args.quiet, input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out)
+    texts = {"bootstrap": pairs_table(answer, boot, "bootstrap", words=_words(args),
+                                      what="the paired bootstrap (a check), every pair best first")}
+    return _emit(args, out, answer=answer, texts=texts)
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
@@ -484,14 +492,14 @@ def cmd_summarize(args: argparse.Namespace) -> int:
                     cluster=cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
                     sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state,
                     reference=getattr(args, "reference", None), higher_is_better=getattr(args, "higher_is_better", None))
-    out: dict[str, Any] = {**_answer_out(args, res), "metric": res.metric, "table": res.table,
-                           "pairwise": res.pairwise, "warnings": [str(w) for w in res.warnings]}
+    answer = _answer(res, res.pairwise)
+    out: dict[str, Any] = {"metric": res.metric, "table": res.table, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
                       input_file=_log_inputs(args))
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out)
+    return _emit(args, out, answer=answer)
 
 
 def cmd_vca(args: argparse.Namespace) -> int:
@@ -559,10 +567,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                              "bundled Inspect logs (see 'mixedeval demo --help')")
         return run_llm_demo(out=args.out or "mixedeval-llm-report.html", n_sim=args.n_sim,
                             n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
-                            as_json=args.json)
+                            as_json=args.json, words=_words(args))
     return run_demo(dataset=args.dataset or "kreutzer_ter", out=args.out or "mixedeval-report.html", n_sim=args.n_sim,
                     n_resamples=args.n_resamples, random_state=args.random_state, progress=not args.quiet,
-                    as_json=args.json)
+                    as_json=args.json, words=_words(args))
 
 
 # ------------------------------------------------------------------------------- preferences
@@ -627,7 +635,8 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                       input_file=df.attrs.get("files") or args.battles)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out)
+    # the ranks' intervals are the leaderboard's (simultaneous): printed there, in --json also as the table
+    return _emit(args, out, answer=_answer(res, versus=res.differences), texts={"ranks": ""})
 
 
 def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:
@@ -655,11 +664,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
                           epoch=epoch, judge=args.judge, cluster=args.cluster, method=args.method, level=args.level,
                           higher_is_better=args.higher_is_better, reference=args.reference,
                           random_state=args.random_state)
-    out: dict[str, Any] = {"headline": res.headline.to_dict() if res.headline is not None else None,
-                           "leaderboard": res.leaderboard, "systems": res.table, "pairwise": res.pairwise,
-                           "checks": res.checks}
-    if not args.json:
-        out["headline"] = res.headline_text()
+    answer = _answer(res, res.pairwise, delta="estimate")
+    out: dict[str, Any] = {"systems": res.table}
     agreement = budget = None
     if not args.no_agreement:
         agreement = res.agreement(n_resamples=args.n_resamples, random_state=args.random_state)
@@ -674,7 +680,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         path = report(res, path=args.report, title="mixedeval: judge-corrected evaluation", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out)
+    return _emit(args, out, answer=answer)
 
 
 def cmd_irt(args: argparse.Namespace) -> int:
@@ -686,12 +692,10 @@ def cmd_irt(args: argparse.Namespace) -> int:
               reference=args.reference, level=args.level, n_sim=args.n_sim, random_state=args.random_state,
               progress=not args.quiet)
     items = res.flagged if args.flagged else res.items
-    out: dict[str, Any] = {"answer": res.headline_text(), "engine": res.engine, "leaderboard": res.leaderboard,
-                           "items": items, "flagged": int(len(res.flagged)), "warnings": [str(w) for w in res.warnings]}
-    if res.headline is not None and args.json:
-        out["headline"] = res.headline.to_dict()
+    out: dict[str, Any] = {"engine": res.engine, "items": items, "flagged": int(len(res.flagged)),
+                           "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out)
+    return _emit(args, out, answer=_answer(res))

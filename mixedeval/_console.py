@@ -19,9 +19,10 @@ def print_json(obj: Any) -> None:
 
 def print_table(title: str, df: Any) -> None:
     """A titled table (``== title ==``) on stdout, without its all-missing columns (as the report
-    shows it; ``--json`` keeps every column); a non-DataFrame value is printed as it is."""
+    shows it; ``--json`` keeps every column), a missing cell as ``NA`` (never ``NaN``); a
+    non-DataFrame value is printed as it is."""
     if isinstance(df, pd.DataFrame) and len(df):
         df = df.loc[:, df.notna().any(axis=0).to_numpy()]
     with pd.option_context("display.max_columns", 30, "display.width", 160, "display.max_rows", 100):
         print(f"\n== {title} ==")
-        print(df.to_string(index=False) if isinstance(df, pd.DataFrame) else df)
+        print(df.to_string(index=False, na_rep="NA") if isinstance(df, pd.DataFrame) else df)

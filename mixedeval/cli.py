@@ -19,12 +19,18 @@ only the standard library and mixedeval's light modules (the error classes, the 
 :mod:`mixedeval.inference._options`): the parser and the help print at once. Each subcommand's
 handler lives in :mod:`mixedeval._cli_commands` (pandas, numpy, R), imported when that
 subcommand runs (``tests/test_cli_startup.py``, ``benchmarks/bench_cli_startup.py``).
+
+Every answer is printed by :mod:`mixedeval._cli_answer` (one printer), and every message the
+command line prints -- warnings, errors, notes, verdicts -- passes through :func:`in_cli_terms`,
+which writes the library's Python-argument advice (``higher_is_better=False``, ``run=``,
+``columns={'run': ...}``, ``df.groupby(...)``) as the subcommand's flags.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -83,6 +89,90 @@ def _check_args(args: argparse.Namespace) -> None:
     if n_sim < MIN_SIMULATIONS:
         raise UsageError(f"--n-sim {n_sim}: the report's residual diagnostics need at least {MIN_SIMULATIONS} "
                          f"simulations (250 recommended) (see 'mixedeval {args.command} --help')")
+
+
+# ------------------------------------------------------------------------- the CLI's words
+#: a Python form followed by its command-line form in parentheses: "columns={'run': 'seed'} (CLI --run seed)"
+_PY_THEN_CLI = re.compile(r"(?:``)?[A-Za-z_][\w.]*=(?:\{[^{}]*\}|'[^']*'|\"[^\"]*\"|[^\s,;)]+)?(?:``)? "
+                          r"\((?:CLI|on the command line):? ([^)]*)\)")
+#: pandas advice ("average the duplicates first (df.groupby([...]).mean())"): the CLI reads a file
+_GROUPBY = re.compile(r" ?\(?df\.groupby\([^()]*\)(?:\.mean\(\))?\)?")
+#: "columns={'run': 'seed'}" / "columns={'item': '<your column>'}" / "columns={'epoch': ...}"
+_COLUMNS = re.compile(r"(?:``)?columns=\{\s*['\"](\w+)['\"]\s*:\s*('[^']*'|\"[^\"]*\"|\.\.\.)\s*\}(?:``)?")
+#: a Python keyword argument in a message: name=value, name= (value optional), in back-quotes or not
+_KWARG = re.compile(r"(?<![\w.\-=])(?:``)?([a-z_][a-z0-9_]*)=(True|False|None|'[^']*'|\"[^\"]*\"|<[^>]*>|"
+                    r"[A-Za-z0-9_.\-]+)?(?:``)?")
+#: Python arguments whose command-line option has another name, per subcommand ("" = every subcommand)
+_RENAMED = {"compare-logs": {"system": "system_from"}, "": {"columns": ""}}
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The subcommand's options by destination (``run`` -> the ``--run`` action)."""
+    return {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}  # noqa: SLF001
+
+
+def _flag(action: argparse.Action) -> str:
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    return (longs or action.option_strings)[0]
+
+
+def _kwarg_words(m: re.Match, opts: dict[str, argparse.Action], command: str) -> str:
+    name, value = m.group(1), m.group(2)
+    if name == "higher_is_better":
+        if "higher_is_better" not in opts:
+            return "(the direction is fixed for this command)"
+        return {"True": "--higher-is-better", "False": "--lower-is-better"}.get(
+            str(value), "--higher-is-better / --lower-is-better")
+    dest = {**_RENAMED[""], **_RENAMED.get(command, {})}.get(name, name)
+    action = opts.get(dest)
+    if action is None:  # no such option here: the text stays (it is not a Python argument of this command)
+        return m.group(0)
+    flag = _flag(action)
+    if action.nargs == 0:  # a switch (store_true)
+        return f"without {flag}" if value == "False" else flag
+    plain = (value or "").strip("'\"")
+    if value in (None, "None") or plain.startswith("<") or plain == "...":
+        return f"{flag} {action.metavar or dest.upper()}"
+    return f"{flag} {plain}"
+
+
+def in_cli_terms(message: str, parser: argparse.ArgumentParser | None, command: str = "") -> str:
+    """``message`` (a warning, error, note or verdict written for the Python API) in the command
+    line's words: a Python form followed by its command-line form in parentheses keeps the
+    latter; ``columns={'run': 'seed'}`` becomes ``--run seed``; ``higher_is_better=False``
+    ``--lower-is-better``; ``df.groupby(...).mean()`` advice says to average the duplicates in
+    the file; any ``name=value`` whose ``name`` is an option of the subcommand (``run=`` ->
+    ``--run COLUMN``, ``drop_missing=True`` -> ``--drop-missing``) becomes that option. Other
+    text is left as it is."""
+    if not message or parser is None:
+        return message
+    opts = _options(parser)
+    text = _PY_THEN_CLI.sub(lambda m: m.group(1), message)
+    text = _GROUPBY.sub(" in the file", text)
+
+    def columns(m: re.Match) -> str:
+        key, value = m.group(1), m.group(2)
+        action = opts.get(key)
+        if action is None:
+            return f"a column called {key}"
+        shown = action.metavar or key.upper() if value == "..." or value.strip("'\"").startswith("<") \
+            else value.strip("'\"")
+        return f"{_flag(action)} {shown}"
+
+    text = _COLUMNS.sub(columns, text)
+    return _KWARG.sub(lambda m: _kwarg_words(m, opts, command), text)
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)  # noqa: SLF001
+    return None if sub is None or command is None else sub.choices.get(command)
+
+
+def cli_words(parser: argparse.ArgumentParser, command: str | None) -> Callable[[str], str]:
+    """The translation step of ``command``'s output (:func:`in_cli_terms` with its options),
+    handed to the handler as ``args.cli_words`` and applied to every message it prints."""
+    sub = _subparser(parser, command)
+    return lambda text: in_cli_terms(text, sub, command or "")
 
 
 # ---------------------------------------------------------------------------------- commands
@@ -612,13 +702,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.command == "disparity" and not args.task:
         args.task = ["task"]
+    words = args.cli_words = cli_words(parser, args.command)
     previous = os.environ.get("MIXEDEVAL_QUIET")
     if args.quiet:
         os.environ["MIXEDEVAL_QUIET"] = "1"
     try:
         return int(args.func(args) or 0)
     except (MixedEvalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
-        _fail(exc, " ".join(str(exc).split()), args.json)
+        _fail(exc, words(" ".join(str(exc).split())), args.json)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C, in Python or in R (the engine turns R's interrupt into this)
         _fail(exc, "interrupted", args.json, label="")

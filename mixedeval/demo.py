@@ -32,7 +32,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from . import datasets
-from ._answer import answer_sentence
+from ._cli_answer import answer_record, emm_answer, render_answer, with_differences
 from ._console import print_json, print_table
 from ._report import report
 from ._report.answer import answer_of
@@ -97,8 +97,7 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
     anova = steps.run("F test with partial eta-squared", fit.anova)
     emm = steps.run("estimated marginal means", fit.emmeans, "system")
     con = steps.run("Holm pairwise contrasts", emm.contrasts, method="pairwise", adjust="holm") if emm else None
-    answer = steps.run("the answer: leaderboard, headline, differences from Baseline", _ter_answer, emm) \
-        if emm else None
+    answer = steps.run("the answer: leaderboard, headline, every pair best first", emm_answer, emm) if emm else None
     r2 = steps.run("R2 (Nakagawa-Schielzeth)", fit.r2)
     icc = steps.run("ICC", fit.icc)
     diag = steps.run(f"residual diagnostics ({n_sim} simulations)", fit.diagnose, n_sim=n_sim,
@@ -108,7 +107,7 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
                      score="ter", system="system", item="sentence_id", n_resamples=n_resamples,
                      random_state=steps.random_state, higher_is_better=False, progress=steps.progress)
     if answer is not None:
-        answer["checks"] = _ter_checks(emm, boot, comparison)
+        answer = dataclasses.replace(answer, checks=_ter_checks(emm, boot, comparison))
     ann = datasets.load("kreutzer_annotation")
     ann = ann[ann["mode"] == ANNOTATION_MODE]
     vca = steps.run(f"variance components of the annotation data (mode {ANNOTATION_MODE})", variance_components,
@@ -116,9 +115,6 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
 
     tables: dict[str, Any] = {
         "answer": answer,
-        "leaderboard": answer["leaderboard"] if answer else None,
-        "checks": answer["checks"] if answer else None,
-        "differences_from_baseline": answer["differences"] if answer else None,
         "design": design.factors if design is not None else None,
         "design_relations": design.relations if design is not None else None,
         "fixed_effects": fit.fixed,
@@ -147,59 +143,27 @@ def _ter_analysis(steps: _Steps, n_sim: int, n_resamples: int) -> tuple[dict[str
 TER_REFERENCE = "Baseline"
 
 
-def _ter_answer(emm: Any) -> dict[str, Any]:
-    """The one answer of the TER analysis from the EMMs (lower TER is better, known from the
-    name): the leaderboard, the headline (best vs runner-up), every system against Baseline and
-    the sentence saying it (:func:`mixedeval._answer.answer_sentence`), all in the headline's
-    units (TER points = 100 x TER: :func:`mixedeval._answer.unit_scale`, as
-    :func:`mixedeval.compare_systems` writes it)."""
-    board = emm.leaderboard()
-    head = emm.headline()
-    diffs = emm.differences(reference=TER_REFERENCE)
-    units = ("", 1.0) if head is None else (head.unit, head.scale)
-    sentence = answer_sentence(diffs, head, scale=units[1], unit=units[0])
-    return {"sentence": sentence, "headline": head.text() if head is not None else None,
-            "headline_record": head.to_dict() if head is not None else None,
-            "direction": emm.direction.note, "leaderboard": board, "differences": diffs,
-            "p_value": head.p_value if head is not None else None, "units": units}
-
-
 def _ter_checks(emm: Any, boot: Any, comparison: Any) -> Any:
     """The checks of the TER headline, as the report's answer shows them
     (:func:`mixedeval._report.answer.answer_of`): the likelihood-ratio test of the system effect
     and the paired bootstrap of the same pair, each with its verdict ("agrees" / "differs: why")."""
-    return answer_of(emm, [boot] if boot is not None else [],
-                     [comparison] if comparison is not None else []).checks
+    others, tests = [boot] if boot is not None else [], [comparison] if comparison is not None else []
+    return answer_of(emm, others, tests).checks  # the report's checks of the headline, not printed here
 
 
-def _in_units(head: Any, units: tuple[str, float]) -> str:
-    """A headline's text in the answer's units (the bootstrap's headline chooses them by the same rule)."""
-    if head is None:
-        return "a single system: nothing to compare"
-    return dataclasses.replace(head, unit=units[0], scale=units[1]).text()
-
-
-def _print_ter(tables: dict[str, Any], results: list[Any]) -> None:
-    """The TER demo's text output: the answer in one line first, then the leaderboard, the checks
-    and one line per further part (the tables are in the report and in --json)."""
+def _print_ter(tables: dict[str, Any], results: list[Any], words: Callable[[str], str]) -> None:
+    """The TER demo's text output: the answer first (:func:`mixedeval._cli_answer.render_answer`:
+    headline, leaderboard, every pair best first, the checks with their verdicts), then one line
+    per further part (the tables are in the report and in --json)."""
     ans = tables.get("answer")
-    if ans:
-        print(ans["sentence"])
-        print(f"\nheadline: {ans['headline']}\ndirection: {ans['direction']}")
-        board = ans["leaderboard"]
-        print_table("leaderboard (best first; rank interval simultaneous; same letter = not told apart)",
-                    board[["rank", "name", "estimate", "conf_low", "conf_high", "rank_low", "rank_high", "letters"]])
-        if ans.get("checks") is not None:
-            print_table("checks (other analyses of the headline's question, each with its verdict)", ans["checks"])
+    if ans is not None:
+        print(render_answer(ans, words=words))
     fit, anova, comparison, _emm, _con, r2, icc, diag, boot, vca = results
     lines = []
     if comparison is not None:
         r = comparison.table.iloc[-1]
         lines.append(f"likelihood-ratio test of the system effect (ML refits): chi2({r['df']:g}) = {r['chisq']:.1f}, "
                      f"p = {r['p_value']:.2g}")
-    if boot is not None:
-        units = ans["units"] if ans else ("", 1.0)
-        lines.append(f"paired bootstrap over sentences: {_in_units(boot.headline, units)}")
     if r2 is not None and icc is not None:
         lines.append(f"R2 marginal {r2.r2_marginal:.3g}, conditional {r2.r2_conditional:.3g}; ICC {icc.icc_adjusted:.3g}")
     if diag is not None:
@@ -249,8 +213,10 @@ DEMOS: dict[str, Callable[[_Steps, int, int], tuple[dict[str, Any], list[Any], d
 
 
 def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", n_sim: int = 250,
-             n_resamples: int = 2000, random_state: Any = 123, progress: bool = True, as_json: bool = False) -> int:
-    """Run the demo analysis of ``dataset``, print its tables (or JSON with ``as_json``) and
+             n_resamples: int = 2000, random_state: Any = 123, progress: bool = True, as_json: bool = False,
+             words: Callable[[str], str] | None = None) -> int:
+    """Run the demo analysis of ``dataset``, print its tables (or JSON with ``as_json``; the
+    answer first, by the command line's one printer, its sentences through ``words``) and
     write the HTML report to ``out``. ``n_sim`` simulations for the residual diagnostics and
     ``n_resamples`` for the bootstrap, both drawn with ``random_state`` (an int is R's
     ``set.seed`` for the simulations). Returns 0, or 1 when a step failed (the failures are
@@ -261,6 +227,7 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
         raise DataError(f"--n-sim {n_sim}: the residual diagnostics need at least 10 simulations (250 recommended)")
     if int(n_resamples) < 2:
         raise DataError(f"--n-resamples {n_resamples}: the bootstrap needs at least 2 resamples")
+    words = words or (lambda text: text)
     steps = _Steps(progress, random_state)
     t0 = time.perf_counter()
     tables, results, report_kw = DEMOS[dataset](steps, int(n_sim), int(n_resamples))
@@ -268,17 +235,14 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
                      progress=progress, **report_kw)
     total = round(time.perf_counter() - t0, 3)
     if as_json:
-        ans = tables.get("answer") or {}
-        print_json({"dataset": dataset, "answer": ans.get("sentence"),
-                    "headline": ans.get("headline_record", ans.get("headline")),
-                    "p_value": ans.get("p_value"), "direction": ans.get("direction"),
-                    "leaderboard": ans.get("leaderboard"), "checks": ans.get("checks"),
-                    "tables": {k: v for k, v in tables.items() if v is not None and k not in ("answer", "checks")},
-                     "report": str(path) if path is not None else None, "timings": steps.timings,
-                     "total_seconds": total, "failures": steps.failures})
+        ans = tables.get("answer")
+        print_json({"answer": None if ans is None else answer_record(ans, words=words), "dataset": dataset,
+                    "tables": {k: v for k, v in tables.items() if v is not None and k != "answer"},
+                    "report": str(path) if path is not None else None, "timings": steps.timings,
+                    "total_seconds": total, "failures": steps.failures})
     else:
         if dataset == "kreutzer_ter":
-            _print_ter(tables, results)
+            _print_ter(tables, results, words)
         else:
             print(f"mixedeval demo: {dataset}")
             for name, tab in tables.items():
@@ -293,18 +257,19 @@ def run_demo(dataset: str = "kreutzer_ter", out: str = "mixedeval-report.html", 
 
 LLM_LOGS = "llm_inspect_logs"
 LLM_METRIC = "match"
-_LLM_COLUMNS = ["task", "system_a", "system_b", "n_items", "delta", "std_error", "df", "p_value", "p_adj",
-                "conf_low", "conf_high"]
 
 
 def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_resamples: int = 2000,
-                 random_state: Any = 123, progress: bool = True, as_json: bool = False) -> int:
+                 random_state: Any = 123, progress: bool = True, as_json: bool = False,
+                 words: Callable[[str], str] | None = None) -> int:
     """``mixedeval demo llm``: compare the three mock models of the bundled Inspect AI logs
     (two tasks of 60 questions in clusters of 3, 3 epochs, scorer ``match``) with
     ``me.compare_logs(me.datasets.path("llm_inspect_logs"), metric="match", cluster="cluster")``;
     print the headline and the differences (or JSON with ``as_json``) and write the HTML report
     to ``out``. ``n_resamples`` bootstrap resamples and the report's ``n_sim`` simulations are
-    drawn with ``random_state``. Returns 0, or 1 when a step failed."""
+    drawn with ``random_state``; ``words``: the command line's translation of its sentences.
+    Returns 0, or 1 when a step failed."""
+    words = words or (lambda text: text)
     if int(n_resamples) < 2:
         raise DataError(f"--n-resamples {n_resamples}: the bootstrap needs at least 2 resamples")
     steps = _Steps(progress, random_state)
@@ -319,52 +284,36 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
                      progress=progress, input_file=str(logs),
                      title="mixedeval demo: three LLMs compared from their Inspect AI logs")
     total = round(time.perf_counter() - t0, 3)
-    tables = {"differences": res.table, "accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts,
-              "glrt": res.glrt}
+    answer = with_differences(res.answer, res.table, keep=tuple(c for c in ("n_items", "df", "method")
+                                                                  if c in res.table.columns))
+    tables = {"accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts, "glrt": res.glrt}
     if as_json:
-        print_json({"dataset": LLM_LOGS, **_llm_answer(res, as_json=True), "next_run": res.plan_text(),
-                    "analysis": res.analysis,
-                    "formula": res.formula, "tables": tables, "warnings": [str(w) for w in res.warnings],
+        print_json({"answer": answer_record(answer, words=words), "dataset": LLM_LOGS,
+                    "next_run": words(res.plan_text()), "analysis": res.analysis,
+                    "formula": res.formula, "tables": tables, "warnings": [words(str(w)) for w in res.warnings],
                     "report": str(path) if path is not None else None, "timings": steps.timings,
                     "total_seconds": total, "failures": steps.failures})
     else:
-        _print_llm(res, logs)
+        _print_llm(res, answer, logs, words)
         print(f"\nreport: {path}" if path is not None else "\nreport: not written")
         print(f"total time: {total:.1f} s")
     return 1 if steps.failures else 0
 
 
-def _llm_answer(res: Any, as_json: bool = False) -> dict[str, Any]:
-    """The LLM demo's answer, as ``mixedeval compare-logs`` gives it: the headline (its sentence;
-    ``as_json``: its record with the sentence as ``text``), its p-value (``res.p_value``), the
-    direction, the best-first leaderboard and the checks with verdicts."""
-    head = res.headline.to_dict() if as_json and res.headline is not None else res.headline_text()
-    return {"headline": head, "p_value": res.p_value,
-            "direction": None if res.direction is None else res.direction.note,
-            "leaderboard": res.leaderboard, "checks": res.checks}
-
-
-def _print_llm(res: Any, logs: Any) -> None:
-    """The LLM demo's text output: data, the answer (headline, leaderboard, checks), differences,
-    accuracies, the plan, the model-based check and the warnings (the checks' apart)."""
+def _print_llm(res: Any, answer: Any, logs: Any, words: Callable[[str], str]) -> None:
+    """The LLM demo's text output: data, the answer (:func:`mixedeval._cli_answer.render_answer`:
+    headline, leaderboard, every pair best first, checks), accuracies, the plan, the model-based
+    check and the warnings (the checks' apart)."""
+    print(render_answer(answer, words=words))
     s = res.data_summary
-    print(f"mixedeval demo llm: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
+    print(f"\ndata: {s['system'].nunique()} models x {s['task'].nunique()} tasks "
           f"({', '.join(sorted(s['task'].unique()))}), {int(s['n_items'].max())} questions each, "
           f"{int(s['n_epochs'].max())} epochs; Inspect AI logs in {logs}")
-    ans = _llm_answer(res)
-    print(f"\nheadline: {ans['headline']}\ndirection: {ans['direction']}")
-    print_table("leaderboard (best first; rank interval simultaneous; same letter = not told apart)",
-                ans["leaderboard"][["rank", "name", "estimate", "conf_low", "conf_high", "rank_low", "rank_high",
-                                    "letters"]])
-    if ans["checks"] is not None:
-        print_table("checks (other analyses of the headline's question, each with its verdict)", ans["checks"])
-    print_table("differences in accuracy (a - b; epochs averaged within the question; cluster-robust SE)",
-                res.table[[c for c in _LLM_COLUMNS if c in res.table.columns]])
     acc = res.accuracies
     print_table("accuracy per model (Inspect's stderr and clustered 95% interval)",
                 acc[[c for c in ("task", "system", "mean_score", "std_error_cluster", "conf_low_cluster",
                                  "conf_high_cluster") if c in acc.columns]])
-    print(f"\nnext run: {res.plan_text()}")
+    print(f"\nnext run: {words(res.plan_text())}")
     if res.glrt is not None and "p_value" in res.glrt.columns and res.glrt["p_value"].notna().any():
         lrt_p = float(res.glrt["p_value"].dropna().iloc[-1])  # the model's test, not the headline's p_value
         print(f"\nmodel-based check (secondary): {res.analysis}: {res.formula}; "
@@ -372,7 +321,7 @@ def _print_llm(res: Any, logs: Any) -> None:
     for w in res.warnings:
         of_check = str(getattr(w, "source", "")).startswith("check:")
         if getattr(w, "kind", None) == "r_message":  # R's notes are notes, as the report lists them
-            print(f"note from R{' (a check)' if of_check else ''}: {getattr(w, 'message', w)}")
+            print(f"note from R{' (a check)' if of_check else ''}: {words(str(getattr(w, 'message', w)))}")
         else:
-            print(f"{'check warning' if of_check else 'warning'}: {w}")
+            print(f"{'check warning' if of_check else 'warning'}: {words(str(w))}")
 

@@ -125,14 +125,16 @@ def test_bootstrap_json(capsys, ter):
     assert_rel(summ.set_index("system")["estimate"], first.groupby("system")["ter"].mean().loc[summ["system"]])
     ranks = pd.DataFrame(out["ranks"])
     assert_rel(ranks[["p_rank_1", "p_rank_2", "p_rank_3"]].sum(axis=1), np.ones(3))
-    pw = pd.DataFrame(out["pairwise"])
-    assert len(pw) == 3 and (pw["p_adj"] >= pw["p_value"]).all()
+    ans = out["answer"]  # the answer record first (issue 38)
+    assert list(out)[0] == "answer"
+    pw = pd.DataFrame(ans["differences"])  # every pair best first, Holm-adjusted beside the raw p
+    assert len(pw) == 3 and (pw["p_adj"] >= pw["p_value"]).all() and (pw["delta"].iloc[0] > 0)
     # the answer first: lowest TER first, the headline is the best against the runner-up, p is its p
-    board = pd.DataFrame(out["leaderboard"])
+    board = pd.DataFrame(ans["leaderboard"])
     assert list(board["name"]) == list(summ.sort_values("estimate")["system"])
-    assert out["headline"]["text"].startswith(f"{board['name'][0]} − {board['name'][1]}: +")
-    assert out["headline"]["p_value"] == out["p_value"]  # the headline record, as compare-logs' --json
-    assert "lower is better" in out["direction"] and 0 < out["p_value"] <= 1
+    assert ans["headline"]["text"].startswith(f"{board['name'][0]} − {board['name'][1]}: +")
+    assert ans["headline"]["p_value"] == pytest.approx(float(pw["p_value"].iloc[0]), rel=1e-12)
+    assert "lower is better" in ans["direction"]["note"] and 0 < ans["headline"]["p_value"] <= 1
     # same random_state, same numbers
     assert run_json(capsys, BOOT) == out
 
@@ -140,7 +142,7 @@ def test_bootstrap_json(capsys, ter):
 def test_bootstrap_report(capsys, tmp_path):
     path = tmp_path / "boot.html"
     assert main([*BOOT, "--quiet", "--report", str(path)]) == 0
-    assert "== ranks ==" in capsys.readouterr().out
+    assert "== ranks ==\nbest first; marginal rank" in capsys.readouterr().out
     ids = {el.get("id") for el in ET.parse(path).getroot().iter("section")}
     assert ids == {"answer", "overview", "design", "bootstrap", "provenance"}
 

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
+from mixedeval._answer import best_first_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = str(me.datasets.path("llm_inspect_logs"))
@@ -54,12 +55,17 @@ def test_default_compare_logs_starts_no_r_and_equals_the_full_analysis(full):
     js, modules = _run(ARGS)
     assert modules == []  # no rpy2, no R bridge, no report
     assert js["glrt"] is None and js["contrasts"] is None and "--checks" in js["analysis"]
-    assert js["headline"]["text"] == full.headline_text() and js["next_run"] == full.plan_text()
-    assert js["headline"]["p_value"] == pytest.approx(full.p_value, rel=1e-12)
-    for key, table in (("differences", full.table), ("accuracies", full.accuracies), ("bootstrap", full.bootstrap),
-                       ("means", full.means), ("plan", full.plan.table)):
-        got = pd.DataFrame(js[key])
-        pd.testing.assert_frame_equal(got, table.reset_index(drop=True), check_dtype=False, rtol=1e-12,
+    ans = js["answer"]  # the answer record first (issue 38)
+    assert list(js)[0] == "answer"
+    assert ans["headline"]["text"] == full.headline_text() and js["next_run"] == full.plan_text()
+    assert ans["headline"]["p_value"] == pytest.approx(full.p_value, rel=1e-12)
+    order = list(full.leaderboard["name"])
+    diffs = full.answer.differences if full.answer.differences is not None else best_first_pairs(
+        full.table, order, True, keep=("n_items", "df", "method"))
+    for key, got, table in (("differences", ans["differences"], diffs), ("accuracies", js["accuracies"], full.accuracies),
+                            ("bootstrap", js["bootstrap"], best_first_pairs(full.bootstrap, order, True)),
+                            ("means", js["means"], full.means), ("plan", js["plan"], full.plan.table)):
+        pd.testing.assert_frame_equal(pd.DataFrame(got), table.reset_index(drop=True), check_dtype=False, rtol=1e-12,
                                       obj=key)
     assert not any("model" in w and "not run" in w for w in js["warnings"])
 

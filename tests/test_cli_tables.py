@@ -71,16 +71,17 @@ def test_run_column_from_the_cli_equals_summarize_on_the_dataframe(tmp_path, cap
     df.to_csv(path, index=False)
     js = _json(capsys, ["summarize", str(path), "--metric", "score", "--run", "seed"])
     ref = me.summarize(df, score="score", system="system", item="item", run="seed")
-    (pw,) = js["pairwise"]
+    (pw,) = js["answer"]["differences"]  # the pair, best first (issue 38): delta is the better one's advantage
     r = ref.pairwise.iloc[0]
     assert {row["n_runs"] for row in js["table"]} == {3}
-    for col in ("delta", "std_error", "df", "p_value"):
+    assert pw["delta"] == pytest.approx(abs(float(r["delta"])), rel=1e-12) and pw["system_a"] == ref.headline.better
+    for col in ("std_error", "df", "p_value"):
         assert pw[col] == pytest.approx(float(r[col]), rel=1e-12), col
     assert "runs" in pw["method"] or "run" in pw["test"]
     # compare-logs reads the same table the same way: its headline is that pair's test
     cl = _json(capsys, ["compare-logs", str(path), "--metric", "score", "--run", "seed", "--n-sim", "0",
                         "--n-resamples", "200"])
-    (d,) = cl["differences"]
+    (d,) = cl["answer"]["differences"]
     assert abs(d["p_value"] - float(r["p_value"])) < 1e-12 and abs(abs(d["delta"]) - abs(float(r["delta"]))) < 1e-12
     assert {row["n_runs"] for row in cl["accuracies"]} == {3}
 
@@ -92,7 +93,7 @@ def test_epoch_column_from_the_cli(tmp_path, capsys):
     js = _json(capsys, ["summarize", str(path), "--metric", "score", "--epoch", "sample"])
     ref = me.summarize(df, score="score", system="system", item="item", epoch="sample")
     assert {row["n_epochs"] for row in js["table"]} == {3} and {row["n_runs"] for row in js["table"]} == {1}
-    assert js["pairwise"][0]["p_value"] == pytest.approx(float(ref.pairwise["p_value"].iloc[0]), rel=1e-12)
+    assert js["answer"]["differences"][0]["p_value"] == pytest.approx(float(ref.pairwise["p_value"].iloc[0]), rel=1e-12)
 
 
 def test_run_and_epoch_are_for_tables(capsys):
