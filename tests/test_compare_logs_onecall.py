@@ -117,8 +117,9 @@ def test_one_command_gives_all_of_it_with_the_report(two_logs, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["headline"]["text"].startswith("mockllm/a − mockllm/b:") and out["headline"]["better"] == "mockllm/a"
-    assert list(out)[0] == "headline" and out["leaderboard"][0]["name"] == "mockllm/a"
+    ans = out["answer"]  # the answer record first (issue 38)
+    assert ans["headline"]["text"].startswith("mockllm/a − mockllm/b:") and ans["headline"]["better"] == "mockllm/a"
+    assert list(out)[0] == "answer" and ans["leaderboard"][0]["name"] == "mockllm/a"
     assert out["next_run"].startswith("to detect a difference of")
     assert {r["system"] for r in out["accuracies"]} == {"mockllm/a", "mockllm/b"}
     assert {r["method"] for r in out["plan"]} == {"closed_form", "simulation"}

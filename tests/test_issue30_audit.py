@@ -72,7 +72,7 @@ def test_llm_demo_text_shows_leaderboard_checks_and_the_lrt_p_not_the_headline_p
     from mixedeval.demo import _print_llm
 
     logs, res = llm_res
-    _print_llm(res, logs)
+    _print_llm(res, res.answer, logs, lambda text: text)
     out = capsys.readouterr().out
     lines = out.splitlines()
     head_line = next(i for i, s in enumerate(lines) if s.startswith("headline: "))
@@ -91,14 +91,14 @@ def test_llm_demo_text_shows_leaderboard_checks_and_the_lrt_p_not_the_headline_p
 
 
 def test_llm_demo_json_has_the_answer(llm_res):
-    from mixedeval.demo import _llm_answer
+    from mixedeval._cli_answer import answer_record
 
     _, res = llm_res
-    a = _llm_answer(res)
-    assert a["headline"] == res.headline_text() and a["p_value"] == res.p_value
-    assert [r["name"] for r in a["leaderboard"].to_dict("records")] == list(res.leaderboard["name"])
-    assert list(a["checks"]["verdict"]) == list(res.checks["verdict"])
-    assert "higher is better" in a["direction"]
+    a = json.loads(json.dumps(answer_record(res.answer)))  # the demo's --json opens with it (issue 38)
+    assert a["headline"]["text"] == res.headline_text() and a["headline"]["p_value"] == res.p_value
+    assert [r["name"] for r in a["leaderboard"]] == list(res.leaderboard["name"])
+    assert [c["verdict"] for c in a["checks"]] == list(res.checks["verdict"])
+    assert "higher is better" in a["direction"]["note"]
 
 
 def test_mt_demo_text_and_json_carry_the_checks_with_verdicts(tmp_path):
@@ -107,8 +107,8 @@ def test_mt_demo_text_and_json_carry_the_checks_with_verdicts(tmp_path):
            "--out", str(tmp_path / "mt.html")]
     j = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
     assert j.returncode == 0, j.stderr
-    out = json.loads(j.stdout)
-    assert out["headline"]["better"] == "Marking" and out["headline"]["p_value"] == out["p_value"]
+    out = json.loads(j.stdout)["answer"]  # the answer record first (issue 38)
+    assert out["headline"]["better"] == "Marking" and out["headline"]["text"] == out["headline_text"]
     checks = out["checks"]
     assert len(checks) >= 2 and all(c["verdict"] == "agrees" or c["verdict"].startswith("differs: ") for c in checks)
     assert any("likelihood-ratio" in c["check"] for c in checks)
@@ -170,10 +170,10 @@ def test_cli_bootstrap_takes_reference_as_the_api_does(tmp_path):
                         "system", "--item", "item", "--run", "run", "--n-resamples", "200", "--random-state", "0",
                         "--reference", "C", "--quiet", "--json"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["answer"]  # the answer record first (issue 38)
     assert out["headline"]["text"] == api.headline_text() and (api.headline.other, api.headline.better) == ("C", "A")
     assert out["headline"]["reference"] == "C"
-    assert out["p_value"] == pytest.approx(api.p_value)
+    assert out["headline"]["p_value"] == pytest.approx(api.p_value)
 
 
 def test_cli_prints_r_notes_as_notes_not_warnings(capsys):
@@ -210,7 +210,7 @@ def test_cli_names_a_tables_item_and_task_columns(tmp_path, command):
     p = subprocess.run([*base, *extra, "--item", "sentence_id", "--run", "run", "--task", "lang"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["answer"]  # the answer record first (issue 38)
     api = me.summarize(df, score="ter", item="sentence_id", run="run", task="lang")
     assert out["headline"]["text"] == api.headline_text()
     assert out["headline"]["p_value"] == pytest.approx(api.p_value, rel=1e-12)
@@ -221,7 +221,7 @@ def test_every_json_headline_is_the_headline_record(tmp_path, llm_res):
     """--json gives the headline as the same record everywhere (better, other, estimate, ...,
     p_value, text): compare-logs, summarize, judge and irt did; bootstrap and the demos gave a
     string."""
-    from mixedeval.demo import _llm_answer
+    from mixedeval._cli_answer import answer_record
 
     df = _ter_table()
     csv = tmp_path / "ter.csv"
@@ -230,13 +230,13 @@ def test_every_json_headline_is_the_headline_record(tmp_path, llm_res):
                         "system", "--item", "item", "--run", "run", "--n-resamples", "200", "--quiet", "--json"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["answer"]  # the answer record first (issue 38)
     api = me.bootstrap(df, score="ter", system="system", item="item", run="run", n_resamples=200, random_state=0,
                        progress=False)
-    assert out["headline"]["text"] == api.headline_text() and out["headline"]["p_value"] == out["p_value"]
+    assert out["headline"]["text"] == api.headline_text() and out["headline"]["p_value"] == api.p_value
     assert out["headline"]["better"] == api.headline.better
     _, res = llm_res
-    h = json.loads(json.dumps(_llm_answer(res, as_json=True)["headline"]))
+    h = json.loads(json.dumps(answer_record(res.answer)["headline"]))
     assert h["text"] == res.headline_text() and h["p_value"] == res.p_value
 
 
@@ -250,10 +250,12 @@ def test_cli_fit_emmeans_opens_with_the_answer_of_its_report(capsys):
     out = json.loads(capsys.readouterr().out)
     fit = me.lmm("ter ~ system + (1|sentence_id)", data=me.datasets.load("kreutzer_ter"), reml=True)
     emm = fit.emmeans("system")
-    assert list(out)[0] == "headline" and out["headline"]["text"] == emm.headline_text()
+    assert list(out)[0] == "answer"  # the answer record first (issue 38)
+    out = out["answer"]
+    assert out["headline"]["text"] == emm.headline_text()
     assert out["headline"]["p_value"] == pytest.approx(emm.p_value, rel=1e-10)
     assert [r["name"] for r in out["leaderboard"]] == ["Marking", "PostEdit", "Baseline"]
-    assert "lower is better" in out["direction"]
+    assert "lower is better" in out["direction"]["note"]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert text.startswith(f"headline: {emm.headline_text()}\n")
@@ -285,8 +287,8 @@ def test_emmeans_take_the_direction_once_and_the_report_and_cli_follow_it(tmp_pa
                         "points ~ system + (1|sentence_id)", "--emmeans", "system", "--lower-is-better", "--quiet",
                         "--json"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
-    assert out["headline"]["better"] == "Marking" and "declared" in out["direction"]
+    out = json.loads(p.stdout)["answer"]  # the answer record first (issue 38)
+    assert out["headline"]["better"] == "Marking" and "declared" in out["direction"]["note"]
     assert out["headline"]["p_value"] == pytest.approx(head.p_value, rel=1e-8)
 
 

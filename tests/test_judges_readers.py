@@ -106,4 +106,4 @@ def test_cli_reads_logs_and_labels(graded, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     df = me.read_judge_scores(path, csv, metric=scorer, label_system="model", label_epoch="epoch", human_score="human")
     res = me.judge_corrected(df, epoch="epoch", random_state=0)
-    assert out["headline"]["text"] == res.headline_text()
+    assert out["answer"]["headline"]["text"] == res.headline_text()

@@ -189,5 +189,6 @@ def test_cli_summarize_opens_with_the_headline_and_json_has_its_fields():
     j = subprocess.run([sys.executable, "-m", "mixedeval.cli", "summarize", logs, "--metric", "match", "--quiet",
                         "--json", "--lower-is-better"], capture_output=True, text=True, timeout=600)
     out = json.loads(j.stdout)
-    assert list(out)[0] == "headline" and out["headline"]["better"] == "mockllm/small"  # declared: lower is better
-    assert out["leaderboard"][0]["name"] == "mockllm/small" and "declared" in out["direction"]
+    ans = out["answer"]  # the answer record first (issue 38)
+    assert list(out)[0] == "answer" and ans["headline"]["better"] == "mockllm/small"  # declared: lower is better
+    assert ans["leaderboard"][0]["name"] == "mockllm/small" and "declared" in ans["direction"]["note"]

@@ -178,7 +178,7 @@ def test_cli_system_from(logs_dir):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     js = json.loads(p.stdout)
-    (d,) = js["differences"] if isinstance(js["differences"], list) else [js["differences"]]
+    (d,) = js["answer"]["differences"]  # the answer's pairs (issue 38)
     assert {d["system_a"], d["system_b"]} == {f"{MODEL} | cot=True", f"{MODEL} | cot=False"}
     assert not any("systems_split" in w for w in js["warnings"])
 

@@ -224,10 +224,11 @@ def test_cli_summarize_json(epoch_logs):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     js = json.loads(p.stdout)
-    assert {"metric", "table", "pairwise", "warnings"} <= set(js) and js["metric"] == "match"
-    assert len(js["table"]) == 2 and len(js["pairwise"]) == 1
+    assert {"answer", "metric", "table", "warnings"} <= set(js) and js["metric"] == "match"
+    pairs = js["answer"]["differences"]  # the pairs, best first (issue 38)
+    assert len(js["table"]) == 2 and len(pairs) == 1
     assert {"mean_score", "std_error", "std_error_cluster", "std_error_cr2", "wilson_low"} <= set(js["table"][0])
-    assert {"delta", "std_error", "p_value", "p_adj", "test"} <= set(js["pairwise"][0])
+    assert {"delta", "std_error", "p_value", "p_adj", "test"} <= set(pairs[0])
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "summarize", str(epoch_logs), "--metric", "acc"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "not found" in p.stderr
