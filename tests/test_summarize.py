@@ -228,7 +228,7 @@ def test_cli_summarize_json(epoch_logs):
     pairs = js["answer"]["differences"]  # the pairs, best first (issue 38)
     assert len(js["table"]) == 2 and len(pairs) == 1
     assert {"mean_score", "std_error", "std_error_cluster", "std_error_cr2", "wilson_low"} <= set(js["table"][0])
-    assert {"delta", "std_error", "p_value", "p_adj", "test"} <= set(pairs[0])
+    assert {"delta", "std_error", "p_value", "p_adj"} <= set(pairs[0]) and js["answer"]["headline"]["method"]
     p = subprocess.run([sys.executable, "-m", "mixedeval.cli", "summarize", str(epoch_logs), "--metric", "acc"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "not found" in p.stderr
