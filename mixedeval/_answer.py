@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ._rankings import rank_intervals, rank_matrix
+from ._format import fmt_p
 from .errors import DataError
 from .results import ResultWarning, jsonable
 
@@ -293,7 +294,7 @@ class Headline:
         lvl = int(round(100 * self.level))
         def f(v: float) -> str:
             return "NA" if not np.isfinite(v) else f"{s * v:+.{_digits(s * self.std_error)}f}"
-        p = "NA" if not np.isfinite(self.p_value) else f"{self.p_value:.3g}"
+        p = fmt_p(self.p_value)  # the one p-value format (tables, checks, report)
         words = f"{self.better} − {self.other}: {f(self.estimate)}{unit} ({lvl}% CI {f(self.conf_low)} to {f(self.conf_high)}), p = {p} [{self.method}]"
         if self.direction is not None and not self.direction.higher_is_better:
             m = self.direction.metric or "score"
@@ -688,9 +689,9 @@ def check_row(check: str, head: Headline, *, estimate: float = np.nan, conf_low:
         if not same_sign:
             what = "the opposite sign"
         elif sig:
-            what = f"significant at {a:g} here (p = {p_value:.2g}), not in the headline (p = {head.p_value:.2g})"
+            what = f"significant at {a:g} here (p = {fmt_p(p_value)}), not in the headline (p = {fmt_p(head.p_value)})"
         else:
-            what = f"not significant at {a:g} here (p = {p_value:.2g}), unlike the headline (p = {head.p_value:.2g})"
+            what = f"not significant at {a:g} here (p = {fmt_p(p_value)}), unlike the headline (p = {fmt_p(head.p_value)})"
         r = width_ratio(head, conf_low, conf_high)
         if np.isfinite(r):
             what += f"; its interval is {r:.2f}x as wide as the headline's"
@@ -761,7 +762,7 @@ def answer_sentence(diffs: pd.DataFrame, head: Headline | None, *, metric: Any =
             vals = [f"{scale * v:.{digits}f}" for v in apart["estimate"]]
             ps = apart["p_value"].to_numpy(dtype=float)
             ptxt = (f"p < 0.001{' each' if len(ps) > 1 else ''}" if np.all(ps < 0.001) else
-                    "p = " + ", ".join(f"{p:.2g}" for p in ps))
+                    "p = " + ", ".join(fmt_p(p) for p in ps))
             parts.append(f"{_and(names)} {word} {m} by {_and(vals)}{u} vs {ref} ({ptxt})")
         worse = diffs[diffs["conf_high"] < 0]
         if len(worse):
@@ -778,7 +779,7 @@ def answer_sentence(diffs: pd.DataFrame, head: Headline | None, *, metric: Any =
             dd += 1
         lvl = int(round(100 * head.level))
         nums = (f"{s * head.estimate:+.{dd}f}{hu}, {lvl}% CI {s * head.conf_low:+.{dd}f} to {s * head.conf_high:+.{dd}f}, "
-                f"p = {head.p_value:.2g}")
+                f"p = {fmt_p(head.p_value)}")
         if head.distinguishable:
             parts.append(f"{head.better} {word} {m} than {head.other} ({nums})")
         else:
