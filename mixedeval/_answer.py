@@ -427,6 +427,27 @@ def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bo
     return t.iloc[idx].reset_index(drop=True)
 
 
+def versus(pairs: pd.DataFrame, anchor: str, order: list[str] | None = None) -> pd.DataFrame:
+    """Every system's difference from ``anchor`` (the best, or a reference) from a best-first
+    pair table (:func:`best_first_pairs`, an answer's ``differences``): columns
+    :data:`DIFFERENCE_COLUMNS`, ``estimate`` > 0 when the system is better than the anchor (in
+    the better direction), rows in the order of ``order`` (default: the table's)."""
+    rows = []
+    for r in pairs.to_dict("records"):
+        a, b = str(r["system_a"]), str(r["system_b"])
+        if anchor not in (a, b) or a == b:
+            continue
+        d, lo, hi = float(r["delta"]), float(r.get("conf_low", np.nan)), float(r.get("conf_high", np.nan))
+        other, est, lo, hi = (a, d, lo, hi) if b == str(anchor) else (b, -d, -hi, -lo)
+        rows.append({"name": other, "versus": str(anchor), "estimate": est, "conf_low": lo, "conf_high": hi,
+                     "p_value": float(r.get("p_value", np.nan))})
+    out = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
+    if order is not None and len(out):
+        pos = {str(n): i for i, n in enumerate(order)}
+        out = out.iloc[np.argsort([pos.get(n, len(pos)) for n in out["name"]], kind="stable")].reset_index(drop=True)
+    return out
+
+
 def convention(direction: Direction | None, unit: str = "") -> str:
     """The sign convention of every pair table of an answer, in one sentence."""
     u = f" (in {unit})" if unit else ""

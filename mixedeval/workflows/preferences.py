@@ -59,7 +59,8 @@ from ..inference._bradley_terry import BTFit, fit_bt
 from ..inference._bt_numpy import one_blas_thread
 from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
-from ._bt_answer import BTAnswer
+from .._answer import Answer
+from ._bt_answer import BTAnswer, bt_answer
 from ._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
@@ -115,6 +116,7 @@ class BradleyTerryResult(BTAnswer, _WorkflowResult):
     rank_result: RankIntervals | None = field(default=None, repr=False, compare=False)
     draws: Any = field(default=None, repr=False, compare=False)
     vcov: Any = field(default=None, repr=False, compare=False)
+    answer: Answer | None = field(default=None, repr=False, compare=False)
 
     _print_tables = ("table", "judges", "covariates", "ranks")
     _skip_in_dict = ("draws", "vcov", "rank_result")
@@ -591,7 +593,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
-    return BradleyTerryResult(
+    res = BradleyTerryResult(
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
         covariates=_covariate_table(d, fit, draws, level), ranks=None if rank_res is None else rank_res.table,
@@ -607,3 +609,4 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
                               judges_pooled=d.n_pooled, letters=letters),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
+    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n))
