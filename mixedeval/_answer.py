@@ -349,10 +349,34 @@ def wald_headline(board: pd.DataFrame, method: str, direction: Direction, *, lev
     a, o = pair
     d = float(b.loc[a, "estimate"] - b.loc[o, "estimate"])
     se = float(np.hypot(b.loc[a, "std_error"], b.loc[o, "std_error"]))
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = z_quantile(level)
     p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
     return headline(a, o, d, se, d - z * se, d + z * se, p, math.inf, method, direction, level=level, unit=unit,
                     scale=scale, reference=reference)
+
+
+def wald_pairs(board: pd.DataFrame, *, level: float = 0.95, higher_is_better: bool = True) -> pd.DataFrame:
+    """Every pair of a best-first leaderboard as independent estimates (as :func:`wald_headline`):
+    ``delta`` = estimate of a - estimate of b, ``std_error = hypot(se_a, se_b)``, the Wald
+    interval, the two-sided normal p-value and ``p_adj`` (Holm over the pairs), rewritten best
+    first by :func:`best_first_pairs` (columns :data:`PAIR_COLUMNS`). Empty with one system."""
+    from scipy import stats  # noqa: PLC0415 - scipy.stats only for results that need it (CLI start-up)
+
+    from .padjust import adjust_pvalues  # noqa: PLC0415 - beside the layers, as the results
+
+    names = [str(n) for n in board["name"]]
+    est = board["estimate"].to_numpy(dtype=float)
+    se = board["std_error"].to_numpy(dtype=float)
+    a, b = np.triu_indices(len(names), 1)
+    d = est[a] - est[b]
+    s = np.hypot(se[a], se[b])
+    z = z_quantile(level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(s > 0, 2 * stats.norm.sf(np.abs(d) / np.where(s > 0, s, 1.0)), np.nan)
+    pairs = pd.DataFrame({"system_a": [names[i] for i in a], "system_b": [names[j] for j in b], "delta": d,
+                          "std_error": s, "conf_low": d - z * s, "conf_high": d + z * s, "p_value": p,
+                          "p_adj": adjust_pvalues(p, "holm") if len(p) else p})
+    return best_first_pairs(pairs, names, higher_is_better)
 
 
 # ------------------------------------------------------------------------------ shared small rules

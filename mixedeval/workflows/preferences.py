@@ -59,7 +59,7 @@ from ..inference._bradley_terry import BTFit, fit_bt
 from ..inference._bt_numpy import one_blas_thread
 from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
-from .._answer import Answer
+from .._answer import Answer, z_quantile
 from ._bt_answer import BTAnswer, bt_answer
 from ._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
@@ -205,7 +205,7 @@ def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
 def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
     """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
     if draws is None:
-        z = stats.norm.ppf(0.5 + level / 2)
+        z = z_quantile(level)
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
     lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
@@ -316,7 +316,7 @@ def _random_judge_table(d: BTDesign, fit: BTFit, level: float) -> pd.DataFrame:
     standard error combines the mean's SE and the conditional SD (as if independent)."""
     modes = fit.extra["judge_modes"]
     mean, se_mean = fit.extra["judge_mean"]
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = z_quantile(level)
     est = mean + modes["estimate"].to_numpy(dtype=float)
     se = np.sqrt(se_mean ** 2 + modes["std_error"].to_numpy(dtype=float) ** 2)
     per_judge = np.bincount(d.judge, d.counts.sum(axis=1), len(d.judges)).astype(np.int64)
