@@ -107,5 +107,8 @@ class EMMAnswer(AnswerMixin):
         return self._asked(higher_is_better, reference).differences
 
     def headline_text(self, higher_is_better: bool | None = None, reference: Any = None) -> str:
-        """:meth:`headline` in one line."""
+        """:meth:`headline` in one line (for means grouped ``by=``, a sentence saying they are not
+        ranked together)."""
+        if higher_is_better is None and reference is None and getattr(self, "by", ()):
+            return f"means grouped by {list(self.by)}: not ranked together, no single answer"  # type: ignore[attr-defined]
         return self._asked(higher_is_better, reference).headline_text()
