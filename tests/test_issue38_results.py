@@ -321,3 +321,20 @@ def test_compare_systems_headline_says_why_the_df_are_asymptotic(R, ter):
     np.testing.assert_allclose(d["p_adj"], res.contrasts.set_index("contrast").loc[
         ["Marking - PostEdit", "Baseline - Marking", "Baseline - PostEdit"], "p_adj"], rtol=1e-12)
     assert list(res.to_dict())[0] == "answer"
+
+
+def test_compare_logs_bootstrap_check_has_the_headlines_sign_for_a_lower_is_better_score():
+    """Guard for the merge with helper "logs": ``bootstrap(...).pairwise()`` now signs delta in the
+    better direction, so the bootstrap check of compare_logs must not turn it again (on this
+    branch alone compare_logs still multiplies by the direction and the check's estimate comes out
+    with the opposite sign: -0.017 under a +0.0172 headline)."""
+    rng = np.random.default_rng(3)
+    means = {"alpha": 0.31, "beta": 0.30, "gamma": 0.36, "zeta": 0.295}
+    df = pd.DataFrame([(s, i, r, max(0.0, rng.normal(m, 0.08))) for s, m in means.items() for i in range(80)
+                       for r in range(3)], columns=["system", "item", "run", "wer"])
+    logs = me.read_eval_logs(df.assign(task="t"), format="table", metric="wer", columns={"run": "run"})
+    res = me.compare_logs(logs, metric="wer", model_check=False, plan=False, n_resamples=999, random_state=0)
+    h = res.headline
+    assert h.estimate > 0
+    c = res.checks.set_index("check").loc["paired bootstrap"]
+    assert c["estimate"] > 0 and c["estimate"] == pytest.approx(h.estimate, rel=0.2)
