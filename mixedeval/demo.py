@@ -32,7 +32,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from . import datasets
-from ._answer import answer_sentence
+from ._answer import answer_sentence, versus
 from ._console import print_json, print_table
 from ._report import report
 from ._report.answer import answer_of
@@ -155,7 +155,7 @@ def _ter_answer(emm: Any) -> dict[str, Any]:
     :func:`mixedeval.compare_systems` writes it)."""
     board = emm.leaderboard()
     head = emm.headline()
-    diffs = emm.differences(reference=TER_REFERENCE)
+    diffs = versus(emm.differences(reference=TER_REFERENCE), TER_REFERENCE, order=list(board["name"]))
     units = ("", 1.0) if head is None else (head.unit, head.scale)
     sentence = answer_sentence(diffs, head, scale=units[1], unit=units[0])
     return {"sentence": sentence, "headline": head.text() if head is not None else None,
