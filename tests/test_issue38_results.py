@@ -338,3 +338,12 @@ def test_compare_logs_bootstrap_check_has_the_headlines_sign_for_a_lower_is_bett
     assert h.estimate > 0
     c = res.checks.set_index("check").loc["paired bootstrap"]
     assert c["estimate"] > 0 and c["estimate"] == pytest.approx(h.estimate, rel=0.2)
+
+
+def test_simulated_leaderboard_rank_intervals_are_labelled_marginal():
+    cells = pd.DataFrame({"model": np.repeat(["m0", "m1", "m2"], 4), "language": np.tile(["a", "b", "c", "d"], 3),
+                          "mean": [0.5, 0.6, 0.55, 0.52, 0.4, 0.45, 0.5, 0.41, 0.7, 0.66, 0.69, 0.71],
+                          "sd_run": 0.01, "sd_boot": 0.02, "n_runs": 3})
+    vd = me.decompose_variance_summary(cells, n_runs="n_runs")
+    lb = me.simulate_leaderboard(vd, n_resamples=200, random_state=0, progress=False)
+    assert lb.ranks.attrs["rank_kind"] == {"rank_conf_low": "marginal", "rank_conf_high": "marginal"}
