@@ -128,9 +128,10 @@ class BootstrapResult(AnswerMixin, ResultMixin):
         return ("summary", "pairwise") if len(self.systems) <= 6 else ("summary",)
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("statistic", self.statistic), ("aggregator over groups", self.aggregator),
-                ("resampled", ", ".join(self.resample)), ("n_resamples", self.n_resamples),
-                ("interval", f"{self.ci}, level {self.level:g}")]
+        head = [("headline", self.headline_text())] if self.answer is not None else []
+        return head + [("statistic", self.statistic), ("aggregator over groups", self.aggregator),
+                       ("resampled", ", ".join(self.resample)), ("n_resamples", self.n_resamples),
+                       ("interval", f"{self.ci}, level {self.level:g}")]
 
     @property
     def table(self):
