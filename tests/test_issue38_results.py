@@ -347,3 +347,19 @@ def test_simulated_leaderboard_rank_intervals_are_labelled_marginal():
     vd = me.decompose_variance_summary(cells, n_runs="n_runs")
     lb = me.simulate_leaderboard(vd, n_resamples=200, random_state=0, progress=False)
     assert lb.ranks.attrs["rank_kind"] == {"rank_conf_low": "marginal", "rank_conf_high": "marginal"}
+
+
+def test_bootstrap_of_many_systems_computes_the_headline_pair_only():
+    from mixedeval.resampling._bootstrap import MAX_PAIR_SYSTEMS
+
+    rng = np.random.default_rng(9)
+    k = MAX_PAIR_SYSTEMS + 1
+    df = pd.DataFrame({"system": np.repeat([f"s{i:03d}" for i in range(k)], 20), "item": np.tile(np.arange(20), k)})
+    df["accuracy"] = rng.normal(np.repeat(np.linspace(0, 1, k), 20), 0.3)
+    b = me.bootstrap(df, score="accuracy", system="system", item="item", n_resamples=99, random_state=0,
+                     progress=False)
+    assert b.differences is None and b.headline is not None
+    h = b.headline
+    pw = b.pairwise(reference=h.other)
+    row = pw[(pw["system_a"] == h.better) & (pw["system_b"] == h.other)].iloc[0]
+    assert row["delta"] == pytest.approx(h.estimate, rel=1e-12) and row["p_value"] == pytest.approx(h.p_value)

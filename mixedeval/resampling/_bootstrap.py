@@ -70,6 +70,9 @@ _FIX = ("Use fewer n_resamples (the replicates are kept in the result: n_resampl
 #: summary() 1.0 (1.14 with BCa), pairwise() <= 1.1 (pairs taken S // 2 at a time), p_beats()
 #: 0.14, bootstrap() itself 0.07 beyond the replicates
 _WORK_COPIES = 2
+#: the answer lists every pair (``differences``) up to this many systems; beyond, only the
+#: headline's pair is computed (the pairs grow as S^2 / 2: :meth:`BootstrapResult.pairwise` gives them)
+MAX_PAIR_SYSTEMS = 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +191,10 @@ class BootstrapResult(AnswerMixin, ResultMixin):
         the method is stored in ``DataFrame.attrs['adjust']``.
         """
         a_idx, b_idx = self._pairs(reference)
+        return self._pair_table(a_idx, b_idx, adjust, ci, level)
+
+    def _pair_table(self, a_idx: np.ndarray, b_idx: np.ndarray, adjust: str, ci: str | None, level: float | None):
+        """:meth:`pairwise`'s table for the pairs (a_idx[i], b_idx[i]), delta signed in the better direction."""
         sign = 1.0 if self.higher_is_better else -1.0
         est = sign * (self.estimate[a_idx] - self.estimate[b_idx])
         n_pairs = len(a_idx)
@@ -333,7 +340,8 @@ def _bootstrap_answer(res: BootstrapResult, d: Direction, reference: Any) -> Ans
     leaderboard: the systems best first (:func:`mixedeval._answer.leaderboard`): name, estimate,
     std_error (bootstrap SD), conf_low, conf_high (the default interval), rank, rank_low,
     rank_high (simultaneous rank intervals from the replicates, Mogstad et al. 2024) and letters.
-    differences: :meth:`BootstrapResult.pairwise` (best first, Holm), its :data:`PAIR_COLUMNS`.
+    differences: :meth:`BootstrapResult.pairwise` (best first, Holm), its :data:`PAIR_COLUMNS`
+    (None beyond :data:`MAX_PAIR_SYSTEMS` systems).
     headline: the row of the best system and the runner-up (or the best other and ``reference``)
     of the unadjusted paired table: the paired bootstrap difference, the default ``ci`` interval
     and the shift-method p-value, the better system's advantage positive. No checks."""
@@ -345,10 +353,15 @@ def _bootstrap_answer(res: BootstrapResult, d: Direction, reference: Any) -> Ans
     method = f"paired bootstrap ({res.ci} interval, shift-method p)"
     if len(idx) < 2:
         return Answer(direction=d, leaderboard=board, headline=None, differences=None, method=method)
-    pw = res.pairwise()
+    pair = choose_pair(board, reference)
+    many = len(idx) > MAX_PAIR_SYSTEMS
+    if many:  # the headline's pair only (Holm over one pair: p_adj = p)
+        ia, ib = idx.index(pair[0]), idx.index(pair[1])
+        pw = res._pair_table(np.array([ia]), np.array([ib]), "holm", None, None)  # noqa: SLF001 - its own result
+    else:
+        pw = res.pairwise()
     diffs = pw[[c for c in PAIR_COLUMNS if c in pw.columns]].copy()
     diffs["system_a"], diffs["system_b"] = diffs["system_a"].astype(str), diffs["system_b"].astype(str)
-    pair = choose_pair(board, reference)
     hit = pair_row(diffs, *pair)
     if hit is None or hit[1] < 0:  # the pair is in every best-first table, better system first
         raise AssertionError(f"bootstrap pair table misses the headline pair {pair}")
@@ -359,7 +372,7 @@ def _bootstrap_answer(res: BootstrapResult, d: Direction, reference: Any) -> Ans
                     conf_high=float(row["conf_high"]), p_value=float(row["p_value"]), df=float("inf"), method=method,
                     level=float(res.level), unit=unit, scale=scale, direction=d,
                     reference=None if reference is None else str(reference))
-    return Answer(direction=d, leaderboard=board, headline=head, differences=diffs, method=method)
+    return Answer(direction=d, leaderboard=board, headline=head, differences=None if many else diffs, method=method)
 
 
 # ---------------------------------------------------------------------------------------------

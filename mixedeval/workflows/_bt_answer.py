@@ -47,18 +47,38 @@ def _board(t: pd.DataFrame, ranks: Any, level: float) -> pd.DataFrame:
     return board
 
 
-def _pair_difference(t: pd.DataFrame, rank_result: Any, n_resamples: int, a: str, b: str) -> tuple[float, float, str]:
-    """(strength of a - strength of b, its standard error, where the SE comes from): the SE of
-    ``rank_result.pairwise`` (bootstrap replicates, or the joint normal), else as if independent."""
-    t = t.assign(model=t["model"].astype(str)).set_index("model")
-    est = float(t.loc[a, "estimate"] - t.loc[b, "estimate"])
-    if rank_result is not None:
-        hit = pair_row(rank_result.pairwise.astype({"name_a": str, "name_b": str}), a, b, a_col="name_a",
-                       b_col="name_b")
-        if hit is not None:
-            return est, float(hit[0]["std_error"]), ("bootstrap SE" if n_resamples else "Wald SE")
-    se = float(np.hypot(t.loc[a, "std_error"], t.loc[b, "std_error"]))
-    return est, se, "SE as if the strengths were independent (ranks=False)"
+#: the answer lists every pair up to this many models (beyond, ``differences`` is None: the
+#: pairs grow as k^2 / 2, and the headline needs one)
+MAX_PAIR_MODELS = 200
+
+
+def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list[str],
+                level: float) -> tuple[pd.DataFrame, str]:
+    """Every pair (a before b in ``names``): delta = strength of a - strength of b, its standard
+    error from ``rank_result.pairwise`` (bootstrap replicates, or the joint normal) or, without
+    it, as if the strengths were independent; Wald interval, unadjusted z test, Holm ``p_adj``;
+    and where the SE comes from."""
+    s = t.assign(model=t["model"].astype(str)).set_index("model")
+    est, sd = s.loc[names, "estimate"].to_numpy(dtype=float), s.loc[names, "std_error"].to_numpy(dtype=float)
+    ia, ib = np.triu_indices(len(names), 1)
+    delta = est[ia] - est[ib]
+    se = np.hypot(sd[ia], sd[ib])
+    how = "SE as if the strengths were independent (ranks=False)"
+    if rank_result is not None and len(rank_result.pairwise):
+        pw = rank_result.pairwise
+        pw = pw[pw["name_a"].astype(str).isin(names) & pw["name_b"].astype(str).isin(names)]
+        lookup = {(str(a), str(b)): float(v) for a, b, v in zip(pw["name_a"], pw["name_b"], pw["std_error"])}
+        got = np.array([lookup.get((names[i], names[j]), lookup.get((names[j], names[i]), np.nan))
+                        for i, j in zip(ia, ib)])
+        if np.all(np.isfinite(got)):
+            se, how = got, ("bootstrap SE" if n_resamples else "Wald SE")
+    z = z_quantile(level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * stats.norm.sf(np.abs(delta) / np.where(se > 0, se, 1.0)), np.nan)
+    pairs = pd.DataFrame({"system_a": [names[i] for i in ia], "system_b": [names[j] for j in ib], "delta": delta,
+                          "std_error": se, "conf_low": delta - z * se, "conf_high": delta + z * se, "p_value": p})
+    pairs["p_adj"] = adjust_pvalues(p, "holm") if len(p) else p
+    return pairs, how
 
 
 def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n_resamples: int) -> Answer:
@@ -72,22 +92,14 @@ def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n
     if pair is None:
         return Answer(direction=BT_DIRECTION, leaderboard=board, headline=None, no_headline_text=_NO_HEADLINE,
                       method="Bradley-Terry strengths")
-    z = z_quantile(level)
     names = list(board["name"])
-    rows, how = [], ""
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            est, se, how_ = _pair_difference(table, rank_result, n_resamples, a, b)
-            how = how or how_
-            p = float(2 * stats.norm.sf(abs(est / se))) if se > 0 else float("nan")
-            rows.append({"system_a": a, "system_b": b, "delta": est, "std_error": se, "conf_low": est - z * se,
-                         "conf_high": est + z * se, "p_value": p})
-    pairs = pd.DataFrame(rows)
-    pairs["p_adj"] = adjust_pvalues(pairs["p_value"].to_numpy(dtype=float), "holm")
+    many = len(names) > MAX_PAIR_MODELS
+    pairs, how = _pair_table(table, rank_result, n_resamples, list(pair) if many else names, level)
     method = f"Bradley-Terry strength difference (log-odds), {how}"
     row = pair_row(pairs, *pair)[0]
     head = headline(pair[0], pair[1], float(row["delta"]), float(row["std_error"]), float(row["conf_low"]),
                     float(row["conf_high"]), float(row["p_value"]), float("inf"), method, BT_DIRECTION,
                     level=float(level))
     return Answer(direction=BT_DIRECTION, leaderboard=board, headline=head,
-                  differences=best_first_pairs(pairs, names, True), no_headline_text=_NO_HEADLINE, method=method)
+                  differences=None if many else best_first_pairs(pairs, names, True), no_headline_text=_NO_HEADLINE,
+                  method=method)
