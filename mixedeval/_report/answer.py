@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._answer import check_row, differences as answer_differences
+from .._answer import check_row, differences as answer_differences, versus as answer_versus
 from .blocks import Section, fmt_number
 from .figures import difference_plot
 
@@ -194,6 +194,11 @@ def _pairs_table(obj: Any, head: Any) -> pd.DataFrame | None:
 
 def _differences(obj: Any, board: pd.DataFrame | None, head: Any, direction: Any) -> pd.DataFrame | None:
     d = _value(obj, "differences")
+    if isinstance(d, pd.DataFrame) and {"system_a", "system_b"} <= set(d.columns):  # an Answer's best-first pairs
+        if board is None or not len(board) or not len(d):
+            return None
+        anchor = str(head.reference) if getattr(head, "reference", None) is not None else str(board["name"].iloc[0])
+        return answer_versus(d, anchor, order=list(board["name"].astype(str)))
     if isinstance(d, pd.DataFrame):
         return d
     if board is None or head is None:

@@ -122,12 +122,9 @@ def pairwise_rows(units: Units, systems: list[str], method: str, level: float, a
 
 
 def _pair_lookup(pw: pd.DataFrame, a: str, b: str, prefix: str = "") -> tuple[float, float, float, float, float, float]:
-    """(delta a - b, se, low, high, p, df) of the pair from the pairwise table (either order)."""
-    hit = pw[(pw["system_a"] == a) & (pw["system_b"] == b)]
-    sign = 1.0
-    if not len(hit):
-        hit, sign = pw[(pw["system_a"] == b) & (pw["system_b"] == a)], -1.0
-    r = hit.iloc[0]
+    """(delta a - b, se, low, high, p, df) of the pair from the pairwise table (either order; the
+    row by :func:`mixedeval._answer.pair_row`)."""
+    r, sign = _answer.pair_row(pw, a, b)
     lo, hi = sign * r[f"{prefix}conf_low"], sign * r[f"{prefix}conf_high"]
     df = r.get(f"{prefix}df", r["df"])
     return (sign * r[f"{prefix}estimate"], r[f"{prefix}std_error"], min(lo, hi), max(lo, hi),
