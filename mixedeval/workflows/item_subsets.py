@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from .. import _answer
 from .._random import as_generator

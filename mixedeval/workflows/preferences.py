@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from .._random import seed_sequence
 from ..data.table import as_pandas
