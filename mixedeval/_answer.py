@@ -362,10 +362,34 @@ def wald_headline(board: pd.DataFrame, method: str, direction: Direction, *, lev
     a, o = pair
     d = float(b.loc[a, "estimate"] - b.loc[o, "estimate"])
     se = float(np.hypot(b.loc[a, "std_error"], b.loc[o, "std_error"]))
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = z_quantile(level)
     p = float(2 * stats.norm.sf(abs(d) / se)) if se > 0 else float("nan")
     return headline(a, o, d, se, d - z * se, d + z * se, p, math.inf, method, direction, level=level, unit=unit,
                     scale=scale, reference=reference)
+
+
+def wald_pairs(board: pd.DataFrame, *, level: float = 0.95, higher_is_better: bool = True) -> pd.DataFrame:
+    """Every pair of a best-first leaderboard as independent estimates (as :func:`wald_headline`):
+    ``delta`` = estimate of a - estimate of b, ``std_error = hypot(se_a, se_b)``, the Wald
+    interval, the two-sided normal p-value and ``p_adj`` (Holm over the pairs), rewritten best
+    first by :func:`best_first_pairs` (columns :data:`PAIR_COLUMNS`). Empty with one system."""
+    from scipy import stats  # noqa: PLC0415 - scipy.stats only for results that need it (CLI start-up)
+
+    from .padjust import adjust_pvalues  # noqa: PLC0415 - beside the layers, as the results
+
+    names = [str(n) for n in board["name"]]
+    est = board["estimate"].to_numpy(dtype=float)
+    se = board["std_error"].to_numpy(dtype=float)
+    a, b = np.triu_indices(len(names), 1)
+    d = est[a] - est[b]
+    s = np.hypot(se[a], se[b])
+    z = z_quantile(level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(s > 0, 2 * stats.norm.sf(np.abs(d) / np.where(s > 0, s, 1.0)), np.nan)
+    pairs = pd.DataFrame({"system_a": [names[i] for i in a], "system_b": [names[j] for j in b], "delta": d,
+                          "std_error": s, "conf_low": d - z * s, "conf_high": d + z * s, "p_value": p,
+                          "p_adj": adjust_pvalues(p, "holm") if len(p) else p})
+    return best_first_pairs(pairs, names, higher_is_better)
 
 
 # ------------------------------------------------------------------------------ shared small rules
@@ -441,6 +465,27 @@ def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bo
                         "b": [pos.get(str(x), len(pos)) for x in t["system_b"]]})
     idx = np.lexsort((key["b"].to_numpy(), key["a"].to_numpy(), np.asarray(key["t"])))
     return t.iloc[idx].reset_index(drop=True)
+
+
+def versus(pairs: pd.DataFrame, anchor: str, order: list[str] | None = None) -> pd.DataFrame:
+    """Every system's difference from ``anchor`` (the best, or a reference) from a best-first
+    pair table (:func:`best_first_pairs`, an answer's ``differences``): columns
+    :data:`DIFFERENCE_COLUMNS`, ``estimate`` > 0 when the system is better than the anchor (in
+    the better direction), rows in the order of ``order`` (default: the table's)."""
+    rows = []
+    for r in pairs.to_dict("records"):
+        a, b = str(r["system_a"]), str(r["system_b"])
+        if anchor not in (a, b) or a == b:
+            continue
+        d, lo, hi = float(r["delta"]), float(r.get("conf_low", np.nan)), float(r.get("conf_high", np.nan))
+        other, est, lo, hi = (a, d, lo, hi) if b == str(anchor) else (b, -d, -hi, -lo)
+        rows.append({"name": other, "versus": str(anchor), "estimate": est, "conf_low": lo, "conf_high": hi,
+                     "p_value": float(r.get("p_value", np.nan))})
+    out = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
+    if order is not None and len(out):
+        pos = {str(n): i for i, n in enumerate(order)}
+        out = out.iloc[np.argsort([pos.get(n, len(pos)) for n in out["name"]], kind="stable")].reset_index(drop=True)
+    return out
 
 
 def convention(direction: Direction | None, unit: str = "") -> str:

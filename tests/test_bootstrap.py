@@ -53,8 +53,9 @@ def test_sd_of_difference_of_independent_normals():
     res = me.bootstrap(df, "score", "system", "item", n_resamples=20_000, random_state=4)
     a, b = df.score[:n].to_numpy(), df.score[n:].to_numpy()
     d = a - b  # the paired bootstrap SE of a mean difference is the plug-in SD of d / sqrt(n)
-    pw = res.pairwise()
-    assert pw.loc[0, "delta"] == pytest.approx(a.mean() - b.mean(), rel=1e-12)
+    pw = res.pairwise()  # best first: the better system is system_a, delta its advantage (> 0)
+    sign = 1.0 if pw.loc[0, "system_a"] == "a" else -1.0
+    assert pw.loc[0, "delta"] == pytest.approx(sign * (a.mean() - b.mean()), rel=1e-12) and pw.loc[0, "delta"] > 0
     assert pw.loc[0, "std_error"] == pytest.approx(d.std(ddof=0) / np.sqrt(n), rel=0.03)
     # independent normals: Var(a - b) = 1 + 4, so the SE is near sqrt(5 / n)
     assert pw.loc[0, "std_error"] == pytest.approx(np.sqrt(5 / n), rel=0.2)
@@ -257,11 +258,12 @@ def test_constant_shift_gives_zero_width_delta_interval(ci):
     df = pd.concat([base, other], ignore_index=True)
     res = me.bootstrap(df, "score", "system", "item", run="run", group="lang", resample=["groups", "items", "runs"],
                        n_resamples=500, ci=ci, random_state=5)
-    pw = res.pairwise()
-    assert pw.loc[0, "delta"] == pytest.approx(-0.25, rel=1e-12)
+    pw = res.pairwise()  # best first: s1 (0.25 higher) is system_a
+    assert (pw.loc[0, "system_a"], pw.loc[0, "system_b"]) == ("s1", "s0")
+    assert pw.loc[0, "delta"] == pytest.approx(0.25, rel=1e-12)
     assert pw.loc[0, "std_error"] == pytest.approx(0.0, abs=1e-13)
-    assert pw.loc[0, "conf_low"] == pytest.approx(-0.25, rel=1e-12)
-    assert pw.loc[0, "conf_high"] == pytest.approx(-0.25, rel=1e-12)
+    assert pw.loc[0, "conf_low"] == pytest.approx(0.25, rel=1e-12)
+    assert pw.loc[0, "conf_high"] == pytest.approx(0.25, rel=1e-12)
     assert pw.loc[0, "p_value"] == pytest.approx(1 / 501)
     assert res.p_beats().loc["s1", "s0"] == 1.0
     assert res.summary().std_error[0] > 0.01  # while each system alone varies
@@ -311,9 +313,11 @@ def test_pairwise_p_value_equals_paired_bootstrap_test_on_the_same_draws():
     res = me.bootstrap(df, "score", "system", "item", n_resamples=3000, random_state=8)
     x, y = df.score[df.system == "s0"].to_numpy(), df.score[df.system == "s1"].to_numpy()
     t = me.paired_bootstrap_test(x, y, n_resamples=3000, random_state=8)
-    pw = res.pairwise()
+    pw = res.pairwise()  # best first: s1 - s0, the test's x - y negated
+    assert (pw.loc[0, "system_a"], pw.loc[0, "system_b"]) == ("s1", "s0")
     assert pw.loc[0, "p_value"] == pytest.approx(t.p_value, rel=1e-12)
-    assert (pw.loc[0, "conf_low"], pw.loc[0, "conf_high"]) == pytest.approx(t.confidence_interval, rel=1e-12)
+    lo, hi = t.confidence_interval
+    assert (pw.loc[0, "conf_low"], pw.loc[0, "conf_high"]) == pytest.approx((-hi, -lo), rel=1e-12)
 
 
 def test_pairwise_adjustment_and_reference():
@@ -325,16 +329,20 @@ def test_pairwise_adjustment_and_reference():
                                 "p_value", "p_adj", "snr"]
     assert len(pw) == 6 and pw.attrs["adjust"] == "BH"
     np.testing.assert_allclose(pw.p_adj, me.adjust_pvalues(pw.p_value, "BH"))
-    ref = res.pairwise(reference="s0")
-    assert list(ref.system_b) == ["s0"] * 3 and list(ref.system_a) == ["s1", "s2", "s3"]
-    np.testing.assert_allclose(ref.delta, res.estimate[1:] - res.estimate[0])
+    ref = res.pairwise(reference="s0")  # every pair with s0, best first, delta >= 0
+    assert len(ref) == 3 and all("s0" in (a, b) for a, b in zip(ref.system_a, ref.system_b))
+    est = dict(zip(res.systems, res.estimate))
+    np.testing.assert_allclose(ref.delta, [est[a] - est[b] for a, b in zip(ref.system_a, ref.system_b)])
+    assert (ref.delta >= 0).all()
+    order = list(res.leaderboard["name"])
+    assert [order.index(a) < order.index(b) for a, b in zip(ref.system_a, ref.system_b)] == [True] * 3
 
 
 def test_ranks_and_p_beats():
     rng = np.random.default_rng(23)
     df = table(rng, S=3, n=40, shift=[0.0, 0.05, 1.0], run_col=False, group_col=False)
     res = me.bootstrap(df, "score", "system", "item", n_resamples=1000, random_state=2)
-    rk = res.ranks()
+    rk = res.ranks().set_index("system").loc[["s0", "s1", "s2"]].reset_index()  # (ranks() is best first)
     p = rk[["p_rank_1", "p_rank_2", "p_rank_3"]].to_numpy()
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     np.testing.assert_allclose(p.sum(axis=0), 1.0)  # no ties with continuous scores
@@ -344,7 +352,7 @@ def test_ranks_and_p_beats():
     np.testing.assert_allclose(pb.to_numpy() + pb.to_numpy().T, np.where(np.eye(3) == 1, np.nan, 1.0))
     d = res.distribution
     assert pb.loc["s1", "s0"] == pytest.approx(np.mean(d[1] > d[0]))
-    low = res.ranks(higher_is_better=False)
+    low = res.ranks(higher_is_better=False).set_index("system").loc[["s0", "s1", "s2"]]
     np.testing.assert_allclose(low.p_rank_3, rk.p_rank_1)
 
 

@@ -152,7 +152,7 @@ def test_every_answering_result_has_the_answer_keys_in_to_dict():
         assert {"headline", "leaderboard", "checks", "direction"} <= set(a), type(res).__name__
         assert a["headline"]["p_value"] == res.p_value
         json.dumps(d)
-    assert list(su.to_dict())[0] == "answer"
+    assert list(su.to_dict())[0] == "answer" and list(bo.to_dict())[0] == "answer"
     for res in (bo, su):
         d = res.to_dict()
         assert d.get("answer", d)["direction"]["higher_is_better"] is False

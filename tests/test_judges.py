@@ -234,11 +234,22 @@ def test_leaderboard_headline_checks_and_dict():
                                          "judge scores only (uncorrected for the judge's bias)"]
     assert res.checks["verdict"].iloc[1].startswith("differs")  # the biased judge ranks s0 last
     d = res.to_dict()
-    assert d["headline"]["better"] == "s0" and "leaderboard" in d and "_prepared" not in d
+    assert list(d)[0] == "answer" and "_prepared" not in d
+    assert d["answer"]["headline"]["better"] == "s0" and d["answer"]["leaderboard"]
+    # the pairwise table best first, signed in the better direction; the answer's differences agree
+    pw = res.pairwise
+    assert list(zip(pw["system_a"], pw["system_b"]))[0] == ("s0", "s1") and pw["estimate"].iloc[0] > 0
+    assert pw["estimate"].iloc[0] == pytest.approx(res.headline.estimate, rel=1e-12)
+    np.testing.assert_allclose(res.differences["delta"], pw["estimate"], rtol=1e-12)
+    np.testing.assert_allclose(res.differences["conf_low"], pw["conf_low"], rtol=1e-12)
     ref = me.judge_corrected(df, reference="s2")
     assert ref.headline.other == "s2"
     lower = me.judge_corrected(df, higher_is_better=False)
     assert list(lower.leaderboard["name"])[0] == "s2"
+    lp = lower.pairwise  # lower is better: system_a scores lower, estimate = b - a > 0 at the top
+    assert (lp["system_a"].iloc[0], lp["system_b"].iloc[0]) == (lower.headline.better, lower.headline.other)
+    assert lp["estimate"].iloc[0] == pytest.approx(lower.headline.estimate, rel=1e-12)
+    assert lp["conf_low"].iloc[0] == pytest.approx(lower.headline.conf_low, rel=1e-12)
     assert "lower" in lower.headline_text()
     assert "Judge-corrected" in repr(res) and "<table" in res._repr_html_()
 

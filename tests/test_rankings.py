@@ -343,10 +343,13 @@ def test_bootstrap_result_rank_intervals_and_backward_compatible_ranks():
     both = boot.ranks(simultaneous=True)
     pd.testing.assert_frame_equal(both[plain.columns], plain)
     direct = me.rank_intervals(pd.Series(boot.estimate, index=list(boot.systems)), draws=boot.distribution.T)
-    t = direct.table.set_index("name").loc[["x", "y", "z"]]
+    t = direct.table.set_index("name").loc[["z", "y", "x"]]
     for c in ("rank", "rank_low", "rank_high", "letters"):
         assert both[c].tolist() == t[c].tolist()
-    assert both["rank_low"].tolist() == [2, 2, 1] and both["rank_high"].tolist() == [3, 3, 1]
+    assert both["system"].tolist() == ["z", "y", "x"]  # best first
+    assert both["rank_low"].tolist() == [1, 2, 2] and both["rank_high"].tolist() == [1, 3, 3]
+    assert both.attrs["rank_kind"] == {"rank_conf_low": "marginal", "rank_conf_high": "marginal",
+                                       "rank_low": "simultaneous", "rank_high": "simultaneous"}
     assert boot.rank_intervals(method="normal").method == "normal"
 
 

@@ -158,7 +158,7 @@ def test_tables_show_the_results(full_report, analysis):
     assert set(diag["verdict"]) <= {"ok", "warning", "not_applicable"}
     assert diag["name"].tolist()[: len(analysis["diagnostics"].tests)] == list(analysis["diagnostics"].tests["test"])
     ranks = [t for t in _tables(secs["bootstrap"]) if "p_rank_1" in t.columns][0]
-    assert ranks["system"].tolist() == ["Baseline", "Marking", "PostEdit"]
+    assert ranks["system"].tolist() == ["Marking", "PostEdit", "Baseline"]  # best first (lower TER; issue 38)
     vca = _tables(secs["vca"])[0]
     assert vca["component"].tolist() == list(analysis["vca"].table["component"])
     ds = [t for t in _tables(secs["vca"]) if "n_rater" in t.columns][0]

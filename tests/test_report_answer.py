@@ -165,13 +165,15 @@ def test_the_answer_of_a_bootstrap_follows_the_direction(tmp_path):
     means = df.groupby("system")["error_rate"].mean().sort_values()
     assert list(b.leaderboard["name"]) == list(means.index)  # lowest error first
     assert b.headline.better == means.index[0] and b.headline.estimate > 0
-    d = _from_anchor(b)
+    assert (b.differences["delta"] > 0).all()  # every pair best first, + = system_a has the lower error
+    d = A.versus(b.differences, means.index[0], order=list(b.leaderboard["name"]))  # issue 38: vs the best
     assert list(d["name"]) == list(means.index[1:]) and (d["estimate"] < 0).all() and (d["versus"] == means.index[0]).all()
     np.testing.assert_allclose(-d["estimate"].to_numpy(), (means.iloc[1:] - means.iloc[0]).to_numpy(), rtol=1e-12)
     ref = me.bootstrap(df, score="error_rate", system="system", item="item", n_resamples=300, random_state=1,
                        progress=False, reference="system_00")  # the worst (highest error): the best against it
     assert (ref.headline.better, ref.headline.other) == (means.index[0], "system_00")
-    assert ref.headline.reference == "system_00" and (_from_anchor(ref)["versus"] == "system_00").all()
+    assert ref.headline.reference == "system_00"
+    assert (A.versus(ref.differences, "system_00")["versus"] == "system_00").all()
     with pytest.raises(me.DataError, match="reference"):
         me.bootstrap(df, score="error_rate", system="system", item="item", n_resamples=50, reference="nope")
     text = me.report(b, path=tmp_path / "b.html", progress=False).read_text(encoding="utf-8")
@@ -316,7 +318,8 @@ def test_bradley_terry_answers(tmp_path):
     se = float(pw[(pw.name_a.isin([h.better, h.other])) & (pw.name_b.isin([h.better, h.other]))]["std_error"].iloc[0])
     assert h.std_error == pytest.approx(se) and h.p_value == pytest.approx(2 * stats.norm.sf(h.estimate / se))
     assert res.p_value == h.p_value and res.headline_text().startswith(f"{h.better} − {h.other}: +")
-    d = _from_anchor(res)
-    assert list(d["name"]) == list(board["name"][1:]) and (d["versus"] == h.better).all()
+    vs = A.versus(res.differences, h.better, order=list(board["name"]))  # issue 38: pairs best first
+    assert list(vs["name"]) == list(board["name"][1:]) and (vs["versus"] == h.better).all()
+    assert (res.differences["system_a"].iloc[0], res.differences["system_b"].iloc[0]) == (h.better, h.other)
     text = me.report(res, path=tmp_path / "bt.html", progress=False).read_text(encoding="utf-8")
     assert list(_sections(text))[0] == "answer" and "Bradley-Terry strength difference" in _sections(text)["answer"]

@@ -104,10 +104,13 @@ def test_pairwise_batches_give_the_numbers_of_one_batch(ter):
     from mixedeval.resampling import _stats as st
 
     res = me.bootstrap(ter, n_resamples=500, random_state=1, **BOOT_KW)
-    pw = res.pairwise(adjust="none")
-    a, b = np.triu_indices(3, 1)
-    dist = res.distribution[a] - res.distribution[b]
-    est = res.estimate[a] - res.estimate[b]
+    pw = res.pairwise(adjust="none")  # best first (issue 38): system_a above system_b, delta in the better direction
+    names = [str(x) for x in res.systems]
+    a = np.array([names.index(str(x)) for x in pw["system_a"]])
+    b = np.array([names.index(str(x)) for x in pw["system_b"]])
+    sign = 1.0 if res.higher_is_better else -1.0
+    dist = sign * (res.distribution[a] - res.distribution[b])
+    est = sign * (res.estimate[a] - res.estimate[b])
     lo, hi = st.intervals(est, dist, "percentile", 0.95)
     null = dist - dist.mean(axis=1, keepdims=True)
     p = st.p_from_count(st.count_extreme(null, est, "two-sided"), 500, "plus_one")
@@ -124,7 +127,7 @@ def test_ranks_row_by_row_equal_numpy_over_axis(ter):
         x = res.distribution if hib else -res.distribution
         ref = 1 + (x[None, :, :] > x[:, None, :]).sum(axis=1)
         np.testing.assert_array_equal(rk, ref)
-        tab = res.ranks(higher_is_better=hib)
+        tab = res.ranks(higher_is_better=hib).set_index("system").loc[list(res.systems)]  # (rows best first)
         np.testing.assert_array_equal(tab["rank_conf_low"], np.quantile(ref, 0.025, axis=1, method="inverted_cdf"))
         np.testing.assert_array_equal(tab["rank_conf_high"], np.quantile(ref, 0.975, axis=1, method="inverted_cdf"))
 

@@ -137,18 +137,25 @@ def test_compare_systems_answer(R, cs, ter):
     assert h.text().startswith("Marking − PostEdit: +0.27 points") and "lower ter is better" in h.text()
     # the checks: the omnibus GLRT (differs: it tests all systems at once) and the run-averaged analyses
     checks = cs.checks.set_index("check")
-    assert checks["verdict"].iloc[0].startswith("differs: the likelihood-ratio test asks")
+    assert checks["verdict"].iloc[0].startswith("differs: significant at 0.05 here") \
+        and "the likelihood-ratio test asks" in checks["verdict"].iloc[0]
     assert_rel(checks["p_value"].iloc[0], cs.glrt_p_value, rtol=1e-12)
     assert len(checks) == 3 and (checks["verdict"].iloc[1:] == "agrees").all()
-    # every system against the best, in the better direction (< 0: higher TER than Marking)
-    d = cs.differences.set_index("name")
-    assert list(d.index) == ["PostEdit", "Baseline"] and (d["estimate"] < 0).all()
-    assert_rel(d.loc["PostEdit", "estimate"], -h.estimate, rtol=1e-12)
+    # every pair best first, in the better direction (> 0: system_a has the lower TER)
+    d = cs.differences
+    assert list(zip(d["system_a"], d["system_b"])) == [("Marking", "PostEdit"), ("Marking", "Baseline"),
+                                                       ("PostEdit", "Baseline")]
+    assert (d["delta"] > 0).all()
+    assert_rel(d["delta"].iloc[0], h.estimate, rtol=1e-12)
+    assert_rel([d["conf_low"].iloc[0], d["conf_high"].iloc[0]], [h.conf_low, h.conf_high], rtol=1e-12)
+    # the default z test is said to be the default, not "asked for" (issue 38)
+    assert "compare_systems' default without run=" in h.method and "asked for" not in h.method
     # with a reference, the best other system against it
     ref = compare_systems(ter, "ter", "system", "sentence_id", reference="Baseline", average=False)
     assert (ref.headline.better, ref.headline.other) == ("Marking", "Baseline") and ref.headline.estimate > 0.01
     d2 = cs.to_dict()
-    assert d2["headline_text"] == cs.headline_text() and d2["headline"]["better"] == "Marking"
+    assert list(d2)[0] == "answer"
+    assert d2["answer"]["headline_text"] == cs.headline_text() and d2["answer"]["headline"]["better"] == "Marking"
     json.dumps(d2)
 
 

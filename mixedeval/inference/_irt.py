@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 from tqdm.auto import tqdm
 
 from .. import _answer
@@ -62,23 +62,27 @@ ITEM_COLUMNS = ("item", "difficulty", "difficulty_std_error", "difficulty_conf_l
                 "discrimination", "discrimination_std_error", "discrimination_conf_low", "discrimination_conf_high",
                 "p_correct", "n", "n_systems", "item_rest_correlation", "outfit", "fit_p_value", "fit_p_adj")
 ABILITY_COLUMNS = ("system", "ability", "std_error", "conf_low", "conf_high")
+#: abilities: higher is better (the responses are oriented by the score's direction before the fit)
+ABILITY_DIRECTION = Direction(True, "known metric", "ability")
 
 
 @dataclass(frozen=True, repr=False)
-class IrtResult(_answer.LegacyAnswerMixin, ResultMixin):
-    """An IRT fit (see :func:`irt`): items with flags, abilities with intervals, the leaderboard."""
+class IrtResult(_answer.AnswerMixin, ResultMixin):
+    """An IRT fit (see :func:`irt`): items with flags, abilities with intervals, and ``answer``
+    (:class:`mixedeval._answer.Answer`: the abilities best first with simultaneous rank intervals,
+    the best against the runner-up or ``reference``, every pair best first as Wald differences of
+    independent abilities; higher ability is better whatever the score's direction, which
+    ``provenance["score_direction"]`` records)."""
 
     items: pd.DataFrame
     abilities: pd.DataFrame
-    leaderboard: pd.DataFrame
-    headline: Headline | None
+    answer: _answer.Answer
     model: str
     engine: str
     formula: str
     loglik: float
     nobs: int
     level: float
-    direction: Direction
     variance: dict[str, float]
     covariates: pd.DataFrame | None
     dif: dict[str, Any] | None
@@ -86,10 +90,9 @@ class IrtResult(_answer.LegacyAnswerMixin, ResultMixin):
     provenance: dict[str, Any]
     responses: pd.DataFrame = field(repr=False)
     trials: pd.DataFrame = field(repr=False)
-    checks: pd.DataFrame | None = None
 
     _print_tables = ("leaderboard", "items")
-    _no_headline_text = ""
+    _answer_priority = 55
 
     @property
     def table(self) -> pd.DataFrame:
@@ -168,8 +171,10 @@ class IrtResult(_answer.LegacyAnswerMixin, ResultMixin):
                              "cml_std_error": cml["std_error"], "difference": d - cml["difficulty"]})
 
     def to_dict(self) -> dict[str, Any]:
-        skip = {"responses", "trials"}
-        return self._answer_json({f: jsonable(getattr(self, f)) for f in self.__dataclass_fields__ if f not in skip})
+        """The answer first, then the tables and settings (the response and trial matrices left out)."""
+        skip = {"responses", "trials", "answer"}
+        return {"answer": self.answer.to_dict(),
+                **{f: jsonable(getattr(self, f)) for f in self.__dataclass_fields__ if f not in skip}}
 
 
 # ------------------------------------------------------------------------------ checks of arguments
@@ -247,7 +252,7 @@ def _fit(resp: Responses, model: str, covariates: pd.DataFrame | None, nagq: int
 
 # ------------------------------------------------------------------------------ tables
 def _wald(est: np.ndarray, se: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    q = stats.norm.ppf(0.5 + level / 2.0)
+    q = _answer.z_quantile(level)
     return est - q * se, est + q * se
 
 
@@ -290,7 +295,7 @@ def _headline(board: pd.DataFrame, model: str, level: float, reference: Any) -> 
     """Best against runner-up (or reference): the abilities' difference, Wald z (:func:`mixedeval._answer.wald_headline`)."""
     unit = "logits" if model.startswith("rasch") else "SD of ability"
     return _answer.wald_headline(board, f"IRT {model} abilities (conditional modes), Wald z",
-                                 Direction(True, "declared", "ability"), level=level, reference=reference, unit=unit)
+                                 ABILITY_DIRECTION, level=level, reference=reference, unit=unit)
 
 
 def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: bool) -> dict[str, Any] | None:
@@ -440,9 +445,13 @@ def irt(
                  else str(random_state), "source": resp.source, "score": resp.score, "nagq": int(nagq)})
     if "discrimination_prior" in fit.provenance:
         prov["discrimination_prior"] = fit.provenance["discrimination_prior"]
-    return IrtResult(items=items, abilities=abilities, leaderboard=board,
-                     headline=_headline(board, m, level, reference), model=m, engine=used,
-                     formula=fit.formula, loglik=fit.loglik, nobs=fit.nobs, level=level, direction=direction,
+    prov["score_direction"] = direction.note
+    head = _headline(board, m, level, reference)
+    ans = _answer.Answer(direction=ABILITY_DIRECTION, leaderboard=board, headline=head,
+                         differences=_answer.wald_pairs(board, level=level) if len(board) > 1 else None,
+                         method=f"IRT {m} abilities (conditional modes), Wald z", no_headline_text="")
+    return IrtResult(items=items, abilities=abilities, answer=ans, model=m, engine=used,
+                     formula=fit.formula, loglik=fit.loglik, nobs=fit.nobs, level=level,
                      variance=dict(fit.variance), covariates=fit.covariates, dif=dif_res,
                      warnings=tuple(_warnings(resp, fit, const, m)), provenance=prov,
                      responses=resp.matrix("p"), trials=resp.matrix("n"))

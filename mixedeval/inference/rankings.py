@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._answer import choose_pair, differences, direction, headline, leaderboard, unit_scale
+from .._answer import (Answer, best_first_pairs, choose_pair, direction, headline, leaderboard, pair_row, unit_scale,
+                      z_quantile)
 from .._rankings import RankIntervals, rank_intervals
 from ..engine import _bridge
 from ..errors import DataError
@@ -103,86 +104,87 @@ def emm_leaderboard(emm: Any, *, higher_is_better: Any = None, level: float | No
     return board
 
 
-def pair_row(table: pd.DataFrame, labels: list[str], a: str, b: str) -> tuple[Any, float]:
-    """The row of a pairwise contrast table (emmeans' order: l1 - l2, l1 - l3, ..., l2 - l3)
-    holding ``a`` and ``b``, and the sign turning its estimate into ``a - b``."""
-    ia, ib = labels.index(a), labels.index(b)
-    lo, hi = min(ia, ib), max(ia, ib)
-    k = len(labels)
-    pos = sum(k - 1 - i for i in range(lo)) + (hi - lo - 1)
-    if "contrast" in table.columns:
-        want = {f"{labels[lo]} - {labels[hi]}", f"({labels[lo]}) - ({labels[hi]})"}
-        hits = [i for i, c in enumerate(table["contrast"].astype(str)) if c in want]
-        if hits:
-            pos = hits[0]
-    if len(table) != k * (k - 1) // 2:
-        raise DataError(f"expected the {k * (k - 1) // 2} pairwise contrasts of {k} means, got {len(table)} rows")
-    return table.iloc[pos], (1.0 if ia == lo else -1.0)
-
-
-def contrast_headline(row: Any, sign: float, a: str, b: str, d: Any, *, level: float, method: str,
-                      reference: Any = None, scale: float = 1.0, unit: str = ""):
-    """The headline (:func:`mixedeval._answer.headline`) from one emmeans contrast row: estimate
-    ``sign * estimate`` = a - b, its std_error and df, the unadjusted p-value and the unadjusted
-    t (z with infinite df) interval at ``level``."""
-
-
-    est, se = sign * float(row["estimate"]), float(row["std_error"])
-    df = float(row["df"]) if "df" in row.index else float("inf")
-    q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(df) else stats.t.ppf(0.5 + level / 2, df)
-    return headline(a, b, est, se, est - q * se, est + q * se, float(row["p_value"]), df, method, d, level=level,
-                    reference=reference, scale=scale, unit=unit)
-
-
-def emm_headline(emm: Any, *, higher_is_better: Any = None, reference: Any = None, board: Any = None,
-                 contrasts: Any = None):
-    """The headline of the means: the best against the runner-up (or the best other against
-    ``reference``), from their pairwise contrast (``emm.contrasts(adjust="none")`` unless
-    ``contrasts``, a pairwise contrast table of the same means, is given): unadjusted p-value and
-    interval, the emmeans df; its text in the units of :func:`emm_units` (TER points)."""
-
-    d = emm_direction(emm, higher_is_better)
-    board = emm_leaderboard(emm, higher_is_better=d.higher_is_better) if board is None else board
-    pair = choose_pair(board, reference)
-    if pair is None:
-        return None
-    tab = contrasts if contrasts is not None else emm.contrasts(method="pairwise", adjust="none").table
-    row, sign = pair_row(tab, _emm_labels(emm), *pair)
-    if hasattr(emm, "estimate_label"):  # a GLMM: Wald z tests on the link scale, differences by regrid
-        method = "emmeans contrast of the GLMM, Wald z test, unadjusted"
-    elif emm.df_method == "asymptotic":
-        method = "emmeans contrast, z test (df = Inf: asymptotic df were asked for), unadjusted"
-    else:
-        method = f"emmeans contrast, {emm.df_method} df, unadjusted"
-    unit, scale = emm_units(emm)
-    return contrast_headline(row, sign, pair[0], pair[1], d, level=float(emm.level), method=method,
-                             reference=reference, unit=unit, scale=scale)
-
-
-def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:
-    """A pairwise contrast table of the means (emmeans' order l1 - l2, l1 - l3, ..., l2 - l3) as
-    ``a, b, delta, conf_low, conf_high, p_value`` with unadjusted t (z) intervals at the means' level."""
-
-    labels = _emm_labels(emm)
+def contrast_pairs(table: pd.DataFrame, labels: list[str], level: float) -> pd.DataFrame:
+    """A pairwise contrast table of ``k`` means in emmeans' order (l1 - l2, l1 - l3, ..., l2 - l3)
+    as a pair table: ``system_a, system_b`` (emmeans' order, ``system_a`` the earlier label),
+    ``delta`` = a - b (emmeans' estimate), ``std_error``, ``df``, ``conf_low, conf_high`` (the
+    unadjusted t interval at ``level``; z with infinite df), ``p_value`` (unadjusted) and
+    ``p_adj`` (the table's, else the unadjusted p). A row whose ``contrast`` names the pair in
+    the other order ("l2 - l1", emmeans' ``revpairwise``) is read with its sign turned."""
     k = len(labels)
     if len(table) != k * (k - 1) // 2:
         raise DataError(f"expected the {k * (k - 1) // 2} pairwise contrasts of {k} means, got {len(table)} rows")
     a, b = np.triu_indices(k, 1)
-    est = table["estimate"].to_numpy(dtype=float)
+    sa, sb = [labels[i] for i in a], [labels[j] for j in b]
+    sign = np.ones(len(table))
+    if "contrast" in table.columns:
+        for i, c in enumerate(table["contrast"].astype(str)):
+            if c in (f"{sb[i]} - {sa[i]}", f"({sb[i]}) - ({sa[i]})"):
+                sign[i] = -1.0
+    est = sign * table["estimate"].to_numpy(dtype=float)
     se = table["std_error"].to_numpy(dtype=float)
     df = table["df"].to_numpy(dtype=float) if "df" in table.columns else np.full(len(table), np.inf)
-    lvl = float(emm.level)
-    q = np.where(np.isfinite(df), stats.t.ppf(0.5 + lvl / 2, np.where(np.isfinite(df), df, 1.0)),
-                 stats.norm.ppf(0.5 + lvl / 2))
-    return pd.DataFrame({"a": [labels[i] for i in a], "b": [labels[j] for j in b], "delta": est,
-                         "conf_low": est - q * se, "conf_high": est + q * se,
-                         "p_value": table["p_value"].to_numpy(dtype=float)})
+    lvl = float(level)
+    q = np.where(np.isfinite(df), stats.t.ppf(0.5 + lvl / 2, np.where(np.isfinite(df), df, 1.0)), z_quantile(lvl))
+    p = table["p_value"].to_numpy(dtype=float)
+    return pd.DataFrame({"system_a": sa, "system_b": sb, "delta": est, "std_error": se, "df": df,
+                         "conf_low": est - q * se, "conf_high": est + q * se, "p_value": p,
+                         "p_adj": table["p_adj"].to_numpy(dtype=float) if "p_adj" in table.columns else p})
 
 
-def emm_differences(emm: Any, board: pd.DataFrame, head: Any, table: pd.DataFrame) -> pd.DataFrame:
-    """Every mean's difference from the best (or from the headline's reference) in the better
-    direction, unadjusted (:func:`mixedeval._answer.differences`)."""
+def emm_pairs(emm: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`contrast_pairs` of a pairwise contrast table of these means, at the means' level."""
+    return contrast_pairs(table, _emm_labels(emm), float(emm.level))
 
-    anchor = str(head.reference) if head is not None and head.reference is not None else str(board["name"].iloc[0])
-    hib = head.direction.higher_is_better if head is not None else True
-    return differences(emm_pairs(emm, table), anchor, list(board["name"]), hib)
+
+def contrast_headline(pairs: pd.DataFrame, a: str, b: str, d: Any, *, level: float, method: str,
+                      reference: Any = None, scale: float = 1.0, unit: str = ""):
+    """The headline (:func:`mixedeval._answer.headline`) of the pair (a, b) from a pair table
+    (:func:`contrast_pairs`; the row found by :func:`mixedeval._answer.pair_row`): a - b, its
+    std_error and df, the unadjusted p-value and the unadjusted t (z with infinite df) interval."""
+    hit = pair_row(pairs, a, b)
+    if hit is None:
+        raise DataError(f"the pairwise contrasts have no row for {a!r} and {b!r}")
+    row, sign = hit
+    est, lo, hi = sign * float(row["delta"]), float(row["conf_low"]), float(row["conf_high"])
+    lo, hi = (lo, hi) if sign > 0 else (-hi, -lo)
+    return headline(a, b, est, float(row["std_error"]), lo, hi, float(row["p_value"]), float(row["df"]), method, d,
+                    level=level, reference=reference, scale=scale, unit=unit)
+
+
+def emm_method(emm: Any, df_note: str | None = None) -> str:
+    """The headline's method in words: the GLMM's Wald z test, or the contrast's df. ``df_note``
+    says why the df are what they are (e.g. "asymptotic: compare_systems' default without run=");
+    without it, asymptotic df of means are the ones asked for (``fit.emmeans(df_method=)``)."""
+    if hasattr(emm, "estimate_label"):  # a GLMM: Wald z tests on the link scale, differences by regrid
+        return "emmeans contrast of the GLMM, Wald z test, unadjusted"
+    if emm.df_method == "asymptotic":
+        note = df_note or "asymptotic df were asked for"
+        return f"emmeans contrast, z test (df = Inf: {note}), unadjusted"
+    return f"emmeans contrast, {emm.df_method} df, unadjusted"
+
+
+def emm_answer(emm: Any, *, higher_is_better: Any = None, reference: Any = None, level: float | None = None,
+               random_state: Any = None, contrasts: Any = None, df_note: str | None = None) -> Answer:
+    """The one answer of a table of means (:class:`mixedeval._answer.Answer`): the leaderboard
+    (:func:`emm_leaderboard`, simultaneous rank intervals), the headline (the best against the
+    runner-up, or the best other against ``reference``: their pairwise contrast, unadjusted
+    p-value and interval, the emmeans df, its text in the units of :func:`emm_units`) and every
+    pair best first (:func:`mixedeval._answer.best_first_pairs` of :func:`emm_pairs`). The
+    contrasts are ``contrasts`` (a pairwise contrast table of these means in emmeans' order)
+    or ``emm.contrasts(adjust="none")``; ``level`` is the leaderboard's (default the means')."""
+    d = emm_direction(emm, higher_is_better)
+    board = emm_leaderboard(emm, higher_is_better=d.higher_is_better, level=level, random_state=random_state)
+    method = emm_method(emm, df_note)
+    pair = choose_pair(board, reference)
+    if pair is None:
+        return Answer(direction=d, leaderboard=board, headline=None, method=method,
+                      no_headline_text="a single mean: nothing to compare")
+    tab = contrasts if contrasts is not None else emm.contrasts(method="pairwise", adjust="none").table
+    pairs = emm_pairs(emm, tab)
+    unit, scale = emm_units(emm)
+    head = contrast_headline(pairs, pair[0], pair[1], d, level=float(emm.level), method=method, reference=reference,
+                             unit=unit, scale=scale)
+    diffs = best_first_pairs(pairs, list(board["name"]), d.higher_is_better)
+    return Answer(direction=d, leaderboard=board, headline=head, differences=diffs, method=method,
+                  no_headline_text="a single mean: nothing to compare")

@@ -40,7 +40,7 @@ Sälevä, Ataman & Lignos (2025) for language resampling and rank distributions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-import functools
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,8 +48,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _rankings, _resources as res
-from .._answer import (LegacyAnswerMixin, Direction, choose_pair, differences, direction, headline, leaderboard,
-                       unit_scale)
+from .._answer import (PAIR_COLUMNS, Answer, AnswerMixin, Direction, Headline, choose_pair, convention, direction,
+                       leaderboard, pair_row, unit_scale)
 from .._random import seed_sequence
 from ..data.table import as_pandas
 from ..data.validate import require_columns, require_finite, require_nonempty
@@ -70,6 +70,9 @@ _FIX = ("Use fewer n_resamples (the replicates are kept in the result: n_resampl
 #: summary() 1.0 (1.14 with BCa), pairwise() <= 1.1 (pairs taken S // 2 at a time), p_beats()
 #: 0.14, bootstrap() itself 0.07 beyond the replicates
 _WORK_COPIES = 2
+#: the answer lists every pair (``differences``) up to this many systems; beyond, only the
+#: headline's pair is computed (the pairs grow as S^2 / 2: :meth:`BootstrapResult.pairwise` gives them)
+MAX_PAIR_SYSTEMS = 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +80,7 @@ _WORK_COPIES = 2
 # ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, repr=False, eq=False)
-class BootstrapResult(LegacyAnswerMixin, ResultMixin):
+class BootstrapResult(AnswerMixin, ResultMixin):
     """Result of :func:`bootstrap`.
 
     Attributes
@@ -96,6 +99,11 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
     design : sizes of the table (n_items per group, n_runs, n_groups, n_groups_drawn).
     provenance : versions, settings and the seed entropy that reproduces the run.
     warnings : tuple of ResultWarning (e.g. dropped incomplete items).
+    answer : the one answer (:class:`mixedeval._answer.Answer`): the leaderboard best first with
+        simultaneous rank intervals, the headline (best vs runner-up, or the best other vs
+        ``reference``: the row of :meth:`pairwise`), ``differences`` (:meth:`pairwise`, best
+        first, signed in the better direction); ``headline``, ``leaderboard``, ``direction``,
+        ``differences``, ``p_value``, ``headline_text()`` are its views.
     """
 
     systems: tuple[Any, ...]
@@ -112,18 +120,21 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
     provenance: dict[str, Any]
     warnings: tuple[ResultWarning, ...] = ()
     _jackknife: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    answer: Answer | None = field(default=None, repr=False, compare=False)
 
     _main_table = "table"
     _title = "Hierarchical paired bootstrap"
+    _answer_priority = 50
 
     @property
     def _print_tables(self) -> tuple[str, ...]:  # type: ignore[override]
         return ("summary", "pairwise") if len(self.systems) <= 6 else ("summary",)
 
     def _scalars(self) -> list[tuple[str, Any]]:
-        return [("statistic", self.statistic), ("aggregator over groups", self.aggregator),
-                ("resampled", ", ".join(self.resample)), ("n_resamples", self.n_resamples),
-                ("interval", f"{self.ci}, level {self.level:g}")]
+        head = [("headline", self.headline_text())] if self.answer is not None else []
+        return head + [("statistic", self.statistic), ("aggregator over groups", self.aggregator),
+                       ("resampled", ", ".join(self.resample)), ("n_resamples", self.n_resamples),
+                       ("interval", f"{self.ci}, level {self.level:g}")]
 
     @property
     def table(self):
@@ -157,15 +168,21 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
     @res.memory_errors(_FIX)
     def pairwise(self, adjust: str = "holm", ci: str | None = None, level: float | None = None,
                  reference: Any = None):
-        """Paired differences delta = system_a - system_b for every pair (a before b in system
-        order), or of every system against ``reference``.
+        """Paired differences for every pair of systems (or of every system and ``reference``),
+        best first: in every row ``system_a`` stands above ``system_b`` on the leaderboard (by the
+        point estimate in the better direction, ties in system order), and ``delta`` is the
+        advantage of ``system_a`` in the better direction: system_a - system_b when higher is
+        better, system_b - system_a when lower is better (TER, WER), so ``delta >= 0`` for every
+        row and the row of the best system and the runner-up is the headline's. Rows are sorted by
+        the leaderboard position of system_a, then of system_b (:func:`mixedeval._answer.best_first_pairs`'s
+        convention; ``DataFrame.attrs['convention']`` says it in words).
 
         Columns: system_a, system_b, delta (observed), std_error (SD of the replicate
-        differences), conf_low, conf_high (interval of the differences), p_value (unadjusted),
-        p_adj (adjusted by ``adjust``), snr = delta / std_error, the signal-to-noise ratio of
-        the difference (Sälevä et al. 2025 call it an effect size; its denominator is the
-        bootstrap SD of delta, which shrinks with more items, so it is not a standardized
-        effect size).
+        differences), conf_low, conf_high (interval of delta, from the replicates of the same
+        signed difference), p_value (unadjusted), p_adj (adjusted by ``adjust``), snr = delta /
+        std_error, the signal-to-noise ratio of the difference (Sälevä et al. 2025 call it an
+        effect size; its denominator is the bootstrap SD of delta, which shrinks with more
+        items, so it is not a standardized effect size).
 
         p_value: paired bootstrap test by the shift method (Koehn 2004; Berg-Kirkpatrick et al.
         2012): the replicate differences are centred at their mean to impose H0: delta = 0, and
@@ -174,7 +191,12 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
         the method is stored in ``DataFrame.attrs['adjust']``.
         """
         a_idx, b_idx = self._pairs(reference)
-        est = self.estimate[a_idx] - self.estimate[b_idx]
+        return self._pair_table(a_idx, b_idx, adjust, ci, level)
+
+    def _pair_table(self, a_idx: np.ndarray, b_idx: np.ndarray, adjust: str, ci: str | None, level: float | None):
+        """:meth:`pairwise`'s table for the pairs (a_idx[i], b_idx[i]), delta signed in the better direction."""
+        sign = 1.0 if self.higher_is_better else -1.0
+        est = sign * (self.estimate[a_idx] - self.estimate[b_idx])
         n_pairs = len(a_idx)
         lo, hi, sd, c = (np.empty(n_pairs) for _ in range(4))
         # pairs in batches of S // 2 rows (every quantity is computed row by row, so the numbers do
@@ -184,7 +206,9 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
             sl = slice(a, min(n_pairs, a + step))
             ia, ib = a_idx[sl], b_idx[sl]
             dist = self.distribution[ia] - self.distribution[ib]
-            jack = tuple(j[ia] - j[ib] for j in self._jackknife)
+            if sign < 0:
+                np.negative(dist, out=dist)
+            jack = tuple(sign * (j[ia] - j[ib]) for j in self._jackknife)
             lo[sl], hi[sl] = self._interval(est[sl], dist, jack, ci, level)
             sd[sl] = st.sd(dist)
             dist -= dist.mean(axis=1, keepdims=True)  # the null distribution, centred in place
@@ -202,18 +226,38 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
             "p_value": p, "p_adj": adjust_pvalues(p, adjust) if len(p) else p, "snr": snr,
         })
         out.attrs["adjust"] = adjust
+        out.attrs["convention"] = convention(self._direction())
         return out
 
     def _pairs(self, reference: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b) indices of the pairs, best first: a above b on the leaderboard, rows sorted by
+        the position of a, then of b."""
+        order = self._order()
+        pos = np.empty(len(order), dtype=np.intp)
+        pos[order] = np.arange(len(order))
         k = len(self.systems)
         if reference is None:
             a, b = np.triu_indices(k, 1)
-            return a, b
-        if reference not in self.systems:
-            raise DataError(f"reference system {reference!r} is not one of the systems {list(self.systems)}")
-        r = self.systems.index(reference)
-        a = np.array([i for i in range(k) if i != r], dtype=np.intp)
-        return a, np.full(a.size, r, dtype=np.intp)
+            a, b = order[a], order[b]
+        else:
+            if reference not in self.systems:
+                raise DataError(f"reference system {reference!r} is not one of the systems {list(self.systems)}")
+            r = self.systems.index(reference)
+            o = np.array([i for i in order if i != r], dtype=np.intp)
+            first = pos[o] < pos[r]
+            a = np.where(first, o, r).astype(np.intp)
+            b = np.where(first, r, o).astype(np.intp)
+            srt = np.lexsort((pos[b], pos[a]))
+            a, b = a[srt], b[srt]
+        return a.astype(np.intp), b.astype(np.intp)
+
+    def _direction(self) -> Direction:
+        """The score's direction (the answer's; from ``higher_is_better`` and the provenance when
+        the result was built without one)."""
+        if self.answer is not None:
+            return self.answer.direction
+        d = self.provenance.get("direction") or {}
+        return Direction(bool(self.higher_is_better), d.get("source", "declared"), d.get("metric"))
 
     def _rank_matrix(self, higher_is_better: bool | None) -> np.ndarray:
         hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
@@ -221,23 +265,33 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
 
     @res.memory_errors(_FIX)
     def ranks(self, level: float | None = None, higher_is_better: bool | None = None, simultaneous: bool = False):
-        """Rank distribution: system, p_rank_1 .. p_rank_k (share of replicates in which the
-        system has rank k; rank 1 = best, ties share the better rank: 1, 2, 2, 4), expected_rank,
-        rank_conf_low, rank_conf_high (the alpha/2 and 1 - alpha/2 quantiles of the rank,
-        inverted-CDF rule, so they are ranks: per system, not simultaneous).
+        """Rank distribution, best first (rows in leaderboard order: by the point estimate in the
+        better direction, ties in system order): system, p_rank_1 .. p_rank_k (share of
+        replicates in which the system has rank k; rank 1 = best, ties share the better rank:
+        1, 2, 2, 4), expected_rank, rank_conf_low, rank_conf_high (the alpha/2 and 1 - alpha/2
+        quantiles of the rank, inverted-CDF rule, so they are ranks: **marginal** rank intervals,
+        each system on its own, not simultaneous).
 
-        ``simultaneous=True`` adds rank, rank_low, rank_high (rank intervals covering all
-        systems' ranks at once at ``level``, Mogstad et al. 2024, from the studentized bootstrap
-        of all pairwise differences) and letters (compact letter display): see
-        :meth:`rank_intervals`."""
+        ``simultaneous=True`` adds rank, rank_low, rank_high (**simultaneous** rank intervals
+        covering all systems' ranks at once at ``level``, Mogstad et al. 2024, from the
+        studentized bootstrap of all pairwise differences: the leaderboard's) and letters
+        (compact letter display): see :meth:`rank_intervals`.
+
+        ``DataFrame.attrs['rank_kind']`` labels the interval columns: ``{"rank_conf_low":
+        "marginal", "rank_conf_high": "marginal"}`` (and ``"simultaneous"`` for rank_low,
+        rank_high)."""
         level = self.level if level is None else ck.check_level(level)
         cols = st.rank_columns(self._rank_matrix(higher_is_better), level)
         out = pd.DataFrame({"system": list(self.systems), **cols})
+        kinds = {"rank_conf_low": "marginal", "rank_conf_high": "marginal"}
         if simultaneous:
             t = self.rank_intervals(level, higher_is_better).table.set_index("name")
             names = [str(s) for s in self.systems]
             for c in ("rank", "rank_low", "rank_high", "letters"):
                 out[c] = t.loc[names, c].to_numpy()
+            kinds.update(rank_low="simultaneous", rank_high="simultaneous")
+        out = out.iloc[self._order(higher_is_better)].reset_index(drop=True)
+        out.attrs["rank_kind"] = kinds
         return out
 
     @res.memory_errors(_FIX)
@@ -261,83 +315,64 @@ class BootstrapResult(LegacyAnswerMixin, ResultMixin):
                             columns=pd.Index(list(self.systems), name="system_b"))
 
     # ------------------------------------------------------------------ the one answer
-    @property
-    def direction(self):
-        """Which way the score is better (:class:`mixedeval._answer.Direction`): declared with
-        ``higher_is_better=``, or from the score's name (``ter``: lower), as :func:`bootstrap`
-        decided it."""
-
-        d = self.provenance.get("direction") or {}
-        return Direction(bool(self.higher_is_better), d.get("source", "declared"), d.get("metric"))
-
-    @functools.cached_property
-    def leaderboard(self) -> pd.DataFrame:
-        """The systems best first (:func:`mixedeval._answer.leaderboard`): name, estimate,
-        std_error (bootstrap SD), conf_low, conf_high (the default interval), rank, rank_low,
-        rank_high (simultaneous rank intervals from the replicates, Mogstad et al. 2024) and
-        letters."""
-
-        s = self.summary()
-        idx = [str(x) for x in self.systems]
-        return leaderboard(pd.Series(self.estimate, index=idx), std_error=s["std_error"].to_numpy(),
-                           conf_low=s["conf_low"].to_numpy(), conf_high=s["conf_high"].to_numpy(),
-                           draws=self.distribution.T, higher_is_better=self.higher_is_better, level=self.level)
-
-    @functools.cached_property
-    def headline(self):
-        """The best system against the runner-up (or the best other against the ``reference``
-        given to :func:`bootstrap`): the paired bootstrap difference with its interval (the
-        default ``ci``) and shift-method p-value, signed so the better system's advantage is
-        positive (:class:`mixedeval._answer.Headline`); None with one system."""
-
-        pair = choose_pair(self.leaderboard, self.provenance.get("reference"))
-        if pair is None:
-            return None
-        names = [str(x) for x in self.systems]
-        ia, ib = names.index(pair[0]), names.index(pair[1])
-        est = self.estimate[[ia]] - self.estimate[[ib]]
-        dist = self.distribution[[ia]] - self.distribution[[ib]]
-        lo, hi = self._interval(est, dist, tuple(j[[ia]] - j[[ib]] for j in self._jackknife), None, None)
-        sd = st.sd(dist)
-        c = st.count_extreme(dist - dist.mean(axis=1, keepdims=True), est, "two-sided")
-        p = st.p_from_count(c, self.n_resamples, "plus_one")
-        return headline(pair[0], pair[1], float(est[0]), float(sd[0]), float(lo[0]), float(hi[0]), float(p[0]),
-                        float("inf"), f"paired bootstrap ({self.ci} interval, shift-method p)", self.direction,
-                        level=self.level, reference=self.provenance.get("reference"),
-                        **dict(zip(("unit", "scale"), unit_scale(self.estimate, self.direction.metric))))
-
-    @property
-    def checks(self) -> None:
-        """No second analysis of the same question in a bootstrap result (None)."""
-        return None
-
-    @functools.cached_property
-    def differences(self) -> pd.DataFrame:
-        """Every system's paired difference from the best (or the ``reference``) in the better
-        direction (> 0: better than it), with the default interval and the shift-method p-value:
-        name, versus, estimate, conf_low, conf_high, p_value."""
-
-        ref = self.provenance.get("reference")
-        anchor = str(ref) if ref is not None else str(self.leaderboard["name"].iloc[0])
-        names = [str(x) for x in self.systems]
-        pw = self.pairwise(adjust="none", reference=self.systems[names.index(anchor)]) if len(names) > 1 else None
-        if pw is None:
-            return pd.DataFrame(columns=["name", "versus", "estimate", "conf_low", "conf_high", "p_value"])
-        pairs = pw.rename(columns={"system_a": "a", "system_b": "b"})
-        return differences(pairs, anchor, list(self.leaderboard["name"]), self.higher_is_better)
+    def _order(self, higher_is_better: bool | None = None) -> np.ndarray:
+        """System indices best first, as the leaderboard lists them: by the point estimate in the
+        better direction, ties in system order."""
+        hib = self.higher_is_better if higher_is_better is None else bool(higher_is_better)
+        return np.argsort(-self.estimate if hib else self.estimate, kind="stable")
 
     def to_dict(self) -> dict[str, Any]:
-        """Tables and settings, JSON-friendly (the raw distribution is left out: use
-        ``.distribution``)."""
+        """The answer first, then tables and settings, JSON-friendly (the raw distribution is left
+        out: use ``.distribution``)."""
         return jsonable({
-            "headline": None if self.headline is None else self.headline.to_dict(), "leaderboard": self.leaderboard,
-            "checks": self.checks, "direction": self.direction.to_dict(),
+            "answer": None if self.answer is None else self.answer.to_dict(),
             "summary": self.summary(), "pairwise": self.pairwise(), "ranks": self.ranks(),
             "systems": list(self.systems), "statistic": self.statistic, "aggregator": self.aggregator,
             "resample": list(self.resample), "n_resamples": self.n_resamples, "ci": self.ci,
             "level": self.level, "higher_is_better": self.higher_is_better, "design": self.design,
             "provenance": self.provenance, "warnings": list(self.warnings),
         })
+
+
+def _bootstrap_answer(res: BootstrapResult, d: Direction, reference: Any) -> Answer:
+    """The one answer of a bootstrap (:class:`mixedeval._answer.Answer`).
+
+    leaderboard: the systems best first (:func:`mixedeval._answer.leaderboard`): name, estimate,
+    std_error (bootstrap SD), conf_low, conf_high (the default interval), rank, rank_low,
+    rank_high (simultaneous rank intervals from the replicates, Mogstad et al. 2024) and letters.
+    differences: :meth:`BootstrapResult.pairwise` (best first, Holm), its :data:`PAIR_COLUMNS`
+    (None beyond :data:`MAX_PAIR_SYSTEMS` systems).
+    headline: the row of the best system and the runner-up (or the best other and ``reference``)
+    of the unadjusted paired table: the paired bootstrap difference, the default ``ci`` interval
+    and the shift-method p-value, the better system's advantage positive. No checks."""
+    s = res.summary()
+    idx = [str(x) for x in res.systems]
+    board = leaderboard(pd.Series(res.estimate, index=idx), std_error=s["std_error"].to_numpy(),
+                        conf_low=s["conf_low"].to_numpy(), conf_high=s["conf_high"].to_numpy(),
+                        draws=res.distribution.T, higher_is_better=res.higher_is_better, level=res.level)
+    method = f"paired bootstrap ({res.ci} interval, shift-method p)"
+    if len(idx) < 2:
+        return Answer(direction=d, leaderboard=board, headline=None, differences=None, method=method)
+    pair = choose_pair(board, reference)
+    many = len(idx) > MAX_PAIR_SYSTEMS
+    if many:  # the headline's pair only (Holm over one pair: p_adj = p)
+        ia, ib = idx.index(pair[0]), idx.index(pair[1])
+        pw = res._pair_table(np.array([ia]), np.array([ib]), "holm", None, None)  # noqa: SLF001 - its own result
+    else:
+        pw = res.pairwise()
+    diffs = pw[[c for c in PAIR_COLUMNS if c in pw.columns]].copy()
+    diffs["system_a"], diffs["system_b"] = diffs["system_a"].astype(str), diffs["system_b"].astype(str)
+    hit = pair_row(diffs, *pair)
+    if hit is None or hit[1] < 0:  # the pair is in every best-first table, better system first
+        raise AssertionError(f"bootstrap pair table misses the headline pair {pair}")
+    row = hit[0]
+    unit, scale = unit_scale(res.estimate, d.metric)
+    head = Headline(better=str(row["system_a"]), other=str(row["system_b"]), estimate=float(row["delta"]),
+                    std_error=float(row["std_error"]), conf_low=float(row["conf_low"]),
+                    conf_high=float(row["conf_high"]), p_value=float(row["p_value"]), df=float("inf"), method=method,
+                    level=float(res.level), unit=unit, scale=scale, direction=d,
+                    reference=None if reference is None else str(reference))
+    return Answer(direction=d, leaderboard=board, headline=head, differences=None if many else diffs, method=method)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -785,13 +820,13 @@ def _direction(score: Any, statistic: Any, higher_is_better: Any):
 
 
 def _answered(out: BootstrapResult, d: Any, reference: Any) -> BootstrapResult:
-    """The result with its direction and reference recorded (provenance); a reference that is not
-    a system is a DataError."""
+    """The result with its direction and reference recorded (provenance) and its answer; a
+    reference that is not a system is a DataError."""
     if reference is not None and str(reference) not in [str(s) for s in out.systems]:
         raise DataError(f"reference={reference!r} is not one of the systems {list(out.systems)}")
     out.provenance["direction"] = d.to_dict()
     out.provenance["reference"] = None if reference is None else str(reference)
-    return out
+    return dataclasses.replace(out, answer=_bootstrap_answer(out, d, reference))
 
 
 def _partitioned(data, score, system, item, run, group, resample, statistic, aggregator, n_resamples, ci, level,

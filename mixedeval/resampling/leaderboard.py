@@ -424,7 +424,8 @@ class LeaderboardResult(ResultMixin):
       (center / std_error), significant (|snr| >= snr_threshold); boot_mean and std_error are
       the exact moments of the per-language difference under the noise model.
     - ``ranks``: aggregator, model, observed_rank, p_rank_1 .. p_rank_M, expected_rank,
-      rank_conf_low, rank_conf_high (rank 1 = best).
+      rank_conf_low, rank_conf_high (rank 1 = best; **marginal** rank intervals, each model on its
+      own: ``ranks.attrs['rank_kind']`` says so).
 
     ``draws`` is the (n_resamples, M, A) array of simulated aggregates (model and aggregator
     order as in ``models`` and ``aggregators``).
@@ -805,7 +806,9 @@ def _rank_table(draws: np.ndarray, obs: np.ndarray, c: _Cells, cfg: _Sim):
         cols = st.rank_columns(st.rank_matrix(d, cfg.higher_is_better), cfg.level)
         pieces.append(pd.DataFrame({"aggregator": a, "model": np.array(c.models, dtype=object),
                                     "observed_rank": observed, **cols}))
-    return pd.concat(pieces, ignore_index=True)
+    out = pd.concat(pieces, ignore_index=True)
+    out.attrs["rank_kind"] = {"rank_conf_low": "marginal", "rank_conf_high": "marginal"}
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from .. import _resources as res
+from .._answer import z_quantile
 from .._random import seed_sequence
 from ..data import as_pandas, require_columns, require_finite, require_nonempty, require_unique
 from ..errors import DataError
@@ -633,7 +634,7 @@ def _t_rows(est: float, v_test: float, v_run: float, l: int, n: int, level: floa
             return _row(method, tgt, est, np.nan, np.nan, np.nan)
         v = sum(p for p, _ in parts)
         df_ = _satterthwaite_df(parts)
-        tq = stats.t.ppf(1 - alpha / 2, df_) if np.isfinite(df_) else stats.norm.ppf(1 - alpha / 2)
+        tq = stats.t.ppf(1 - alpha / 2, df_) if np.isfinite(df_) else z_quantile(1 - alpha)
         return _row(method, tgt, est, np.sqrt(v), est - tq * np.sqrt(v), est + tq * np.sqrt(v))
 
     rows = [t_row("variance_components", "expected_score", [(v_test, l - 1), (v_run / n, n - 1)])]

@@ -14,6 +14,7 @@ from ..data.table import as_pandas
 from ..data.validate import require_columns, require_level
 from ..errors import DataError
 from ..inference._bt_ppi import PPIFit, ppi_bt
+from ..padjust import adjust_pvalues
 from ..results import ResultWarning
 from ._common import _WorkflowResult
 
@@ -22,21 +23,20 @@ VERDICTS = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}
 
 
 @dataclass(frozen=True, repr=False)
-class JudgedBattlesResult(_answer.LegacyAnswerMixin, _WorkflowResult):
+class JudgedBattlesResult(_answer.AnswerMixin, _WorkflowResult):
     """PPI++-corrected Bradley-Terry strengths (:func:`bradley_terry_corrected`).
 
     table : model, strength (log-odds, the reference model 0), std_error, conf_low, conf_high
         (corrected), classical_* (people's verdicts only) and judge_* (the judge's verdicts only,
         uncorrected), best first.
-    leaderboard, headline, checks, direction : the shared answer (:mod:`mixedeval._answer`); the
-        headline is the strength difference of the best model and the runner-up (or reference).
+    answer : the one answer (:class:`mixedeval._answer.Answer`; views ``leaderboard``,
+        ``headline``, ``checks``, ``direction``, ``differences``, ``p_value``); the headline is the
+        strength difference of the best model and the runner-up (or reference); ``differences``
+        every pair best first (corrected, Wald intervals and tests; ``p_adj`` Holm).
     """
 
     table: pd.DataFrame
-    leaderboard: pd.DataFrame
-    headline: Any
-    checks: Any
-    direction: Any
+    answer: _answer.Answer
     lam: float
     level: float
     warnings: tuple[ResultWarning, ...]
@@ -44,7 +44,7 @@ class JudgedBattlesResult(_answer.LegacyAnswerMixin, _WorkflowResult):
 
     _print_tables = ("leaderboard", "table", "checks")
     _title = "Judge-corrected Bradley-Terry strengths"
-    _no_headline_text = "one model: no comparison"
+    _answer_priority = 35
 
     def _scalars(self):
         return [("headline", self.headline_text()), ("lambda (PPI++ weight)", round(self.lam, 4))]
@@ -102,7 +102,7 @@ def _table(fits: dict[str, PPIFit], names: list[str], level: float) -> tuple[pd.
         V = np.zeros((len(names), len(names)))
         V[1:, 1:] = f.vcov
         se = np.sqrt(np.diag(V))
-        q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(f.df) else stats.t.ppf(0.5 + level / 2, f.df)
+        q = _answer.z_quantile(level) if not np.isfinite(f.df) else stats.t.ppf(0.5 + level / 2, f.df)
         out[f"{prefix}strength"] = est
         out[f"{prefix}std_error"] = se
         out[f"{prefix}conf_low"], out[f"{prefix}conf_high"] = est - q * se, est + q * se
@@ -118,10 +118,26 @@ def _pair(fit: PPIFit, names: list[str], a: str, b: str, level: float) -> tuple[
     i, j = names.index(a), names.index(b)
     d = est[i] - est[j]
     se = float(np.sqrt(V[i, i] + V[j, j] - 2 * V[i, j]))
-    q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(fit.df) else stats.t.ppf(0.5 + level / 2, fit.df)
+    q = _answer.z_quantile(level) if not np.isfinite(fit.df) else stats.t.ppf(0.5 + level / 2, fit.df)
     z = abs(d) / se if se > 0 else np.nan
     p = float(2 * (stats.norm.sf(z) if not np.isfinite(fit.df) else stats.t.sf(z, fit.df)))
     return d, se, d - q * se, d + q * se, p
+
+
+def _pairs(fit: PPIFit, names: list[str], order: list[str], level: float) -> pd.DataFrame:
+    """Every pair of models best first (:func:`mixedeval._answer.best_first_pairs`): the corrected
+    strength difference, its interval and test (:func:`_pair`), ``p_adj`` Holm over the pairs."""
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            dd, se, lo, hi, p = _pair(fit, names, a, b, level)
+            rows.append({"system_a": a, "system_b": b, "delta": dd, "std_error": se, "conf_low": lo,
+                         "conf_high": hi, "p_value": p})
+    if not rows:
+        return pd.DataFrame(columns=list(_answer.PAIR_COLUMNS))
+    pairs = pd.DataFrame(rows)
+    pairs["p_adj"] = adjust_pvalues(pairs["p_value"].to_numpy(dtype=float), "holm")
+    return _answer.best_first_pairs(pairs, order, True)
 
 
 def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: str = "model_b",
@@ -174,12 +190,15 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
             d2, _, lo2, hi2, p2 = _pair(fits[prefix], names, head.better, head.other, level)
             rows.append(_answer.check_row(name, head, estimate=d2, conf_low=lo2, conf_high=hi2, p_value=p2))
         checks = _answer.checks_table(rows)
+    label = f"{'PPI++' if method == 'ppi++' else 'PPI'} judge-corrected Bradley-Terry"
+    ans = _answer.Answer(direction=d, leaderboard=board, headline=head, checks=checks, method=label,
+                         differences=_pairs(fits[""], names, list(board["name"]), level),
+                         no_headline_text="one model: no comparison")
     order = table["strength"].to_numpy().argsort()[::-1]
     prov = {"workflow": "bradley_terry_corrected", "method": method, "anchor": ref, "n_battles": len(df),
             "n_labels": int(lab.sum()), "cluster": cluster, "level": level}
-    return JudgedBattlesResult(table=table.iloc[order].reset_index(drop=True), leaderboard=board, headline=head,
-                               checks=checks, direction=d, lam=fits[""].lam, level=level, warnings=(),
-                               provenance=prov)
+    return JudgedBattlesResult(table=table.iloc[order].reset_index(drop=True), answer=ans, lam=fits[""].lam,
+                               level=level, warnings=(), provenance=prov)
 
 
 __all__ = ["JudgedBattlesResult", "bradley_terry_corrected"]

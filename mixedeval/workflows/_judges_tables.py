@@ -19,7 +19,7 @@ METHOD_LABEL = {"ppi++": "PPI++", "ppi": "PPI", "rogan-gladen": "Rogan-Gladen"}
 def interval(est: float, var: float, df: float, level: float) -> tuple[float, float, float]:
     """(std_error, conf_low, conf_high): normal quantile for infinite df, Student's t otherwise."""
     se = float(np.sqrt(var)) if np.isfinite(var) and var >= 0 else np.nan
-    q = stats.norm.ppf(0.5 + level / 2) if not np.isfinite(df) else stats.t.ppf(0.5 + level / 2, df)
+    q = _answer.z_quantile(level) if not np.isfinite(df) else stats.t.ppf(0.5 + level / 2, df)
     return se, est - q * se, est + q * se
 
 
@@ -122,32 +122,55 @@ def pairwise_rows(units: Units, systems: list[str], method: str, level: float, a
 
 
 def _pair_lookup(pw: pd.DataFrame, a: str, b: str, prefix: str = "") -> tuple[float, float, float, float, float, float]:
-    """(delta a - b, se, low, high, p, df) of the pair from the pairwise table (either order)."""
-    hit = pw[(pw["system_a"] == a) & (pw["system_b"] == b)]
-    sign = 1.0
-    if not len(hit):
-        hit, sign = pw[(pw["system_a"] == b) & (pw["system_b"] == a)], -1.0
-    r = hit.iloc[0]
+    """(delta a - b, se, low, high, p, df) of the pair from the pairwise table (either order; the
+    row by :func:`mixedeval._answer.pair_row`)."""
+    r, sign = _answer.pair_row(pw, a, b)
     lo, hi = sign * r[f"{prefix}conf_low"], sign * r[f"{prefix}conf_high"]
     df = r.get(f"{prefix}df", r["df"])
     return (sign * r[f"{prefix}estimate"], r[f"{prefix}std_error"], min(lo, hi), max(lo, hi),
             r[f"{prefix}p_value"], df)
 
 
+def best_first(pw: pd.DataFrame, order: list[str], higher_is_better: bool) -> pd.DataFrame:
+    """The pairwise table best first (the glossary's pair-table rule, as
+    :func:`mixedeval._answer.best_first_pairs`): ``system_a`` above ``system_b`` on the leaderboard
+    (``order``), and every estimate (corrected, ``classical_``, ``judge_``) and its interval the
+    advantage of system_a in the better direction; p-values, df and counts unchanged."""
+    if not len(pw):
+        return pw
+    pos = {str(n): i for i, n in enumerate(order)}
+    sign = 1.0 if higher_is_better else -1.0
+    out = pw.copy()
+    a, b = out["system_a"].astype(str), out["system_b"].astype(str)
+    flip = (b.map(pos) < a.map(pos)).to_numpy()
+    s = np.where(flip, -1.0, 1.0) * sign
+    out["system_a"], out["system_b"] = np.where(flip, b, a), np.where(flip, a, b)
+    for prefix in ("", "classical_", "judge_"):
+        lo, hi = out[f"{prefix}conf_low"].to_numpy(dtype=float), out[f"{prefix}conf_high"].to_numpy(dtype=float)
+        out[f"{prefix}estimate"] = s * out[f"{prefix}estimate"].to_numpy(dtype=float)
+        out[f"{prefix}conf_low"] = np.where(s > 0, lo, -hi)
+        out[f"{prefix}conf_high"] = np.where(s > 0, hi, -lo)
+    key = np.lexsort((out["system_b"].map(pos).to_numpy(), out["system_a"].map(pos).to_numpy()))
+    out = out.iloc[key].reset_index(drop=True)
+    out.attrs["convention"] = _answer.convention(_answer.Direction(bool(higher_is_better), "declared"))
+    return out
+
+
 def answer(table: pd.DataFrame, pw: pd.DataFrame, V: np.ndarray, method: str, direction: _answer.Direction,
-           level: float, reference: Any, random_state: Any) -> tuple[pd.DataFrame, Any, pd.DataFrame | None]:
-    """(leaderboard, headline, checks): the corrected leaderboard; the headline pair's corrected
-    difference; the human-only and judge-only differences of the same pair as checks."""
+           level: float, reference: Any, random_state: Any) -> _answer.Answer:
+    """The one answer: the corrected leaderboard; the headline pair's corrected difference; every
+    pair best first (:func:`mixedeval._answer.best_first_pairs` of the corrected differences);
+    the human-only and judge-only differences of the headline pair as checks."""
     est = pd.Series(table["estimate"].to_numpy(dtype=float), index=table["system"].tolist())
     board = _answer.leaderboard(est, std_error=table["std_error"].to_numpy(), conf_low=table["conf_low"].to_numpy(),
                                 conf_high=table["conf_high"].to_numpy(), vcov=V,
                                 higher_is_better=direction.higher_is_better, level=level, random_state=random_state)
+    label = f"{METHOD_LABEL[method]} judge-corrected paired difference"
     pair = _answer.choose_pair(board, reference)
     if pair is None:
-        return board, None, None
+        return _answer.Answer(direction=direction, leaderboard=board, headline=None, method=label)
     a, b = pair
     d, se, lo, hi, p, df = _pair_lookup(pw, a, b)
-    label = f"{METHOD_LABEL[method]} judge-corrected paired difference"
     head = _answer.headline(a, b, d, se, lo, hi, p, df, label, direction, level=level, reference=reference)
     rows = []
     sign = 1.0 if head.better == a else -1.0
@@ -157,4 +180,7 @@ def answer(table: pd.DataFrame, pw: pd.DataFrame, V: np.ndarray, method: str, di
         d2, _, lo2, hi2, p2, _ = _pair_lookup(pw, a, b, prefix)
         lo2, hi2 = sorted((sign * lo2, sign * hi2))
         rows.append(_answer.check_row(name, head, estimate=sign * d2, conf_low=lo2, conf_high=hi2, p_value=p2))
-    return board, head, _answer.checks_table(rows)
+    diffs = _answer.best_first_pairs(pw.rename(columns={"estimate": "delta"}), list(board["name"]),
+                                     direction.higher_is_better)
+    return _answer.Answer(direction=direction, leaderboard=board, headline=head, differences=diffs,
+                          checks=_answer.checks_table(rows), method=label)

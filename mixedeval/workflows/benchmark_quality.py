@@ -41,33 +41,34 @@ from .variance_components import variance_components
 
 
 @dataclass(frozen=True, repr=False)
-class BenchmarkQuality(_WorkflowResult):
+class BenchmarkQuality(_answer.AnswerMixin, _WorkflowResult):
     """Signal, noise, decision accuracy and reliability of a benchmark.
 
     ``table``: one row per scale (or one row): scale, n_systems, mean_score, signal, noise,
     snr, noise_source, n_series (models x runs whose checkpoints or runs gave the noise).
-    ``leaderboard``: the systems' final scores (large scale), best first; std_error is the SD of
-    the system's last checkpoints or runs over sqrt(their number) (NaN without repeats).
+    ``answer`` (:class:`mixedeval._answer.Answer`; views ``leaderboard``, ``direction``,
+    ``differences``): the systems' final scores (large scale), best first; std_error is the SD of
+    the system's last checkpoints or runs over sqrt(their number) (NaN without repeats); no
+    headline pair (the answer's text is the summary sentence of :meth:`headline_text`); every pair
+    as Wald differences of independent scores when every system has a std_error.
     ``reliability``: coefficient (g_coefficient, phi), value, band (Koo & Li), n_items, and the
     items needed for ``target_reliability``; None without item-level scores.
     """
 
     table: pd.DataFrame
-    leaderboard: pd.DataFrame
+    answer: _answer.Answer
     decision_accuracy: float
     n_pairs: int
     reliability: Any
     items_needed: float
     target_reliability: float
-    direction: Any
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
     variance_components: Any = field(default=None, repr=False, compare=False)
-    headline: Any = None
-    checks: Any = None
 
     _print_tables = ("table", "reliability", "leaderboard")
     _skip_in_dict = ("variance_components",)
+    _answer_priority = 70
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -77,20 +78,23 @@ class BenchmarkQuality(_WorkflowResult):
         return [("summary", self.headline_text())]
 
     def headline_text(self) -> str:
-        """One sentence: the signal-to-noise ratio, the decision accuracy and the reliability."""
-        last = self.table.iloc[-1]
-        parts = [f"signal-to-noise ratio {last['snr']:.3g} (signal {last['signal']:.3g}, noise {last['noise']:.3g})"]
-        if np.isfinite(self.decision_accuracy):
-            parts.append(f"decision accuracy small -> large {self.decision_accuracy:.3f} over {self.n_pairs} pairs")
-        if self.reliability is not None:
-            g = self.reliability.set_index("coefficient").loc["g_coefficient"]
-            parts.append(f"G coefficient {g['value']:.3f} with {int(g['n_items'])} items; "
-                         f"{_fmt_items(self.items_needed)} items for {self.target_reliability:g}")
-        return "; ".join(parts)
+        """One sentence: the signal-to-noise ratio, the decision accuracy and the reliability
+        (the answer's text: a benchmark's quality has no headline pair)."""
+        return self.answer.headline_text()
 
-    @property
-    def p_value(self) -> float:
-        return float("nan")
+
+def _summary(table: pd.DataFrame, decision_accuracy: float, n_pairs: int, reliability: Any, items_needed: float,
+             target_reliability: float) -> str:
+    """One sentence: the signal-to-noise ratio, the decision accuracy and the reliability."""
+    last = table.iloc[-1]
+    parts = [f"signal-to-noise ratio {last['snr']:.3g} (signal {last['signal']:.3g}, noise {last['noise']:.3g})"]
+    if np.isfinite(decision_accuracy):
+        parts.append(f"decision accuracy small -> large {decision_accuracy:.3f} over {n_pairs} pairs")
+    if reliability is not None:
+        g = reliability.set_index("coefficient").loc["g_coefficient"]
+        parts.append(f"G coefficient {g['value']:.3f} with {int(g['n_items'])} items; "
+                     f"{_fmt_items(items_needed)} items for {target_reliability:g}")
+    return "; ".join(parts)
 
 
 def _fmt_items(n: float) -> str:
@@ -274,6 +278,12 @@ def benchmark_quality(data: Any, *, score: str = "score", system: str = "system"
         ws += list(vca.warnings)
     prov = {"signal_noise": "Heineman et al. 2025", "last_n": last_n, "reliability": "lme4 REML variance components"
             if rel is not None else "not computed (no item column)"}
-    return BenchmarkQuality(table=table, leaderboard=board, decision_accuracy=da, n_pairs=n_pairs, reliability=rel,
-                            items_needed=need, target_reliability=target_reliability, direction=direction,
+    se = board["std_error"].to_numpy(dtype=float)
+    diffs = _answer.wald_pairs(board, higher_is_better=direction.higher_is_better) \
+        if 1 < len(board) <= 200 and np.all(np.isfinite(se)) else None
+    ans = _answer.Answer(direction=direction, leaderboard=board, headline=None, differences=diffs,
+                         no_headline_text=_summary(table, da, n_pairs, rel, need, target_reliability),
+                         method="signal and noise (Heineman et al. 2025)")
+    return BenchmarkQuality(table=table, answer=ans, decision_accuracy=da, n_pairs=n_pairs, reliability=rel,
+                            items_needed=need, target_reliability=target_reliability,
                             warnings=tuple(ws), provenance=prov, variance_components=vca)

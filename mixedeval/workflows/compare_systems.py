@@ -21,6 +21,7 @@ Extra random effects (e.g. ``random=["run", "system:run"]``) are added to both m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,16 +34,9 @@ from ..data.validate import ROWS_CHECKED, require_level
 from ..engine import _bridge
 from ..inference._glmm import glmm
 from ..inference._lmm import lmm
-from .._answer import LegacyAnswerMixin, check_row, checks_table
+from .._answer import Answer, AnswerMixin, check_row, checks_table
 from ..inference.compare import compare
-from ..inference.rankings import (
-    contrast_headline,
-    emm_differences,
-    emm_direction,
-    emm_headline,
-    emm_leaderboard,
-    pair_row,
-)
+from ..inference.rankings import contrast_headline, contrast_pairs, emm_answer
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import (
@@ -117,14 +111,15 @@ class AveragedAnalysis(_WorkflowResult):
 
 
 @dataclass(frozen=True, repr=False)
-class CompareSystemsResult(LegacyAnswerMixin, _WorkflowResult):
+class CompareSystemsResult(AnswerMixin, _WorkflowResult):
     """Result of :func:`compare_systems`.
 
-    The one answer (:mod:`mixedeval._answer`): ``leaderboard`` (systems best first), ``headline``
-    (best vs runner-up or reference; ``headline_text()``, ``p_value``: the unadjusted pairwise
-    contrast of that pair; the omnibus GLRT's is :attr:`glrt_p_value`), ``checks`` (other analyses
-    of the question with verdicts), ``direction``, ``differences`` (every system against the best
-    or the reference, in the better direction, unadjusted).
+    ``answer`` (:class:`mixedeval._answer.Answer`), with its views ``leaderboard`` (systems best
+    first), ``headline`` (best vs runner-up or reference; ``headline_text()``, ``p_value``: the
+    unadjusted pairwise contrast of that pair; the omnibus GLRT's is :attr:`glrt_p_value`),
+    ``checks`` (other analyses of the question with verdicts), ``direction``, ``differences``
+    (every pair best first, signed in the better direction: unadjusted intervals and p-values,
+    ``p_adj`` of the contrasts).
 
     ``table`` (the main table): analysis, formula, nobs, residual_sd, chisq, df, p_value
     (all-instances mixed model, and the averaged analyses when there was anything to average) --
@@ -146,11 +141,7 @@ class CompareSystemsResult(LegacyAnswerMixin, _WorkflowResult):
     posthoc_df: str
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
-    leaderboard: Any = None
-    headline: Any = None
-    checks: Any = None
-    direction: Any = None
-    differences: Any = None
+    answer: Answer
     fit: Any = field(default=None, repr=False, compare=False)
     null_fit: Any = field(default=None, repr=False, compare=False)
     emm_result: Any = field(default=None, repr=False, compare=False)
@@ -160,7 +151,7 @@ class CompareSystemsResult(LegacyAnswerMixin, _WorkflowResult):
     _print_tables = ("leaderboard", "checks", "table", "emmeans", "contrasts")
     _skip_in_dict = ("fit", "null_fit", "emm_result", "contrast_result")
     _title = "System comparison with a linear mixed model (GLRT, EMMs, pairwise contrasts)"
-    _no_headline_text = "fewer than two systems: nothing to compare"
+    _answer_priority = 30
 
     def _scalars(self):
         out = [("headline", self.headline_text())] if self.headline is not None else []
@@ -174,25 +165,22 @@ class CompareSystemsResult(LegacyAnswerMixin, _WorkflowResult):
         """The omnibus GLRT p-value on all instances (a check of the headline)."""
         return float(self.glrt["p_value"].iloc[-1])
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly: the headline (in words and numbers) first, then the tables and settings."""
-        return {"headline_text": self.headline_text(), **super().to_dict()}
-
 
 # ------------------------------------------------------------------- the one answer
 def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, glrt: Any,
-            averaged: AveragedAnalysis | None = None, runs: bool = False) -> dict[str, Any]:
-    """leaderboard, headline, checks and direction (:mod:`mixedeval._answer`): the EMMs best
-    first (rank intervals from emmeans' covariance), the headline from the pairwise contrast of
-    the best and the runner-up (or ``reference``), and as checks the omnibus GLRT (and its
-    parametric bootstrap), and the run-averaged analyses when there are any."""
-    d = emm_direction(emm, higher_is_better)
-    board = emm_leaderboard(emm, higher_is_better=d.higher_is_better)
-    head = emm_headline(emm, higher_is_better=d.higher_is_better, reference=reference, board=board,
-                        contrasts=contrasts)
+            averaged: AveragedAnalysis | None = None, runs: bool = False, df_note: str | None = None) -> Answer:
+    """The one answer (:func:`mixedeval.inference.rankings.emm_answer`): the EMMs best first (rank
+    intervals from emmeans' covariance), the headline from the pairwise contrast of the best and
+    the runner-up (or ``reference``), every pair best first; and as checks the omnibus GLRT (and
+    its parametric bootstrap), and the run-averaged analyses when there are any. ``df_note``
+    says why the contrasts' df are asymptotic when they are."""
+    ans = emm_answer(emm, higher_is_better=higher_is_better, reference=reference, contrasts=contrasts,
+                     df_note=df_note)
+    ans = dataclasses.replace(ans, no_headline_text="fewer than two systems: nothing to compare")
+    head = ans.headline
     if head is None:
-        return {"leaderboard": board, "headline": None, "checks": None, "direction": d, "differences": None}
-    k = len(board)
+        return ans
+    k = len(ans.leaderboard)
     why_omnibus = "; ".join(
         ([] if k == 2 else ["the likelihood-ratio test asks whether any of the systems differ, not this pair"])
         + (["its chi-square reference is asymptotic, which does not see that the run variance rests on few runs "
@@ -209,9 +197,7 @@ def _answer(emm: Any, contrasts: Any, *, reference: Any, higher_is_better: Any, 
                               why=why_omnibus if k > 2 else None))
     if averaged is not None:
         rows += _averaged_checks(averaged, emm, head, runs=runs)
-    diffs = emm_differences(emm, board, head, contrasts if contrasts is not None else
-                            emm.contrasts(method="pairwise", adjust="none").table)
-    return {"leaderboard": board, "headline": head, "checks": checks_table(rows), "direction": d, "differences": diffs}
+    return dataclasses.replace(ans, checks=checks_table(rows))
 
 
 def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any, runs: bool = False) -> list[dict[str, Any]]:
@@ -223,8 +209,8 @@ def _averaged_checks(averaged: AveragedAnalysis, emm: Any, head: Any, runs: bool
            "averaging the runs of each system per item discards their replication (Hagmann 2023, Table 2.2)")
     out = []
     if head.better in labels and head.other in labels and len(averaged.contrasts) == len(labels) * (len(labels) - 1) // 2:
-        row, sign = pair_row(averaged.contrasts, labels, head.better, head.other)
-        h2 = contrast_headline(row, sign, head.better, head.other, head.direction, level=head.level, method="averaged")
+        pairs = contrast_pairs(averaged.contrasts, labels, head.level)
+        h2 = contrast_headline(pairs, head.better, head.other, head.direction, level=head.level, method="averaged")
         adv = h2.estimate if h2.better == head.better else -h2.estimate
         lo, hi = (h2.conf_low, h2.conf_high) if h2.better == head.better else (-h2.conf_high, -h2.conf_low)
         r = check_row("run-averaged data, mixed model (item intercept): the same pair", head, estimate=adv,
@@ -339,6 +325,7 @@ def compare_systems(
     the run-averaged analyses of the same question, each with its verdict), ``direction`` --
     then ``table``, ``glrt``, ``emmeans``, ``contrasts``, ``averaged``, ``warnings``, ``fit``.
     """
+    df_note = None if posthoc_df is not None else "asymptotic, compare_systems' default without run="
     posthoc_df = check_posthoc_df(posthoc_df if posthoc_df is not None else
                                   "satterthwaite" if run is not None else "asymptotic")
     level = require_level(level)
@@ -385,12 +372,12 @@ def compare_systems(
                  "effect_size": effect_size,
                  "glrt": "lme4 anova (ML refit)", "contrasts": "emmeans::contrast pairwise", **_pb_provenance(an.glrt)})
     answer = _answer(an.emm, an.contrasts.table, reference=reference, higher_is_better=higher_is_better,
-                     glrt=an.glrt, averaged=averaged, runs=run is not None)
-    prov["direction"] = answer["direction"].note
+                     glrt=an.glrt, averaged=averaged, runs=run is not None, df_note=df_note)
+    prov["direction"] = answer.direction.note
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=an.emm.table, contrasts=an.contrasts.table, averaged=averaged,
         p_adjust=an.contrasts.p_adjust, posthoc_df=posthoc_df, warnings=dedupe_warnings(warnings), provenance=prov,
-        fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts, **answer,
+        fit=an.full, null_fit=an.null, emm_result=an.emm, contrast_result=an.contrasts, answer=answer,
     )
 
 
@@ -452,11 +439,11 @@ def _compare_glmm_systems(data: Any, score: str, system: str, item: str, referen
     diff = emm.contrasts(method="pairwise", adjust="none", scale="difference") if len(emm.table) > 1 else None
     answer = _answer(emm, None if diff is None else diff.table, reference=reference,
                      higher_is_better=higher_is_better, glrt=glrt)
-    prov["direction"] = answer["direction"].note
+    prov["direction"] = answer.direction.note
     return CompareSystemsResult(
         table=pd.DataFrame(rows), glrt=g, emmeans=emm.table, contrasts=con.table, averaged=None,
         p_adjust=con.p_adjust, posthoc_df="asymptotic", warnings=dedupe_warnings(warnings), provenance=prov,
-        fit=full, null_fit=null, emm_result=emm, contrast_result=con, **answer,
+        fit=full, null_fit=null, emm_result=emm, contrast_result=con, answer=answer,
     )
 
 

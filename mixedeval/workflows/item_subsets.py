@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from .. import _answer
 from .._random import as_generator
@@ -358,14 +357,16 @@ def _model_tuning(core: dict[str, Any], z: float) -> _Tuning:
 
 
 @dataclass(frozen=True, repr=False)
-class SubsetScores(_answer.LegacyAnswerMixin, _WorkflowResult):
+class SubsetScores(_answer.AnswerMixin, _WorkflowResult):
     """Full-benchmark accuracies estimated from answers to a subset of a calibrated bank.
 
     ``table``: system, estimator, estimate, std_error, conf_low, conf_high, n_answered (one row
     per system and estimator; estimators ``gp_irt``, ``p_irt``, ``irt``, ``anchor``, ``posterior``,
-    see :func:`estimate_scores`). ``leaderboard``: best first by the headline estimator
-    (``estimator``), with simultaneous rank intervals (up to 60 systems; beyond, the ranks and
-    intervals of the estimates only). ``abilities``: system, ability (posterior
+    see :func:`estimate_scores`). ``answer`` (:class:`mixedeval._answer.Answer`; views
+    ``leaderboard``, ``headline``, ``differences``, ``direction``, ``p_value``): best first by the
+    headline estimator (``estimator``), with simultaneous rank intervals (up to 60 systems; beyond,
+    the ranks and intervals of the estimates only); the headline and every pair (up to 200
+    systems) as Wald differences of independent estimates. ``abilities``: system, ability (posterior
     mode), std_error, ability_eap, std_error_eap, n_answered. ``tuning``: per estimator, its error
     on the cross-fitted calibration systems answering the same subset (rmse, mean_abs_error), the
     model's root mean squared error there (model_sd), the conformal quantile of the studentized
@@ -375,20 +376,18 @@ class SubsetScores(_answer.LegacyAnswerMixin, _WorkflowResult):
     """
 
     table: pd.DataFrame
-    leaderboard: pd.DataFrame
+    answer: _answer.Answer
     abilities: pd.DataFrame
     tuning: pd.DataFrame
     estimator: str
     gp_lambda: float
     level: float
     n_bank: int
-    headline: Any
-    direction: Any
     warnings: tuple[ResultWarning, ...]
     provenance: dict[str, Any]
-    checks: Any = None
 
     _print_tables = ("leaderboard", "table", "tuning")
+    _answer_priority = 60
 
     @property
     def _title(self) -> str:  # type: ignore[override]
@@ -537,7 +536,7 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     bank = as_bank(calibration)
     systems, y, n = _new_responses(bank, responses, score, system, item)
     w, subset, wsource = _anchor_weights(bank, anchors, n)
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = _answer.z_quantile(level)
     core = _core(bank.shrunk(), y, n, w)
     if not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
         raise DataError(f"n_folds={n_folds!r} must be 0 (model-only intervals) or a whole number >= 2")
@@ -558,10 +557,13 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
                              f"are computed for at most {RANK_INTERVALS_MAX} systems (their cost grows fast)"),)
     prov = {"calibration_engine": bank.engine, "model": bank.model, "anchors": wsource, "n_subset": int(len(subset)),
             "tuning": tuning.source, "n_folds": n_folds, "random_state": random_state, "level": level, "n_nodes": 41}
-    return SubsetScores(table=table, leaderboard=board, abilities=abilities, tuning=tuning.table, estimator=estimator,
-                        gp_lambda=tuning.gp_lambda, level=level, n_bank=len(bank.items),
-                        headline=_headline(board, direction, level, reference, estimator), direction=direction,
-                        warnings=ws, provenance=prov)
+    head_ = _headline(board, direction, level, reference, estimator)
+    ans = _answer.Answer(direction=direction, leaderboard=board, headline=head_,
+                         differences=_answer.wald_pairs(board, level=level, higher_is_better=direction.higher_is_better)
+                         if 1 < len(board) <= 200 else None,
+                         method="" if head_ is None else head_.method, no_headline_text="one system: no comparison")
+    return SubsetScores(table=table, answer=ans, abilities=abilities, tuning=tuning.table, estimator=estimator,
+                        gp_lambda=tuning.gp_lambda, level=level, n_bank=len(bank.items), warnings=ws, provenance=prov)
 
 
 def _board(head: pd.DataFrame, direction, level: float, random_state: Any) -> pd.DataFrame:
@@ -688,7 +690,7 @@ def next_items(calibration: Any, responses: Any = None, *, n_items: int = 1, tar
         stop, reason = True, "every bank item is answered"
     else:
         stop, reason = False, f"standard error {se:.3f} > target_se={target:.3g}"
-    zq = float(stats.norm.ppf(0.5 + level / 2))
+    zq = _answer.z_quantile(level)
     m, sd = float(core["mean"][0]), float(np.sqrt(core["var"][0]))
     return NextItems(table=table, ability=theta, std_error=se, n_answered=k, target_se=target, stop=stop,
                      reason=reason, accuracy=m, conf_low=max(0.0, m - zq * sd), conf_high=min(1.0, m + zq * sd),

@@ -30,11 +30,11 @@ from . import _judges_agree, _judges_budget
 from ._common import _WorkflowResult, dedupe_warnings
 from ._judges_core import METHODS
 from ._judges_prep import Prepared, build_units, canonical_rows, check_labels
-from ._judges_tables import METHOD_LABEL, answer, pairwise_rows, system_rows, vcov
+from ._judges_tables import METHOD_LABEL, answer, best_first, pairwise_rows, system_rows, vcov
 
 
 @dataclass(frozen=True, repr=False)
-class JudgeCorrected(_answer.LegacyAnswerMixin, _WorkflowResult):
+class JudgeCorrected(_answer.AnswerMixin, _WorkflowResult):
     """Judge-corrected estimates (:func:`judge_corrected`).
 
     table : per system: system, estimate, std_error, df, conf_low, conf_high (the corrected mean),
@@ -43,22 +43,22 @@ class JudgeCorrected(_answer.LegacyAnswerMixin, _WorkflowResult):
         std_error)^2``), lam (PPI++'s power-tuning weight; 1 for PPI; NaN for Rogan-Gladen or
         several judges, see ``weights``), classical_* (people's labels only), judge_* (the
         judge's scores only, uncorrected); for Rogan-Gladen sensitivity and specificity.
-    pairwise : per pair of systems on their shared items: system_a, system_b, estimate (a - b),
-        std_error, df, conf_low, conf_high, p_value, p_adj, n_items, n_labels, n_eff_labels,
-        classical_* and judge_* (with their p-values).
-    leaderboard, headline, checks, direction : the shared answer (:mod:`mixedeval._answer`):
-        best first by the corrected means; the headline is the corrected paired difference of the
-        best system and the runner-up (or ``reference``); the checks are the human-only and the
-        judge-only differences of the same pair.
+    pairwise : per pair of systems on their shared items, best first (system_a above system_b on
+        the leaderboard): system_a, system_b, estimate (system_a's advantage in the better
+        direction: a - b when higher is better, b - a when lower is better), std_error, df,
+        conf_low, conf_high, p_value, p_adj, n_items, n_labels, n_eff_labels, classical_* and
+        judge_* (signed the same way, with their p-values).
+    answer : the one answer (:class:`mixedeval._answer.Answer`; views ``leaderboard``,
+        ``headline``, ``checks``, ``direction``, ``differences``, ``p_value``): best first by the
+        corrected means; the headline is the corrected paired difference of the best system and
+        the runner-up (or ``reference``); the checks are the human-only and the judge-only
+        differences of the same pair.
     weights : per system and judge, PPI++'s weight of the judge.
     """
 
     table: pd.DataFrame
     pairwise: pd.DataFrame
-    leaderboard: pd.DataFrame
-    headline: Any
-    checks: Any
-    direction: Any
+    answer: _answer.Answer
     weights: pd.DataFrame
     method: str
     level: float
@@ -69,6 +69,7 @@ class JudgeCorrected(_answer.LegacyAnswerMixin, _WorkflowResult):
     _print_tables = ("leaderboard", "table", "pairwise", "checks")
     _skip_in_dict = ("_prepared",)
     _title = "Judge-corrected estimates"
+    _answer_priority = 35
 
     def _scalars(self):
         h = self.headline_text()
@@ -168,7 +169,8 @@ def judge_corrected(data: Any, judge_score: str = "judge_score", human_score: st
     table, ests = system_rows(p.units, p.systems, method, level)
     pw = pairwise_rows(p.units, p.systems, method, level, adjust)
     d = _answer.direction(human_score, higher_is_better)
-    board, head, checks = answer(table, pw, vcov(ests, table), method, d, level, reference, random_state)
+    ans = answer(table, pw, vcov(ests, table), method, d, level, reference, random_state)
+    pw = best_first(pw, list(ans.leaderboard["name"]), d.higher_is_better)
     weights = pd.DataFrame([{"system": s, "judge": j, "lam": float(e.lam[k]) if k < len(e.lam) else np.nan}
                             for s, e in zip(p.systems, ests) for k, j in enumerate(p.judges)])
     prov = {"workflow": "judge_corrected", "method": METHOD_LABEL[method], "level": level, "adjust": adjust,
@@ -178,8 +180,7 @@ def judge_corrected(data: Any, judge_score: str = "judge_score", human_score: st
             "judges": p.judges, "n_labels": int(p.units.labelled.sum()), "n_items": len(p.items),
             "human_score": human_score, "judge_score": judge_score, "random_state": random_state
             if isinstance(random_state, (int, type(None))) else type(random_state).__name__}
-    return JudgeCorrected(table=table, pairwise=pw, leaderboard=board, headline=head, checks=checks, direction=d,
-                          weights=weights, method=method, level=level,
+    return JudgeCorrected(table=table, pairwise=pw, answer=ans, weights=weights, method=method, level=level,
                           warnings=dedupe_warnings(_warnings(p, table, method)), provenance=prov, _prepared=p)
 
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from .._random import seed_sequence
 from ..data.table import as_pandas
@@ -59,7 +59,8 @@ from ..inference._bradley_terry import BTFit, fit_bt
 from ..inference._bt_numpy import one_blas_thread
 from ..inference._bt_design import POOLED_JUDGES, TIES, BTDesign, build_design
 from ..inference.rankings import RankIntervals, rank_intervals
-from ._bt_answer import BTAnswer
+from .._answer import Answer, z_quantile
+from ._bt_answer import BTAnswer, bt_answer
 from ._bt_bootstrap import bt_bootstrap
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
@@ -115,6 +116,7 @@ class BradleyTerryResult(BTAnswer, _WorkflowResult):
     rank_result: RankIntervals | None = field(default=None, repr=False, compare=False)
     draws: Any = field(default=None, repr=False, compare=False)
     vcov: Any = field(default=None, repr=False, compare=False)
+    answer: Answer | None = field(default=None, repr=False, compare=False)
 
     _print_tables = ("table", "judges", "covariates", "ranks")
     _skip_in_dict = ("draws", "vcov", "rank_result")
@@ -203,7 +205,7 @@ def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
 def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
     """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
     if draws is None:
-        z = stats.norm.ppf(0.5 + level / 2)
+        z = z_quantile(level)
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
     lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
@@ -314,7 +316,7 @@ def _random_judge_table(d: BTDesign, fit: BTFit, level: float) -> pd.DataFrame:
     standard error combines the mean's SE and the conditional SD (as if independent)."""
     modes = fit.extra["judge_modes"]
     mean, se_mean = fit.extra["judge_mean"]
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = z_quantile(level)
     est = mean + modes["estimate"].to_numpy(dtype=float)
     se = np.sqrt(se_mean ** 2 + modes["std_error"].to_numpy(dtype=float) ** 2)
     per_judge = np.bincount(d.judge, d.counts.sum(axis=1), len(d.judges)).astype(np.int64)
@@ -591,7 +593,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
     method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
               if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
-    return BradleyTerryResult(
+    res = BradleyTerryResult(
         table=_strength_table(d, fit, draws, level, anchor, rating),
         win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
         covariates=_covariate_table(d, fit, draws, level), ranks=None if rank_res is None else rank_res.table,
@@ -607,3 +609,4 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
                               judges_pooled=d.n_pooled, letters=letters),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
+    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n))
