@@ -402,14 +402,24 @@ def z_quantile(level: float) -> float:
 
 def pair_row(table: pd.DataFrame, a: str, b: str, *, task: Any = None, a_col: str = "system_a",
              b_col: str = "system_b") -> tuple[pd.Series, float] | None:
-    """The one pair-row helper: the row of the pair (a, b) in a pair table (columns ``a_col``,
-    ``b_col``; with ``task``, the rows of that task) and the sign turning its difference into
-    ``a - b`` (+1 when the row is (a, b), -1 when it is (b, a)); None when the pair is absent."""
+    """The one pair-row helper: the row of the pair (a, b) in a pair table and the sign turning
+    its difference into ``a - b`` (+1 when the row is (a, b), -1 when it is (b, a)); None when
+    the pair is absent. A pair table names the pair in columns ``a_col``, ``b_col``; an emmeans
+    contrast table (no such columns) in its ``contrast`` text, ``"a - b"`` or ``"(a) - (b)"``
+    (emmeans puts names with spaces or signs in parentheses). With ``task``, only that task's rows."""
     if table is None or not len(table):
         return None
     t = table
     if task is not None and "task" in t.columns:
         t = t[t["task"].astype(str) == str(task)]
+    if a_col not in t.columns and "contrast" in t.columns:
+        c = t["contrast"].astype(str)
+        def named(x: str, y: str) -> pd.Series:
+            return c.isin([f"{u} - {v}" for u in (x, f"({x})") for v in (y, f"({y})")])
+        for sign, hit in ((1.0, named(str(a), str(b))), (-1.0, named(str(b), str(a)))):
+            if hit.any():
+                return t[hit.to_numpy()].iloc[0], sign
+        return None
     ta, tb = t[a_col].astype(str), t[b_col].astype(str)
     hit = t[(ta == str(a)) & (tb == str(b))]
     if len(hit):

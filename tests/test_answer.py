@@ -220,3 +220,15 @@ def test_emm_units_only_for_means_of_the_response_column():
     assert emm_units(NS(kind="emmeans", _fit=NS(response="y", data=data))) == ("", 1.0)
     assert emm_units(NS(kind="emmeans", _fit=NS(response="grade", data=data))) == ("", 1.0)  # ordinal
     assert emm_units(NS(kind="emmeans", _fit=None)) == ("", 1.0)
+
+
+def test_pair_row_reads_emmeans_contrast_text():
+    """The one pair-row helper also finds a pair in an emmeans contrast table (its ``contrast``
+    text, names in parentheses when emmeans adds them), per task."""
+    con = pd.DataFrame({"task": ["t1", "t1", "t2"], "contrast": ["a - b", "(gpt 4) - a", "a - b"],
+                        "estimate": [0.1, 0.3, -0.2]})
+    row, sign = A.pair_row(con, "b", "a", task="t2")
+    assert sign == -1.0 and row["estimate"] == -0.2
+    row, sign = A.pair_row(con, "gpt 4", "a", task="t1")
+    assert sign == 1.0 and row["estimate"] == 0.3
+    assert A.pair_row(con, "gpt 4", "b") is None

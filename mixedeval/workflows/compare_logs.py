@@ -627,21 +627,6 @@ def _df_note(analysis_name: str, posthoc_df: str) -> list[ResultWarning]:
     return []
 
 
-def _model_pair(tab: pd.DataFrame | None, label: str, better: str, other: str) -> tuple[pd.Series, float] | None:
-    """The row of ``better - other`` (sign +1) or ``other - better`` (-1) in an emmeans contrast table."""
-    if tab is None or not len(tab):
-        return None
-    t = tab[tab["task"].astype(str) == label] if "task" in tab.columns else tab
-    def names(x: str) -> set[str]:
-        return {x, f"({x})"}
-    for r in t.itertuples(index=False):
-        c = str(r.contrast)
-        for sign, (p, q) in ((1.0, (better, other)), (-1.0, (other, better))):
-            if any(c == f"{u} - {v}" for u in names(p) for v in names(q)):
-                return pd.Series(r._asdict()), sign
-    return None
-
-
 def _unadjusted(r: pd.Series, level: float) -> tuple[float, float]:
     """The unadjusted interval of a contrast row (estimate -+ t or z quantile x SE; the table's own
     interval is adjusted over the pairs)."""
@@ -676,7 +661,7 @@ def _checks(head: Any, label: str, glrt: pd.DataFrame, con: pd.DataFrame, model_
         model_why.append("the model's clusters are random effects, the headline's SE is cluster-robust")
     rows = []
     diff = model_diff if model_diff is not None else con
-    hit = _model_pair(diff, label, head.better, head.other)
+    hit = _answer.pair_row(diff, head.better, head.other, task=label)
     if hit is not None:
         r, sign = hit
         lo, hi = _unadjusted(r, head.level)
