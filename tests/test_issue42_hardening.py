@@ -158,3 +158,142 @@ def test_leaderboard_of_a_thousand_systems_is_fast():
     elapsed = time.perf_counter() - t0
     assert board["rank_low"].notna().all() and (board["rank_low"] <= board["rank"]).all()
     assert elapsed < 20  # was about 3 minutes; under 2 s on a quiet machine (benchmarks/bench_leaderboard.py)
+
+
+# ------------------------------------------------------------------------------- item 2: bad values
+import sys  # noqa: E402
+
+import mixedeval as me  # noqa: E402
+from mixedeval.errors import DataError  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judges_helpers import simulate, simulate_binary  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def judged():
+    return simulate(np.random.default_rng(0))
+
+
+@pytest.fixture(scope="module")
+def pilot(judged):
+    return me.judge_corrected(judged)
+
+
+@pytest.fixture(scope="module")
+def bank():
+    from mixedeval.inference._irt_numpy import irt_numpy, simulate_2pl, wide_frame
+    Y, *_ = simulate_2pl(60, 40, random_state=4)
+    W = wide_frame(Y)
+    return irt_numpy(W.iloc[:50], "2pl"), W.iloc[50:]
+
+
+def test_infinite_scores_are_errors_not_missing_answers(bank):
+    cal, new = bank
+    wide = new.copy()
+    wide.iloc[0, 3] = np.inf
+    with pytest.raises(DataError, match="infinite"):
+        me.estimate_scores(cal, wide, n_folds=0)
+    wide.iloc[0, 3] = -np.inf
+    with pytest.raises(DataError, match="infinite"):
+        me.irt(wide, "2pl", engine="numpy", n_sim=0)
+    long = pd.DataFrame({"system": ["a", "a", "b", "b"], "item": ["i", "j", "i", "j"], "score": [1.0, np.inf, 0, 1]})
+    with pytest.raises(DataError, match="score column 'score' has 1 infinite"):
+        me.irt(long, "rasch_fixed", engine="numpy", n_sim=0)
+
+
+@pytest.mark.parametrize("level", [2, 0, float("nan"), True])
+def test_next_items_level_is_checked(bank, level):
+    with pytest.raises(DataError, match="level"):
+        me.next_items(bank[0], None, level=level)
+
+
+def test_nan_anchor_weights_are_an_error(bank):
+    cal, new = bank
+    w = pd.Series(1.0, index=list(new.columns[:5]))
+    w.iloc[1] = np.nan
+    with pytest.raises(DataError, match="anchor weights must be finite"):
+        me.estimate_scores(cal, new, w, n_folds=0)
+
+
+def test_labels_needed_arguments(pilot):
+    with pytest.raises(DataError, match="cost_ratio must be a positive finite"):
+        me.labels_needed(pilot, width=0.2, cost_ratio=float("inf"))
+    for alpha in (0, 1, float("nan"), 1.5):
+        with pytest.raises(DataError, match="alpha must lie strictly between 0 and 1"):
+            me.labels_needed(pilot, power=0.8, alpha=alpha)
+    with pytest.raises(DataError, match="delta"):
+        me.labels_needed(pilot, power=0.8, delta=float("nan"))
+    with pytest.raises(DataError, match="width"):
+        me.labels_needed(pilot, width=float("inf"))
+    assert me.labels_needed(pilot, width=0.3, cost_ratio=5.0).table["labels_needed"].iloc[0] > 0
+
+
+def test_judge_corrected_constant_human_score_and_judge_as_human(judged):
+    d = judged.copy()
+    d.loc[d["human_score"].notna() & (d["system"] == "s1"), "human_score"] = 1.0
+    with pytest.raises(DataError, match=r"human_score is the same on every labelled item of system\(s\) \['s1'\]"):
+        me.judge_corrected(d)
+    with pytest.raises(DataError, match="judge_score and human_score both name column 'judge_score'"):
+        me.judge_corrected(judged, human_score="judge_score")
+    with pytest.raises(DataError, match="both name"):
+        me.judge_agreement(judged, judge_score="human_score")
+    with pytest.raises(DataError, match="passed both as system= and as item="):
+        me.judge_corrected(judged, item="system")
+
+
+def test_judge_agreement_binary_scale_needs_0_1_and_constant_judge_warns():
+    rng = np.random.default_rng(1)
+    b = simulate_binary(rng)
+    cont = b.assign(judge_score=rng.random(len(b)))
+    with pytest.raises(DataError, match="scale='binary' needs 0/1 scores; judge_score"):
+        me.judge_agreement(cont, scale="binary")
+    const = b.assign(judge_score=1.0)
+    res = me.judge_agreement(const)
+    assert "constant_judge" in [w.kind for w in res.warnings]
+    assert "constant_judge" not in [w.kind for w in me.judge_agreement(b).warnings]
+
+
+def _battles(rng, n=1500):
+    names = ["m0", "m1", "m2", "m3"]
+    a = rng.integers(0, 4, n)
+    b = (a + rng.integers(1, 4, n)) % 4
+    s = np.array([0.0, 0.3, 0.6, 1.0])
+    y = rng.random(n) < 1 / (1 + np.exp(-(s[a] - s[b])))
+    yh = np.where(rng.random(n) < 0.8, y, ~y)
+    word = lambda v: np.where(v, "model_a", "model_b")  # noqa: E731
+    lab = rng.random(n) < 0.3
+    return pd.DataFrame({"model_a": np.array(names)[a], "model_b": np.array(names)[b], "winner": word(yh),
+                         "human_winner": np.where(lab, word(y), None)})
+
+
+def test_bradley_terry_corrected_singular_designs_are_clear_errors():
+    df = _battles(np.random.default_rng(2))
+    me.bradley_terry_corrected(df)  # the design itself fits
+    d = df.assign(human_winner=df["winner"])
+    with pytest.raises(DataError, match="every battle has a human verdict"):
+        me.bradley_terry_corrected(d)
+    d = df.copy()
+    d.loc[(d.model_a == "m2") | (d.model_b == "m2"), "human_winner"] = None
+    with pytest.raises(DataError, match=r"model\(s\) \['m2'\] have no battle with a human verdict"):
+        me.bradley_terry_corrected(d)
+    g = {"m0", "m1"}
+    d = df[df.model_a.isin(g) == df.model_b.isin(g)]
+    with pytest.raises(DataError, match="split the models into 2 groups"):
+        me.bradley_terry_corrected(d)
+
+
+def test_read_judge_scores_accepts_the_drop_missing_it_advises(monkeypatch):
+    from mixedeval.data import _judge_labels
+    seen = {}
+
+    def fake(source, fmt, **kw):
+        seen.update(kw)
+        raise DataError("stop here")
+
+    monkeypatch.setattr(_judge_labels, "read_eval_logs", fake)
+    with pytest.raises(DataError, match="stop here"):
+        me.read_judge_scores("some_logs_folder", drop_missing=True)
+    assert seen["drop_missing"] is True
+    with pytest.raises(DataError, match="drop_missing must be True or False"):
+        me.read_judge_scores("some_logs_folder", drop_missing="yes")

@@ -124,9 +124,34 @@ def _ordinal_d2(n_c: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ scale and rows
+def _require_binary(j: np.ndarray, h: np.ndarray) -> None:
+    """scale='binary' reads 0/1 scores: other values would be counted as neither class (kappa 0
+    with the interval [0, 0], an estimate outside its own interval)."""
+    for what, v in (("judge_score", j), ("human_score", h)):
+        bad = np.unique(v[~np.isin(v, (0.0, 1.0))])
+        if bad.size:
+            raise DataError(f"scale='binary' needs 0/1 scores; {what} has other values (e.g. {', '.join(f'{x:.3g}' for x in bad[:3])}): "
+                            "use scale='interval' for continuous scores, 'ordinal' for grades, or 'auto'")
+
+
+def _constant_judge_warnings(lab: pd.DataFrame, jcols: list[str], judges: list[str]) -> list[ResultWarning]:
+    """A judge that gives every labelled answer the same score agrees by chance only: its kappa
+    and alpha say nothing about it (alpha comes out slightly negative)."""
+    out = []
+    for col, judge in zip(jcols, judges):
+        v = lab[col].to_numpy(dtype=float)
+        if v.size and np.all(v == v[0]):
+            out.append(ResultWarning("constant_judge", f"judge {judge!r} gives every labelled answer the same score "
+                                     f"({v[0]:g}): its agreement statistics measure nothing; check the judge_score "
+                                     "column or the judge's prompt"))
+    return out
+
+
 def _scale(j: np.ndarray, h: np.ndarray, scale: str) -> str:
     if scale not in SCALES:
         raise DataError(f"scale must be one of {list(SCALES)}, not {scale!r}")
+    if scale == "binary":
+        _require_binary(j, h)
     if scale != "auto":
         return scale
     v = np.concatenate([j, h])
@@ -337,7 +362,7 @@ def agreement_of(p: Any, *, scale: str, level: float, n_resamples: int, random_s
     bias_df["excess_p_adj"] = np.concatenate([adjust_pvalues(g["excess_p_value"].to_numpy(dtype=float), "holm")
                                               for _, g in bias_df.groupby("judge", sort=False)])
     tests_df = pd.DataFrame(tests)
-    warns = _bias_warnings(bias_df, tests_df, 1 - level)
+    warns = _constant_judge_warnings(lab, jcols, list(p.judges)) + _bias_warnings(bias_df, tests_df, 1 - level)
     prov = {"scale": sc, "level": level, "n_resamples": int(n_resamples), "clusters": len(p.clusters),
             "bias": "judge - people on labelled units (epochs averaged), cluster-robust by item / cluster"}
     return JudgeAgreement(table=pd.DataFrame(rows), confusion=pd.concat(confs, ignore_index=True), bias=bias_df,
