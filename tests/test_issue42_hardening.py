@@ -297,3 +297,59 @@ def test_read_judge_scores_accepts_the_drop_missing_it_advises(monkeypatch):
     assert seen["drop_missing"] is True
     with pytest.raises(DataError, match="drop_missing must be True or False"):
         me.read_judge_scores("some_logs_folder", drop_missing="yes")
+
+
+# ------------------------------------------------------------------------------- item 8: statistical corners
+def test_dif_leaves_constant_items_out_with_a_warning():
+    from scipy import special
+    rng = np.random.default_rng(12)
+    n_sys, n_items = 60, 6
+    th = rng.normal(size=n_sys)
+    b = np.linspace(-1, 1, n_items)
+    rows = []
+    for lang in ("en", "de"):
+        y = rng.binomial(1, special.expit(th[:, None] - b))
+        y[:, 5] = 1  # q005: every system right in both languages
+        rows.append(pd.DataFrame({"system": np.repeat([f"s{i:03d}" for i in range(n_sys)], n_items),
+                                  "item": np.tile([f"q{j:03d}" for j in range(n_items)], n_sys),
+                                  "language": lang, "score": y.ravel()}))
+    df = pd.concat(rows, ignore_index=True)
+    with pytest.warns(UserWarning, match=r"DIF by language: 1 item\(s\) answered alike by every system"):
+        res = me.irt(df, "rasch", n_sim=0, dif="language", progress=False)
+    tab = res.dif["table"]
+    assert "q005" not in set(tab["item"]) and len(tab) == 5
+    assert np.isnan(res.items.set_index("item").loc["q005", "dif_p_value"])
+    # Holm over the five tested items only
+    np.testing.assert_allclose(np.sort(tab["p_adj"]), np.sort(
+        np.minimum(1, np.maximum.accumulate(np.sort(tab["p_value"]) * (5 - np.arange(5))))), rtol=1e-12)
+
+
+def test_select_items_leaves_a_constant_item_out_with_a_warning():
+    from mixedeval.inference._irt_numpy import simulate_2pl, wide_frame
+    Y, *_ = simulate_2pl(60, 40, random_state=4)
+    W = wide_frame(Y)
+    W.iloc[:, 5] = 1.0  # answered right by every system
+    cal = me.irt(W.iloc[:50], "2pl", engine="numpy", n_sim=0)
+    with pytest.warns(UserWarning, match="left out of the item bank"):
+        sub = me.select_items(cal, 10)
+    assert len(sub.table) == 10 and W.columns[5] not in set(sub.table["item"])
+    with pytest.warns(UserWarning, match="left out of the item bank"):
+        kept = cal.items.loc[np.isfinite(cal.items["difficulty"]), "item"]
+        scores = me.estimate_scores(cal, W.iloc[50:][list(kept)], sub, n_folds=0)
+    assert np.isfinite(scores.table["estimate"]).all()
+
+
+@pytest.mark.parametrize(("kind", "vcd"), [("quadratic", "Fleiss-Cohen"), ("linear", "Equal-Spacing")])
+def test_weighted_kappa_interval_equals_vcd(R, kind, vcd):
+    """The documented claim: weighted-kappa standard errors are Fleiss, Cohen & Everitt's as
+    vcd::Kappa computes them (psych::cohen.kappa's differ)."""
+    from mixedeval.workflows._judges_agree import agreement_weights, kappa_fce
+    if not bool(np.ravel(R('c(isTRUE(requireNamespace("vcd", quietly = TRUE)))'))[0]):
+        pytest.skip("R package vcd is not installed")
+    rng = np.random.default_rng(9)
+    tab = rng.integers(1, 30, (4, 4)).astype(float) + np.diag([40, 30, 50, 20])
+    vals = ", ".join(repr(float(v)) for v in tab.ravel())
+    ref = np.ravel(R(f'unclass(vcd::Kappa(matrix(c({vals}), 4, byrow = TRUE), weights = "{vcd}"))$Weighted'))
+    k, var = kappa_fce(tab, agreement_weights(4, kind))
+    assert k == pytest.approx(ref[0], rel=1e-12)
+    assert np.sqrt(var) == pytest.approx(ref[1], rel=1e-10)

@@ -8,7 +8,9 @@ On the labelled rows (one row per labelled epoch; with several judges, per judge
   indexed in sorted order. Intervals: the large-sample variances of Fleiss, Cohen & Everitt
   (1969, *Psychol. Bull.* 72:323), normal quantiles (R's ``psych::cohen.kappa`` for the
   unweighted kappa; for weighted kappas the FCE formula with ``wbar_i. = sum_j p_.j w_ij`` and
-  ``wbar_.j = sum_i p_i. w_ij``).
+  ``wbar_.j = sum_i p_i. w_ij``, which is what R's ``vcd::Kappa`` computes; ``psych::cohen.kappa``
+  uses another variance for weighted kappas and its intervals differ from these by up to about
+  0.005).
 * Krippendorff's alpha (:func:`mixedeval.krippendorff_alpha`, judge and people as two coders;
   nominal for 0/1, ordinal for grades, interval for continuous scores), Pearson's and
   Spearman's correlations: percentile intervals from a bootstrap of clusters (items, or
