@@ -442,7 +442,7 @@ def _pairwise(names: list[str], est: np.ndarray, se: np.ndarray, maxstat: np.nda
         stat = np.where(scale > 0, d / np.where(scale > 0, scale, 1.0), np.where(d == 0, 0.0, np.sign(d) * np.inf))
     p_adj = _p_adj(maxstat, stat, method)
     return pd.DataFrame({
-        "name_a": [names[i] for i in b], "name_b": [names[i] for i in a], "estimate": d,
+        "name_a": np.asarray(names, dtype=object)[b], "name_b": np.asarray(names, dtype=object)[a], "estimate": d,
         "std_error": se, "statistic": stat, "p_adj": p_adj,
         "conf_low": d - crit * scale, "conf_high": d + crit * scale, "significant": np.abs(stat) > crit,
     })
@@ -453,9 +453,8 @@ def _rank_bounds(k: int, pw: pd.DataFrame, pos: dict[str, int], higher_is_better
     """1 + the number of names significantly better than each, and k - the number significantly
     worse (vectorized over the pairs: 2 million pairs of 2,000 names in milliseconds)."""
     sig = pw["significant"].to_numpy(dtype=bool)
-    index = pd.Index(list(pos))
-    ia = index.get_indexer(pw["name_a"])[sig].astype(np.int64)
-    ib = index.get_indexer(pw["name_b"])[sig].astype(np.int64)
+    lo, hi = _pair_index(k)  # the pair table's rows are in Tukey order: name_a = hi, name_b = lo
+    ia, ib = hi[sig].astype(np.int64), lo[sig].astype(np.int64)
     a_better = (pw["estimate"].to_numpy()[sig] > 0) == higher_is_better
     win, lose = np.where(a_better, ia, ib), np.where(a_better, ib, ia)
     return 1 + np.bincount(lose, minlength=k), k - np.bincount(win, minlength=k)
