@@ -353,3 +353,26 @@ def test_weighted_kappa_interval_equals_vcd(R, kind, vcd):
     k, var = kappa_fce(tab, agreement_weights(4, kind))
     assert k == pytest.approx(ref[0], rel=1e-12)
     assert np.sqrt(var) == pytest.approx(ref[1], rel=1e-10)
+
+
+# ------------------------------------------------------------------------------- item 1: guards before work
+def test_judge_agreement_refuses_a_huge_bootstrap_before_drawing(judged, monkeypatch):
+    monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "2GB")
+    with pytest.raises(DataError, match=r"cluster bootstrap of judge_agreement \(n_resamples=1,000,000,000\).*"
+                                        r"MIXEDEVAL_MEMORY_LIMIT"):
+        me.judge_agreement(judged, n_resamples=10**9)
+
+
+@pytest.mark.parametrize("scale", ["interval", "binary"])
+def test_judge_agreement_chunked_draws_give_the_same_replicates(monkeypatch, judged, scale):
+    """The bootstrap draws its resamples in chunks (memory, Ctrl-C between chunks): the same
+    numbers as drawing them all at once."""
+    from mixedeval.workflows import _judges_agree
+    data = judged if scale == "interval" else simulate_binary(np.random.default_rng(3))
+    chunked = me.judge_agreement(data, n_resamples=450, random_state=7)
+    monkeypatch.setattr(_judges_agree, "_BOOT_CHUNK", 100)
+    smaller = me.judge_agreement(data, n_resamples=450, random_state=7)
+    monkeypatch.setattr(_judges_agree, "_BOOT_CHUNK", 10**9)
+    whole = me.judge_agreement(data, n_resamples=450, random_state=7)
+    pd.testing.assert_frame_equal(chunked.table, whole.table)
+    pd.testing.assert_frame_equal(smaller.table, whole.table)

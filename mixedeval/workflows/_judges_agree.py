@@ -164,8 +164,21 @@ def _scale(j: np.ndarray, h: np.ndarray, scale: str) -> str:
     return "interval"
 
 
+_BOOT_CHUNK = 2_000  # resamples drawn and summarised at a time (memory; Ctrl-C between chunks)
+
+
 def _boot_stats(j: np.ndarray, h: np.ndarray, cl: np.ndarray, scale: str, n_resamples: int, rng) -> dict:
-    """Bootstrap replicates (clusters resampled) of alpha, Pearson and Spearman."""
+    """Bootstrap replicates (clusters resampled) of alpha, Pearson and Spearman, drawn in chunks
+    of :data:`_BOOT_CHUNK` resamples (numpy's multinomial rows come one after another from the
+    stream, so the replicates are those of one draw of all of them)."""
+    parts = []
+    for start in range(0, n_resamples, _BOOT_CHUNK):
+        parts.append(_boot_chunk(j, h, cl, scale, min(_BOOT_CHUNK, n_resamples - start), rng))
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _boot_chunk(j: np.ndarray, h: np.ndarray, cl: np.ndarray, scale: str, n_resamples: int, rng) -> dict:
+    """:func:`_boot_stats` of ``n_resamples`` resamples at once."""
     G = int(cl.max()) + 1
     counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_resamples)  # draws x clusters
     w = counts[:, cl].astype(float)  # draws x rows
@@ -277,10 +290,27 @@ def _one_judge(judge: str, lab: pd.DataFrame, scale: str, level: float, n_resamp
 
 def _wcorr_mean(v: np.ndarray, cl: np.ndarray, rng, n_resamples: int) -> np.ndarray:
     G = int(cl.max()) + 1
-    counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_resamples)
-    sums = counts @ np.bincount(cl, weights=v, minlength=G)
-    ns = counts @ np.bincount(cl, minlength=G)
-    return sums / ns
+    out = []
+    for start in range(0, n_resamples, _BOOT_CHUNK):  # chunks: the same draws (see _boot_stats)
+        counts = rng.multinomial(G, np.full(G, 1.0 / G), size=min(_BOOT_CHUNK, n_resamples - start))
+        sums = counts @ np.bincount(cl, weights=v, minlength=G)
+        ns = counts @ np.bincount(cl, minlength=G)
+        out.append(sums / ns)
+    return np.concatenate(out)
+
+
+def _guard_resamples(p: Any, n_resamples: int) -> None:
+    """Refuse before drawing when the bootstrap's arrays do not fit mixedeval's memory limit
+    (``me.set_memory_limit`` / ``MIXEDEVAL_MEMORY_LIMIT``): the replicates kept (a few
+    statistics per judge) for all resamples, and one chunk's draws x labelled rows."""
+    from .._resources import check_memory, format_count  # noqa: PLC0415 - the guard's only use here
+    rows = int(p.units.labelled.sum()) * max(1, p.n_epochs) * len(p.judges)
+    n = int(n_resamples)
+    need = 8.0 * n * 8 * len(p.judges) + 8.0 * min(n, _BOOT_CHUNK) * (3 * rows + len(p.clusters))
+    check_memory(need, f"the cluster bootstrap of judge_agreement (n_resamples={format_count(n)})",
+                 "Use fewer n_resamples (the default 1,000 is plenty for 95% intervals), or raise the limit.",
+                 f"{format_count(n)} resamples of {8 * len(p.judges)} statistics, and {min(n, _BOOT_CHUNK):,} "
+                 f"resamples x {rows:,} labelled rows at a time")
 
 
 # ------------------------------------------------------------------------------ bias by system
@@ -346,6 +376,7 @@ def agreement_of(p: Any, *, scale: str, level: float, n_resamples: int, random_s
     """:class:`JudgeAgreement` of prepared units (see the module docstring)."""
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 50:
         raise DataError(f"n_resamples must be an integer of at least 50, not {n_resamples!r}")
+    _guard_resamples(p, n_resamples)
     lab = _labelled_rows(p)
     if len(lab) < 3:
         raise DataError(f"only {len(lab)} labelled rows: agreement needs human_score on at least three rows")
