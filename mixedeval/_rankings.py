@@ -307,7 +307,10 @@ def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
     nz = root != 0
     if nz.sum(axis=1).max(initial=0) <= 1:
         col = np.argmax(nz, axis=1)
-        return N[:, col] * root[np.arange(V.shape[0]), col]
+        # built as k x n_sim rows (a row gather is fast, a column gather strided) and returned as
+        # its transpose: the same numbers, and _null_max's transposed blocks are then views
+        Nt = np.ascontiguousarray(N.T)
+        return (Nt[col] * root[np.arange(V.shape[0]), col][:, None]).T
     return N @ root.T
 
 
