@@ -10,11 +10,20 @@ so the ratio to the loop is modest; the floor (draws + median alone) is printed 
 Also times the run-interval engine (800 items x 30 runs, B = 5000, macro F1) against a
 per-resample loop. Prints ratios.
 
-    .venv/bin/python benchmarks/bench_leaderboard.py
+Leaderboards of many systems (issue 42, item 6; ``--systems`` runs only this part): the answer's
+leaderboard (``mixedeval._answer.leaderboard``: simultaneous rank intervals from 20,000 joint-normal
+draws, letters up to 150 systems) of 100, 300 and 1,000 systems with independent estimates (IRT
+abilities: N(0, 1), standard errors 0.1-0.4), against today's code copied verbatim into
+benchmarks/baseline_leaderboard.py, timed in the same run (same numbers asserted); and the compact
+letters alone (``rank_intervals(..., letters=True)``) where the old insert-absorb finishes.
+
+    .venv/bin/python benchmarks/bench_leaderboard.py [--systems]
 """
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -91,5 +100,42 @@ def main() -> None:
     print(f"run_intervals macro F1 (4 classes): {time.perf_counter() - t0:.2f} s")
 
 
+def many_systems() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import baseline_leaderboard as base
+
+    from mixedeval import _answer, _rankings
+
+    for k in (100, 300, 1000):
+        rng = np.random.default_rng(k)
+        s = pd.Series(rng.normal(0, 1, k), index=[f"s{i}" for i in range(k)])
+        se = rng.uniform(0.1, 0.4, k)
+        t0 = time.perf_counter()
+        new = _answer.leaderboard(s, std_error=se)
+        t_new = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        old = base.leaderboard(s, std_error=se)
+        t_old = time.perf_counter() - t0
+        pd.testing.assert_frame_equal(new, old)
+        print(f"leaderboard of {k} systems ({'with' if k <= 150 else 'without'} letters): {t_new:.2f} s, "
+              f"before issue 42 {t_old:.2f} s, ratio {t_old / t_new:.1f}x (same table)", flush=True)
+    for k in (60, 100, 150):
+        rng = np.random.default_rng(k)
+        est, se = rng.normal(0, 1, k), rng.uniform(0.1, 0.4, k)
+        names = [f"s{i}" for i in range(k)]
+        t0 = time.perf_counter()
+        new = _rankings.rank_intervals(pd.Series(est, index=names), vcov=np.diag(se ** 2), n_sim=20_000,
+                                       random_state=0, distribution=False)
+        t_new = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        old = base.rank_intervals_core(names, est, vcov=np.diag(se ** 2), n_sim=20_000, random_state=0)[0]
+        t_old = time.perf_counter() - t0
+        pd.testing.assert_frame_equal(new.table, old)
+        print(f"rank intervals + letters of {k} systems: {t_new:.2f} s, before {t_old:.2f} s "
+              f"(with the rank distribution), ratio {t_old / t_new:.1f}x", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if "--systems" not in sys.argv:
+        main()
+    many_systems()

@@ -229,7 +229,7 @@ def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = 
             draws = draws[list(estimates.index)].to_numpy(dtype=float)
         ri = rank_intervals(pd.Series(est, index=names), vcov=None if draws is not None else V, draws=draws,
                             level=level, higher_is_better=hib, random_state=0 if random_state is None else random_state,
-                            n_sim=n_sim, letters=bool(letters and k <= 150))
+                            n_sim=n_sim, letters=bool(letters and k <= 150), distribution=False)
         t = ri.table.set_index("name")
         base["rank_low"] = t.loc[names, "rank_low"].to_numpy()
         base["rank_high"] = t.loc[names, "rank_high"].to_numpy()

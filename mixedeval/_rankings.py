@@ -43,6 +43,7 @@ import pandas as pd
 from scipy.special import ndtr
 
 from . import _cld, _resources
+from ._executor import one_blas_thread
 from ._random import as_generator
 from .data.validate import require_level
 from .errors import DataError
@@ -50,6 +51,7 @@ from .results import ResultMixin, jsonable
 
 METHODS = ("normal", "bootstrap", "bootstrap_centered")
 _CHUNK = 20_000  # simulated rows per block (memory: chunk x k floats)
+_GROUP = 16  # names per group of the branch and bound of the max statistic (_pair_max)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,12 +60,33 @@ _CHUNK = 20_000  # simulated rows per block (memory: chunk x k floats)
 
 def rank_matrix(x: np.ndarray, higher_is_better: bool) -> np.ndarray:
     """Rank of every row in every column: 1 + the number of rows strictly better (rank 1 = best;
-    ties share the better rank: 1, 2, 2, 4 -- scipy's ``rankdata(method="min")``). Row by row,
-    compared in the direction of ``higher_is_better`` (no negated copy)."""
-    ranks = np.ones(x.shape, dtype=np.int64)
-    for i in range(x.shape[0]):
-        ranks[i] += (x > x[i]).sum(axis=0) if higher_is_better else (x < x[i]).sum(axis=0)
-    return ranks
+    ties share the better rank: 1, 2, 2, 4 -- scipy's ``rankdata(method="min")``), compared in
+    the direction of ``higher_is_better``. One sort per column: the rank of a value is read from
+    the end (higher is better) or the start (lower is better) of its run of ties in the sorted
+    column. Columns with NaN (never better or worse than anything) are compared row by row."""
+    x = np.asarray(x)
+    k = x.shape[0]
+    if k == 0 or x.ndim != 2 or x.shape[1] == 0 or np.isnan(x).any():
+        ranks = np.ones(x.shape, dtype=np.int64)
+        for i in range(k):
+            ranks[i] += (x > x[i]).sum(axis=0) if higher_is_better else (x < x[i]).sum(axis=0)
+        return ranks
+    xt = np.ascontiguousarray(x.T)  # one row per column of x
+    order = np.argsort(xt, axis=1, kind="stable")
+    v = np.take_along_axis(xt, order, axis=1)
+    pos = np.arange(k)
+    if higher_is_better:  # 1 + the number above the last of its ties = k - that position
+        end = np.ones(v.shape, dtype=bool)
+        end[:, :-1] = v[:, 1:] != v[:, :-1]
+        last = np.minimum.accumulate(np.where(end, pos, k)[:, ::-1], axis=1)[:, ::-1]
+        r = k - last
+    else:  # 1 + the number below the first of its ties
+        start = np.ones(v.shape, dtype=bool)
+        start[:, 1:] = v[:, 1:] != v[:, :-1]
+        r = 1 + np.maximum.accumulate(np.where(start, pos, 0), axis=1)
+    ranks = np.empty(xt.shape, dtype=np.int64)
+    np.put_along_axis(ranks, order, r.astype(np.int64), axis=1)
+    return np.ascontiguousarray(ranks.T)
 
 
 def rank_columns(ranks: np.ndarray, level: float) -> dict[str, np.ndarray]:
@@ -78,15 +101,19 @@ def rank_columns(ranks: np.ndarray, level: float) -> dict[str, np.ndarray]:
         out.update(expected_rank=np.full(k, np.nan), rank_conf_low=np.full(k, np.nan),
                    rank_conf_high=np.full(k, np.nan))
         return out
+    # counts of every rank in every row (one bincount): p_rank_r = count / B, as (ranks == r).mean
+    counts = np.bincount((ranks - 1 + k * np.arange(k)[:, None]).ravel(), minlength=k * k).reshape(k, k)
     for r in range(1, k + 1):
-        out[f"p_rank_{r}"] = (ranks == r).mean(axis=1)
+        out[f"p_rank_{r}"] = counts[:, r - 1] / B
     alpha = 1.0 - level
     out["expected_rank"] = ranks.mean(axis=1)
-    # row by row (np.quantile copies its input; the inverted-CDF rule selects, so the values
-    # are those of the quantile over axis 1)
-    q = np.array([np.quantile(row, [alpha / 2, 1 - alpha / 2], method="inverted_cdf") for row in ranks])
-    out["rank_conf_low"] = q[:, 0].astype(np.int64)
-    out["rank_conf_high"] = q[:, 1].astype(np.int64)
+    # the inverted-CDF quantiles select one sorted position (numpy's own rule, read off a sorted
+    # 0..B-1); the rank at that position is 1 + the number of ranks whose cumulative count is
+    # at most the position
+    at = np.quantile(np.arange(B), [alpha / 2, 1 - alpha / 2], method="inverted_cdf").astype(np.int64)
+    cum = counts.cumsum(axis=1)
+    out["rank_conf_low"] = 1 + (cum <= at[0]).sum(axis=1).astype(np.int64)
+    out["rank_conf_high"] = 1 + (cum <= at[1]).sum(axis=1).astype(np.int64)
     return out
 
 
@@ -186,9 +213,21 @@ def _as_vcov(vcov: Any, names: list[str]) -> np.ndarray:
         raise DataError(f"vcov must be a finite {k} x {k} matrix (one row and column per estimate); got shape {V.shape}")
     if not np.allclose(V, V.T, rtol=1e-8, atol=1e-12 * max(1.0, np.abs(V).max())):
         raise DataError("vcov must be symmetric")
-    if np.linalg.eigvalsh((V + V.T) / 2).min() < -1e-8 * max(1.0, np.abs(V).max()):
+    if _min_eigenvalue((V + V.T) / 2) < -1e-8 * max(1.0, np.abs(V).max()):
         raise DataError("vcov must be positive semi-definite (a covariance matrix of the estimates)")
     return (V + V.T) / 2
+
+
+def _is_diagonal(V: np.ndarray) -> bool:
+    return V.ndim == 2 and V.shape[0] == V.shape[1] and not np.any(V[~np.eye(V.shape[0], dtype=bool)])
+
+
+def _min_eigenvalue(V: np.ndarray) -> float:
+    """The smallest eigenvalue of symmetric V (of a diagonal V: its smallest diagonal value, which
+    is what LAPACK returns, without its multi-threaded reduction of a k x k matrix)."""
+    if _is_diagonal(V):
+        return float(np.diag(V).min(initial=np.inf))
+    return float(np.linalg.eigvalsh(V).min())
 
 
 def _as_draws(draws: Any, names: list[str]) -> np.ndarray:
@@ -238,26 +277,6 @@ def _pair_se(V: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(V[a, a] + V[b, b] - 2 * V[a, b], 0.0))
 
 
-def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """max over pairs (i < j, Tukey order) of |Zt[j] - Zt[i] - shift_ij| / scale_ij per column of
-    ``Zt`` (names x replicates); pairs with scale 0 count 0. One contiguous block per i."""
-    k, n = Zt.shape
-    out = np.zeros(n)
-    start = 0
-    for i in range(k - 1):
-        sl = slice(start, start + k - 1 - i)
-        start = sl.stop
-        ok = scale[sl] > 0
-        if not ok.any():
-            continue
-        d = Zt[i + 1:][ok] - Zt[i]
-        d -= shift[sl][ok, None]
-        np.abs(d, out=d)
-        d /= scale[sl][ok, None]
-        np.maximum(out, d.max(axis=0), out=out)
-    return out
-
-
 def _pair_sd(D: np.ndarray) -> np.ndarray:
     """SD (ddof 1) over the draws of every pair difference D[:, j] - D[:, i] (i < j, Tukey order),
     one name at a time: n_draws x (k - 1) at most, never n_draws x k (k - 1) / 2 (20,000 draws of
@@ -273,21 +292,134 @@ def _pair_sd(D: np.ndarray) -> np.ndarray:
 
 
 def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
-    """n_sim x k draws of N(0, V) (symmetric square root: V may be singular)."""
-    w, U = np.linalg.eigh(V)
+    """n_sim x k draws of N(0, V) (symmetric square root: V may be singular). Where the root has
+    at most one non-zero per row (independent estimates: eigh of a diagonal matrix), each column
+    is one standard normal column times one number: the product with the root, without its
+    k x k multiplications per draw (the same numbers: every other term of the sum is 0)."""
+    if _is_diagonal(V):  # no rounding in LAPACK's reduction of a diagonal matrix: one thread gives the same
+        with one_blas_thread():
+            w, U = np.linalg.eigh(V)
+    else:
+        w, U = np.linalg.eigh(V)
     root = U * np.sqrt(np.clip(w, 0.0, None))
     rng = as_generator(random_state)
-    return rng.standard_normal((n_sim, V.shape[0])) @ root.T
+    N = rng.standard_normal((n_sim, V.shape[0]))
+    nz = root != 0
+    if nz.sum(axis=1).max(initial=0) <= 1:
+        col = np.argmax(nz, axis=1)
+        # built as k x n_sim rows (a row gather is fast, a column gather strided) and returned as
+        # its transpose: the same numbers, and _null_max's transposed blocks are then views
+        Nt = np.ascontiguousarray(N.T)
+        return (Nt[col] * root[np.arange(V.shape[0]), col][:, None]).T
+    return N @ root.T
 
 
-def _null_max(method: str, Z: np.ndarray, d_hat: np.ndarray, se: np.ndarray) -> np.ndarray:
+def _pair_blocks(sigma: np.ndarray, scale: np.ndarray) -> list[tuple[Any, ...]]:
+    """Blocks of pairs for :func:`_pair_max`: the names sorted by ``sigma`` (their own spread)
+    and cut into groups of about 16; a block is the pairs between two groups (or within one):
+    (group numbers g, h, pair rows i < j and columns j as positions in ``rows``, positions in
+    Tukey order, the smallest ``scale`` of its pairs, the largest
+    sqrt(sigma_i^2 + sigma_j^2) / scale_ij, ``rows``: the names of both groups). Pairs with
+    scale 0 are left out (they count 0)."""
+    k = sigma.size
+    srt = np.argsort(sigma, kind="stable")
+    groups = np.array_split(srt, max(1, int(np.ceil(k / _GROUP))))
+    gid = np.empty(k, dtype=np.int64)
+    for g, members in enumerate(groups):
+        gid[members] = g
+    i, j = _pair_index(k)
+    p = np.arange(i.size)
+    ok = scale > 0
+    i, j, p = i[ok], j[ok], p[ok]
+    lo, hi = np.minimum(gid[i], gid[j]), np.maximum(gid[i], gid[j])
+    key = lo * len(groups) + hi
+    srt_p = np.argsort(key, kind="stable")
+    i, j, p, key = i[srt_p], j[srt_p], p[srt_p], key[srt_p]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho_all = np.sqrt(sigma[i] ** 2 + sigma[j] ** 2) / scale[p]
+    out = []
+    for bi, bj, bp, br, bk in zip(np.split(i, cuts), np.split(j, cuts), np.split(p, cuts), np.split(rho_all, cuts),
+                                  np.split(key, cuts)):
+        if not bp.size:
+            continue
+        g, h = divmod(int(bk[0]), len(groups))
+        rows = np.union1d(groups[g], groups[h])
+        rho = float(br.max())
+        out.append((g, h, np.searchsorted(rows, bi), np.searchsorted(rows, bj), bp, float(scale[bp].min()),
+                    rho if np.isfinite(rho) else np.inf, rows))
+    return out, groups
+
+
+def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray, center: np.ndarray,
+              sigma: np.ndarray) -> np.ndarray:
+    """max over pairs (i < j, Tukey order) of |Zt[j] - Zt[i] - shift_ij| / scale_ij per column of
+    ``Zt`` (names x replicates); pairs with scale 0 count 0.
+
+    Branch and bound, the same numbers as evaluating every pair: ``shift_ij`` is
+    ``center[j] - center[i]``, so a pair's statistic is |W_j - W_i| / scale_ij with
+    W = Zt - center (up to rounding, for which a margin is added). Over a block of pairs between
+    two groups of names (:func:`_pair_blocks`) it is at most (max W of one group - min W of the
+    other) / the block's smallest scale, and (Cauchy-Schwarz, u = W / sigma) at most
+    sqrt(max u^2 of one group + max u^2 of the other) x the block's largest
+    sqrt(sigma_i^2 + sigma_j^2) / scale_ij. Blocks are visited from the largest bound down; a
+    block is evaluated exactly (the same operations as pair by pair) only for the replicates where
+    its bound reaches the running maximum: a few blocks per replicate instead of all
+    k (k - 1) / 2 pairs."""
+    k, n = Zt.shape
+    out = np.zeros(n)
+    if k < 2 or n == 0:
+        return out
+    blocks, groups = _pair_blocks(sigma, scale)
+    if not blocks:
+        return out
+    W = Zt - center[:, None] if np.any(center) else Zt
+    # rounding: both sides are a few roundings of numbers no larger than M
+    M = float(np.abs(Zt).max()) + float(np.abs(center).max()) + float(np.abs(shift).max(initial=0.0))
+    tol = 1e-12 * M
+    gmax = [W[g].max(axis=0) for g in groups]
+    gmin = [W[g].min(axis=0) for g in groups]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u2 = [np.nan_to_num((W[g] / sigma[g][:, None]) ** 2, nan=np.inf).max(axis=0) for g in groups]
+
+    def bound(blk, cols=slice(None)):
+        g, h, _, _, _, smin, rho, _ = blk
+        wide = (np.maximum(gmax[g][cols] - gmin[h][cols], gmax[h][cols] - gmin[g][cols]) + tol) / smin
+        if np.isfinite(rho):
+            with np.errstate(invalid="ignore"):
+                cs = np.sqrt(u2[g][cols] + u2[h][cols]) * rho + tol / smin
+            wide = np.minimum(wide, np.where(np.isnan(cs), np.inf, cs))
+        return wide * (1 + 1e-9)
+
+    probe = slice(0, min(n, 256))
+    order = np.argsort([-bound(blk, probe).mean() for blk in blocks], kind="stable")
+    for bi in order:
+        _, _, i, j, p, _, _, rows = blocks[bi]
+        idx = np.flatnonzero(bound(blocks[bi]) >= out)
+        step = max(1, 4_000_000 // max(1, p.size))
+        for s0 in range(0, idx.size, step):
+            cols = idx[s0:s0 + step]
+            sub = Zt[np.ix_(rows, cols)]
+            d = sub[j] - sub[i]
+            d -= shift[p][:, None]
+            np.abs(d, out=d)
+            d /= scale[p][:, None]
+            out[cols] = np.maximum(out[cols], d.max(axis=0))
+    return out
+
+
+def _null_max(method: str, Z: np.ndarray, d_hat: np.ndarray, se: np.ndarray, est: np.ndarray,
+              sigma: np.ndarray) -> np.ndarray:
     """The max statistic per replicate: |Z_j - Z_i| / se_ij for the joint normal, centred on the
-    observed differences for the bootstrap (studentized unless ``"bootstrap_centered"``)."""
+    observed differences (``est``) for the bootstrap (studentized unless ``"bootstrap_centered"``);
+    ``sigma``: each name's own spread (it groups the names for :func:`_pair_max`)."""
     shift = np.zeros_like(d_hat) if method == "normal" else d_hat
+    center = np.zeros_like(est) if method == "normal" else est
     scale = np.where(se > 0, 1.0, 0.0) if method == "bootstrap_centered" else se
     out = np.zeros(Z.shape[0])
     for start in range(0, Z.shape[0], _CHUNK):
-        out[start:start + _CHUNK] = _pair_max(np.ascontiguousarray(Z[start:start + _CHUNK].T), shift, scale)
+        out[start:start + _CHUNK] = _pair_max(np.ascontiguousarray(Z[start:start + _CHUNK].T), shift, scale,
+                                              center, sigma)
     return out
 
 
@@ -313,7 +445,7 @@ def _pairwise(names: list[str], est: np.ndarray, se: np.ndarray, maxstat: np.nda
         stat = np.where(scale > 0, d / np.where(scale > 0, scale, 1.0), np.where(d == 0, 0.0, np.sign(d) * np.inf))
     p_adj = _p_adj(maxstat, stat, method)
     return pd.DataFrame({
-        "name_a": [names[i] for i in b], "name_b": [names[i] for i in a], "estimate": d,
+        "name_a": np.asarray(names, dtype=object)[b], "name_b": np.asarray(names, dtype=object)[a], "estimate": d,
         "std_error": se, "statistic": stat, "p_adj": p_adj,
         "conf_low": d - crit * scale, "conf_high": d + crit * scale, "significant": np.abs(stat) > crit,
     })
@@ -324,8 +456,8 @@ def _rank_bounds(k: int, pw: pd.DataFrame, pos: dict[str, int], higher_is_better
     """1 + the number of names significantly better than each, and k - the number significantly
     worse (vectorized over the pairs: 2 million pairs of 2,000 names in milliseconds)."""
     sig = pw["significant"].to_numpy(dtype=bool)
-    ia = pw["name_a"].map(pos).to_numpy()[sig].astype(np.int64)
-    ib = pw["name_b"].map(pos).to_numpy()[sig].astype(np.int64)
+    lo, hi = _pair_index(k)  # the pair table's rows are in Tukey order: name_a = hi, name_b = lo
+    ia, ib = hi[sig].astype(np.int64), lo[sig].astype(np.int64)
     a_better = (pw["estimate"].to_numpy()[sig] > 0) == higher_is_better
     win, lose = np.where(a_better, ia, ib), np.where(a_better, ib, ia)
     return 1 + np.bincount(lose, minlength=k), k - np.bincount(win, minlength=k)
@@ -333,13 +465,25 @@ def _rank_bounds(k: int, pw: pd.DataFrame, pos: dict[str, int], higher_is_better
 
 def _letters(names: list[str], est: np.ndarray, pw: pd.DataFrame, order: np.ndarray) -> dict[str, str]:
     """Compact letters by multcomp's insert-absorb (comparisons in Tukey order, lvl_order by
-    increasing estimate as multcomp::cld, rows best first so that the best group gets 'a')."""
-    comps = list(zip(pw["name_a"], pw["name_b"]))
-    lvl_order = [names[i] for i in np.argsort(est, kind="stable")]
-    return _cld.compact_letters(pw["significant"].to_numpy(), comps, lvl_order, [names[i] for i in order])
+    increasing estimate as multcomp::cld, rows best first so that the best group gets 'a').
+    :func:`mixedeval._cld.tukey_letter_matrix` gives the same matrix as inserting the pairs one
+    by one (:func:`mixedeval._cld.compact_letters`), one level at a time; one BLAS thread (its
+    products are small counts, and OpenBLAS' idle threads slow them down many times)."""
+    k = len(names)
+    a, b = _pair_index(k)
+    sig = np.zeros((k, k), dtype=bool)
+    flags = pw["significant"].to_numpy(dtype=bool)
+    sig[a, b] = flags
+    sig[b, a] = flags
+    with one_blas_thread():
+        lmat = _cld.tukey_letter_matrix(sig, np.asarray(order))
+    labels = _cld.get_letters(lmat.shape[1])
+    return {names[i]: "".join(n for n, on in zip(labels, row) if on) for i, row in zip(order, lmat)}
 
 
 def _tables(names, est, pw, rank_sim, level, higher_is_better, with_letters=True):
+    """The best-first table and the rank distribution (``rank_sim`` None: the distribution
+    holds the names only)."""
     k = len(names)
     pos = {n: i for i, n in enumerate(names)}
     low, high = _rank_bounds(k, pw, pos, higher_is_better)
@@ -348,13 +492,14 @@ def _tables(names, est, pw, rank_sim, level, higher_is_better, with_letters=True
     letters = _letters(names, est, pw, order) if with_letters else dict.fromkeys(names)
     table = pd.DataFrame({"name": names, "estimate": est, "rank": rank, "rank_low": low, "rank_high": high,
                           "letters": [letters[n] for n in names]}).iloc[order].reset_index(drop=True)
-    dist = pd.DataFrame({"name": names, **rank_columns(rank_matrix(rank_sim.T, higher_is_better), level)})
+    cols = rank_columns(rank_matrix(rank_sim.T, higher_is_better), level) if rank_sim is not None else {}
+    dist = pd.DataFrame({"name": names, **cols})
     return table, dist.iloc[order].reset_index(drop=True)
 
 
 def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level: float = 0.95,
                    higher_is_better: bool = True, method: str | None = None, random_state: Any = None,
-                   n_sim: int = 100_000, letters: bool = True) -> RankIntervals:
+                   n_sim: int = 100_000, letters: bool = True, distribution: bool = True) -> RankIntervals:
     """Simultaneous rank intervals, rank distribution and compact letters for k estimates.
 
     Parameters
@@ -372,8 +517,9 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         ``"normal"`` with draws only uses the draws' covariance.
     random_state : seeds the joint-normal simulation (``method="normal"``).
     n_sim : draws from the joint normal (critical value and rank distribution).
-    letters : compute the compact letter display (False: the ``letters`` column is empty; the
-        insert-absorb algorithm takes about a minute at 200 names).
+    letters : compute the compact letter display (False: the ``letters`` column is empty).
+    distribution : compute the rank distribution (False: ``rank_distribution`` holds the names
+        only; a leaderboard does not read it, and it ranks every draw).
 
     Returns
     -------
@@ -397,7 +543,8 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         Z = _normal_draws(V, int(n_sim), random_state)
         a, b = _pair_index(len(names))
         se = _pair_se(V, a, b)
-        rank_sim = est + Z
+        rank_sim = est + Z if distribution else None
+        sigma = np.sqrt(np.clip(np.diag(V), 0.0, None))
     else:
         # the rank matrix of the draws, its working copies and one block of pair differences
         guard = _resources.LoopGuard("the rank intervals", int(D.shape[0]), count=f"{D.shape[0]:,} draws",
@@ -406,9 +553,10 @@ def rank_intervals(estimates: Any, *, vcov: Any = None, draws: Any = None, level
         guard.check_memory(8.0 * (3 * len(names) + max(len(names) - 1, 0)))
         a, b = _pair_index(len(names))
         se = _pair_sd(D)
-        Z, rank_sim = D, D
+        Z, rank_sim = D, (D if distribution else None)
+        sigma = D.std(axis=0)
     d_hat = est[b] - est[a]
-    maxstat = _null_max(method, Z, d_hat, se)
+    maxstat = _null_max(method, Z, d_hat, se, est, sigma)
     crit = float(np.quantile(maxstat, level))
     pw = _pairwise(names, est, se, maxstat, crit, method, bool(higher_is_better))
     table, dist = _tables(names, est, pw, rank_sim, level, bool(higher_is_better), bool(letters))

@@ -30,10 +30,12 @@ from .table import as_pandas
 from .validate import require_columns, require_finite
 
 
-def _scores_table(scores: Any, metric: Any, format: str, columns: Mapping[str, str]) -> pd.DataFrame:  # noqa: A002
+def _scores_table(scores: Any, metric: Any, format: str, columns: Mapping[str, str],  # noqa: A002
+                  drop_missing: bool = False) -> pd.DataFrame:
     """system, task, item, epoch, judge_score of logs or of a score table."""
     if isinstance(scores, EvalLogs) or isinstance(scores, (str, Path, list, tuple)) and not _is_table_path(scores):
-        logs = scores if isinstance(scores, EvalLogs) else read_eval_logs(scores, format, metric=metric)
+        logs = scores if isinstance(scores, EvalLogs) else read_eval_logs(scores, format, metric=metric,
+                                                                           drop_missing=drop_missing)
         have = sorted(set(logs.table["metric"]))
         if metric is None:
             if len(have) != 1:
@@ -108,7 +110,7 @@ def read_judge_scores(scores: Any, labels: Any = None, *, metric: Any = None, fo
                       system: str = "system", item: str = "item", epoch: str | None = None, task: str | None = None,
                       judge_score: str = "judge_score", label_id: str = "id", label_system: str | None = None,
                       label_epoch: str | None = None, label_task: str | None = None,
-                      human_score: str = "human_score") -> pd.DataFrame:
+                      human_score: str = "human_score", drop_missing: bool = False) -> pd.DataFrame:
     """Judge scores with people's labels joined, ready for :func:`mixedeval.judge_corrected`.
 
     Parameters
@@ -120,13 +122,17 @@ def read_judge_scores(scores: Any, labels: Any = None, *, metric: Any = None, fo
         ``human_score``, and ``label_system`` / ``label_epoch`` / ``label_task`` where the scores
         have several systems / epochs / tasks. None: no labels (``human_score`` all missing).
     metric, format : the judge's metric in the logs and the log format (:func:`mixedeval.read_eval_logs`).
+    drop_missing : logs only: drop the items some system lacks, for every system
+        (:func:`mixedeval.read_eval_logs`; its error about incomplete evaluations advises it).
 
     Returns a DataFrame with columns system, task, item (``task/item`` with several tasks),
     epoch, judge_score, human_score (NaN where unlabelled); call
     ``me.judge_corrected(df, epoch="epoch")``. See the module docstring for the errors.
     """
     cols = {"system": system, "item": item, "epoch": epoch, "task": task, "judge_score": judge_score}
-    sc = _scores_table(scores, metric, format, cols)
+    if not isinstance(drop_missing, bool):
+        raise DataError(f"drop_missing must be True or False, not {drop_missing!r}")
+    sc = _scores_table(scores, metric, format, cols, drop_missing)
     sc["human_score"] = np.nan
     if labels is not None:
         lab = _labels_table(labels, label_id, human_score, label_system, label_epoch, label_task)

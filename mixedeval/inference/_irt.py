@@ -36,6 +36,7 @@ and ``.test_information()``; ``.responses`` (systems x items proportion correct)
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -303,10 +304,12 @@ def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: b
     if dif is None:
         return None
     data = dif_groups
+    const = _constant_dif_items(data, dif)
     base = _bridge.irt_dif_base(data, binary=bool((data["n"] == 1).all()))
     v = base.value
-    rows = [_bridge.irt_dif_item(v["state"], it) for it in tqdm(resp.items, desc=f"DIF by {dif}", unit="item",
-                                                                 leave=False, disable=not progress)]
+    rows = [_bridge.irt_dif_item(v["state"], it) for it in tqdm([i for i in resp.items if i not in const],
+                                                                 desc=f"DIF by {dif}", unit="item", leave=False,
+                                                                 disable=not progress)]
     tab = pd.DataFrame(rows)
     tab["item"] = tab["item"].astype(str)
     tab["p_adj"] = adjust_pvalues(tab["p_value"].to_numpy(dtype=float), method="holm")
@@ -316,6 +319,21 @@ def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: b
             "method": "per-item likelihood-ratio tests (item x group, other items as anchors) against "
                       "glmer(y ~ 1 + grp + (1 | item) + (1 | system)); global: (1 | item:grp) variance, "
                       "50:50 mixture of chi-square(0) and chi-square(1); p_adj: Holm over items"}
+
+
+def _constant_dif_items(data: pd.DataFrame, dif: Any) -> set[str]:
+    """Items answered alike by every system (all right or all wrong) carry no information on
+    DIF: their item x group term is not estimable (separation), so their likelihood-ratio test
+    is meaningless and would only enlarge Holm's adjustment. They are left out of the per-item
+    tests (``dif_p_value`` NaN) with a warning."""
+    g = data.assign(_right=data["y"] == data["n"], _wrong=data["y"] == 0).groupby("item", observed=True)
+    flags = g["_right"].all() | g["_wrong"].all()
+    const = {str(i) for i in flags.index[flags.to_numpy()]}
+    if const:
+        warnings.warn(f"DIF by {dif}: {len(const)} item(s) answered alike by every system (e.g. {sorted(const)[:3]}) "
+                      "have no DIF test (nothing varies) and are left out of the tests and of the Holm adjustment",
+                      stacklevel=3)
+    return const
 
 
 def _dif_data(resp: Responses, dif: Any) -> pd.DataFrame | None:

@@ -134,6 +134,18 @@ def _numeric(s: pd.Series, what: str) -> np.ndarray:
     return v.to_numpy(dtype=float)
 
 
+def _check_infinite(y: np.ndarray, n: np.ndarray, score: str, trials: str | None, rows: pd.DataFrame) -> None:
+    """An infinite score or trial count is a broken value, not a missing answer (NaN): a
+    DataError naming the column and a row, instead of dropping it with the missing ones."""
+    for v, what in ((y, f"score column {score!r}"), (n, f"trials column {trials!r}")):
+        bad = np.isinf(v)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{what} has {int(bad.sum())} infinite value(s) (e.g. {v[i]:g} for system "
+                            f"{rows['system'].iloc[i]!r}, item {rows['item'].iloc[i]!r}); IRT needs 0/1 scores (or "
+                            "counts with trials=): fix those values, or set them to NaN where the system did not answer")
+
+
 def _check_values(y: np.ndarray, n: np.ndarray, score: str, trials: str | None) -> None:
     if trials is None:
         bad = ~np.isin(y, (0.0, 1.0))
@@ -160,6 +172,7 @@ def prepare_responses(data: Any, *, score: str = "score", system: str = "system"
     warns: list[ResultWarning] = []
     y = _numeric(rows["score"], f"score column {name!r}")
     n = np.ones(len(y)) if trials is None else _numeric(rows["trials"], f"trials column {trials!r}")
+    _check_infinite(y, n, name, trials, rows)
     keep = np.isfinite(y) & np.isfinite(n) & rows["system"].notna().to_numpy() & rows["item"].notna().to_numpy()
     if not keep.all():
         if source != "wide table":

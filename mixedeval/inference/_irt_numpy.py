@@ -132,6 +132,15 @@ def response_matrix(data: Any, *, score: str = "score", system: str = "system", 
     return _from_wide(df, system)
 
 
+def _check_not_infinite(v: np.ndarray, what: str) -> None:
+    """An infinite score is a broken value, not a missing answer (NaN, which a wide table uses for
+    the items a system did not answer): a DataError instead of dropping it silently."""
+    bad = np.isinf(v)
+    if bad.any():
+        raise DataError(f"{what} has {int(bad.sum())} infinite value(s) ({v[bad][0]:g}); scores must be 0/1 (or counts "
+                        "with trials): fix those values, or set them to NaN where the system did not answer the item")
+
+
 def _from_long(df: pd.DataFrame, score: str, system: str, item: str, trials: str | None) -> Responses:
     keep = df[[system, item]].notna().all(axis=1) & df[score].notna()
     d = df.loc[keep]
@@ -148,6 +157,8 @@ def _from_long(df: pd.DataFrame, score: str, system: str, item: str, trials: str
     N = np.zeros_like(Y)
     np.add.at(Y, (s_codes, i_codes), y.to_numpy())
     np.add.at(N, (s_codes, i_codes), n.to_numpy())
+    _check_not_infinite(np.concatenate([y.to_numpy(), n.to_numpy()]), f"column {score!r}" if trials is None else
+                        f"columns {score!r} / {trials!r}")
     _check_counts(Y, N, f"column {score!r}")
     return Responses(Y, N, tuple(map(str, s_lev)), tuple(map(str, i_lev)))
 
@@ -166,6 +177,7 @@ def _from_wide(df: pd.DataFrame, system: str) -> Responses:
         except (TypeError, ValueError) as exc:
             raise DataError("a wide response table needs one row per system and 0/1 values (or NaN) in every item "
                             "column") from exc
+    _check_not_infinite(M, "the wide table")
     N = np.isfinite(M).astype(float)
     Y = np.where(N > 0, M, 0.0)
     _check_counts(Y, N, "wide table")

@@ -15,6 +15,7 @@ computed by the engine's adaptive Gauss-Hermite pieces whatever engine calibrate
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +157,25 @@ def _calibration_responses(calibration: Any, items: tuple[str, ...]) -> Response
     return Responses(y, n, resp.systems, items)
 
 
+def _finite_items(names: tuple[str, ...], b: np.ndarray, a: np.ndarray, se: np.ndarray | None):
+    """The items with finite parameters. Items answered alike by every calibration system have
+    none (their difficulty runs off to the edge of the scale; the fit flags them 'no
+    information'): they are left out of the bank with a warning, as they carry no information
+    about any system; a calibration without any usable item is a DataError."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.all():
+        return names, b, a, se
+    bad = [names[i] for i in np.flatnonzero(~ok)]
+    if ok.sum() < 2:
+        raise DataError(f"the calibration has {int(ok.sum())} item(s) with finite parameters ({len(bad)} without, e.g. "
+                        f"{', '.join(bad[:5])}); calibrate on items that some systems answer right and others wrong")
+    warnings.warn(f"the calibration has {len(bad)} item(s) without finite parameters ({', '.join(bad[:5])}"
+                  f"{', ...' if len(bad) > 5 else ''}; e.g. answered alike by every system): they carry no information "
+                  "and are left out of the item bank", stacklevel=3)
+    keep = np.flatnonzero(ok)
+    return (tuple(names[i] for i in keep), b[keep], a[keep], None if se is None else np.asarray(se, dtype=float)[keep])
+
+
 def as_bank(calibration: Any) -> Bank:
     """The :class:`Bank` of an IRT calibration (``IrtResult`` or the numpy engine's fit)."""
     if isinstance(calibration, Bank):
@@ -175,13 +195,10 @@ def as_bank(calibration: Any) -> Bank:
     b = pd.to_numeric(items["difficulty"]).to_numpy(dtype=float)
     a = (pd.to_numeric(items["discrimination"]).to_numpy(dtype=float) if "discrimination" in items.columns
          else np.ones(len(b)))
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        bad = [names[i] for i in np.nonzero(~(np.isfinite(a) & np.isfinite(b)))[0]]
-        raise DataError(f"the calibration has items without finite parameters ({', '.join(bad[:5])}); "
-                        "drop them (e.g. items answered alike by every system) and recalibrate")
     engine = str(getattr(calibration, "engine", None) or (getattr(calibration, "provenance", None) or {}).get("engine", "R"))
     se = (pd.to_numeric(items["discrimination_std_error"]).to_numpy(dtype=float)
           if model == "2pl" and "discrimination_std_error" in items.columns else None)
+    names, b, a, se = _finite_items(names, b, a, se)
     return Bank(names, b, a, model, _sigma(calibration, model), engine, _calibration_responses(calibration, names),
                 calibration, se)
 

@@ -8,7 +8,9 @@ On the labelled rows (one row per labelled epoch; with several judges, per judge
   indexed in sorted order. Intervals: the large-sample variances of Fleiss, Cohen & Everitt
   (1969, *Psychol. Bull.* 72:323), normal quantiles (R's ``psych::cohen.kappa`` for the
   unweighted kappa; for weighted kappas the FCE formula with ``wbar_i. = sum_j p_.j w_ij`` and
-  ``wbar_.j = sum_i p_i. w_ij``).
+  ``wbar_.j = sum_i p_i. w_ij``, which is what R's ``vcd::Kappa`` computes; ``psych::cohen.kappa``
+  uses another variance for weighted kappas and its intervals differ from these by up to about
+  0.005).
 * Krippendorff's alpha (:func:`mixedeval.krippendorff_alpha`, judge and people as two coders;
   nominal for 0/1, ordinal for grades, interval for continuous scores), Pearson's and
   Spearman's correlations: percentile intervals from a bootstrap of clusters (items, or
@@ -124,9 +126,34 @@ def _ordinal_d2(n_c: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ scale and rows
+def _require_binary(j: np.ndarray, h: np.ndarray) -> None:
+    """scale='binary' reads 0/1 scores: other values would be counted as neither class (kappa 0
+    with the interval [0, 0], an estimate outside its own interval)."""
+    for what, v in (("judge_score", j), ("human_score", h)):
+        bad = np.unique(v[~np.isin(v, (0.0, 1.0))])
+        if bad.size:
+            raise DataError(f"scale='binary' needs 0/1 scores; {what} has other values (e.g. {', '.join(f'{x:.3g}' for x in bad[:3])}): "
+                            "use scale='interval' for continuous scores, 'ordinal' for grades, or 'auto'")
+
+
+def _constant_judge_warnings(lab: pd.DataFrame, jcols: list[str], judges: list[str]) -> list[ResultWarning]:
+    """A judge that gives every labelled answer the same score agrees by chance only: its kappa
+    and alpha say nothing about it (alpha comes out slightly negative)."""
+    out = []
+    for col, judge in zip(jcols, judges):
+        v = lab[col].to_numpy(dtype=float)
+        if v.size and np.all(v == v[0]):
+            out.append(ResultWarning("constant_judge", f"judge {judge!r} gives every labelled answer the same score "
+                                     f"({v[0]:g}): its agreement statistics measure nothing; check the judge_score "
+                                     "column or the judge's prompt"))
+    return out
+
+
 def _scale(j: np.ndarray, h: np.ndarray, scale: str) -> str:
     if scale not in SCALES:
         raise DataError(f"scale must be one of {list(SCALES)}, not {scale!r}")
+    if scale == "binary":
+        _require_binary(j, h)
     if scale != "auto":
         return scale
     v = np.concatenate([j, h])
@@ -137,8 +164,21 @@ def _scale(j: np.ndarray, h: np.ndarray, scale: str) -> str:
     return "interval"
 
 
+_BOOT_CHUNK = 2_000  # resamples drawn and summarised at a time (memory; Ctrl-C between chunks)
+
+
 def _boot_stats(j: np.ndarray, h: np.ndarray, cl: np.ndarray, scale: str, n_resamples: int, rng) -> dict:
-    """Bootstrap replicates (clusters resampled) of alpha, Pearson and Spearman."""
+    """Bootstrap replicates (clusters resampled) of alpha, Pearson and Spearman, drawn in chunks
+    of :data:`_BOOT_CHUNK` resamples (numpy's multinomial rows come one after another from the
+    stream, so the replicates are those of one draw of all of them)."""
+    parts = []
+    for start in range(0, n_resamples, _BOOT_CHUNK):
+        parts.append(_boot_chunk(j, h, cl, scale, min(_BOOT_CHUNK, n_resamples - start), rng))
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _boot_chunk(j: np.ndarray, h: np.ndarray, cl: np.ndarray, scale: str, n_resamples: int, rng) -> dict:
+    """:func:`_boot_stats` of ``n_resamples`` resamples at once."""
     G = int(cl.max()) + 1
     counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_resamples)  # draws x clusters
     w = counts[:, cl].astype(float)  # draws x rows
@@ -250,10 +290,27 @@ def _one_judge(judge: str, lab: pd.DataFrame, scale: str, level: float, n_resamp
 
 def _wcorr_mean(v: np.ndarray, cl: np.ndarray, rng, n_resamples: int) -> np.ndarray:
     G = int(cl.max()) + 1
-    counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_resamples)
-    sums = counts @ np.bincount(cl, weights=v, minlength=G)
-    ns = counts @ np.bincount(cl, minlength=G)
-    return sums / ns
+    out = []
+    for start in range(0, n_resamples, _BOOT_CHUNK):  # chunks: the same draws (see _boot_stats)
+        counts = rng.multinomial(G, np.full(G, 1.0 / G), size=min(_BOOT_CHUNK, n_resamples - start))
+        sums = counts @ np.bincount(cl, weights=v, minlength=G)
+        ns = counts @ np.bincount(cl, minlength=G)
+        out.append(sums / ns)
+    return np.concatenate(out)
+
+
+def _guard_resamples(p: Any, n_resamples: int) -> None:
+    """Refuse before drawing when the bootstrap's arrays do not fit mixedeval's memory limit
+    (``me.set_memory_limit`` / ``MIXEDEVAL_MEMORY_LIMIT``): the replicates kept (a few
+    statistics per judge) for all resamples, and one chunk's draws x labelled rows."""
+    from .._resources import check_memory, format_count  # noqa: PLC0415 - the guard's only use here
+    rows = int(p.units.labelled.sum()) * max(1, p.n_epochs) * len(p.judges)
+    n = int(n_resamples)
+    need = 8.0 * n * 8 * len(p.judges) + 8.0 * min(n, _BOOT_CHUNK) * (3 * rows + len(p.clusters))
+    check_memory(need, f"the cluster bootstrap of judge_agreement (n_resamples={format_count(n)})",
+                 "Use fewer n_resamples (the default 1,000 is plenty for 95% intervals), or raise the limit.",
+                 f"{format_count(n)} resamples of {8 * len(p.judges)} statistics, and {min(n, _BOOT_CHUNK):,} "
+                 f"resamples x {rows:,} labelled rows at a time")
 
 
 # ------------------------------------------------------------------------------ bias by system
@@ -319,6 +376,7 @@ def agreement_of(p: Any, *, scale: str, level: float, n_resamples: int, random_s
     """:class:`JudgeAgreement` of prepared units (see the module docstring)."""
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 50:
         raise DataError(f"n_resamples must be an integer of at least 50, not {n_resamples!r}")
+    _guard_resamples(p, n_resamples)
     lab = _labelled_rows(p)
     if len(lab) < 3:
         raise DataError(f"only {len(lab)} labelled rows: agreement needs human_score on at least three rows")
@@ -337,7 +395,7 @@ def agreement_of(p: Any, *, scale: str, level: float, n_resamples: int, random_s
     bias_df["excess_p_adj"] = np.concatenate([adjust_pvalues(g["excess_p_value"].to_numpy(dtype=float), "holm")
                                               for _, g in bias_df.groupby("judge", sort=False)])
     tests_df = pd.DataFrame(tests)
-    warns = _bias_warnings(bias_df, tests_df, 1 - level)
+    warns = _constant_judge_warnings(lab, jcols, list(p.judges)) + _bias_warnings(bias_df, tests_df, 1 - level)
     prov = {"scale": sc, "level": level, "n_resamples": int(n_resamples), "clusters": len(p.clusters),
             "bias": "judge - people on labelled units (epochs averaged), cluster-robust by item / cluster"}
     return JudgeAgreement(table=pd.DataFrame(rows), confusion=pd.concat(confs, ignore_index=True), bias=bias_df,

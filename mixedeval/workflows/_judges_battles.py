@@ -83,6 +83,51 @@ def _design(df: pd.DataFrame, model_a: str, model_b: str, anchor: Any) -> tuple[
     return X, [ref, *others], ref
 
 
+def _components(a: np.ndarray, b: np.ndarray, models: list[str]) -> list[list[str]]:
+    """The connected components of the graph of battles (models as nodes)."""
+    parent = {m: m for m in models}
+
+    def find(m: str) -> str:
+        while parent[m] != m:
+            parent[m] = parent[parent[m]]
+            m = parent[m]
+        return m
+
+    for x, y in zip(a, b):
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[rx] = ry
+    groups: dict[str, list[str]] = {}
+    for m in models:
+        groups.setdefault(find(m), []).append(m)
+    return sorted(groups.values(), key=lambda g: (-len(g), g))
+
+
+def _check_labelled_design(df: pd.DataFrame, model_a: str, model_b: str, lab: np.ndarray, human_winner: str) -> None:
+    """The corrected fit needs unlabelled battles (the judge's part), people's verdicts on every
+    model's battles, and one connected graph of battles among the labelled ones and among all
+    (strengths of models never compared, directly or through others, are not defined: the fit
+    would stop on a singular matrix)."""
+    a, b = df[model_a].astype(str).to_numpy(), df[model_b].astype(str).to_numpy()
+    models = sorted(set(a) | set(b))
+    if lab.all():
+        raise DataError(f"every battle has a human verdict in {human_winner!r}: there are no judge-only battles to add; "
+                        "fit the people's verdicts alone (me.bradley_terry on the human_winner column) or give the "
+                        "judge's verdicts on more, unlabelled battles")
+    seen = set(a[lab]) | set(b[lab])
+    missing = [m for m in models if m not in seen]
+    if missing:
+        raise DataError(f"model(s) {missing[:10]} have no battle with a human verdict in {human_winner!r}: the "
+                        "correction needs people's verdicts on every model's battles; label a random sample of "
+                        "battles that includes them (or drop those models)")
+    for rows, what in ((np.ones(len(a), dtype=bool), "battles"), (lab, "battles with a human verdict")):
+        comps = _components(a[rows], b[rows], models)
+        if len(comps) > 1:
+            raise DataError(f"the {what} split the models into {len(comps)} groups never compared with each other "
+                            f"({'; '.join(str(g[:4]) for g in comps[:3])}): strengths across groups are not defined; "
+                            "add battles between the groups (or analyse each group alone)")
+
+
 def _fit_all(X, y, yh, lab, cl, method):
     cl_l = None if cl is None else cl[lab]
     cl_u = None if cl is None else cl[~lab]
@@ -169,6 +214,7 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
         raise DataError(f"only {int(lab.sum())} battles have a human verdict in {human_winner!r}; PPI needs people's "
                         "verdicts on a random sample of battles (tens at least)")
     X, names, ref = _design(df, model_a, model_b, anchor)
+    _check_labelled_design(df, model_a, model_b, lab, human_winner)
     cl = None if cluster is None else pd.factorize(df[cluster].astype(str))[0]
     fits = _fit_all(X, np.where(lab, y, 0.0), yh, lab, cl, method)
     table, V = _table(fits, names, level)

@@ -145,13 +145,28 @@ def _row(inp: dict[str, float], T: float, cost_ratio: float | None, per_unit_cal
             "classical_labels": float(np.ceil(n0)), "cost": cost, "reachable": ok}
 
 
+def _check_plan_args(cost_ratio: Any, alpha: Any, delta: Any, width: Any) -> None:
+    """The plan's numbers must be finite (an infinite cost ratio overflowed into a raw
+    OverflowError; alpha 0, 1 or NaN gave plans for impossible tests)."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+    if cost_ratio is not None and not (number(cost_ratio) and np.isfinite(cost_ratio) and cost_ratio > 0):
+        raise DataError(f"cost_ratio must be a positive finite number (cost of a human label / cost of a judge call), "
+                        f"not {cost_ratio!r}")
+    if alpha is not None and not (number(alpha) and 0 < alpha < 1):
+        raise DataError(f"alpha must lie strictly between 0 and 1 (e.g. 0.05), not {alpha!r}")
+    if delta is not None and not (number(delta) and np.isfinite(delta) and delta != 0):
+        raise DataError(f"delta must be a finite non-zero difference to detect, not {delta!r}")
+    if width is not None and not (number(width) and np.isfinite(width) and width > 0):
+        raise DataError(f"width must be a positive finite number (the interval's full width), not {width!r}")
+
+
 def plan(pilot: Any, *, width: float | None, power: float | None, delta: float | None, cost_ratio: float | None,
          alpha: float | None) -> LabelsNeeded:
     """The plan for every pair of the pilot's systems (headline pair first)."""
     p = pilot._prepared  # noqa: SLF001 - the pilot result's own data
-    if cost_ratio is not None and not (isinstance(cost_ratio, (int, float)) and cost_ratio > 0):
-        raise DataError(f"cost_ratio must be a positive number (cost of a human label / cost of a judge call), "
-                        f"not {cost_ratio!r}")
+    _check_plan_args(cost_ratio, alpha, delta, width)
     if len(p.systems) < 2:
         raise DataError("labels_needed plans a difference between systems; the pilot has one system")
     a_ = 1 - pilot.level if alpha is None else float(alpha)

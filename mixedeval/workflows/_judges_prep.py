@@ -47,6 +47,22 @@ def _name(x: Any, what: str, optional: bool = False) -> str | None:
     return x
 
 
+def _check_roles(names: dict[str, str | None]) -> None:
+    """Each column plays one role: the judge's score passed as the people's (or any column named
+    twice) would compare the judge with itself (a tiny p-value and no error otherwise)."""
+    if names["judge_score"] == names["human_score"]:
+        raise DataError(f"judge_score and human_score both name column {names['judge_score']!r}: human_score= must "
+                        "name the people's score (NaN where nobody labelled), judge_score= the judge's")
+    seen: dict[str, str] = {}
+    for role, col in names.items():
+        if col is None:
+            continue
+        if col in seen:
+            raise DataError(f"column {col!r} is passed both as {seen[col]}= and as {role}=; each role needs its own "
+                            "column")
+        seen[col] = role
+
+
 def canonical_rows(data: Any, judge_score: str, human_score: str, system: str, item: str, epoch: str | None,
                    judge: str | None, cluster: str | None) -> pd.DataFrame:
     """The table's rows with canonical column names (the caller's table is not modified)."""
@@ -54,6 +70,7 @@ def canonical_rows(data: Any, judge_score: str, human_score: str, system: str, i
              "system": _name(system, "system"), "item": _name(item, "item"),
              "epoch": _name(epoch, "epoch", True), "judge": _name(judge, "judge", True),
              "cluster": _name(cluster, "cluster", True)}
+    _check_roles(names)
     df = as_pandas(data, what="data")
     df.columns = [str(c) for c in df.columns]
     require_nonempty(df)
@@ -150,6 +167,24 @@ def build_units(rows: pd.DataFrame) -> Prepared:
     return Prepared(rows, units, systems, items, judges, clusters, n_epochs)
 
 
+def _check_constant_labels(p: Prepared) -> None:
+    """A system whose labelled answers all carry the same human score has a corrected mean with
+    standard error 0 (nothing varies): a DataError naming the systems and the value."""
+    u = p.units
+    y = np.asarray(u.y, dtype=float)
+    same = []
+    for s, name in enumerate(p.systems):
+        v = y[(u.system == s) & u.labelled]
+        v = v[np.isfinite(v)]
+        if v.size >= 2 and np.all(v == v[0]):
+            same.append((name, float(v[0])))
+    if same:
+        raise DataError(f"human_score is the same on every labelled item of system(s) {[n for n, _ in same][:5]} "
+                        f"(e.g. {same[0][1]:g}): the corrected mean then has standard error 0 and no interval; check "
+                        "the human_score column (the people's score, NaN where unlabelled) or label more items of "
+                        "those systems")
+
+
 def check_labels(p: Prepared, method: str) -> None:
     """Every system has two or more labelled items (and, for Rogan-Gladen, 0/1 scores with
     labelled positives and negatives)."""
@@ -159,6 +194,7 @@ def check_labels(p: Prepared, method: str) -> None:
     if few:
         raise DataError(f"system(s) {few} have fewer than two items with a human_score; a corrected mean needs "
                         "people's labels on each system's own answers: label a random sample of every system's items")
+    _check_constant_labels(p)
     if method == "rogan-gladen":
         if len(p.judges) > 1:
             raise DataError("method='rogan-gladen' corrects one 0/1 judge; pass one judge's rows or use 'ppi++'")

@@ -29,6 +29,7 @@ import pandas as pd
 from .. import _answer
 from .._random import as_generator
 from ..data.table import as_pandas
+from ..data.validate import require_level
 from ..errors import DataError
 from ..results import ResultWarning
 from ._common import _WorkflowResult
@@ -440,6 +441,9 @@ def _anchor_weights(bank: Bank, anchors: Any, n: np.ndarray) -> tuple[np.ndarray
     else:
         idx = bank.index(list(anchors), "anchors")
         w[idx] = 1.0
+    if not np.all(np.isfinite(w)):
+        raise DataError(f"anchor weights must be finite numbers; {int((~np.isfinite(w)).sum())} are NaN or infinite "
+                        "(give every anchor item a weight >= 0, e.g. 1 for equal weights)")
     if np.any(w < 0) or w.sum() <= 0:
         raise DataError("anchor weights must be >= 0 and not all 0")
     return w / w.sum(), idx, "given anchors"
@@ -664,11 +668,12 @@ def next_items(calibration: Any, responses: Any = None, *, n_items: int = 1, tar
     the ability's standard error is at most ``target_se`` (default ``0.3 * sigma``: a reliability
     of about 0.91 on the calibration population), when ``max_items`` items are answered, or when
     the bank is exhausted."""
+    level = require_level(level)
     bank = as_bank(calibration)
     if not (isinstance(n_items, (int, np.integer)) and n_items >= 1):
         raise DataError(f"n_items={n_items!r} must be a whole number >= 1")
     target = 0.3 * bank.sigma if target_se is None else float(target_se)
-    if not target > 0:
+    if not (target > 0 and np.isfinite(target)):
         raise DataError(f"target_se={target_se!r} must be > 0 (on the ability scale)")
     y, n = _one_system(bank, responses, score, item, system)
     answered = n[0] > 0

@@ -191,8 +191,9 @@ def judge_agreement(data: Any, judge_score: str = "judge_score", human_score: st
     """How well the judge agrees with people, and whether it favours some systems.
 
     On the rows people labelled: Cohen's kappa (and linearly / quadratically weighted kappa for
-    ordered categories) with the large-sample interval of Fleiss, Cohen & Everitt (1969) as R's
-    ``psych::cohen.kappa`` computes it; Krippendorff's alpha (:func:`mixedeval.krippendorff_alpha`)
+    ordered categories) with the large-sample interval of Fleiss, Cohen & Everitt (1969) (for kappa
+    as R's ``psych::cohen.kappa`` computes it, for weighted kappas as ``vcd::Kappa`` does: psych's
+    weighted-kappa intervals differ by up to about 0.005); Krippendorff's alpha (:func:`mixedeval.krippendorff_alpha`)
     with an item-cluster bootstrap interval; the confusion matrix; Pearson's correlation (Fisher
     z interval) and Spearman's for graded scores. Bias by system: per system the mean of
     judge - human on its labelled answers with a cluster-robust interval, and a Wald test that the
