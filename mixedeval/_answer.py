@@ -431,7 +431,7 @@ def pair_row(table: pd.DataFrame, a: str, b: str, *, task: Any = None, a_col: st
 
 
 #: the columns of an answer's ``differences`` table (every pair, best first)
-PAIR_COLUMNS = ("system_a", "system_b", "delta", "std_error", "conf_low", "conf_high", "p_value", "p_adj")
+PAIR_COLUMNS = ("system_a", "system_b", "delta", "std_error", "df", "conf_low", "conf_high", "p_value", "p_adj", "method")
 
 
 def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bool, *, delta: str = "delta",
@@ -458,7 +458,7 @@ def best_first_pairs(pairs: pd.DataFrame, order: list[str], higher_is_better: bo
             factor = -sign
         est, lo, hi = (d, lo, hi) if sign > 0 else (-d, -hi, -lo)
         out = {"system_a": a, "system_b": b, "delta": est, "conf_low": lo, "conf_high": hi}
-        for c in ("std_error", "p_value", "p_adj", *keep):
+        for c in ("std_error", "df", "p_value", "p_adj", "method", *keep):
             if c in r:
                 out[c] = factor * r[c] if c in signed else r[c]
         if "task" in r:

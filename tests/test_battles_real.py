@@ -45,7 +45,7 @@ def test_arena_voters_with_few_battles_are_pooled_and_said(capsys):
     # two voters have 60+ votes (their own position bias and leniency); the ~60 others share one set
     assert set(judges["judge"]) == {"arena_user_1", "arena_user_2", "(pooled judges)"}
     assert (judges["estimate"].abs() < 3).all()  # no +-24 estimates from a voter with three votes
-    assert any(w.startswith("[judges_pooled]") and "min_judge_battles" in w for w in got["warnings"])
+    assert any(w.startswith("[judges_pooled]") and "--min-judge-battles" in w for w in got["warnings"])  # the flag
     df = me.read_battles(ARENA)
     voters = df["judge"].value_counts()
     assert (voters >= 50).sum() == 2 and (voters < 50).sum() > 40

@@ -350,7 +350,7 @@ def test_cli_billion_resamples_exits_2_with_the_estimate():
     assert out.returncode == 2, out.stderr
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("mixedeval: error: ") and "internal error" not in lines[0]
-    assert "n_resamples=1,000,000,000 x 3 systems x 8 bytes" in lines[0]
+    assert "--n-resamples 1,000,000,000 x 3 systems x 8 bytes" in lines[0]  # in the command's flags (issue 38)
     assert "memory limit of" in lines[0] and "fewer n_resamples" in lines[0]
     assert out.stdout == ""
     assert time.perf_counter() - t0 < 60

@@ -173,7 +173,7 @@ def test_power_cli_refuses_an_absurd_n_sim_with_exit_status_2():
     out = subprocess.run([sys.executable, "-m", "mixedeval.cli", "power", "--items", "20", "--effect", "0.4",
                           "--n-sim", "1000000000000", "--quiet"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 2, out.stderr
-    assert "need about 181.9 TiB" in out.stderr and "n_sim=1,000,000,000,000" in out.stderr
+    assert "need about 181.9 TiB" in out.stderr and "--n-sim 1,000,000,000,000" in out.stderr  # the flag (issue 38)
     assert time.perf_counter() - t0 < 60  # interpreter, R start and the design; the refusal itself is instant
 
 
