@@ -666,51 +666,6 @@ class AnswerMixin:
         return {"answer": None if a is None else a.to_dict(), **d}
 
 
-class LegacyAnswerMixin:
-    """Transition only (removed when every result holds an ``answer``): the views of results
-    that still declare ``headline``/``leaderboard``/``checks``/``direction`` themselves, with
-    ``answer`` built from them."""
-
-    _no_headline_text: str = "one system: no comparison"
-    _answer_parts: tuple[str, ...] = ("headline", "direction")
-    _answer_priority: int = 50
-
-    def _the_headline(self) -> Headline | None:
-        return self.headline  # type: ignore[attr-defined]
-
-    @property
-    def answer(self) -> Answer:
-        h = self._the_headline()
-        d = getattr(self, "direction", None)
-        d = d() if callable(d) else d
-        if d is None:
-            d = h.direction if h is not None and h.direction is not None else Direction(True, "assumed")
-        b = getattr(self, "leaderboard", None)
-        b = b() if callable(b) else b
-        c = getattr(self, "checks", None)
-        return Answer(direction=d, leaderboard=b if isinstance(b, pd.DataFrame) else None, headline=h,
-                      checks=c if isinstance(c, pd.DataFrame) else None, no_headline_text=self._no_headline_text)
-
-    def headline_text(self) -> str:
-        h = self._the_headline()
-        return self._no_headline_text if h is None else h.text()
-
-    @property
-    def p_value(self) -> float:
-        h = self._the_headline()
-        return float("nan") if h is None else float(h.p_value)
-
-    def _answer_json(self, d: dict[str, Any]) -> dict[str, Any]:
-        for name in self._answer_parts:
-            if name in d:
-                v = getattr(self, name)
-                d[name] = None if v is None else v.to_dict()
-        return d
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._answer_json(super().to_dict())  # type: ignore[misc]
-
-
 # ------------------------------------------------------------------------------ checks
 def width_ratio(head: Headline, conf_low: float, conf_high: float) -> float:
     """The width of an interval relative to the headline's (NaN when either is not finite)."""

@@ -1,8 +1,7 @@
 """The report's first section: the one answer, read as a value (:class:`mixedeval._answer.Answer`).
 
-Every result that compares or ranks carries one ``answer`` (:class:`mixedeval._answer.AnswerMixin`,
-or during the transition :class:`mixedeval._answer.LegacyAnswerMixin`, which builds it from the
-result's own fields) and declares ``_answer_priority`` on its class (lower answers first). The
+Every result that compares or ranks carries one ``answer`` (:class:`mixedeval._answer.AnswerMixin`)
+and declares ``_answer_priority`` on its class (lower answers first). The
 report's answer is the answer of the result of lowest priority that has a headline (ties: the
 report's order); the EMMs of the report's model answer too (their ``answer`` is computed from the
 means, so only means of one table without ``by=`` groups). Nothing is found by type name or by
@@ -33,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._answer import Answer, AnswerMixin, LegacyAnswerMixin, check_row, checks_table
+from .._answer import Answer, AnswerMixin, check_row, checks_table
 from .._answer import differences as anchor_differences
 from .._format import decimals, fmt_fixed, fmt_interval, fmt_p
 from ..inference._emm_answer import EMMAnswer
@@ -42,8 +41,8 @@ from ..workflows.summarize import SummarizeResult
 from .blocks import Section
 from .figures import difference_plot
 
-#: the classes whose results carry an ``answer`` (the transition class until every result is converted)
-ANSWERING = (AnswerMixin, LegacyAnswerMixin)
+#: the class of every result that carries an ``answer``
+ANSWERING = (AnswerMixin,)
 #: the priority of a result class that declares none
 DEFAULT_PRIORITY = 50
 #: warning kinds of the model-based check of a result whose headline is not model-based
