@@ -604,6 +604,15 @@ class Answer:
 
 
 # ------------------------------------------------------------------------------ the mixin
+def _view(name: str, doc: str) -> property:
+    """A read-only view of the result's ``answer.<name>`` (None without an answer)."""
+    def get(self: Any) -> Any:
+        a = self._get_answer()
+        return None if a is None else getattr(a, name)
+    get.__doc__ = doc
+    return property(get)
+
+
 class AnswerMixin:
     """The answer's views on every result that compares or ranks (put it before the result base
     class). The result holds one field, ``answer`` (:class:`Answer`; EMMs compute it from their
@@ -629,35 +638,11 @@ class AnswerMixin:
         a = self._get_answer()
         return float("nan") if a is None else a.p_value
 
-    @property
-    def headline(self) -> Headline | None:
-        """The answer's :class:`Headline` (None with fewer than two systems)."""
-        a = self._get_answer()
-        return None if a is None else a.headline
-
-    @property
-    def leaderboard(self) -> pd.DataFrame | None:
-        """The answer's best-first leaderboard (:data:`LEADERBOARD_COLUMNS`)."""
-        a = self._get_answer()
-        return None if a is None else a.leaderboard
-
-    @property
-    def checks(self) -> pd.DataFrame | None:
-        """The answer's checks (:data:`CHECK_COLUMNS`)."""
-        a = self._get_answer()
-        return None if a is None else a.checks
-
-    @property
-    def direction(self) -> Direction | None:
-        """The score's :class:`Direction`."""
-        a = self._get_answer()
-        return None if a is None else a.direction
-
-    @property
-    def differences(self) -> pd.DataFrame | None:
-        """Every pair best first, signed in the better direction (:func:`best_first_pairs`)."""
-        a = self._get_answer()
-        return None if a is None else a.differences
+    headline = _view("headline", "The answer's :class:`Headline` (None with fewer than two systems).")
+    leaderboard = _view("leaderboard", "The answer's best-first leaderboard (:data:`LEADERBOARD_COLUMNS`).")
+    checks = _view("checks", "The answer's checks (:data:`CHECK_COLUMNS`).")
+    direction = _view("direction", "The score's :class:`Direction`.")
+    differences = _view("differences", "Every pair best first, signed in the better direction (:func:`best_first_pairs`).")
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()  # type: ignore[misc]

@@ -112,6 +112,18 @@ def _worker_spans(n: int, n_workers: int) -> list[list[tuple[int, int]]]:
     return [spans[i:i + size] for i in range(0, len(spans), size)]
 
 
+def _on_workers(out: np.ndarray, runner: Any, task: Callable[..., Any], args: Callable[[list], tuple],
+                shared: Any, progress: Any, desc: str) -> np.ndarray:
+    """Runs of whole blocks on the executor's workers (``task(shared, *args(group))`` returns the
+    rows of each block of its group), written into ``out`` in block order."""
+    groups = _worker_spans(out.shape[0], runner.n_workers)
+    results = runner.map(task, [args(g) for g in groups], shared=shared, progress=progress, desc=desc)
+    for g, res in zip(groups, results):
+        for (blk, r), rows in zip(g, res):
+            out[blk * BLOCK:blk * BLOCK + r] = rows
+    return out
+
+
 def run_blocks(out: np.ndarray, ss: np.random.SeedSequence,
                one_block: Callable[[np.random.Generator, int, int], np.ndarray], *,
                chunk_size: int | None, progress: bool | None, work: float, desc: str,
@@ -126,13 +138,7 @@ def run_blocks(out: np.ndarray, ss: np.random.SeedSequence,
     n = out.shape[0]
     runner = resolve_executor(executor)
     if runner.name != "in-process":
-        groups = _worker_spans(n, runner.n_workers)
-        results = runner.map(_blocks_task, [(ss, g) for g in groups], shared=one_block,
-                             progress=auto_progress(progress, work), desc=desc)
-        for g, res in zip(groups, results):
-            for (blk, r), rows in zip(g, res):
-                out[blk * BLOCK:blk * BLOCK + r] = rows
-        return out
+        return _on_workers(out, runner, _blocks_task, lambda g: (ss, g), one_block, auto_progress(progress, work), desc)
     length = chunk_length(n, chunk_size)
     with one_blas_thread():
         for start, stop in chunks(n, length, auto_progress(progress, work), desc):
@@ -169,13 +175,8 @@ def run_block_groups(out: np.ndarray, ss: np.random.SeedSequence,
     n = out.shape[0]
     runner = resolve_executor(executor)
     if runner.name != "in-process":
-        groups = _worker_spans(n, runner.n_workers)
-        results = runner.map(_block_groups_task, [(ss, g, max(1, int(blocks))) for g in groups],
-                             shared=(draw, compute), progress=auto_progress(progress, 0.0), desc=desc)
-        for g, res in zip(groups, results):
-            for (blk, r), rows in zip(g, res):
-                out[blk * BLOCK:blk * BLOCK + r] = rows
-        return out
+        return _on_workers(out, runner, _block_groups_task, lambda g: (ss, g, max(1, int(blocks))), (draw, compute),
+                           auto_progress(progress, 0.0), desc)
     length = chunk_length(n, chunk_size)
     with one_blas_thread():
         for start, stop in chunks(n, length, auto_progress(progress, 0.0), desc):
