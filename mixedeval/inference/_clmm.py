@@ -62,12 +62,12 @@ from ._emm_tables import (
     _adjust_warnings,
     _applied_adjustments,
     _at_arg,
-    _check_vars,
     _names,
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
     require_no_type,
+    emm_arguments,
 )
 
 LINKS = ("logit", "probit", "cloglog", "loglog", "cauchit")
@@ -405,12 +405,7 @@ def clmm_emmeans(fit: CLMMFit, specs: str | Sequence[str], by: str | Sequence[st
     """
     if mode not in EMM_MODES:
         raise DataError(f"mode must be one of {', '.join(EMM_MODES)}, not {mode!r}")
-    specs_t = _names(specs, "specs")
-    if not specs_t:
-        raise DataError("specs must name at least one variable, e.g. 'system'")
-    by_t = _names(by, "by")
-    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
-    level = require_level(level)
+    specs_t, by_t, level = emm_arguments(fit, specs, by, level)
     res = _bridge.clmm_emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), mode=mode,
                                level=float(level))
     v = res.value

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.validate import require_level
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
@@ -64,6 +65,31 @@ def _at_arg(fit: Any, at: Mapping[str, Any] | None,
             raise DataError(f"at[{k!r}] is empty; give at least one value")
         out[str(k)] = [str(x) for x in vals] if any(isinstance(x, str) for x in vals) else [float(x) for x in vals]
     return out
+
+
+def emm_arguments(fit: Any, specs: Any, by: Any, level: float, var: str | None = None
+                  ) -> tuple[tuple[str, ...], tuple[str, ...], float]:
+    """The checked arguments every family's emmeans/emtrends takes: ``specs`` (at least one
+    variable) and ``by`` as names of the model's variables, ``level`` in (0, 1) and, for
+    emtrends, ``var`` a numeric covariate of the model. Returns (specs, by, level)."""
+    specs_t = _names(specs, "specs")
+    if not specs_t:
+        raise DataError("specs must name at least one variable, e.g. 'system'")
+    by_t = _names(by, "by")
+    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
+    level = require_level(level)
+    if var is not None:
+        _check_vars(fit, [var], "var")
+        s = fit.data[var]
+        if not _is_numeric(s):
+            raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    return specs_t, by_t, level
+
+
+def _is_numeric(s: Any) -> bool:
+    import pandas as pd  # noqa: PLC0415 - pandas only where a model's data are checked
+
+    return bool(pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype))
 
 
 def _str_tuple(x: Any) -> tuple[str, ...]:

@@ -69,12 +69,12 @@ from ..results import ResultMixin, ResultWarning
 from ._emm_tables import (
     _applied_adjustments,
     _at_arg,
-    _check_vars,
     _names as _emm_names,
     _ref_arg,
     _str_tuple,
     _z_contrast_table,
     contrast_weights,
+    emm_arguments,
 )
 from ._emm_answer import EMMAnswer
 from ._options import GLMM_OPTIMIZERS, normalize_glmm_optimizer
@@ -392,17 +392,7 @@ def _bias_adj_warning(t: pd.DataFrame, exact: np.ndarray, label: str) -> list[Re
 
 def _emm(fit: Any, specs: Any, by: Any, level: float, at: Any, var: str | None, type_: str,
          mode: str | None = None) -> GLMMEMMResult:
-    specs_t = _names(specs, "specs")
-    if not specs_t:
-        raise DataError("specs must name at least one variable, e.g. 'system'")
-    by_t = _names(by, "by")
-    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
-    level = require_level(level)
-    if var is not None:
-        _check_vars(fit, [var], "var")
-        s = fit.data[var]
-        if not pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
-            raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    specs_t, by_t, level = emm_arguments(fit, specs, by, level, var)
     if mode is not None:
         sd, groups = random_effect_sd(fit)
     else:

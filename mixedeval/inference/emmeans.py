@@ -80,7 +80,6 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     _applied,
     _applied_adjustments,
     _at_arg,
-    _check_vars,
     _EmmeansOutput,
     _names,
     _ref_arg,
@@ -88,6 +87,7 @@ from ._emm_tables import (  # noqa: F401 - ADJUST, METHODS and ContrastResult ar
     _z_contrast_table,
     contrast_weights,
     require_no_type,
+    emm_arguments,
 )
 from ._emm_answer import EMMAnswer, with_direction
 from ._fit_common import fit_method
@@ -236,18 +236,7 @@ class EMMResult(EMMAnswer, _EmmeansOutput):
 
 
 def _emm(fit: Any, specs: Any, by: Any, df_method: str, level: float, at: Any, var: str | None) -> EMMResult:
-    specs_t = _names(specs, "specs")
-    if not specs_t:
-        raise DataError("specs must name at least one variable, e.g. 'system'")
-    by_t = _names(by, "by")
-    _check_vars(fit, specs_t + by_t, "specs/by variable(s)")
-
-    level = require_level(level)
-    if var is not None:
-        _check_vars(fit, [var], "var")
-
-        if not pd.api.types.is_numeric_dtype(fit.data[var].dtype) or isinstance(fit.data[var].dtype, pd.CategoricalDtype):
-            raise DataError(f"var {var!r} must be a numeric covariate of the model (emtrends differentiates by it)")
+    specs_t, by_t, level = emm_arguments(fit, specs, by, level, var)
     key, df_kw = _df_args(fit, df_method)
     res = _bridge.emmeans(fit, specs=list(specs_t), by=list(by_t) or None, at=_at_arg(fit, at), var=var,
                           level=float(level), df_options=df_kw)
