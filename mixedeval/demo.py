@@ -34,6 +34,7 @@ import pandas as pd
 from . import datasets
 from ._cli_answer import answer_record, emm_answer, render_answer, with_differences
 from ._console import print_json, print_table
+from ._format import fmt_p
 from ._report import report
 from ._report.answer import answer_of
 from ._report.blocks import as_frame
@@ -163,7 +164,7 @@ def _print_ter(tables: dict[str, Any], results: list[Any], words: Callable[[str]
     if comparison is not None:
         r = comparison.table.iloc[-1]
         lines.append(f"likelihood-ratio test of the system effect (ML refits): chi2({r['df']:g}) = {r['chisq']:.1f}, "
-                     f"p = {r['p_value']:.2g}")
+                     f"p = {fmt_p(r['p_value'])}")
     if r2 is not None and icc is not None:
         lines.append(f"R2 marginal {r2.r2_marginal:.3g}, conditional {r2.r2_conditional:.3g}; ICC {icc.icc_adjusted:.3g}")
     if diag is not None:
