@@ -25,7 +25,6 @@ flags, :func:`mixedeval.cli.in_cli_terms`) is applied to every sentence printed.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -231,44 +230,8 @@ def best_first(answer: Answer, pairs: pd.DataFrame | None, delta: str = "delta")
 
 
 # ------------------------------------------------------------------------------ transition
-def with_differences(answer: Answer, pairs: pd.DataFrame | None = None, *, versus: pd.DataFrame | None = None,
-                     delta: str = "delta", keep: tuple[str, ...] = ()) -> Answer:
-    """``answer`` with its differences, for results that do not carry them yet (their class
-    still builds the answer from separate fields): every pair best first
-    (:func:`mixedeval._answer.best_first_pairs`) from the result's own pair table ``pairs``
-    (``system_a``, ``system_b``, ``delta`` = a - b, its interval, p-values; ``keep``: further
-    columns copied as they are, which must not depend on the pair's order), or from ``versus`` (``name``, ``versus``, ``estimate`` > 0 when ``name`` is
-    better, in the better direction: each system against the best). An answer that has its
-    differences is returned as it is."""
-    if answer.differences is not None or answer.leaderboard is None or answer.direction is None:
-        return answer
-    order = [str(n) for n in answer.leaderboard["name"]]
-    hib = answer.direction.higher_is_better
-    if pairs is not None and len(pairs) and {"system_a", "system_b", delta} <= set(pairs.columns):
-        return dataclasses.replace(answer, differences=_answer.best_first_pairs(pairs, order, hib, delta=delta,
-                                                                                keep=keep))
-    if versus is not None and len(versus):
-        sign = 1.0 if hib else -1.0  # back to raw a - b on the score's scale
-        raw = pd.DataFrame({"system_a": versus["name"].astype(str), "system_b": versus["versus"].astype(str),
-                            "delta": sign * versus["estimate"].to_numpy(dtype=float)})
-        lo, hi = versus["conf_low"].to_numpy(dtype=float), versus["conf_high"].to_numpy(dtype=float)
-        raw["conf_low"], raw["conf_high"] = (lo, hi) if hib else (-hi, -lo)
-        if "p_value" in versus.columns:
-            raw["p_value"] = versus["p_value"].to_numpy(dtype=float)
-        return dataclasses.replace(answer, differences=_answer.best_first_pairs(raw, order, hib))
-    return answer
-
-
 def emm_answer(emm: Any) -> Answer | None:
     """The answer of a table of estimated marginal means (``emm.answer``: best first, best against
-    runner-up) with every pair of means best first from their unadjusted emmeans contrasts (the
-    ones ``emm.differences()`` reads); None for means that do not rank (one mean, a clmm's)."""
+    runner-up, every pair of means best first); None for means that do not rank (one mean, a clmm's)."""
     ans = getattr(emm, "answer", None)
-    if ans is None or ans.headline is None:
-        return None
-    if ans.differences is not None:
-        return ans
-    from .inference.rankings import emm_pairs  # noqa: PLC0415 - the means' module, loaded with the fit already
-
-    raw = emm_pairs(emm, emm._difference_contrasts())  # noqa: SLF001 - the contrasts the means' own differences read
-    return with_differences(ans, raw.rename(columns={"a": "system_a", "b": "system_b"}))
+    return None if ans is None or ans.headline is None else ans

@@ -22,7 +22,7 @@ import pandas as pd
 
 from . import datasets
 from ._answer import Answer
-from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ranks_table, render_answer, with_differences
+from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ranks_table, render_answer
 from ._console import print_json, print_table
 from ._format import plain
 from .data._logs import read_eval_logs
@@ -106,14 +106,6 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     for w in tables.get("check_warnings", ()):
         print(_warning_line("check warning", w))
     return 0
-
-
-def _answer(res: Any, pairs: Any = None, *, versus: Any = None, delta: str = "delta") -> Answer:
-    """The result's answer (``res.answer``) with its differences: a result whose class does not
-    carry them yet gets them from its own pair table ``pairs`` (or ``versus``: each system against
-    the best) by :func:`mixedeval._cli_answer.with_differences`."""
-    keep = tuple(c for c in ("n_items", "df", "test", "method") if pairs is not None and c in pairs.columns)
-    return with_differences(res.answer, pairs, versus=versus, delta=delta, keep=keep)
 
 
 R_NOTE = "[r_message]"
@@ -376,7 +368,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
                     n_resamples=args.n_resamples, ci=args.ci, level=args.level, random_state=args.random_state,
                     n_groups=args.n_groups, higher_is_better=args.higher_is_better, reference=args.reference,
                     drop_missing=args.drop_missing, progress=not args.quiet)
-    answer = _answer(res, res.pairwise(adjust=args.adjust))
+    answer = res.answer
     ranks = res.ranks()
     out: dict[str, Any] = {"summary": res.summary(), "ranks": ranks, "warnings": [str(w) for w in res.warnings]}
     if args.report:
@@ -462,7 +454,7 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
                        progress=not args.quiet, plan=not args.no_plan, effect=args.effect, target=args.target,
                        n_sim=args.n_sim, model_check=_wants_model_check(args),
                        higher_is_better=getattr(args, "higher_is_better", None))
-    answer = _answer(res, res.table)
+    answer = res.answer
     boot = best_first(answer, res.bootstrap)
     out: dict[str, Any] = {"next_run": res.plan_text(),
                            "accuracies": res.accuracies, "plan": None if res.plan is None else res.plan.table,
@@ -492,7 +484,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
                     cluster=cluster, cluster_se=args.cluster_se, level=args.level, adjust=args.adjust,
                     sign_flip=args.sign_flip, n_resamples=args.n_resamples, random_state=args.random_state,
                     reference=getattr(args, "reference", None), higher_is_better=getattr(args, "higher_is_better", None))
-    answer = _answer(res, res.pairwise)
+    answer = res.answer
     out: dict[str, Any] = {"metric": res.metric, "table": res.table, "warnings": [str(w) for w in res.warnings]}
     if args.report:
         path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
@@ -636,7 +628,7 @@ def cmd_preferences(args: argparse.Namespace) -> int:
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     # the ranks' intervals are the leaderboard's (simultaneous): printed there, in --json also as the table
-    return _emit(args, out, answer=_answer(res, versus=res.differences), texts={"ranks": ""})
+    return _emit(args, out, answer=res.answer, texts={"ranks": ""})
 
 
 def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:
@@ -664,7 +656,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
                           epoch=epoch, judge=args.judge, cluster=args.cluster, method=args.method, level=args.level,
                           higher_is_better=args.higher_is_better, reference=args.reference,
                           random_state=args.random_state)
-    answer = _answer(res, res.pairwise, delta="estimate")
+    answer = res.answer
     out: dict[str, Any] = {"systems": res.table}
     agreement = budget = None
     if not args.no_agreement:
@@ -698,4 +690,4 @@ def cmd_irt(args: argparse.Namespace) -> int:
         path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
-    return _emit(args, out, answer=_answer(res))
+    return _emit(args, out, answer=res.answer)

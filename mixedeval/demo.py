@@ -32,7 +32,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from . import datasets
-from ._cli_answer import answer_record, emm_answer, render_answer, with_differences
+from ._cli_answer import answer_record, emm_answer, render_answer
 from ._console import print_json, print_table
 from ._format import fmt_p
 from ._report import report
@@ -285,8 +285,7 @@ def run_llm_demo(out: str = "mixedeval-llm-report.html", n_sim: int = 250, n_res
                      progress=progress, input_file=str(logs),
                      title="mixedeval demo: three LLMs compared from their Inspect AI logs")
     total = round(time.perf_counter() - t0, 3)
-    answer = with_differences(res.answer, res.table, keep=tuple(c for c in ("n_items", "df", "method")
-                                                                  if c in res.table.columns))
+    answer = res.answer
     tables = {"accuracies": res.accuracies, "means": res.means, "contrasts": res.contrasts, "glrt": res.glrt}
     if as_json:
         print_json({"answer": answer_record(answer, words=words), "dataset": LLM_LOGS,

@@ -337,21 +337,6 @@ def _wer_answer(checks: bool = True):
     return A.Answer(direction=d, leaderboard=board, headline=head, checks=A.checks_table(rows) if checks else None)
 
 
-def test_with_differences_lower_is_better():
-    """The transition's differences (a result without them): from a pair table a - b or from
-    every system against the best, best first and signed in the better direction."""
-    from mixedeval._cli_answer import with_differences
-
-    ans = _wer_answer()
-    versus = pd.DataFrame({"name": ["alpha", "beta"], "versus": ["zeta", "zeta"], "estimate": [-0.5, -0.7],
-                           "conf_low": [-0.8, -1.0], "conf_high": [-0.2, -0.4], "p_value": [0.01, 0.001]})
-    raw = pd.DataFrame({"system_a": ["alpha", "zeta"], "system_b": ["zeta", "beta"], "delta": [0.5, -0.7],
-                        "conf_low": [0.2, -1.0], "conf_high": [0.8, -0.4]})
-    for got in (with_differences(ans, versus=versus).differences, with_differences(ans, raw).differences):
-        assert list(got["system_a"]) == ["zeta", "zeta"] and list(got["system_b"]) == ["alpha", "beta"]
-        np.testing.assert_allclose(got[["delta", "conf_low", "conf_high"]].to_numpy(), [[0.5, 0.2, 0.8], [0.7, 0.4, 1.0]])
-
-
 def test_printer_checks_in_points_and_no_nan():
     """Checks printed 0.002722 under a headline in points and NaN for a test without an estimate;
     now +0.27 points (the headline's decimals) and NA, and the check summary when one differs."""
