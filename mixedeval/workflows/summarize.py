@@ -69,6 +69,7 @@ from ..data.validate import require_columns, require_finite, require_level
 from ..errors import DataError
 from ..resampling import sign_flip_test
 from ..results import ResultWarning
+from ._bounded import wilson
 from ._common import _WorkflowResult, dedupe_warnings
 from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
 from ._logs_answer import answer_notes, logs_answer
@@ -227,13 +228,9 @@ def _read(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, for
 # ------------------------------------------------------------------------------ per system
 def wilson_interval(p_hat: float, n: float, critical: float) -> tuple[float, float]:
     """Wilson score interval of a proportion ``p_hat`` of ``n`` with the critical value given
-    (the normal quantile: R's ``prop.test(..., correct = FALSE)``)."""
-    if n <= 0:
-        return np.nan, np.nan
-    den = 1.0 + critical**2 / n
-    centre = (p_hat + critical**2 / (2.0 * n)) / den
-    half = critical * np.sqrt(p_hat * (1.0 - p_hat) / n + critical**2 / (4.0 * n * n)) / den
-    return max(centre - half, 0.0), min(centre + half, 1.0)
+    (the normal quantile: R's ``prop.test(..., correct = FALSE)``; :func:`._bounded.wilson`)."""
+    lo, hi = wilson(p_hat, n, critical)
+    return float(lo), float(hi)
 
 
 def cr2_se(x: np.ndarray, clusters: np.ndarray) -> float:
