@@ -24,7 +24,10 @@ Stram & Lee 1994). On request, ``p_value_pb`` is pbkrtest's parametric-bootstrap
 (Halekoh & Højsgaard 2014): ``(1 + #{ref > chisq_ML}) / (1 + #{ref > 0})`` over ``n_resamples``
 likelihood-ratio statistics of data simulated from the smaller model, both models refitted by
 ML; with an integer ``random_state`` it equals
-``set.seed(random_state); pbkrtest::PBmodcomp(large, small, nsim = n_resamples)``.
+``set.seed(random_state); pbkrtest::PBmodcomp(large, small, nsim = n_resamples)``, with one
+difference: statistics within rounding of 0 (a replicate whose extra variance is estimated at 0)
+count as 0, not by the sign of their last bits (:func:`boundary_zero`), so that p is the same
+whichever process refits a replicate.
 
 Test statistics: ``chisq`` (chi-square reference) in ``table``; pbkrtest's table ``pb`` mixes
 reference distributions row by row (LRT, PBtest, Gamma, Bartlett, F), so its statistic column
@@ -290,6 +293,33 @@ def _pb_statistics(state, small, large, nsim: int, progress: bool, desc: str, ex
     return np.concatenate([o[0] for o in outs]), [w for o in outs for w in o[1]]
 
 
+#: absolute part of the boundary tolerance of :func:`boundary_zero` (deviance units)
+BOUNDARY_ATOL = 1e-6
+#: relative part (times |deviance|): far above the rounding of two deviances, far below any statistic
+#: that carries evidence
+BOUNDARY_RTOL = 1e-10
+
+
+def boundary_zero(ref: np.ndarray, loglik: float) -> np.ndarray:
+    """The bootstrap likelihood-ratio statistics with the boundary's numerical zeros set to 0.
+
+    A replicate whose larger model puts its extra variance at 0 fits exactly as well as the
+    smaller one: its statistic is 0 in exact arithmetic, and two optimizer runs leave it at
+    +-1e-13 .. 1e-10. pbkrtest counts ``ref > 0`` (the denominator of its p-value, and the
+    moments of its Gamma and Bartlett tests), so the sign of that rounding decided p: the refits
+    of one replicate on another worker process (or CPU) differ in their last bits, and
+    ``me.compare(..., executor=2)`` gave 1/23 where the in-process call gave 1/22 on the Kreutzer
+    annotation data (issue 42). Statistics with ``|ref| < 1e-6 + 1e-10 |deviance|`` are therefore
+    counted as 0 (the tolerance is above the optimizers' deviance precision and below any
+    statistic with evidence: chi-square p > 0.999), so p no longer depends on which process
+    refits which replicate. Where no statistic is that close to 0 the p-value is pbkrtest's on
+    the raw statistics, digit for digit."""
+    ref = np.asarray(ref, dtype=float).copy()
+    tol = BOUNDARY_ATOL + BOUNDARY_RTOL * abs(2.0 * float(loglik)) if np.isfinite(loglik) else BOUNDARY_ATOL
+    ref[np.abs(ref) < tol] = 0.0
+    return ref
+
+
 def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: bool, executor: Any = None):
     """p_value_pb per row (NaN for the first) and pbkrtest's summary tables."""
     pvals = [np.nan]
@@ -303,6 +333,7 @@ def _parametric_bootstrap(ordered_fits, labels, nsim: int, seed: int, progress: 
         state = _bridge.pb_setup(large, small, n_resamples=nsim, r_seed=seed)
         desc = f"parametric bootstrap {labels[k]} vs {labels[k - 1]}"
         ref_arr, warns = _pb_statistics(state, small, large, nsim, progress, desc, runner, g)
+        ref_arr = boundary_zero(ref_arr, getattr(large, "loglik", np.nan))
         n_warn = len(warns)
         first_warning = warns[0] if warns else None
         fin = _bridge.pb_finish(large, small, ref_arr)
