@@ -376,3 +376,24 @@ def test_judge_agreement_chunked_draws_give_the_same_replicates(monkeypatch, jud
     whole = me.judge_agreement(data, n_resamples=450, random_state=7)
     pd.testing.assert_frame_equal(chunked.table, whole.table)
     pd.testing.assert_frame_equal(smaller.table, whole.table)
+
+
+def test_independent_draws_equal_the_eigen_decomposition():
+    """The draws of independent estimates skip LAPACK: eigh of a diagonal matrix with distinct
+    positive entries is their ascending sort with +1 unit eigenvectors (checked here), so the
+    draws equal the reference's, which multiplies by the eigh root (ties go through eigh as before)."""
+    rng = np.random.default_rng(11)
+    for t in range(60):
+        k = int(rng.integers(2, 200))
+        d = rng.uniform(0.01, 0.5, k) ** 2
+        if t % 4 == 0:
+            d = np.round(d, 3)  # ties: the eigh path
+        if np.unique(d).size == k:
+            with _rankings.one_blas_thread():
+                w, U = np.linalg.eigh(np.diag(d))
+            perm = np.zeros((k, k))
+            perm[np.argsort(d, kind="stable"), np.arange(k)] = 1.0
+            assert np.array_equal(w, np.sort(d)) and np.array_equal(U, perm) and not np.signbit(U).any()
+            new = _rankings._normal_draws(np.diag(d), 300, t)
+            old = base._normal_draws(np.diag(d), 300, t)  # the product with the eigh root
+            assert np.array_equal(new, old) and np.array_equal(np.signbit(new), np.signbit(old))
