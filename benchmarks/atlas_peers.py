@@ -27,8 +27,8 @@ Data plumbing (one rule for every method, stated per method in ``METHODS``):
 """
 from __future__ import annotations
 
+import importlib.util
 import math
-import random
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -337,9 +337,12 @@ def inspect_sample_scores(des: _Design, system_index: int) -> list:
     out = []
     if des.n_epochs > 1:
         values: dict[str, list[float]] = {}
-        for (q, _r), g in sub.groupby(["question", "run"], sort=True):
-            v = reducer([Score(value=float(x)) for x in g["score"]]).value
-            values.setdefault(q, []).append(float(v))
+        seen: dict[tuple, float] = {}     # the reducer is a function of the epochs' values: reduce each pattern once
+        for (q, _r), g in sub.sort_values("epoch").groupby(["question", "run"], sort=True):
+            key = tuple(g["score"])
+            if key not in seen:
+                seen[key] = float(reducer([Score(value=float(x)) for x in key]).value)
+            values.setdefault(q, []).append(seen[key])
         vals = [float(np.mean(values[q])) for q in des.questions]
     else:
         vals = list(des.y[system_index])
@@ -455,10 +458,8 @@ def alternatives(data: pd.DataFrame, *, level: float = 0.95, random_state: int =
         rows += _inspect(des, level, random_state)
     except ImportError as e:
         errors.append(dict(method="inspect_*", error=f"not installed: {e}"))
-    try:
-        import evalstats  # noqa: F401
-    except ImportError as e:
-        errors.append(dict(method="evalstats_*", error=f"not installed: {e}"))
+    if importlib.util.find_spec("evalstats") is None:
+        errors.append(dict(method="evalstats_*", error="not installed: pip install mixedeval[atlas]"))
     else:
         for name, meth, sc, pr, binary_only, single_run in _EVALSTATS:
             # evalstats pre-averages 2 runs (its binary methods then see run means, not 0/1)
@@ -520,5 +521,4 @@ def _demo() -> None:  # pragma: no cover - a quick look from the command line
 
 
 if __name__ == "__main__":  # pragma: no cover
-    random.seed(0)
     _demo()
