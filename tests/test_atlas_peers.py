@@ -359,3 +359,24 @@ def test_judge_alternatives_against_ppi_and_r(R):
         _to_r("yh", Y)
         r = _row(out, "human_t", s)
         np.testing.assert_allclose([r.conf_low, r.conf_high], R("t.test(yh)$conf.int"), rtol=1e-8)
+
+
+def test_a_peer_that_raises_is_a_recorded_failure(monkeypatch):
+    pytest.importorskip("evalstats")
+    data = _sim({"a": 0.5, "b": 0.6}, 12, seed=1)
+
+    def boom(des, method, *args):
+        if method == "tango":
+            raise ValueError("no interval")
+        return real(des, method, *args)
+
+    real = ap.evalstats_bundle
+    monkeypatch.setattr(ap, "evalstats_bundle", boom)
+    out = ap.alternatives(data, n_resamples=100, lm_eval_iters=1000)
+    assert out.attrs["errors"] == [dict(method="evalstats_tango", error="ValueError: no interval")]
+    r = _row(out, "evalstats_tango", pair=("a", "b"))          # the row is kept, without an answer
+    assert np.isnan([r.estimate, r.conf_low, r.conf_high, r.p_value]).all()
+    assert np.isfinite(_row(out, "evalstats_newcombe", pair=("a", "b")).conf_low)
+    # two runs: evalstats pre-averages them, so its binary-only methods are left out (not failures)
+    out = ap.alternatives(_sim({"a": 0.5, "b": 0.6}, 12, runs=2, seed=1), n_resamples=100, lm_eval_iters=1000)
+    assert out.attrs["errors"] == [] and not set(out.method) & {"evalstats_newcombe", "evalstats_wilson"}
