@@ -378,5 +378,6 @@ def test_a_peer_that_raises_is_a_recorded_failure(monkeypatch):
     assert np.isnan([r.estimate, r.conf_low, r.conf_high, r.p_value]).all()
     assert np.isfinite(_row(out, "evalstats_newcombe", pair=("a", "b")).conf_low)
     # two runs: evalstats pre-averages them, so its binary-only methods are left out (not failures)
-    out = ap.alternatives(_sim({"a": 0.5, "b": 0.6}, 12, runs=2, seed=1), n_resamples=100, lm_eval_iters=1000)
+    # (30 questions: at 12 evalstats' Wilcoxon p-value of non-binary data is a scipy permutation test, ~6 s a call)
+    out = ap.alternatives(_sim({"a": 0.5, "b": 0.6}, 30, runs=2, seed=1), n_resamples=100, lm_eval_iters=1000)
     assert out.attrs["errors"] == [] and not set(out.method) & {"evalstats_newcombe", "evalstats_wilson"}
