@@ -65,7 +65,9 @@ METHODS: dict[str, str] = {
     "evalstats_auto": "evalstats 0.3.3 evalstats.analyze(method='auto', correction='none', simultaneous_ci=False): "
                       "Bonett-Price pairs / Wilson scores for binary data (clustered multi-run Bonett-Price at R >= 3), "
                       "logit-t for [0, 1] scores, NIG/logit-t for Likert grids, t for other scores; (N, M, R) array of "
-                      "epoch-averaged scores, clusters ignored (evalstats has none)",
+                      "epoch-averaged scores (binary scores averaged over epochs are a grid: evalstats calls them "
+                      "Likert and uses NIG), clusters ignored (evalstats has none); p-value evalstats' own: McNemar "
+                      "mid-p for binary data, Wilcoxon signed-rank otherwise, whatever the interval method",
     "evalstats_bonett_price": "evalstats 0.3.3 analyze(method='bonett_price'): Bonett & Price (2012) adjusted Wald for "
                               "paired proportions + McNemar mid-p (multi-run shrunk variant at R >= 3); binary only",
     "evalstats_newcombe": "evalstats 0.3.3 analyze(method='newcombe'): Newcombe score interval for paired proportions "
@@ -75,8 +77,10 @@ METHODS: dict[str, str] = {
     "evalstats_wilson": "evalstats 0.3.3 analyze(method='wilson') marginal (robustness) Wilson score interval per "
                         "system; binary only",
     "evalstats_bootstrap": "evalstats 0.3.3 analyze(method='bootstrap', n_bootstrap=n_resamples): percentile "
-                           "bootstrap of questions, two-level nested (questions, then runs) at R >= 3",
-    "evalstats_t": "evalstats 0.3.3 analyze(method='t_interval'): paired t (pairs) and t (scores)",
+                           "bootstrap of questions, two-level nested (questions, then runs) at R >= 3; p-value "
+                           "Wilcoxon signed-rank (McNemar mid-p for binary data)",
+    "evalstats_t": "evalstats 0.3.3 analyze(method='t_interval'): paired t (pairs) and t (scores); p-value Wilcoxon "
+                   "signed-rank (McNemar mid-p for binary data), not the t test's",
     # textbook
     "wald": "Wald: mean +/- z x s/sqrt(n), s the SD with divisor n (sqrt(p(1-p)/n) for 0/1 scores); per-question "
             "score (epochs, runs averaged)",
