@@ -20,10 +20,10 @@ Data plumbing (one rule for every method, stated per method in ``METHODS``):
 * clusters: Inspect's metrics get ``cluster=`` when the data have clusters; no other peer takes
   clusters (evalstats, lm-eval and the textbook methods treat questions as independent, as their
   users would);
-* binary-only methods run only on 0/1 scores: Wilson, McNemar and Newcombe when every per-question
-  score is 0 or 1 (one epoch, one run); evalstats' Bonett-Price / Newcombe / Wilson when every
-  (question, run) cell is (one epoch; one run or 3+ runs, which evalstats models -- it pre-averages
-  2 runs), Tango with one run only.
+* binary-only methods run only on binary designs (every score 0 or 1; decided by the design, not by
+  what one data set happens to show): Wilson, McNemar and Newcombe with one epoch and one run;
+  evalstats' Bonett-Price / Newcombe / Wilson with one epoch and one run or 3+ runs (which evalstats
+  models; it pre-averages 2 runs), Tango with one epoch and one run.
 """
 from __future__ import annotations
 
@@ -138,9 +138,11 @@ class _Design:
         self.clustered = bool(clus.notna().any())
         self.cluster = clus.astype(str).to_numpy() if self.clustered else None
         self.data = d
-        self.binary = bool(np.isin(self.y, (0.0, 1.0)).all())           # per-question scores 0/1
-        self.binary_cells = bool(np.isin(self.cells, (0.0, 1.0)).all())  # (question, run) cells 0/1
-        self.unit = bool(((self.y >= 0) & (self.y <= 1)).all())
+        # by design, not by what one data set happens to show (the atlas compares methods over data sets)
+        raw_binary = bool(d["score"].isin((0.0, 1.0)).all())
+        self.binary = raw_binary and self.n_epochs == 1 and self.n_runs == 1   # per-question scores 0/1
+        self.binary_cells = raw_binary and self.n_epochs == 1                  # (question, run) cells 0/1
+        self.unit = bool(d["score"].between(0.0, 1.0).all())
 
     def pairs(self) -> list[tuple[int, int]]:
         k = len(self.systems)

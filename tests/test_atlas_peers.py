@@ -381,3 +381,13 @@ def test_a_peer_that_raises_is_a_recorded_failure(monkeypatch):
     # (30 questions: at 12 evalstats' Wilcoxon p-value of non-binary data is a scipy permutation test, ~6 s a call)
     out = ap.alternatives(_sim({"a": 0.5, "b": 0.6}, 30, runs=2, seed=1), n_resamples=100, lm_eval_iters=1000)
     assert out.attrs["errors"] == [] and not set(out.method) & {"evalstats_newcombe", "evalstats_wilson"}
+
+
+def test_binary_methods_follow_the_design_not_the_draw():
+    # three epochs that happen to agree on every question: per-question means are 0/1, but the design has
+    # epochs, so the one-score-per-question binary methods stay out (the same methods on every data set)
+    one = _sim({"a": 0.5, "b": 0.7}, 20, seed=4)
+    data = pd.concat([one.assign(epoch=e) for e in (1, 2, 3)], ignore_index=True)
+    methods = set(ap.alternatives(data, n_resamples=100, lm_eval_iters=1000)["method"])
+    assert not methods & {"wilson", "mcnemar_exact_wald", "newcombe_midp", "evalstats_tango"}
+    assert {"inspect_ci_wilson", "evalstats_auto"} <= methods
