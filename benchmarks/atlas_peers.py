@@ -66,21 +66,22 @@ METHODS: dict[str, str] = {
                       "Bonett-Price pairs / Wilson scores for binary data (clustered multi-run Bonett-Price at R >= 3), "
                       "logit-t for [0, 1] scores, NIG/logit-t for Likert grids, t for other scores; (N, M, R) array of "
                       "epoch-averaged scores (binary scores averaged over epochs are a grid: evalstats calls them "
-                      "Likert and uses NIG), clusters ignored (evalstats has none); p-value evalstats' own: McNemar "
-                      "mid-p for binary data, Wilcoxon signed-rank otherwise, whatever the interval method",
+                      "Likert and uses NIG), clusters ignored (evalstats has none); p-values are evalstats' own "
+                      "choice per pair (McNemar mid-p, CI inversion, bootstrap or paired t for binary data, Wilcoxon "
+                      "signed-rank for other data, whatever the interval); out.attrs['details'] names what ran",
     "evalstats_bonett_price": "evalstats 0.3.3 analyze(method='bonett_price'): Bonett & Price (2012) adjusted Wald for "
                               "paired proportions + McNemar mid-p (multi-run shrunk variant at R >= 3); binary only",
     "evalstats_newcombe": "evalstats 0.3.3 analyze(method='newcombe'): Newcombe score interval for paired proportions "
-                          "+ McNemar mid-p; binary only",
+                          "+ McNemar mid-p; binary only (at R >= 3 evalstats runs a nested smooth bootstrap instead)",
     "evalstats_tango": "evalstats 0.3.3 analyze(method='tango'): Tango (1998) score interval + McNemar mid-p; "
                        "binary, single run only",
     "evalstats_wilson": "evalstats 0.3.3 analyze(method='wilson') marginal (robustness) Wilson score interval per "
                         "system; binary only",
     "evalstats_bootstrap": "evalstats 0.3.3 analyze(method='bootstrap', n_bootstrap=n_resamples): percentile "
                            "bootstrap of questions, two-level nested (questions, then runs) at R >= 3; p-value "
-                           "Wilcoxon signed-rank (McNemar mid-p for binary data)",
-    "evalstats_t": "evalstats 0.3.3 analyze(method='t_interval'): paired t (pairs) and t (scores); p-value Wilcoxon "
-                   "signed-rank (McNemar mid-p for binary data), not the t test's",
+                           "bootstrap (binary data) or Wilcoxon signed-rank (other data)",
+    "evalstats_t": "evalstats 0.3.3 analyze(method='t_interval'): paired t (pairs) and t (scores); p-value paired t "
+                   "(binary data) or Wilcoxon signed-rank (other data)",
     # textbook
     "wald": "Wald: mean +/- z x s/sqrt(n), s the SD with divisor n (sqrt(p(1-p)/n) for 0/1 scores); per-question "
             "score (epochs, runs averaged)",
@@ -399,8 +400,10 @@ def evalstats_bundle(des: _Design, method: str, level: float, random_state: int,
                                  ci_style="line")
 
 
-def _evalstats_rows(name: str, bundle: Any, des: _Design, scores: bool, pairs: bool) -> list[dict]:
+def _evalstats_rows(name: str, bundle: Any, des: _Design, scores: bool, pairs: bool,
+                    details: list[dict]) -> list[dict]:
     rows = []
+    details.append(dict(method=name, target="score", what=str(bundle.resolved_ci_method)))
     if scores:
         rob = bundle.robustness
         for k, s in enumerate(rob.labels):
@@ -410,6 +413,8 @@ def _evalstats_rows(name: str, bundle: Any, des: _Design, scores: bool, pairs: b
             a, b = des.systems[i], des.systems[j]
             r = bundle.pairwise.results[(a, b)]
             rows.append(_pair_row(name, a, b, r.point_diff, r.ci_low, r.ci_high, r.p_value))
+            details.append(dict(method=name, target="difference", system_a=a, system_b=b,
+                                what=f"{r.test_method}; p: {r.p_test}"))
     return rows
 
 
@@ -450,7 +455,9 @@ def alternatives(data: pd.DataFrame, *, level: float = 0.95, random_state: int =
     method, target ("score" / "difference"), system (score rows), system_a < system_b (difference
     rows: mean of system_a minus system_b), estimate, conf_low, conf_high, p_value (two-sided,
     difference rows; NaN where the method gives none). ``out.attrs["errors"]`` lists the methods
-    that raised (their rows have NaN bounds) or whose package is not installed (no rows).
+    that raised (their rows have NaN bounds) or whose package is not installed (no rows);
+    ``out.attrs["details"]`` what evalstats ran for each of its rows (its resolved marginal method, and per
+    pair its ``test_method`` and ``p_test``: evalstats may run another method than the one named).
     ``n_resamples``: paired bootstrap and evalstats' bootstrap resamples; ``lm_eval_iters``: lm-eval's
     ``bootstrap_iters`` (its default 100,000)."""
     if not 0.0 < level < 1.0:
@@ -458,6 +465,7 @@ def alternatives(data: pd.DataFrame, *, level: float = 0.95, random_state: int =
     des = _Design(data)
     rows: list[dict] = []
     errors: list[dict] = []
+    details: list[dict] = []
     rows += _textbook(des, level, random_state, n_resamples)
     rows += _lm_eval(des, level, lm_eval_iters)
     try:
@@ -474,11 +482,13 @@ def alternatives(data: pd.DataFrame, *, level: float = 0.95, random_state: int =
             pr = pr and len(des.systems) > 1
             try:
                 bundle = evalstats_bundle(des, meth, level, random_state, n_resamples)
-                rows += _evalstats_rows(name, bundle, des, sc, pr)
+                rows += _evalstats_rows(name, bundle, des, sc, pr, details)
             except Exception as e:  # a peer failing on a data set is a result of the atlas
                 errors.append(dict(method=name, error=f"{type(e).__name__}: {e}"))
                 rows += _failed_rows(name, des, sc, pr)
-    return _frame(rows, errors)
+    out = _frame(rows, errors)
+    out.attrs["details"] = details
+    return out
 
 
 def judge_alternatives(data: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:

@@ -104,9 +104,14 @@ def test_contract_runs_epochs_continuous():
     assert (out.conf_low <= out.estimate + 1e-12).all() and (out.estimate <= out.conf_high + 1e-12).all()
     # binary cells, 3 runs: evalstats' binary methods model the runs (Tango, single-run only, is left out)
     data = _sim({"a": 0.5, "b": 0.6}, 25, runs=3, seed=6)
-    methods = set(ap.alternatives(data, n_resamples=300, lm_eval_iters=1000)["method"])
+    out_r3 = ap.alternatives(data, n_resamples=300, lm_eval_iters=1000)
+    methods = set(out_r3["method"])
     assert {"evalstats_bonett_price", "evalstats_newcombe", "evalstats_wilson"} <= methods
     assert not methods & {"evalstats_tango", "wilson", "newcombe_midp"}
+    details = {(d["method"], d["target"]): d["what"] for d in out_r3.attrs["details"]}
+    assert details[("evalstats_auto", "difference")].startswith("bonett_price shrunk")   # the multi-run variant
+    assert details[("evalstats_newcombe", "difference")].startswith("nested smooth bootstrap")  # not Newcombe
+    assert details[("evalstats_auto", "score")] == "wilson"
 
 
 def test_bad_input_and_data_untouched():
