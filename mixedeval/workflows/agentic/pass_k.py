@@ -47,6 +47,7 @@ from ...results import ResultWarning
 from .._common import _WorkflowResult, dedupe_warnings
 from .._input_checks import check_column_args, check_table_systems
 from .._logs_answer import LogsAnswer, answer_notes, logs_answer
+from .._paired import system_means
 from ..logs.design import EvalDesign, build_design
 from ..summarize import _read
 
@@ -320,7 +321,6 @@ def pass_at_k(
         d, la, direction = built[kd]
         other_kind = next((x for x in kinds if x != kd), None)
         if la is None:
-            from .._paired import system_means  # noqa: PLC0415
             means, _ = system_means(d, d.systems, level=level)
             board = _answer.leaderboard(means.set_index("system")["estimate"], std_error=means["std_error"].to_numpy(),
                                         conf_low=means["conf_low"].to_numpy(), conf_high=means["conf_high"].to_numpy(),
