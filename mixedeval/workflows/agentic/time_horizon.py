@@ -251,6 +251,19 @@ def _attempt_counts(rng: np.random.Generator, tc: np.ndarray, s: _System) -> np.
     return out
 
 
+def _log_ratio(dd: np.ndarray, level: float) -> tuple[float, float, float, float]:
+    """Percentile interval, bootstrap p-value (twice the smaller share at or beyond 0, ``(count + 1)
+    / (B + 1)``) and SD of bootstrap log2 ratios (infinite ones, from all-success or all-failure
+    replicates, count in the tails; NaN ones are left out)."""
+    dd = dd[~np.isnan(dd)]
+    fin = np.where(np.isfinite(dd), dd, np.sign(dd) * 1e6)
+    lo, hi = np.quantile(fin, [(1 - level) / 2, 1 - (1 - level) / 2])
+    lo, hi = (float(np.sign(v) * np.inf) if abs(v) >= 1e6 else float(v) for v in (lo, hi))
+    p = min(1.0, 2 * min(np.sum(fin <= 0) + 1, np.sum(fin >= 0) + 1) / (fin.size + 1))
+    ok = np.isfinite(dd)
+    return lo, hi, float(p), float(np.std(dd[ok], ddof=1)) if ok.sum() > 1 else np.nan
+
+
 # ------------------------------------------------------------------------------ the result
 @dataclass(frozen=True, repr=False)
 class TimeHorizonResult(_answer.AnswerMixin, _WorkflowResult):
@@ -488,16 +501,7 @@ def time_horizon(
         for i, a in enumerate(order):
             for b in order[i + 1:]:
                 lr = float(np.log2(hq[a]) - np.log2(hq[b]))
-                if B:
-                    dd = logh[q][:, pos[a]] - logh[q][:, pos[b]]
-                    dd = dd[~np.isnan(dd)]
-                    fin = np.where(np.isfinite(dd), dd, np.sign(dd) * 1e6)
-                    lo, hi = np.quantile(fin, [lo_q, hi_q])
-                    p = min(1.0, 2 * min(np.sum(fin <= 0) + 1, np.sum(fin >= 0) + 1) / (fin.size + 1))
-                    ok = np.isfinite(dd)
-                    se = float(np.std(dd[ok], ddof=1)) if ok.sum() > 1 else np.nan
-                else:
-                    lo = hi = p = se = np.nan
+                lo, hi, p, se = _log_ratio(logh[q][:, pos[a]] - logh[q][:, pos[b]], level) if B else (np.nan,) * 4
                 block.append({"p_success": q, "system_a": a, "system_b": b, "ratio": float(2**lr),
                               "conf_low": float(2**lo), "conf_high": float(2**hi), "log2_ratio": lr,
                               "std_error": se, "p_value": float(p), "log2_low": lo, "log2_high": hi})
@@ -536,14 +540,8 @@ def time_horizon(
                 sens_rows.append({"variant": v, "system": n, "p_success": q0, "horizon": float(hv[j]),
                                   "moved": float(moved[j])})
             est = float(np.log2(hv[pos[pair[0]]]) - np.log2(hv[pos[pair[1]]]))
-            if B:
-                dd = (np.log2(horizons(*boot[v], q0))[:, pos[pair[0]]] - np.log2(horizons(*boot[v], q0))[:, pos[pair[1]]])
-                dd = dd[~np.isnan(dd)]
-                fin = np.where(np.isfinite(dd), dd, np.sign(dd) * 1e6)
-                clo, chi = np.quantile(fin, [lo_q, hi_q])
-                pv = min(1.0, 2 * min(np.sum(fin <= 0) + 1, np.sum(fin >= 0) + 1) / (fin.size + 1))
-            else:
-                clo = chi = pv = np.nan
+            lh = np.log2(horizons(*boot[v], q0)) if B else None
+            clo, chi, pv, _se = _log_ratio(lh[:, pos[pair[0]]] - lh[:, pos[pair[1]]], level) if B else (np.nan,) * 4
             big = int(np.nanargmax(np.abs(np.log2(moved))))
             mv = moved[big]
             move = (f"the {int(round(100 * q0))}% horizon moves by up to {max(mv, 1 / mv):.3g}x "
