@@ -218,3 +218,26 @@ def test_pass_hat_k_interval_covers_the_population_value_small_simulation():
         hits += r["conf_low"] <= truth <= r["conf_high"]
     cover = hits / R
     assert 0.90 <= cover <= 0.99, cover
+
+
+def test_the_calibration_benchmark_measures_the_apis_interval():
+    """benchmarks/calibration_passk.py computes the interval vectorised; it is the one me.pass_at_k reports."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration_passk.py"
+    spec = importlib.util.spec_from_file_location("calibration_passk", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(3)
+    for T, n, k, kind in ((5, 3, 2, "pass^k"), (12, 5, 5, "pass@k"), (8, 4, 1, "pass@k"), (20, 2, 2, "pass^k")):
+        c = rng.binomial(n, rng.beta(0.8, 0.8, size=(4, T)))
+        lo, hi = mod.passk_intervals(c, n, k, kind)
+        for r in range(4):
+            rows = pd.DataFrame({"system": "x", "item": np.repeat(np.arange(T), n).astype(str),
+                                 "epoch": np.tile(np.arange(n), T),
+                                 "score": np.concatenate([np.r_[np.ones(ci), np.zeros(n - ci)] for ci in c[r]])})
+            t = me.pass_at_k(rows, k=k, kind=kind).table.iloc[0]
+            assert t["conf_low"] == pytest.approx(lo[r], rel=1e-12, abs=1e-14)
+            assert t["conf_high"] == pytest.approx(hi[r], rel=1e-12, abs=1e-14)
+    assert mod.truth("pass^k", 0.5, 2, phi=4.0) == pytest.approx(2 * 3 / (4 * 5))  # Beta(2, 2): E[p^2] = 0.3

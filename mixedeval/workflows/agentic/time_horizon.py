@@ -463,7 +463,8 @@ def time_horizon(
     for q in lv:
         h = horizons(a0[0], b0[0], q)
         if B:
-            hb = np.log2(horizons(boot["fit"][0], boot["fit"][1], q))
+            with np.errstate(divide="ignore"):
+                hb = np.log2(horizons(boot["fit"][0], boot["fit"][1], q))
             logh[q] = hb
             fin = np.where(np.isfinite(hb), hb, np.sign(hb) * 1e6)
             qs = np.quantile(fin, [lo_q, hi_q], axis=0)
@@ -540,7 +541,8 @@ def time_horizon(
                 sens_rows.append({"variant": v, "system": n, "p_success": q0, "horizon": float(hv[j]),
                                   "moved": float(moved[j])})
             est = float(np.log2(hv[pos[pair[0]]]) - np.log2(hv[pos[pair[1]]]))
-            lh = np.log2(horizons(*boot[v], q0)) if B else None
+            with np.errstate(divide="ignore"):
+                lh = np.log2(horizons(*boot[v], q0)) if B else None
             clo, chi, pv, _se = _log_ratio(lh[:, pos[pair[0]]] - lh[:, pos[pair[1]]], level) if B else (np.nan,) * 4
             big = int(np.nanargmax(np.abs(np.log2(moved))))
             mv = moved[big]
