@@ -241,3 +241,19 @@ def test_the_calibration_benchmark_measures_the_apis_interval():
             assert t["conf_low"] == pytest.approx(lo[r], rel=1e-12, abs=1e-14)
             assert t["conf_high"] == pytest.approx(hi[r], rel=1e-12, abs=1e-14)
     assert mod.truth("pass^k", 0.5, 2, phi=4.0) == pytest.approx(2 * 3 / (4 * 5))  # Beta(2, 2): E[p^2] = 0.3
+
+
+def test_cli_pass_k_json(tmp_path, capsys):
+    import json
+
+    from mixedeval.cli import main
+
+    df = _attempts(seed=8, T=12, n=4)
+    path = tmp_path / "attempts.csv"
+    df.to_csv(path, index=False)
+    assert main(["pass-k", str(path), "--k", "3", "--kind", "pass^k", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    api = me.pass_at_k(df, k=3, kind="pass^k", random_state=0)
+    assert out["answer"]["headline"]["better"] == api.headline.better
+    assert out["table"][0]["estimate"] == pytest.approx(api.table["estimate"].iloc[0], rel=1e-12)
+    assert main(["pass-k", str(path), "--k", "9", "--quiet"]) == 2  # k > attempts: a data error, exit 2

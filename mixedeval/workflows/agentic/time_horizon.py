@@ -75,6 +75,9 @@ METR_REGULARIZATION = 0.1
 TABLE_COLUMNS = ("system", "p_success", "horizon", "conf_low", "conf_high", "log2_std_error", "n_tasks",
                  "n_attempts")
 FIT_COLUMNS = ("system", "intercept", "slope", "converged", "n_tasks", "n_attempts", "success_rate")
+#: a log2 horizon (ratio) beyond this many doublings in a percentile is one interpolated with an infinite
+#: replicate (all successes or all failures): it is reported as infinite
+_INF_DOUBLINGS = 1000.0
 RATIO_COLUMNS = ("p_success", "system_a", "system_b", "ratio", "conf_low", "conf_high", "log2_ratio",
                  "std_error", "p_value", "p_adj")
 
@@ -258,7 +261,7 @@ def _log_ratio(dd: np.ndarray, level: float) -> tuple[float, float, float, float
     dd = dd[~np.isnan(dd)]
     fin = np.where(np.isfinite(dd), dd, np.sign(dd) * 1e6)
     lo, hi = np.quantile(fin, [(1 - level) / 2, 1 - (1 - level) / 2])
-    lo, hi = (float(np.sign(v) * np.inf) if abs(v) >= 1e6 else float(v) for v in (lo, hi))
+    lo, hi = (float(np.sign(v) * np.inf) if abs(v) >= _INF_DOUBLINGS else float(v) for v in (lo, hi))
     p = min(1.0, 2 * min(np.sum(fin <= 0) + 1, np.sum(fin >= 0) + 1) / (fin.size + 1))
     ok = np.isfinite(dd)
     return lo, hi, float(p), float(np.std(dd[ok], ddof=1)) if ok.sum() > 1 else np.nan
@@ -468,7 +471,7 @@ def time_horizon(
             logh[q] = hb
             fin = np.where(np.isfinite(hb), hb, np.sign(hb) * 1e6)
             qs = np.quantile(fin, [lo_q, hi_q], axis=0)
-            qs = np.where(np.abs(qs) >= 1e6, np.sign(qs) * np.inf, qs)
+            qs = np.where(np.abs(qs) >= _INF_DOUBLINGS, np.sign(qs) * np.inf, qs)  # beyond: interpolated with an infinite one
             sd = np.array([np.std(col[np.isfinite(col)], ddof=1) if np.isfinite(col).sum() > 1 else np.nan
                            for col in hb.T])
         else:
@@ -513,7 +516,8 @@ def time_horizon(
                 r["p_adj"] = float(pa)
             ratio_rows += block
     ratios = pd.DataFrame(ratio_rows, columns=[*RATIO_COLUMNS, "log2_low", "log2_high"])
-    method = "hierarchical bootstrap (families, tasks, attempts)" if family else "hierarchical bootstrap (tasks, attempts)"
+    method = ("log2 horizon ratio in doublings; hierarchical bootstrap (" + ("families, " if family else "") +
+              "tasks, attempts)")
     head = None
     diffs = None
     checks = None
@@ -525,7 +529,7 @@ def time_horizon(
         r, sign = found
         lo, hi = sorted((sign * float(r["log2_low"]), sign * float(r["log2_high"])))
         head = _answer.headline(pair[0], pair[1], sign * float(r["log2_ratio"]), float(r["std_error"]), lo, hi,
-                                float(r["p_value"]), np.inf, method, direction, level=level, unit="doublings",
+                                float(r["p_value"]), np.inf, method, direction, level=level, unit="",
                                 reference=reference)
         d0 = r0.rename(columns={"log2_ratio": "delta"})
         diffs = d0.assign(conf_low=d0["log2_low"], conf_high=d0["log2_high"], df=np.inf, method=method)[
@@ -546,7 +550,7 @@ def time_horizon(
             clo, chi, pv, _se = _log_ratio(lh[:, pos[pair[0]]] - lh[:, pos[pair[1]]], level) if B else (np.nan,) * 4
             big = int(np.nanargmax(np.abs(np.log2(moved))))
             mv = moved[big]
-            move = (f"the {int(round(100 * q0))}% horizon moves by up to {max(mv, 1 / mv):.3g}x "
+            move = (f"the {int(round(100 * q0))}% horizon moves by up to {max(mv, 1 / mv):.2f}x "
                     f"({names[big]}: {h_fit[big]:.3g} -> {hv[big]:.3g})")
             row = _answer.check_row(v, head, estimate=est, conf_low=clo, conf_high=chi, p_value=pv, why=move)
             if row["verdict"] == "agrees":
