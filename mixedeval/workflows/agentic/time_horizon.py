@@ -244,8 +244,11 @@ def _task_counts(rng: np.random.Generator, B: int, n_tasks: int, fam_of_task: np
     return out
 
 
-def _attempt_counts(rng: np.random.Generator, tc: np.ndarray, s: _System) -> np.ndarray:
-    """(B, attempts of s) draw counts: each drawn task's attempts with replacement."""
+def _attempt_counts(rng: np.random.Generator, tc: np.ndarray, s: _System, resample: bool = True) -> np.ndarray:
+    """(B, attempts of s) draw counts: each drawn task's attempts with replacement (``resample``;
+    METR), or every attempt of a drawn task once per draw."""
+    if not resample:
+        return tc[:, s.task]
     out = np.zeros((tc.shape[0], s.task.size), dtype=np.int64)
     for t in np.unique(s.task):
         idx = np.flatnonzero(s.task == t)
@@ -392,6 +395,7 @@ def time_horizon(
     level: float = 0.95,
     reference: Any = None,
     hierarchical: bool = True,
+    resample_attempts: bool = True,
 ) -> TimeHorizonResult:
     """Time horizons per system: the task length at which the fitted success probability is 50%
     (80%, ...) by METR's logistic regression on log2 length, with hierarchical-bootstrap intervals,
@@ -409,6 +413,10 @@ def time_horizon(
         weights normalised to sum 1 per system). weighting : None, ``"task"`` or ``"family"`` (METR).
     level : the intervals' level. reference : the headline compares the best other system to it.
     hierarchical : add the lme4 GLMM check (needs R).
+    resample_attempts : True (METR's "ftr"): the attempts of each drawn task are resampled too;
+        False ("ft"): a drawn task keeps its attempts. Resampling both stages counts the attempts'
+        variance twice (the two-stage bootstrap's known excess; benchmarks/calibration_passk.py
+        measures both).
 
     Returns a :class:`TimeHorizonResult`; the command line is ``mixedeval horizon TABLE --length COL``.
     """
@@ -430,7 +438,7 @@ def time_horizon(
                      "lower n_resamples", f"{B} replicates x {n_rows} attempts")
         rng = as_generator(random_state)
         tc = _task_counts(rng, B, len(tasks), fam_of_task)
-        counts = [_attempt_counts(rng, tc, s) for s in systems]
+        counts = [_attempt_counts(rng, tc, s, resample_attempts) for s in systems]
     # ---- the headline fit and its bootstrap
     variants: dict[str, tuple[float, Any]] = {"fit": (lam, weighting)}
     alt_w = ("family" if family is not None else "task") if weighting is None else None
@@ -517,7 +525,7 @@ def time_horizon(
             ratio_rows += block
     ratios = pd.DataFrame(ratio_rows, columns=[*RATIO_COLUMNS, "log2_low", "log2_high"])
     method = ("log2 horizon ratio in doublings; hierarchical bootstrap (" + ("families, " if family else "") +
-              "tasks, attempts)")
+              ("tasks, attempts)" if resample_attempts else "tasks)"))
     head = None
     diffs = None
     checks = None
@@ -569,7 +577,7 @@ def time_horizon(
                f"L2-penalised (lambda = {lam:g} on the slope, weights summing to 1; METR)") + \
         f", weighting {weighting or 'none'}"
     prov = {"workflow": "time_horizon", "levels": list(lv), "fit": fit_txt, "regularization": regularization,
-            "weighting": weighting, "n_resamples": B, "level": float(level),
+            "weighting": weighting, "n_resamples": B, "level": float(level), "resample_attempts": resample_attempts,
             "interval": (f"{method}, percentile, {B} replicates, paired across systems" if B else "none"),
             "random_state": random_state if isinstance(random_state, (int, np.integer)) else None,
             "family": family, "length": f"log2({length})"}
