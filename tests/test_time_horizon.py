@@ -196,3 +196,15 @@ def test_cli_horizon_json(tmp_path, capsys):
     api = me.time_horizon(df, family="family", n_resamples=50, random_state=0, hierarchical=False)
     assert out["table"][0]["horizon"] == pytest.approx(api.table["horizon"].iloc[0], rel=1e-12)
     assert out["answer"]["headline"]["estimate"] == pytest.approx(api.headline.estimate, rel=1e-12)
+
+
+def test_tasks_keep_their_attempts_without_attempt_resampling():
+    df = _runs(seed=7, T=15)
+    a = me.time_horizon(df, family="family", n_resamples=200, random_state=3, hierarchical=False)
+    b = me.time_horizon(df, family="family", n_resamples=200, random_state=3, hierarchical=False,
+                        resample_attempts=False)
+    pd.testing.assert_frame_equal(a.fits, b.fits)  # the point fit is the same
+    assert "tasks, attempts)" in a.headline.method and "tasks)" in b.headline.method
+    wa = np.log2(a.table["conf_high"] / a.table["conf_low"]).mean()
+    wb = np.log2(b.table["conf_high"] / b.table["conf_low"]).mean()
+    assert wb < wa  # the attempts' variance is counted once, not twice
