@@ -90,6 +90,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "estimate_scores": ("mixedeval.workflows.item_subsets", "estimate_scores"),
     "next_items": ("mixedeval.workflows.item_subsets", "next_items"),
     "benchmark_quality": ("mixedeval.workflows.benchmark_quality", "benchmark_quality"),
+    "pass_at_k": ("mixedeval.workflows.agentic.pass_k", "pass_at_k"),
+    "PassAtKResult": ("mixedeval.workflows.agentic.pass_k", "PassAtKResult"),
+    "time_horizon": ("mixedeval.workflows.agentic.time_horizon", "time_horizon"),
+    "TimeHorizonResult": ("mixedeval.workflows.agentic.time_horizon", "TimeHorizonResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

@@ -67,6 +67,8 @@ judge_corrected = _lazy(".workflows.judges", "judge_corrected")
 labels_needed = _lazy(".workflows.judges", "labels_needed")
 read_judge_scores = _lazy(".data._judge_labels", "read_judge_scores")
 irt = _lazy(".inference._irt", "irt")
+pass_at_k = _lazy(".workflows.agentic.pass_k", "pass_at_k")
+time_horizon = _lazy(".workflows.agentic.time_horizon", "time_horizon")
 
 
 def _words(args: argparse.Namespace) -> Callable[[str], str]:
@@ -690,4 +692,32 @@ def cmd_irt(args: argparse.Namespace) -> int:
         path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
+    return _emit(args, out, answer=res.answer)
+
+
+def cmd_pass_k(args: argparse.Namespace) -> int:
+    """``mixedeval pass-k LOGS --k K [--kind pass^k]``: pass@k / pass^k with intervals."""
+    paths = list(args.paths)
+    table = len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).suffix.lower() in (
+        ".csv", ".tsv", ".parquet", ".json", ".jsonl")
+    data: Any = _load_data(paths[0]) if table else paths
+    _progress(args, f"computing {args.kind} at k = {args.k}")
+    res = pass_at_k(data, k=args.k, kind=args.kind, metric=args.metric, score=args.score, system=args.system,
+                    item=args.item, epoch=args.epoch, task=args.task, cluster=args.cluster, value=args.value,
+                    level=args.level, reference=args.reference, random_state=args.random_state)
+    out: dict[str, Any] = {"k": res.k, "table": res.table, "pairwise": res.pairwise,
+                           "attempts": res.provenance["attempts"], "warnings": [str(w) for w in res.warnings]}
+    return _emit(args, out, answer=res.answer)
+
+
+def cmd_horizon(args: argparse.Namespace) -> int:
+    """``mixedeval horizon TABLE --length COL``: METR's time horizons with intervals and checks."""
+    data = _load_data(args.data, args.where)
+    _progress(args, f"fitting the horizons and {args.n_resamples} bootstrap replicates")
+    res = time_horizon(data, success=args.success, length=args.length, system=args.system, item=args.item,
+                       family=args.family, levels=tuple(args.levels), n_resamples=args.n_resamples,
+                       random_state=args.random_state, regularization=args.regularization, weighting=args.weighting,
+                       level=args.level, reference=args.reference, hierarchical=not args.no_glmm)
+    out: dict[str, Any] = {"model": res.provenance["fit"], "table": res.table, "ratios": res.ratios,
+                           "warnings": [str(w) for w in res.warnings]}
     return _emit(args, out, answer=res.answer)

@@ -201,6 +201,8 @@ cmd_disparity = _command("cmd_disparity")
 cmd_demo = _command("cmd_demo")
 cmd_preferences = _command("cmd_preferences")
 cmd_judge = _command("cmd_judge")
+cmd_pass_k = _command("cmd_pass_k")
+cmd_horizon = _command("cmd_horizon")
 
 
 # ------------------------------------------------------------------------------- judges
@@ -602,6 +604,50 @@ def _add_summarize(sub: Any) -> None:
     g.set_defaults(func=cmd_summarize)
 
 
+def _add_agentic(sub: Any) -> None:
+    """``pass-k`` and ``horizon``: small agentic evaluations (:mod:`mixedeval.workflows.agentic`)."""
+    g = sub.add_parser("pass-k", parents=[_common(json_report=False, data=False)],
+                       help="pass@k and pass^k per system with intervals and paired differences",
+                       description="Read attempts (Inspect AI logs: every epoch is an attempt, whatever the log's "
+                                   "reducer; or a table with one row per system x task x attempt) and print pass@k "
+                                   "(at least one of k attempts succeeds; Chen et al. 2021) or pass^k (all k succeed; "
+                                   "tau-bench) per system, unbiased per task, with task-level t intervals "
+                                   "(cluster-robust with --cluster), and the paired differences between systems.")
+    g.add_argument("paths", nargs="+", help="log files, directories or globs, or one table (.csv, .parquet, .json)")
+    g.add_argument("--k", type=int, required=True, help="the attempts of pass@k / pass^k (every task needs >= k)")
+    g.add_argument("--kind", default="pass@k", choices=["pass@k", "pass^k", "both"], help="default pass@k")
+    g.add_argument("--metric", help="the logs' scorer (or a long table's metric) to use")
+    for opt, default in (("--score", "score"), ("--system", "system"), ("--item", "item")):
+        g.add_argument(opt, default=default, help=f"a table's column (default {default})")
+    for opt in ("--epoch", "--task", "--cluster"):
+        g.add_argument(opt, metavar="COLUMN", help="a table's (or the logs') column (optional)")
+    g.add_argument("--value", type=float, help="a score >= VALUE is a success (default: scores must be 0/1)")
+    g.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the sign-flip check (default 0)")
+    g.set_defaults(func=cmd_pass_k)
+    h = sub.add_parser("horizon", parents=[_common(json_report=False)],
+                       help="task-length time horizons (METR): 50%% / 80%% horizons per system with intervals",
+                       description="Fit per system a logistic regression of success on log2 task length (METR, "
+                                   "Kwa et al. 2025) and print the lengths at which the success probability is 50%% "
+                                   "and 80%%, with hierarchical-bootstrap intervals (families, tasks, attempts), the "
+                                   "ratios between systems and the sensitivity to regularisation and weighting.")
+    h.add_argument("data", help="table with one row per system x task x attempt (.csv, .parquet, .json)")
+    h.add_argument("--length", required=True, metavar="COLUMN", help="the task length column (e.g. human_minutes)")
+    for opt, default in (("--success", "score"), ("--system", "system"), ("--item", "item")):
+        h.add_argument(opt, default=default, help=f"column (default {default})")
+    h.add_argument("--family", metavar="COLUMN", help="the task family column (bootstrapped first)")
+    h.add_argument("--levels", type=float, nargs="+", default=[0.5, 0.8], help="success probabilities (default 0.5 0.8)")
+    h.add_argument("--regularization", type=float, help="L2 penalty on the slope (METR: 0.1; default none: R's glm)")
+    h.add_argument("--weighting", choices=["task", "family"], help="weights: each task 1, or METR's 1/sqrt(family size)")
+    h.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    h.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
+    h.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    h.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    h.add_argument("--no-glmm", action="store_true", help="skip the lme4 glmer check (no R)")
+    h.set_defaults(func=cmd_horizon)
+
+
 def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
     g = sub.add_parser("disparity", parents=[common], help="language disparity metrics (Hu, Vulic & Korhonen 2025)",
                        description="Performance potential, realisation ratio (mean, SD, CV per model) and language "
@@ -680,6 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_preferences(sub)
     _add_judge(sub)
     _add_irt(sub)
+    _add_agentic(sub)
     return p
 
 

@@ -266,12 +266,12 @@ def _sources(source: Any, fmt: str) -> list[tuple[Any, str, str | None]]:
 
 # ------------------------------------------------------------------------------ reading
 def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | None, metric: Any,
-              metadata: Sequence[str] = ()) -> Rows:
+              metadata: Sequence[str] = (), keep_epochs: bool = False) -> Rows:
     rows = Rows(f)
     if f == "lm-eval":
         read_samples_file(path, rows, name, metadata=metadata)
     elif f == "inspect":
-        read_inspect_log(path, rows, name)
+        read_inspect_log(path, rows, name, keep_epochs=keep_epochs)
     elif f == "helm":
         read_helm_run(path, rows, name, metadata=metadata)
     else:
@@ -280,14 +280,14 @@ def _read_one(path: Any, f: str, name: str | None, columns: Mapping[str, str] | 
 
 
 def _read_all(files: list[tuple[Any, str, str | None]], columns: Mapping[str, str] | None, metric: Any,
-              system: Any = None, metadata: Sequence[str] = ()
+              system: Any = None, metadata: Sequence[str] = (), keep_epochs: bool = False
               ) -> tuple[pd.DataFrame, pd.DataFrame, list[ResultWarning], list[LogFile], set[str], pd.DataFrame]:
     """Read every file; name each log's system (:func:`._logs_systems.assign_systems`). The last
     element: the epoch reductions the readers applied, per file and metric (source, metric,
     reducer, n_epochs)."""
     frames, logs, notes = [], [], []
     for i, (path, f, name) in enumerate(files):
-        rows = _read_one(path, f, name, columns, metric, metadata)
+        rows = _read_one(path, f, name, columns, metric, metadata, keep_epochs)
         df = pd.DataFrame({**rows.cols, **rows.extra})
         df["format"] = f
         frames.append(df)
@@ -404,6 +404,7 @@ def read_eval_logs(
     drop_missing: bool = False,
     system: str | Sequence[str] | None = None,
     metadata: str | Sequence[str] = (),
+    keep_epochs: bool = False,
 ) -> EvalLogs:
     """Read evaluation-harness logs into the canonical long score table.
 
@@ -449,6 +450,10 @@ def read_eval_logs(
         (``instances.json`` beside the stats: ``split``, ``sub_split``, ``id`` or any scalar
         field). Inspect samples' scalar ``metadata`` fields are always carried. A field named like
         a canonical column gets the prefix ``metadata_``; a field found in no log is a DataError.
+    keep_epochs : True keeps every epoch of an Inspect log as a row even where the log's epoch
+        reducer is not the mean (``Epochs(5, "pass_at_2")``): the attempts that
+        :func:`mixedeval.pass_at_k` needs; nothing is then reduced (:attr:`EvalLogs.reduction`
+        stays empty).
 
     Returns an :class:`EvalLogs` whose ``table`` has system, task, item, run, metric, score,
     source, format (and format metadata: lm-eval ``filter``, HELM ``split``). ``run`` is a whole
@@ -465,7 +470,7 @@ def read_eval_logs(
     files, twice = _sources(source, format)
     metadata = [metadata] if isinstance(metadata, str) else [str(m) for m in metadata]
     table, file_tab, warnings, logs, defining, reduced = _read_all(files, columns, metric if format == "table" else None,
-                                                          system, metadata)
+                                                          system, metadata, bool(keep_epochs))
     _check_metadata(table, metadata)
     if twice:
         warnings.append(ResultWarning("duplicated_files", f"{len(twice)} files were named more than once and read "

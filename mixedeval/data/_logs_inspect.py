@@ -254,9 +254,9 @@ def _read_log(path: Path, src: str, entries: dict[str, bytes] | None) -> tuple[A
         raise DataError(f"inspect_ai could not read {src!r}: {exc}") from exc
 
 
-def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
+def read_inspect_log(path: Path, rows: Rows, system: str | None = None, keep_epochs: bool = False) -> None:
     """Append the per-sample, per-epoch scores of one Inspect AI log to ``rows`` (epochs reduced
-    by the log's reducer when it is not the mean; module docstring)."""
+    by the log's reducer when it is not the mean, unless ``keep_epochs``; module docstring)."""
     src = str(path)
     entries = None
     if path.suffix.lower() == ".eval":  # checked before its entries are inflated whole
@@ -282,7 +282,7 @@ def read_inspect_log(path: Path, rows: Rows, system: str | None = None) -> None:
             v = score.value
             key = (sysname, str(ev.task), str(s.id), run_group, int(s.epoch), src, sig)
             items = [(f"{scorer}/{k}", vk) for k, vk in v.items()] if isinstance(v, dict) else [(str(scorer), v)]
-            plain = reducers.get(str(scorer), reducers[None]) == ["mean"]
+            plain = keep_epochs or reducers.get(str(scorer), reducers[None]) == ["mean"]
             for metric, val in items:
                 if plain or not _convertible(val):
                     _add_value(rows, to_float, metric, val, key, src, meta)
