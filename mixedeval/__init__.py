@@ -90,6 +90,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "estimate_scores": ("mixedeval.workflows.item_subsets", "estimate_scores"),
     "next_items": ("mixedeval.workflows.item_subsets", "next_items"),
     "benchmark_quality": ("mixedeval.workflows.benchmark_quality", "benchmark_quality"),
+    "votes_to_flip": ("mixedeval.workflows.arena.audit", "votes_to_flip"),
+    "arena_audit": ("mixedeval.workflows.arena.audit", "arena_audit"),
+    "ArenaAuditResult": ("mixedeval.workflows.arena.audit", "ArenaAuditResult"),
+    "VotesToFlipResult": ("mixedeval.workflows.arena.audit", "VotesToFlipResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",
