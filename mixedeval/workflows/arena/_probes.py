@@ -99,12 +99,18 @@ def _pair_counts(d: Any, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wa + (nn - wa).transpose(0, 2, 1), nn + nn.transpose(0, 2, 1)
 
 
-def cyclic_triads(wins: np.ndarray, n: np.ndarray) -> np.ndarray:
+def cyclic_triads(wins: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Directed 3-cycles of the majority graph (i -> j when i won more than half of their battles,
-    ties half), trace(D^3) / 3, per table (B,)."""
+    ties half), trace(D^3) / 3, and the same cycles weighted by the product of their three margins
+    (win rate - 1/2: a cycle of clear majorities weighs more than one of coin flips), trace(W^3) / 3,
+    per table (B,) each."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        dmat = ((n > 0) & (wins > 0.5 * n)).astype(float)
-    return np.einsum("bij,bjk,bki->b", dmat, dmat, dmat) / 3.0
+        margin = np.where(n > 0, wins / np.where(n > 0, n, 1.0) - 0.5, 0.0)
+    dmat = (margin > 0).astype(float)
+    wmat = np.where(margin > 0, margin, 0.0)
+    count = np.einsum("bij,bjk,bki->b", dmat, dmat, dmat) / 3.0
+    weighted = np.einsum("bij,bjk,bki->b", wmat, wmat, wmat) / 3.0
+    return count, weighted
 
 
 def _cell_probabilities(v: Votes, theta: np.ndarray) -> np.ndarray:
@@ -122,28 +128,34 @@ def _cell_probabilities(v: Votes, theta: np.ndarray) -> np.ndarray:
 
 
 def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float) -> dict:
-    """Cyclic triads of the observed majority graph against a parametric bootstrap from the fitted
-    Bradley-Terry model (the same battles per cell, outcomes drawn from the fit; a BT model is
-    transitive, so its cycles are chance): p = (1 + #{simulated >= observed}) / (1 + n_sim)."""
+    """Cyclic triads of the observed majority graph, weighted by their margins
+    (:func:`cyclic_triads`), against a parametric bootstrap from the fitted Bradley-Terry model
+    (the same battles per cell, outcomes drawn from the fit; a Bradley-Terry model is transitive,
+    so its cycles are chance): p = (1 + #{simulated >= observed}) / (1 + n_sim)."""
     d = v.d
-    obs = float(cyclic_triads(*_pair_counts(d, d.counts[None]))[0])
+    count, weighted = (float(x[0]) for x in cyclic_triads(*_pair_counts(d, d.counts[None])))
     if n_sim <= 0:
-        return _row("intransitivity", f"not available: n_sim=0 (observed {obs:.0f} cyclic triads)", obs)
+        return _row("intransitivity", f"not available: n_sim=0 (observed {count:.0f} cyclic triads)", count)
     prob = _cell_probabilities(v, v.theta)
     counts = d.counts
-    if d.ties == "davidson":
-        n = np.rint(counts.sum(axis=1)).astype(np.int64)
-        sims = rng.multinomial(n, prob, size=(n_sim, len(n))).astype(float)
-    else:
-        dec = np.rint(counts[:, 0] + counts[:, 1]).astype(np.int64)
-        wa = rng.binomial(dec, prob[:, 0], size=(n_sim, len(dec))).astype(float)
-        sims = np.stack([wa, dec - wa, np.broadcast_to(counts[:, 2], wa.shape)], axis=2)
-    sim = np.concatenate([cyclic_triads(*_pair_counts(d, sims[i:i + 50])) for i in range(0, n_sim, 50)])
-    p = (1.0 + float((sim >= obs).sum())) / (1.0 + n_sim)
-    facts = (f"{obs:.0f} cyclic triads in the majority graph, {np.mean(sim):.1f} expected from the fitted "
-             f"Bradley-Terry model ({n_sim} simulations; p = {p:.3g})")
-    return _row("intransitivity", ("differs: more cycles than chance; " if p < alpha else "agrees: ") + facts, obs, p,
-                expected=float(np.mean(sim)))
+    sims = []
+    for i in range(0, n_sim, 50):
+        b = min(50, n_sim - i)
+        if d.ties == "davidson":
+            n = np.rint(counts.sum(axis=1)).astype(np.int64)
+            sim = rng.multinomial(n, prob, size=(b, len(n))).astype(float)
+        else:
+            dec = np.rint(counts[:, 0] + counts[:, 1]).astype(np.int64)
+            wa = rng.binomial(dec, prob[:, 0], size=(b, len(dec))).astype(float)
+            sim = np.stack([wa, dec - wa, np.broadcast_to(counts[:, 2], wa.shape)], axis=2)
+        sims.append(np.stack(cyclic_triads(*_pair_counts(d, sim)), axis=1))
+    sim_c, sim_w = np.concatenate(sims).T
+    p = (1.0 + float((sim_w >= weighted - 1e-12).sum())) / (1.0 + n_sim)
+    facts = (f"{count:.0f} cyclic triads in the majority graph (margin-weighted {weighted:.3g}), "
+             f"{np.mean(sim_c):.1f} ({np.mean(sim_w):.3g}) expected from the fitted Bradley-Terry model "
+             f"({n_sim} simulations; p = {p:.3g})")
+    return _row("intransitivity", ("differs: more cycles than chance; " if p < alpha else "agrees: ") + facts, count, p,
+                expected=float(np.mean(sim_c)), weighted=weighted)
 
 
 # ------------------------------------------------------------------------------- position bias
