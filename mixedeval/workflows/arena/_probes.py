@@ -47,9 +47,10 @@ def _ranks(s: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------- connectivity
 def connectivity(v: Votes) -> dict:
-    """The comparison graph: connected (else no joint strengths), the graph of wins strongly
+    """The comparison graph: connected (else no joint strengths) and the graph of wins strongly
     connected (else a model won or lost every battle against the rest: no finite strength; Ford
-    1957) and the fewest distinct opponents of a model (one: its strength rests on one pair)."""
+    1957); the fewest distinct opponents of a model is reported (one, as in AlpacaEval's design
+    against a baseline: compared to the rest only through that opponent)."""
     d = v.d
     n_comp = connected_components(_graph(d, directed=False), directed=False)[0]
     n_strong = connected_components(_graph(d, directed=True), directed=True, connection="strong")[0]
@@ -58,9 +59,11 @@ def connectivity(v: Votes) -> dict:
     few = [d.models[i] for i in np.flatnonzero(opp <= 1)]
     facts = (f"{n_comp} connected component(s), {n_strong} strongly connected component(s) of the wins, fewest "
              f"opponents of a model {int(opp.min())}")
-    if n_comp > 1 or n_strong > 1 or few:
+    if few:
+        facts += f" ({few[:3]} met a single opponent: compared to the rest only through it)"
+    if n_comp > 1 or n_strong > 1:
         why = ("models never lost (or never won) against the rest: their strengths are not finite" if n_strong > 1
-               else f"{few[:3]} met a single opponent" if few else "the graph is not connected")
+               else "the graph is not connected")
         return _row("connectivity", f"differs: {facts}; {why}", n_strong)
     return _row("connectivity", f"agrees: {facts}", n_strong)
 

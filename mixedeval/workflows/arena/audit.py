@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from ..._answer import Answer, checks_table
+from ..._answer import Answer, checks_table, z_quantile
 from ..._progress import bar_disabled
 from ..._random import seed_sequence
 from ...data.table import as_pandas
@@ -43,7 +44,7 @@ from .._bt_answer import BTAnswer, bt_answer
 from .._common import _WorkflowResult, dedupe_warnings
 from ..preferences import BradleyTerryResult, bradley_terry
 from . import _probes
-from ._votes import Votes, build_votes, group_influence, search
+from ._votes import Votes, build_votes, greedy, group_influence, search
 
 FLIP_COLUMNS = ("target", "system_a", "system_b", "gap", "approx_votes", "approx_share", "votes_to_flip", "share",
                 "confirmed", "refit_gap", "rounds")
@@ -172,7 +173,7 @@ def _settings(fit: Any, ties: Any, position_bias: Any, min_judge_battles: Any, w
     out = {"ties": ties if ties is not None else prov.get("ties", "davidson"),
            "position_bias": position_bias if position_bias is not None else prov.get("position_bias", True),
            "min_judge_battles": min_judge_battles if min_judge_battles is not None else prov.get("min_judge_battles", 50),
-           "weight": weight if weight is not None else prov.get("weight")}
+           "weight": weight if weight is not None else (prov.get("weight") or False) if fit is not None else None}
     if out["ties"] not in TIES:
         raise DataError(f"ties must be one of {', '.join(map(repr, TIES))}; got {out['ties']!r}")
     return out
@@ -205,11 +206,8 @@ def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n
                progress: Any) -> list[tuple[str, Any]]:
     """(target, Flip) per audited target; the top rank: the challengers with the fewest
     approximate votes are confirmed (``n_challengers``) and the fewest confirmed kept."""
-    from tqdm.auto import tqdm  # noqa: PLC0415 - progress only
-
     c = np.array([v.contrast(a, b) for _, a, b in targets]) if targets else np.zeros((0, v.d.n_params))
     infl = group_influence(v, v.theta, v.inv, c) if len(targets) else np.zeros((0, len(v.g_n)))
-    from ._votes import greedy  # noqa: PLC0415
     top_idx = [i for i, t in enumerate(targets) if t[0] == "top rank"]
     approx = {i: greedy(float(c[i] @ v.theta), infl[i], v.g_n) for i in top_idx}
     ranked = sorted((i for i in top_idx if approx[i] is not None), key=lambda i: int(approx[i].sum()))
@@ -301,7 +299,6 @@ def _votes_result(v: Votes, df: pd.DataFrame, cols: dict, pairs: Any, top: bool,
     cov = np.zeros((k, k))
     cov[np.ix_(v.d.free, v.d.free)] = v.inv[:k - 1, :k - 1]
     se = np.sqrt(np.maximum(np.diag(cov), 0))
-    from ..._answer import z_quantile  # noqa: PLC0415
     z = z_quantile(level)
     tab = pd.DataFrame({"model": list(v.d.models), "estimate": strengths, "std_error": se,
                         "conf_low": strengths - z * se, "conf_high": strengths + z * se})
