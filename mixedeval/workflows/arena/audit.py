@@ -202,30 +202,42 @@ def _targets(order: list[int], named: list[tuple[int, int]], top: bool, adjacent
     return out
 
 
+#: contrasts whose influences are computed at once (an array of contrasts x vote groups each)
+_CHUNK = 16
+
+
 def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n_challengers: int,
                progress: Any) -> list[tuple[str, Any]]:
     """(target, Flip) per audited target; the top rank: the challengers with the fewest
-    approximate votes are confirmed (``n_challengers``) and the fewest confirmed kept."""
+    approximate votes are confirmed (``n_challengers``) and the fewest confirmed kept. Influences
+    are computed :data:`_CHUNK` contrasts at a time (their arrays grow with the vote groups)."""
     c = np.array([v.contrast(a, b) for _, a, b in targets]) if targets else np.zeros((0, v.d.n_params))
-    infl = group_influence(v, v.theta, v.inv, c) if len(targets) else np.zeros((0, len(v.g_n)))
     top_idx = [i for i, t in enumerate(targets) if t[0] == "top rank"]
-    approx = {i: greedy(float(c[i] @ v.theta), infl[i], v.g_n) for i in top_idx}
-    ranked = sorted((i for i in top_idx if approx[i] is not None), key=lambda i: int(approx[i].sum()))
+    approx: dict[int, int] = {}
+    for s0 in range(0, len(top_idx), _CHUNK):
+        part = top_idx[s0:s0 + _CHUNK]
+        infl = group_influence(v, v.theta, v.inv, c[part])
+        for i, row in zip(part, infl):
+            take = greedy(float(c[i] @ v.theta), row, v.g_n)
+            if take is not None:
+                approx[i] = int(take.sum())
+    ranked = sorted(approx, key=approx.__getitem__)
     todo = ranked[:n_challengers] + [i for i, t in enumerate(targets) if t[0] != "top rank"]
+    if top_idx and not ranked:  # no challenger is reached by the linear approximation: search the runner-up
+        todo.insert(0, top_idx[0])
     out: list[tuple[str, Any]] = []
     top_flips = []
     for i in tqdm(todo, desc="votes to flip", disable=bar_disabled(progress), leave=False):
         kind, a, b = targets[i]
-        f = search(v, a, b, infl[i], top=kind == "top rank", max_rounds=max_rounds)
-        (top_flips if kind == "top rank" else out).append(f if kind == "top rank" else (kind, f))
-    if top_idx:
-        if top_flips:
-            ok = [f for f in top_flips if f.confirmed]
-            best = min(ok, key=lambda f: int(f.take.sum())) if ok else top_flips[0]
-        else:  # no challenger can be reached by dropping votes (linear approximation)
-            _, a, b = targets[top_idx[0]]
-            best = search(v, a, b, infl[top_idx[0]], top=True, max_rounds=0)
-        out.insert(0, ("top rank", best))
+        f = search(v, a, b, group_influence(v, v.theta, v.inv, c[i][None])[0], top=kind == "top rank",
+                   max_rounds=max_rounds)
+        if kind == "top rank":
+            top_flips.append(f)
+        else:
+            out.append((kind, f))
+    if top_flips:
+        ok = [f for f in top_flips if f.confirmed]
+        out.insert(0, ("top rank", min(ok, key=lambda f: int(f.take.sum())) if ok else top_flips[0]))
     return out
 
 
