@@ -156,10 +156,10 @@ def build_votes(df: pd.DataFrame, model_a: str, model_b: str, winner: str, *, ju
                  inv=_bt_numpy.vcov(f.information[0]), converged=bool(f.converged[0]))
 
 
-def unit_scores(v: Votes, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def unit_scores(v: Votes, theta: np.ndarray, ops: object = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Scores of one vote of each cell and outcome on the linear predictor and (Davidson) on the
-    tie propensity: (C, 3) arrays r_eta, r_tau."""
-    ops = _bt_numpy._Ops(v.d)  # noqa: SLF001 - the design's sparse pieces
+    tie propensity: (C, 3) arrays r_eta, r_tau (``ops``: the design's sparse pieces, if made)."""
+    ops = ops or _bt_numpy._Ops(v.d)  # noqa: SLF001 - the design's sparse pieces
     eta, tau = ops.predictors(theta[None])
     c = len(v.d.a)
     r_eta = np.zeros((c, 3))
@@ -180,7 +180,7 @@ def group_influence(v: Votes, theta: np.ndarray, inv: np.ndarray, contrasts: np.
     ops = _bt_numpy._Ops(v.d)  # noqa: SLF001
     sol = np.nan_to_num(contrasts @ np.nan_to_num(inv))  # (m, p): I^{-1} c (inv is symmetric)
     xe, xt = ops.predictors(sol)  # (m, C): x_cell' I^{-1} c
-    r_eta, r_tau = unit_scores(v, theta)
+    r_eta, r_tau = unit_scores(v, theta, ops)
     infl = xe[:, v.g_cell] * r_eta[v.g_cell, v.g_out]
     if r_tau is not None:
         infl = infl + xt[:, v.g_cell] * r_tau[v.g_cell, v.g_out]
@@ -238,31 +238,62 @@ class Flip:
     refit_gap: float
 
 
-def search(v: Votes, better: int, worse: int, infl0: np.ndarray, *, top: bool, max_rounds: int) -> Flip:
-    """Greedy AMIP for s_better - s_worse (linear influences ``infl0`` at the full fit), confirmed
-    by exact refits; the set grows by the influences recomputed at each refit until the refit flips
-    (``top``: the top rank changes) or ``max_rounds`` refits are done. Where the linearisation
-    cannot reach a flip (``approx`` None), every vote with a negative influence is dropped and the
-    search goes on from that refit."""
-    c = v.contrast(better, worse)
-    gap = float(c @ v.theta)
+def start(v: Votes, better: int, worse: int, infl0: np.ndarray) -> tuple[float, int | None, np.ndarray | None]:
+    """The greedy AMIP set for s_better - s_worse from the linear influences ``infl0`` at the full
+    fit: (gap, the approximation's count or None, the votes taken per group). Where the
+    linearisation cannot reach a flip (count None), every vote with a negative influence is taken,
+    for the search to go on from that refit."""
+    gap = float(v.contrast(better, worse) @ v.theta)
     take = greedy(gap, infl0, v.g_n)
-    approx = None if take is None else int(take.sum())
-    if take is None:  # the linear approximation cannot reach a flip: refit without every vote that helps
-        take = greedy(gap, infl0, v.g_n, partial=True)
-    rounds, refit_gap = 0, np.nan
+    if take is not None:
+        return gap, int(take.sum()), take
+    return gap, None, greedy(gap, infl0, v.g_n, partial=True)
+
+
+def refit_many(v: Votes, takes: list[np.ndarray]) -> np.ndarray:
+    """Exact refits without each set of votes (B, p), all at once: the chord iteration of the
+    bootstrap (:func:`mixedeval.inference._bt_numpy.chord_fit`: Newton's step with the full fit's
+    information, Anderson-accelerated, to a zero score -- the same maximum as Newton's method),
+    then Newton's method for the refits it hands on (a model or judge left without votes, an
+    estimate far from the full fit's)."""
+    counts = np.stack([v.counts_without(t) for t in takes], axis=2)
+    theta, ok = _bt_numpy.chord_fit(_bt_numpy.CellDesign(v.d), counts, v.theta, np.nan_to_num(v.inv), REFIT_TOL)
+    for b in np.flatnonzero(~ok):
+        theta[b] = v.refit(counts[:, :, b])[0]
+    return theta
+
+
+#: the refits' stopping rule: no parameter moved by more than this in the last step
+REFIT_TOL = 1e-9
+
+
+def _information(v: Votes, counts: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    ops = _bt_numpy._Ops(v.d)  # noqa: SLF001
+    return _bt_numpy._score_info(ops, counts[None], theta[None], v.d.ties)[2][0]  # noqa: SLF001
+
+
+def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, take: np.ndarray | None, *,
+           top: bool, max_rounds: int, first: np.ndarray | None = None) -> Flip:
+    """Confirm the greedy AMIP set ``take`` of :func:`start` by exact refits (``first``: the first
+    refit, if done, e.g. by :func:`refit_many`); the set grows by the influences recomputed at each
+    refit until the refit flips s_better - s_worse (``top``: the top rank changes) or
+    ``max_rounds`` refits are done."""
+    c = v.contrast(better, worse)
+    rounds, refit_gap, theta = 0, np.nan, first
     while take is not None and rounds < max_rounds:
         rounds += 1
-        theta, info = v.refit(v.counts_without(take))
+        counts = v.counts_without(take)
+        if theta is None:
+            theta = v.refit(counts)[0]
         s = v.strengths(theta)
         refit_gap = float(s[better] - s[worse])
         if flipped(s, better, None if top else worse):
             return Flip(better, worse, gap, approx, take, True, rounds, refit_gap)
         if not np.isfinite(s).all():
             break
-        extra = greedy(refit_gap, group_influence(v, theta, _bt_numpy.vcov(info), c[None])[0], v.g_n - take,
-                       partial=True)
+        inv = _bt_numpy.vcov(_information(v, counts, theta))
+        extra = greedy(refit_gap, group_influence(v, theta, inv, c[None])[0], v.g_n - take, partial=True)
         if extra is None:
             break
-        take = take + extra
+        take, theta = take + extra, None
     return Flip(better, worse, gap, approx, take, False, rounds, refit_gap)

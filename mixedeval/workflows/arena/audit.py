@@ -42,12 +42,14 @@ from ...inference.rankings import rank_intervals
 from ...results import ResultWarning
 from .._bt_answer import BTAnswer, bt_answer
 from .._common import _WorkflowResult, dedupe_warnings
-from ..preferences import BradleyTerryResult, bradley_terry
+from ..preferences import BradleyTerryResult, _one_blas_thread, _rank_n_sim, bradley_terry
 from . import _probes
-from ._votes import Votes, build_votes, greedy, group_influence, search
+from ._votes import Votes, build_votes, greedy, group_influence, refit_many, search, start
 
 FLIP_COLUMNS = ("target", "system_a", "system_b", "gap", "approx_votes", "approx_share", "votes_to_flip", "share",
                 "confirmed", "refit_gap", "rounds")
+#: the votes_to_flip answer's compact letter display up to this many models
+LETTERS_MAX_MODELS = 30
 VOTE_COLUMNS = ("target", "system_a", "system_b", "row", "model_a", "model_b", "winner", "judge", "prompt")
 
 
@@ -227,14 +229,19 @@ def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n
         todo.insert(0, top_idx[0])
     out: list[tuple[str, Any]] = []
     top_flips = []
-    for i in tqdm(todo, desc="votes to flip", disable=bar_disabled(progress), leave=False):
-        kind, a, b = targets[i]
-        f = search(v, a, b, group_influence(v, v.theta, v.inv, c[i][None])[0], top=kind == "top rank",
-                   max_rounds=max_rounds)
-        if kind == "top rank":
-            top_flips.append(f)
-        else:
-            out.append((kind, f))
+    for s0 in tqdm(range(0, len(todo), _CHUNK), desc="votes to flip", disable=bar_disabled(progress), leave=False):
+        part = todo[s0:s0 + _CHUNK]
+        infl = group_influence(v, v.theta, v.inv, c[part])
+        starts = [start(v, targets[i][1], targets[i][2], row) for i, row in zip(part, infl)]
+        have = [j for j, st in enumerate(starts) if st[2] is not None]
+        firsts = dict(zip(have, refit_many(v, [starts[j][2] for j in have]))) if have else {}
+        for j, i in enumerate(part):
+            kind, a, b = targets[i]
+            f = search(v, a, b, *starts[j], top=kind == "top rank", max_rounds=max_rounds, first=firsts.get(j))
+            if kind == "top rank":
+                top_flips.append(f)
+            else:
+                out.append((kind, f))
     if top_flips:
         ok = [f for f in top_flips if f.confirmed]
         out.insert(0, ("top rank", min(ok, key=lambda f: int(f.take.sum())) if ok else top_flips[0]))
@@ -290,7 +297,7 @@ def _votes(df: pd.DataFrame, model_a: str, model_b: str, winner: str, judge: Any
 
 
 def _votes_result(v: Votes, df: pd.DataFrame, cols: dict, pairs: Any, top: bool, adjacent: bool, max_rounds: int,
-                  n_challengers: int, progress: Any, level: float, s: dict) -> VotesToFlipResult:
+                  n_challengers: int, progress: Any, level: float, s: dict, answer: bool = True) -> VotesToFlipResult:
     strengths = v.strengths(v.theta)
     order = [int(i) for i in np.argsort(-strengths, kind="stable")]
     idx = {mm: i for i, mm in enumerate(v.d.models)}
@@ -306,21 +313,7 @@ def _votes_result(v: Votes, df: pd.DataFrame, cols: dict, pairs: Any, top: bool,
         bad = table.loc[~table["confirmed"], ["system_a", "system_b"]].astype(str).agg(" > ".join, axis=1).tolist()
         warns.append(ResultWarning("not_confirmed", f"no confirmed set of votes flips {bad[:5]} within {max_rounds} "
                                    "refits (or the linear approximation cannot reach a flip): votes_to_flip is NaN"))
-    # the answer: Wald strengths (likelihood SE) with simultaneous rank intervals from their joint normal
-    k = v.d.k
-    cov = np.zeros((k, k))
-    cov[np.ix_(v.d.free, v.d.free)] = v.inv[:k - 1, :k - 1]
-    se = np.sqrt(np.maximum(np.diag(cov), 0))
-    z = z_quantile(level)
-    tab = pd.DataFrame({"model": list(v.d.models), "estimate": strengths, "std_error": se,
-                        "conf_low": strengths - z * se, "conf_high": strengths + z * se})
-    tab = tab.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
-    ri = rank_intervals(pd.Series(strengths, index=list(v.d.models)), vcov=cov, level=level, random_state=0,
-                        letters=k <= 100)
-    ans = bt_answer(tab, ri.table, ri, level, 0)
-    ans = dataclasses.replace(ans, leaderboard=_with_flips(ans.leaderboard, table, v.n_votes),
-                              method=ans.method + "; votes to flip: approximate maximum influence perturbation, "
-                                                  "confirmed by exact refits")
+    ans = _flip_answer(v, table, level) if answer else None
     return VotesToFlipResult(table=table, votes=votes, n_votes=v.n_votes, ties=s["ties"],
                              warnings=dedupe_warnings(warns),
                              provenance={"method": "votes_to_flip (AMIP, Broderick, Giordano & Meager 2020; "
@@ -329,6 +322,27 @@ def _votes_result(v: Votes, df: pd.DataFrame, cols: dict, pairs: Any, top: bool,
                              answer=ans)
 
 
+def _flip_answer(v: Votes, table: pd.DataFrame, level: float) -> Answer:
+    """The answer of :func:`votes_to_flip`: Wald strengths (likelihood SE) with simultaneous rank
+    intervals from their joint normal, the leaderboard with the votes-to-flip column."""
+    k = v.d.k
+    strengths = v.strengths(v.theta)
+    cov = np.zeros((k, k))
+    cov[np.ix_(v.d.free, v.d.free)] = v.inv[:k - 1, :k - 1]
+    se = np.sqrt(np.maximum(np.diag(cov), 0))
+    z = z_quantile(level)
+    tab = pd.DataFrame({"model": list(v.d.models), "estimate": strengths, "std_error": se,
+                        "conf_low": strengths - z * se, "conf_high": strengths + z * se})
+    tab = tab.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
+    ri = rank_intervals(pd.Series(strengths, index=list(v.d.models)), vcov=cov, level=level, random_state=0,
+                        n_sim=_rank_n_sim(k), letters=k <= LETTERS_MAX_MODELS)
+    ans = bt_answer(tab, ri.table, ri, level, 0)
+    return dataclasses.replace(ans, leaderboard=_with_flips(ans.leaderboard, table, v.n_votes),
+                               method=ans.method + "; votes to flip: approximate maximum influence perturbation, "
+                                                   "confirmed by exact refits")
+
+
+@_one_blas_thread
 def votes_to_flip(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
                   prompt: str | None = None, judge: str | None = None, position: str | None = None,
                   ties: str | None = None, position_bias: bool | None = None, covariates: Sequence[str] | None = None,
@@ -361,6 +375,7 @@ def votes_to_flip(battles: Any, model_a: str = "model_a", model_b: str = "model_
 
 
 # ------------------------------------------------------------------------------------ audit
+@_one_blas_thread
 def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
                 prompt: str | None = None, judge: str | None = None, position: str | None = None,
                 ties: str | None = None, position_bias: bool | None = None, covariates: Sequence[str] | None = None,
@@ -399,7 +414,7 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
     v = _votes(df, model_a, model_b, winner, judge, position, covariates, fit.reference, s)
     cols = {"model_a": model_a, "model_b": model_b, "winner": winner, "judge": judge, "prompt": prompt}
     flips = _votes_result(v, df, cols, pairs, True, True, _check_int(max_rounds, "max_rounds", 1),
-                          _check_int(n_challengers, "n_challengers", 1), progress, level, s)
+                          _check_int(n_challengers, "n_challengers", 1), progress, level, s, answer=False)
     alpha = 1.0 - level
     rng = np.random.default_rng(ss)
     order = [str(m) for m in fit.answer.leaderboard["name"]] if fit.answer is not None else list(fit.table["model"])
