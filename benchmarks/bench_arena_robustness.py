@@ -19,8 +19,8 @@ Measured (``--quick``: 100,000 battles, 30 models, 5,000 voters, 10,000 prompts)
   refitting exactly after each (the influences recomputed at each refit, no linearisation of the
   whole set), timed for ``--naive-steps`` refits (default 20) and extrapolated linearly to the
   number of votes the search needed for that target -- per target; the robustness search does 100
-  targets. The extrapolation is said in the output; the refits are warm-started, the baseline's
-  most favourable setting.
+  targets. The extrapolation is said in the output; the refits are warm-started and run with one
+  BLAS thread, as votes_to_flip's, the baseline's most favourable setting.
 
 The machine is shared (2 cores, other jobs running): absolute times are noisy, the ratio of the two
 measured in the same run is the figure to read.
@@ -64,6 +64,11 @@ def naive_flip(v, better: int, worse: int, steps: int) -> tuple[float, float, in
     from mixedeval.inference import _bt_numpy
     from mixedeval.workflows.arena._votes import group_influence
 
+    with _bt_numpy.one_blas_thread():  # as votes_to_flip runs (small solves: threads only contend)
+        return _naive(v, better, worse, steps, _bt_numpy, group_influence)
+
+
+def _naive(v, better, worse, steps, _bt_numpy, group_influence):
     c = v.contrast(better, worse)
     take = np.zeros(len(v.g_n), dtype=np.int64)
     theta, inv = v.theta, v.inv
@@ -127,12 +132,15 @@ def main() -> None:
           f"neighbours (extrapolated; naive CPU {naive_cpu:.0f} s), {naive_one / wall:.2f}x wall for the one pair alone")
 
     if not args.no_audit:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         a = me.arena_audit(df, judge="judge", prompt="prompt", n_resamples=0, random_state=0, progress=False)
-        print(f"arena_audit (Wald fit + votes to flip + 7 probes): {time.perf_counter() - t0:.1f} s wall")
+        print(f"arena_audit (Wald fit + votes to flip + 7 probes): {time.perf_counter() - t0:.1f} s wall, "
+              f"{time.process_time() - c0:.1f} s CPU")
         for c, vv in zip(a.probes["check"], a.probes["verdict"]):
             print(f"  {c}: {vv[:150]}")
-    print(f"target: the robustness search under 60 s at 1e6 battles: {'met' if wall < 60 else 'MISSED'} ({wall:.1f} s)")
+    print(f"target: the robustness search under 60 s at 1e6 battles: {'met' if wall < 60 else 'MISSED'} by wall-clock "
+          f"time ({wall:.1f} s at load average {os.getloadavg()[0]:.1f}), {'met' if cpu < 60 else 'MISSED'} by CPU time "
+          f"({cpu:.1f} s: the time on an idle core)")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
+from ..._format import fmt_p
 from ...inference import _bt_numpy
 from ...inference._bradley_terry import _graph
 from ...inference._bt_design import TIES
@@ -156,7 +157,7 @@ def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float)
     p = (1.0 + float((sim_w >= weighted - 1e-12).sum())) / (1.0 + n_sim)
     facts = (f"{count:.0f} cyclic triads in the majority graph (margin-weighted {weighted:.3g}), "
              f"{np.mean(sim_c):.1f} ({np.mean(sim_w):.3g}) expected from the fitted Bradley-Terry model "
-             f"({n_sim} simulations; p = {p:.3g})")
+             f"({n_sim} simulations; p = {fmt_p(p)})")
     return _row("intransitivity", ("differs: more cycles than chance; " if p < alpha else "agrees: ") + facts, count, p,
                 expected=float(np.mean(sim_c)), weighted=weighted)
 
@@ -182,7 +183,7 @@ def position_bias(v: Votes, alpha: float) -> tuple[dict, pd.DataFrame]:
     i = int(np.nanargmin(padj))
     n_sig = int(np.sum(padj < alpha))
     facts = (f"{n_sig} of {len(pj)} judge(s) with a position bias at {alpha:g} (Holm); largest evidence: "
-             f"{tab['judge'][i]} {est[i]:+.3f} log-odds (p_adj = {padj[i]:.3g}); the fit corrects for it")
+             f"{tab['judge'][i]} {est[i]:+.3f} log-odds (p_adj = {fmt_p(padj[i])}); the fit corrects for it")
     return _row("position bias", ("differs: " if n_sig else "agrees: ") + facts, est[i], padj[i]), tab
 
 
