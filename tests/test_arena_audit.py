@@ -189,3 +189,18 @@ def test_bad_input():
         me.votes_to_flip(df, ties="coin")
     with pytest.raises(me.DataError, match="winner"):
         me.votes_to_flip(df.drop(columns="winner"))
+
+
+def test_a_gap_beyond_the_linear_approximation_is_still_confirmed():
+    """m0 leads m3 by 2.8 log-odds: all negative influences together do not reach the gap linearly
+    (approx_votes NaN); every vote with a negative influence is dropped, the search goes on from
+    that refit, and the set it confirms flips in an independent refit."""
+    df, _ = simulate_battles(k=6, n=3000, judges=["j1", "j2", "j3"], positions=True, seed=3)
+    r = me.votes_to_flip(df, judge="judge", position="position", min_judge_battles=0, pairs=[("m0", "m3")],
+                         top=False, adjacent=False)
+    row = r.table.iloc[0]
+    assert np.isnan(row["approx_votes"]) and row["confirmed"]
+    fit = me.bradley_terry(df.drop(index=r.votes["row"]), judge="judge", position="position", min_judge_battles=0,
+                           n_resamples=0, ranks=False)
+    s = fit.table.set_index("model")["estimate"]
+    assert s["m3"] > s["m0"]
