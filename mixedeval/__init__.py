@@ -94,6 +94,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PassAtKResult": ("mixedeval.workflows.agentic.pass_k", "PassAtKResult"),
     "time_horizon": ("mixedeval.workflows.agentic.time_horizon", "time_horizon"),
     "TimeHorizonResult": ("mixedeval.workflows.agentic.time_horizon", "TimeHorizonResult"),
+    "votes_to_flip": ("mixedeval.workflows.arena.audit", "votes_to_flip"),
+    "arena_audit": ("mixedeval.workflows.arena.audit", "arena_audit"),
+    "ArenaAuditResult": ("mixedeval.workflows.arena.audit", "ArenaAuditResult"),
+    "VotesToFlipResult": ("mixedeval.workflows.arena.audit", "VotesToFlipResult"),
 }
 
 __all__ = ["DataError", "FormulaError", "MixedEvalError", "RError", "RNotAvailableError", "__version__",

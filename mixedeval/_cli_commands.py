@@ -57,6 +57,7 @@ lmm = _lazy(".inference._lmm", "lmm")
 compare = _lazy(".inference.compare", "compare")
 bootstrap = _lazy(".resampling", "bootstrap")
 bradley_terry = _lazy(".workflows.preferences", "bradley_terry")
+arena_audit = _lazy(".workflows.arena.audit", "arena_audit")
 minimum_detectable_effect = _lazy(".workflows.power", "minimum_detectable_effect")
 power = _lazy(".workflows.power", "power")
 power_curve = _lazy(".workflows.power", "power_curve")
@@ -624,13 +625,32 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                         letters={"auto": None, "yes": True, "no": False}[args.letters],
                         progress=False if args.quiet else None, **cols)
     out = _preference_tables(args, res)
+    audit = None
+    if args.robustness:
+        _progress(args, "auditing the leaderboard: votes to flip, probes")
+        audit = arena_audit(df, fit=res, prompt=cols["prompt"], judge=cols["judge"], position=cols["position"],
+                            covariates=covariates or None, pairs=[tuple(p) for p in args.pair or []],
+                            n_sim=args.n_sim, level=args.level, random_state=args.random_state,
+                            progress=False if args.quiet else None)
+        out.update(_robustness_tables(audit))
     if args.report:
-        path = report(res, path=args.report, title="mixedeval: pairwise preferences", progress=not args.quiet,
+        path = report(*((res, audit) if audit is not None else (res,)), path=args.report,
+                      title="mixedeval: pairwise preferences", progress=not args.quiet,
                       input_file=df.attrs.get("files") or args.battles)
         _progress(args, f"report written to {path}")
         out["report"] = args.report
     # the ranks' intervals are the leaderboard's (simultaneous): printed there, in --json also as the table
-    return _emit(args, out, answer=res.answer, texts={"ranks": ""})
+    return _emit(args, out, answer=(audit or res).answer, texts={"ranks": ""})
+
+
+def _robustness_tables(audit: Any) -> dict[str, Any]:
+    """--robustness: the sentence on the #1, the votes to flip each neighbour and the top rank, the
+    probes' verdicts and the votes that change the #1."""
+    votes = audit.flips.votes
+    return {"robustness": audit.robustness_text(),
+            "votes_to_flip": audit.flips.table.drop(columns=["approx_share"]),
+            "probes": audit.probes[["check", "verdict"]],
+            "votes_changing_top": votes[votes["target"] == "top rank"].drop(columns=["target"])}
 
 
 def _judge_data(args: argparse.Namespace) -> tuple[Any, str | None]:

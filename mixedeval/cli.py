@@ -336,6 +336,15 @@ def _add_preferences(sub: Any) -> None:
                                                        "there by default: their cost grows with the pairs)")
     g.add_argument("--letters", default="auto", choices=["auto", "yes", "no"],
                    help="compact letter display of the rank intervals (auto: up to 100 models)")
+    g.add_argument("--robustness", action="store_true",
+                   help="audit the leaderboard (mixedeval.arena_audit): the fewest votes whose removal flips the #1 "
+                        "and each pair of neighbours (influence approximation confirmed by exact refits) and the "
+                        "probes' verdicts (connectivity, coverage, intransitivity, position bias, tie convention, "
+                        "annotator influence, separation of neighbours)")
+    g.add_argument("--pair", nargs=2, action="append", metavar=("MODEL_A", "MODEL_B"),
+                   help="with --robustness: also the votes that flip this pair (repeatable)")
+    g.add_argument("--n-sim", type=int, default=200,
+                   help="with --robustness: simulations of the intransitivity probe (default 200)")
     g.set_defaults(func=cmd_preferences)
 
 

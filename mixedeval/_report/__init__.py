@@ -180,7 +180,7 @@ def _logs_design(items: Any, design_factors: Any) -> tuple[Any, Any]:
 
 
 #: result kinds whose section describes their own data (no empty "Data design" section without data)
-_OWN_DESIGN = ("preferences",)
+_OWN_DESIGN = ("preferences", "arena_audit")
 
 
 def _primary_sources(obj: Any) -> list[Source]:

@@ -51,12 +51,14 @@ from ..workflows.language_disparity import (
 from ..workflows.meta_parameters import MetaParameterAssessment, MetaParameterImportance
 from ..workflows.power import MinimumDetectableEffect, PowerCurveResult, PowerResult, SampleSizeResult
 from ..workflows.preferences import BradleyTerryResult
+from ..workflows.arena.audit import ArenaAuditResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
 from . import judges as judges_section
 from . import irt as irt_section
 from . import preferences as prefs
+from . import arena as arena_section
 from . import result_sections as rs
 
 
@@ -108,6 +110,7 @@ def result_kinds() -> dict[type, Kind]:
         MinimumDetectableEffect: Kind("minimum_detectable_effect", "Design and power: minimum detectable effect",
                                       rs.minimum_detectable_effect),
         BradleyTerryResult: Kind("preferences", "Pairwise preferences: Bradley-Terry strengths", prefs.preferences),
+        ArenaAuditResult: Kind("arena_audit", "How robust is this leaderboard?", arena_section.arena),
         JudgeCorrected: Kind("judges", "LLM judge corrected with human labels", judges_section.judges),
         JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
         IrtResult: Kind("irt", "Item response theory: items and abilities", irt_section.irt),

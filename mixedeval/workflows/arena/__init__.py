@@ -1,0 +1,1 @@
+"""Arena audits: how robust a Bradley–Terry leaderboard is (votes to flip, probes)."""
