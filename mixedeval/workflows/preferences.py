@@ -62,6 +62,7 @@ from ..inference.rankings import RankIntervals, rank_intervals
 from .._answer import Answer, z_quantile
 from ._bt_answer import BTAnswer, bt_answer
 from ._bt_bootstrap import bt_bootstrap
+from . import _bt_interval as _bi
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
@@ -484,10 +485,10 @@ def _judge_warnings(d: BTDesign, position_bias: bool, min_judge_battles: float) 
 
 
 def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any, progress: Any,
-               ranks: bool):
+               ranks: bool, cluster: tuple[str, ...] | None = None):
     """The replicates and the warnings about them."""
     draws, conv = bt_bootstrap(d, fit.theta, n_resamples=n, ss=ss, resample_judges=resample_judges,
-                               executor=executor, progress=progress, ranks=ranks)
+                               executor=executor, progress=progress, ranks=ranks, cluster=cluster)
     warns = []
     if (~conv).any():
         warns.append(ResultWarning("bootstrap_nonconverged", f"{int((~conv).sum())} of {n} bootstrap replicates did "
@@ -521,7 +522,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   n_resamples: int = 1000, resample_judges: bool = False, ranks: bool | None = None,
                   random_state: Any = None, executor: Any = None, weight: str | bool | None = None,
                   min_judge_battles: float = 50, reference: str | None = None, letters: bool | None = None,
-                  progress: bool | None = None) -> BradleyTerryResult:
+                  progress: bool | None = None, interval: str = "bootstrap",
+                  cluster: str | Sequence[str] | None = None, reweight: str | None = None,
+                  min_pair_battles: float = 50, estimator: str = "ml") -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
 
     battles : one row per judgment; ``model_a`` is the answer shown first, ``winner`` one of
@@ -555,7 +558,36 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         baseline when the table names one -- ``df.attrs["baseline"]`` as read_battles sets it for
         Arena-Hard and AlpacaEval -- else the first model by name). Stored as ``result.reference``.
     progress : show the bootstrap's progress bar (None: for long runs only).
+    interval : "bootstrap" (default: the unit bootstrap with n_resamples > 0, Wald intervals with
+        n_resamples=0) or "sandwich" (the CLT for M-estimators: the inverse information around the
+        clustered sum of the battles' scores; no resampling; :mod:`mixedeval.inference._bt_sandwich`).
+    cluster : the units the intervals treat as independent: "prompt" (default with a prompt column),
+        "judge" (the voter: the raw judge labels, never pooled), ("judge", "prompt") (both: the
+        sandwich is Cameron-Gelbach-Miller's two-way V_prompt + V_judge - V_prompt:judge; the bootstrap
+        draws prompts and judges independently) or "battle" (sandwich only: every battle independent,
+        arena-rank's; the default without a prompt column). Clustered sandwich intervals use CR1
+        (G/(G-1), R's ``sandwich::vcovCL(type="HC0", cadjust=TRUE)``) and Student's t with G - 1 df
+        (G: the fewest clusters of the dimensions used).
+    reweight : None or "pair": each battle weighs 1 / max(battles of its pair, ``min_pair_battles``)
+        (LMArena's inverse pair frequency, arena-rank's ``reweighted=True``, min_pair_count 50).
+    estimator : "ml" (maximum likelihood of the model above) or "arena-rank" (arena-rank 0.1.1's
+        model exactly: ties as half wins, no judge or position terms -- a judge column then only
+        clusters -- covariates standardised and ridge-penalised (reg=1; its contextual Bradley-Terry,
+        weights rescaled to mean 1), and with interval="sandwich", cluster="battle" its sandwich with
+        ``hessian_reg`` 1e-5; the Elo columns at anchor None / 1000 are its ratings and intervals).
     """
+    interval = _bi.check_interval(interval)
+    _bi.check_estimator(estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect)
+    arena = estimator == "arena-rank"
+    if arena:
+        ties, position_bias, model_judge = "half", False, None
+    else:
+        model_judge = judge
+    dims = _bi.check_cluster(cluster, interval, prompt, judge)
+    if interval == "sandwich":
+        n_resamples = 0
+    if dims is not None and interval == "bootstrap" and dims != ("prompt",):
+        resample_judges = False
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
     if ranks is not None and not isinstance(ranks, (bool, np.bool_)):
         raise DataError(f"ranks must be None (automatic), True or False, got {ranks!r}")
@@ -564,19 +596,31 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     if resample_judges and not judge:
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
-    judge_random = _check_judge_effect(judge_effect, judge, position_bias)
+    judge_random = _check_judge_effect(judge_effect, model_judge, position_bias)
     baseline = df.attrs.get("baseline") if isinstance(df.attrs.get("baseline"), str) else None
-    d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
+    if (interval == "sandwich" or dims) and (prompt_effect is not None or judge_random):
+        raise DataError("interval='sandwich' and cluster= go with fixed-effect models: prompt_effect and "
+                        "judge_effect='random' model the clustering instead (their intervals are glmer's)")
+    work, wcol = _bi.working_table(df, model_a, model_b, _weight_column(df, weight), reweight, min_pair_battles,
+                                   estimator, list(covariates or []))
+    d = build_design(work, model_a, model_b, winner, prompt=prompt, judge=model_judge, ties=ties,
                      position_bias=position_bias and not judge_random, covariates=covariates,
                      anchor=reference or anchor or _present(df, baseline, model_a, model_b), position=position,
-                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles,
-                     keep_first=bool(position_bias), canonical=prompt_effect != "random")
+                     weight=wcol, min_judge_battles=0 if judge_random else min_judge_battles,
+                     keep_first=bool(position_bias), canonical=prompt_effect != "random",
+                     cluster_by=_bi.cluster_by(dims, prompt, judge))
     if anchor is not None and anchor not in d.models:
         raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
     ranks = _want_ranks(ranks, d.k)
     d, tie_warn = _without_ties(d)
-    fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = (list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
+    fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random,
+                 ridge=_bi.ridge(arena, covariates, len(df)))
+    model_vcov = fit.vcov
+    sand = None
+    if interval == "sandwich":
+        sand = _bi.sandwich(d, fit, dims, arena, len(df))
+        fit = dataclasses.replace(fit, vcov=sand.vcov)
+    warns = (list(fit.warnings) + list(sand.warnings if sand else []) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
              + _judge_warnings(d, position_bias and not judge_random, min_judge_battles))
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
@@ -586,19 +630,26 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         n = 0
     draws = None
     if n:
-        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks))
+        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks), dims)
         warns += bw
-    units = ("prompt", "judge") if resample_judges else (d.unit_label,)
+    units = (("prompt", "judge") if resample_judges else dims if dims else (d.unit_label,))
     letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
-    rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
-    method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
-              if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
+    tab_level = _bi.wald_level(level, sand.df) if sand else level
+    rank_res = _ranks(d, fit, draws, tab_level, random_state, letters) if ranks else None
+    method = (sand.label if sand else
+              f"{' and '.join(dims)} bootstrap (percentile, {n} replicates)" if n and dims else
+              f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)" if n
+              else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
+    table = _strength_table(d, fit, draws, tab_level, anchor, rating)
+    if sand is not None:  # the likelihood's SE beside the sandwich's
+        se_lik = pd.Series(_se(np.diag(_strength_cov(d, model_vcov))), index=list(d.models))
+        table["model_std_error"] = se_lik.loc[list(table["model"])].to_numpy()
     res = BradleyTerryResult(
-        table=_strength_table(d, fit, draws, level, anchor, rating),
-        win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
-        covariates=_covariate_table(d, fit, draws, level), ranks=None if rank_res is None else rank_res.table,
+        table=table,
+        win_probabilities=_win_table(d, fit, draws, tab_level), judges=_judge_table(d, fit, draws, tab_level),
+        covariates=_covariate_table(d, fit, draws, tab_level), ranks=None if rank_res is None else rank_res.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
-        interval_method=method, resample_units=units if n else (), n_battles=int(d.counts.sum()),
+        interval_method=method, resample_units=units if (n or sand) else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
         prompt_sd=fit.prompt_sd, warnings=dedupe_warnings(warns),
         provenance=provenance("bradley_terry", ss if n else None, engine=fit.engine, ties=ties,
@@ -607,6 +658,12 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
                               resample_units=list(units) if n else [], n_resamples=n,
                               weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
-                              judges_pooled=d.n_pooled, letters=letters),
+                              judges_pooled=d.n_pooled, letters=letters, interval=interval,
+                              cluster=list(dims) if dims else None, reweight=reweight,
+                              min_pair_battles=min_pair_battles if reweight else None, estimator=estimator,
+                              n_clusters=dict(sand.n_clusters) if sand else None,
+                              t_df=sand.df if sand else None),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
-    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n))
+    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n,
+                                                     interval=method if sand else None,
+                                                     df=sand.df if sand else None))
