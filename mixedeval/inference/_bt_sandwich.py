@@ -13,7 +13,7 @@ weighted battles count ``w_i`` times) and the meat sums the battles' scores with
 clustering by prompt and judge (Cameron, Gelbach & Miller 2011, "Robust inference with multiway
 clustering", JBES 29(2)): ``V = V_prompt + V_judge - V_prompt:judge``, each term with its own
 ``G/(G-1)``, the intersection's clusters being the (prompt, judge) combinations -- R's
-``vcovCL(cluster = ~ prompt + judge, multi0 = FALSE)``; when the sum is not positive
+``vcovCL(cluster = ~ prompt + judge, multi0 = FALSE)``; when the sum of the meats is not positive
 semi-definite its negative eigenvalues are set to 0 (CGM's fix, ``vcovCL(fix = TRUE)``) and a
 warning says so. Intervals use Student's t with ``G - 1`` degrees of freedom, ``G`` the smallest
 number of clusters of the dimensions used (CGM section 2.4). ``cluster="battle"`` (every battle
@@ -131,18 +131,21 @@ def _dims(cluster: tuple[str, ...], d: BTDesign) -> list[tuple[str, float]]:
     return [("prompt", 1.0), ("judge", 1.0), ("prompt:judge", -1.0)]
 
 
-def _psd_fix(v: np.ndarray) -> tuple[np.ndarray, list[ResultWarning]]:
-    v = 0.5 * (v + v.T)
-    ok = np.isfinite(v).all()
-    if not ok:
-        return v, []
-    ev, vec = np.linalg.eigh(v)
-    tol = 1e-12 * max(abs(ev).max(), 1e-300)
-    if ev.min() >= -tol:
-        return v, []
+def _psd_fix(m: np.ndarray) -> tuple[np.ndarray, list[ResultWarning]]:
+    """The meat with its negative eigenvalues set to 0 (R's ``meatCL(fix = TRUE)``: the two-way sum
+    ``M_prompt + M_judge - M_prompt:judge`` need not be positive semi-definite)."""
+    m = 0.5 * (m + m.T)
+    if not np.isfinite(m).all():
+        return m, []
+    ev, vec = np.linalg.eigh(m)
+    if ev.min() >= 0:
+        return m, []
     fixed = (vec * np.maximum(ev, 0.0)) @ vec.T
+    tol = 1e-10 * max(abs(ev).max(), 1e-300)
+    if ev.min() >= -tol:  # rounding only
+        return fixed, []
     return fixed, [ResultWarning("sandwich_fixed", (
-        f"the two-way cluster-robust covariance (V_prompt + V_judge - V_prompt:judge) had {int((ev < -tol).sum())} "
+        f"the two-way cluster-robust meat (M_prompt + M_judge - M_prompt:judge) had {int((ev < -tol).sum())} "
         "negative eigenvalue(s); they were set to 0 (Cameron, Gelbach & Miller's fix, R's vcovCL(fix = TRUE))"))]
 
 
@@ -174,12 +177,12 @@ def cluster_sandwich(d: BTDesign, theta: np.ndarray, cluster: tuple[str, ...],
         g = d.clusters[dim].shape[0]
         n_cl[dim] = int(g)
         total += sign * (g / (g - 1.0) if g > 1 else np.nan) * m
+    warns: list[ResultWarning] = []
+    if len(cluster) == 2:
+        total, warns = _psd_fix(total)
     bread0 = np.nan_to_num(bread)
     v = bread0 @ total @ bread0
     v[~np.isfinite(bread)] = np.nan
-    warns: list[ResultWarning] = []
-    if len(cluster) == 2:
-        v, warns = _psd_fix(v)
     dims = [n for k_, n in n_cl.items() if ":" not in k_]
     df = float(min(dims) - 1) if dims else None
     if df is not None and min(dims) < 20:
@@ -210,8 +213,15 @@ def arena_rank_vcov(d: BTDesign, theta: np.ndarray, hessian_reg: float, ridge: f
     are arena-rank's ``variances``."""
     a = _expand(d)
     k, p = d.k, d.n_params
-    h = a @ information(d, theta) @ a.T + hessian_reg * np.eye(a.shape[0])
-    g = a @ meat(d, score_matrix(d, theta), "battle") @ a.T
+    m = a.shape[0]
+    one = np.zeros(m)
+    one[:k] = 1.0 / np.sqrt(k)  # the ratings' common shift: H and G are zero along it
+    proj = np.eye(m) - np.outer(one, one)
+    # H + c I is c along `one` (condition number 1 / c): its inverse times G times its inverse is
+    # computed in exact arithmetic's value by moving that eigenvalue to 1 and projecting G off
+    # `one` (G's rounding along it would otherwise enter multiplied by 1 / c^2)
+    h = a @ information(d, theta) @ a.T + hessian_reg * np.eye(m) + (1.0 - hessian_reg) * np.outer(one, one)
+    g = proj @ (a @ meat(d, score_matrix(d, theta), "battle") @ a.T) @ proj
     if ridge:
         b = np.r_[np.zeros(k), np.asarray(theta, float)[k - 1:]]
         g = g - ridge ** 2 * np.outer(b, b)

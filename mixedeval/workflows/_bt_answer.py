@@ -53,7 +53,8 @@ MAX_PAIR_MODELS = 200
 
 
 def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list[str],
-                level: float, interval: str | None = None, df: float | None = None) -> tuple[pd.DataFrame, str]:
+                level: float, interval: str | None = None, df: float | None = None,
+                cov: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
     """Every pair (a before b in ``names``): delta = strength of a - strength of b, its standard
     error from ``rank_result.pairwise`` (bootstrap replicates, or the joint normal) or, without
     it, as if the strengths were independent; Wald interval, unadjusted z test, Holm ``p_adj``;
@@ -72,6 +73,9 @@ def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list
                         for i, j in zip(ia, ib)])
         if np.all(np.isfinite(got)):
             se, how = got, (interval if interval else "bootstrap SE" if n_resamples else "Wald SE")
+    if cov is not None:  # the sandwich's covariance of the strengths: exact SEs of the differences
+        v = cov.loc[names, names].to_numpy(dtype=float)
+        se, how = np.sqrt(np.maximum(v[ia, ia] + v[ib, ib] - 2 * v[ia, ib], 0.0)), f"SE from the {interval}"
     dist = stats.norm if df is None else stats.t(df)
     z = z_quantile(level) if df is None else float(stats.t.ppf(0.5 + level / 2, df))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -83,14 +87,15 @@ def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list
 
 
 def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n_resamples: int,
-              interval: str | None = None, df: float | None = None) -> Answer:
+              interval: str | None = None, df: float | None = None, cov: pd.DataFrame | None = None) -> Answer:
     """The one answer of Bradley-Terry strengths (higher is better): the leaderboard
     (:func:`_board`), the headline (the best model against the runner-up: the difference of their
     strengths in log-odds with the standard error of ``rank_result.pairwise`` -- bootstrap
     replicates, or the joint normal -- a Wald interval and the unadjusted z test), and every pair
     best first with the same Wald intervals and z tests (``p_adj``: Holm over the pairs).
     ``interval``: the sandwich's name (its SE from the joint normal of its covariance), ``df``: its
-    t degrees of freedom (clustered sandwich: t intervals and tests instead of z)."""
+    t degrees of freedom (clustered sandwich: t intervals and tests instead of z); ``cov``: the
+    strengths' covariance (models x models), whose differences give the pairs' SEs."""
     board = _board(table, ranks, level)
     pair = choose_pair(board)
     if pair is None:
@@ -98,7 +103,7 @@ def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n
                       method="Bradley-Terry strengths")
     names = list(board["name"])
     many = len(names) > MAX_PAIR_MODELS
-    pairs, how = _pair_table(table, rank_result, n_resamples, list(pair) if many else names, level, interval, df)
+    pairs, how = _pair_table(table, rank_result, n_resamples, list(pair) if many else names, level, interval, df, cov)
     method = f"Bradley-Terry strength difference (log-odds), {how}"
     row = pair_row(pairs, *pair)[0]
     head = headline(pair[0], pair[1], float(row["delta"]), float(row["std_error"]), float(row["conf_low"]),

@@ -666,4 +666,10 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
     return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n,
                                                      interval=method if sand else None,
-                                                     df=sand.df if sand else None))
+                                                     df=sand.df if sand else None,
+                                                     cov=_model_cov(d, fit.vcov) if sand else None))
+
+
+def _model_cov(d: BTDesign, vcov: np.ndarray) -> pd.DataFrame:
+    """The strengths' covariance as a models x models frame."""
+    return pd.DataFrame(_strength_cov(d, vcov), index=list(d.models), columns=list(d.models))
