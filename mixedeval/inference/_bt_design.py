@@ -168,15 +168,21 @@ def _labels(df: pd.DataFrame, column: str, role: str, as_str: bool = True) -> np
                             f"({str(s.iloc[i])[:40]}); {role} values must be strings or numbers")
     if not as_str:  # prompts: hashable labels that never reach R (integer codes do)
         return s.to_numpy()
-    out = s.to_numpy(dtype=object) if isinstance(s.dtype, pd.StringDtype) else s.astype(str).to_numpy()
-    nul = [v for v in pd.unique(out) if "\x00" in v]
+    # the distinct values as strings, then indexed by their codes (converting a million strings
+    # one by one, e.g. from pyarrow, takes half a second; the distinct ones a few microseconds)
+    codes, uniq = pd.factorize(s)
+    names = np.array([str(v) for v in np.asarray(uniq, dtype=object)] + [""], dtype=object)
+    nul = [v for v in names[:-1] if "\x00" in v]
     if nul:
         raise DataError(f"column {column!r} ({role}) holds a NUL character ({nul[0][:40]!r}); clean the names first "
                         f"(e.g. df[{column!r}].str.replace('\\x00', ''))")
-    return out
+    return names[codes]
 
 
 def _outcomes(df: pd.DataFrame, winner: str) -> np.ndarray:
+    codes, uniq = pd.factorize(df[winner])
+    if (codes >= 0).all() and all(isinstance(v, str) and v in WINNERS for v in uniq):
+        return np.array([WINNERS[v] for v in uniq], dtype=np.int64)[codes]  # the usual table, fast
     w = _labels(df, winner, "winner")
     labels = list(WINNERS)
     idx = pd.Index(labels).get_indexer(w)
@@ -261,11 +267,9 @@ def _levels(models: tuple[str, ...], anchor: Any) -> tuple[tuple[str, ...], int]
 
 
 def _unit_matrix(unit: np.ndarray, cell: np.ndarray, outcome: np.ndarray, n_cells: int, w: np.ndarray
-                 ) -> tuple[sp.csr_matrix, int]:
+                 ) -> tuple[sp.csr_matrix, int, np.ndarray]:
     u, uniq = pd.factorize(unit)  # hashing: np.unique's sort of a million labels takes seconds
-    m = sp.coo_matrix((w, (u, cell * 3 + outcome)), shape=(len(uniq), 3 * n_cells)).tocsr()
-    m.sum_duplicates()
-    return m, len(uniq)
+    return _coded_matrix(u, len(uniq), cell, outcome, n_cells, w), len(uniq), u
 
 
 def _weights(df: pd.DataFrame, weight: str | None) -> np.ndarray:
@@ -378,9 +382,10 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
     n_cells = len(ca)
     counts = np.zeros((n_cells, 3))
     np.add.at(counts, (cell, oc), wt[keep])
-    umat, n_units = _unit_matrix(units[keep], cell, oc, n_cells, wt[keep])
+    umat, n_units, ucodes = _unit_matrix(units[keep], cell, oc, n_cells, wt[keep])
     sq = np.bincount(cell * 3 + oc, wt[keep] ** 2, 3 * n_cells).reshape(n_cells, 3)
-    clusters, parents = _cluster_matrices(df, cluster_by, keep, cell, oc, n_cells, wt[keep])
+    known_codes = {"prompt": (ucodes, n_units, umat)} if prompt and cluster_by.get("prompt") == prompt else {}
+    clusters, parents = _cluster_matrices(df, cluster_by, keep, cell, oc, n_cells, wt[keep], known_codes)
     return BTDesign(models=models, ref=ref, judges=judges, a=ca.astype(np.int64), b=cb.astype(np.int64),
                     judge=cj.astype(np.int64), first=np.asarray(cf, dtype=float),
                     cov=cov, cov_names=tuple(covariates),
@@ -390,14 +395,18 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
 
 
 def _cluster_matrices(df: pd.DataFrame, cluster_by: dict[str, str], keep: np.ndarray, cell: np.ndarray,
-                      oc: np.ndarray, n_cells: int, w: np.ndarray) -> tuple[dict | None, tuple | None]:
+                      oc: np.ndarray, n_cells: int, w: np.ndarray, known: dict) -> tuple[dict | None, tuple | None]:
     """The (clusters x 3 cells) battle matrices of each clustering dimension and, with two, of
-    their intersection (with each intersection cluster's parent indices)."""
+    their intersection (with each intersection cluster's parent indices); ``known``: dimensions
+    whose (codes, count, matrix) are already made (the prompts, the design's units)."""
     if not cluster_by:
         return None, None
     codes = {}
     out = {}
     for dim, column in cluster_by.items():
+        if dim in known:
+            codes[dim], _, out[dim] = known[dim]
+            continue
         codes[dim], uniq = pd.factorize(_labels(df, column, dim, as_str=False)[keep])
         out[dim] = _coded_matrix(codes[dim], len(uniq), cell, oc, n_cells, w)
     if len(codes) < 2:

@@ -113,8 +113,28 @@ def meat(d: BTDesign, scores: sp.csr_matrix, dim: str) -> np.ndarray:
     if dim == "battle":
         sq = np.asarray(d.sq_counts, dtype=float).ravel()
         return np.asarray((scores.T @ sp.diags(sq) @ scores).todense())
-    us = d.clusters[dim] @ scores
-    return np.asarray((us.T @ us).todense())
+    return _gram(d.clusters[dim] @ scores)
+
+
+#: row block of the dense cross-product of the clusters' scores (bytes)
+_GRAM_BYTES = 32 * 2**20
+
+
+def _gram(us: sp.csr_matrix) -> np.ndarray:
+    """``us' us`` of the clusters' score sums (clusters x p, sparse): a sparse product (its cost
+    grows with the square of each row's entries), or dense row blocks through BLAS when the rows
+    hold more than a third of the parameters (few large clusters: the sparse product's overhead
+    per entry is then the larger cost; measured at 100,000 prompts x 99 parameters the two are
+    equal at about 20 entries per row)."""
+    g, p = us.shape
+    if us.nnz <= g * p / 3:
+        return np.asarray((us.T @ us).todense())
+    out = np.zeros((p, p))
+    step = max(1, int(_GRAM_BYTES // (8 * max(p, 1))))
+    for s0 in range(0, g, step):
+        blk = us[s0:s0 + step].toarray()
+        out += blk.T @ blk
+    return out
 
 
 def information(d: BTDesign, theta: np.ndarray) -> np.ndarray:
