@@ -6,8 +6,8 @@ scripts/setup_peers.sh). Reads a JSON list of jobs from argv[1] and writes a JSO
 results to argv[2]. A job: {"csv": path, "features": [columns] or null (Bradley-Terry) /
 the contextual model's feature columns, "reweighted": bool, "model_kw": {...} (e.g. ftol, gtol,
 max_iter), "repeat": n (timings)}. A result: competitors, ratings, rating_lower, rating_upper,
-variances, coeffs (contextual), seconds (each repeat's wall time, the first includes JIT
-compilation), version.
+variances, coeffs (contextual), seconds and cpu_seconds (each repeat's wall and CPU time of
+all its threads; the first includes JAX's compilation), version.
 """
 import json
 import sys
@@ -25,9 +25,9 @@ def run(job):
     df = pd.read_csv(job["csv"])
     feats = job.get("features")
     kw = job.get("model_kw") or {}
-    times = []
+    times, cpu = [], []
     for _ in range(int(job.get("repeat", 1))):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if feats:
             ds = ContextualPairDataset.from_pandas(df, feats, reweighted=bool(job.get("reweighted", True)))
             model = ContextualBradleyTerry(len(ds.competitors), len(feats), **kw)
@@ -37,7 +37,9 @@ def run(job):
         out = model.compute_ratings_and_cis(ds, ci_method="sandwich")
         np.asarray(out["ratings"])
         times.append(time.perf_counter() - t0)
-    res = {"competitors": list(map(str, out["competitors"])), "seconds": times, "version": version("arena-rank")}
+        cpu.append(time.process_time() - c0)
+    res = {"competitors": list(map(str, out["competitors"])), "seconds": times, "cpu_seconds": cpu,
+           "version": version("arena-rank")}
     for key in ("ratings", "rating_lower", "rating_upper", "variances", "coeffs"):
         if out.get(key) is not None:
             res[key] = np.asarray(out[key], dtype=float).tolist()
