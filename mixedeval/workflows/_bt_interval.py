@@ -123,13 +123,12 @@ def arena_hessian_reg(d: Any, n_battles: int, covariates: bool) -> float:
     return sw.ARENA_HESSIAN_REG * (n_battles if (covariates or unweighted) else 1.0)
 
 
-def wald_level(level: float, df: float | None) -> float:
-    """The normal level whose quantile is Student's t quantile with ``df`` (so the Wald intervals
-    of the tables, written with normal quantiles, become t intervals); ``level`` when df is None."""
+def critical_value(level: float, df: float | None) -> float | None:
+    """Student's t quantile with ``df`` degrees of freedom for two-sided ``level`` intervals
+    (None: the normal quantile is used)."""
     if df is None or not np.isfinite(df):
-        return level
-    t = stats.t.ppf(0.5 + level / 2.0, df)
-    return float(2.0 * stats.norm.cdf(t) - 1.0)
+        return None
+    return float(stats.t.ppf(0.5 + level / 2.0, df))
 
 
 def cluster_by(dims: tuple[str, ...] | None, prompt: str | None, judge: str | None) -> dict[str, str] | None:

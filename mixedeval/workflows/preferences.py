@@ -203,10 +203,11 @@ def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
     return out
 
 
-def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
-    """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
+def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float, crit: float | None = None):
+    """(std_error, low, high): bootstrap SD and percentiles, or Wald (``crit``: the critical value,
+    e.g. Student's t of a clustered sandwich; None: the normal quantile)."""
     if draws is None:
-        z = z_quantile(level)
+        z = z_quantile(level) if crit is None else crit
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
     lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
@@ -231,15 +232,15 @@ def _battle_counts(d: BTDesign) -> pd.DataFrame:
 
 
 def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, anchor: str | None,
-                    anchor_rating: float) -> pd.DataFrame:
+                    anchor_rating: float, crit: float | None = None) -> pd.DataFrame:
     center = d.models.index(anchor) if anchor is not None else None
     est = _strengths(d, fit.theta)
     elo_c = _centered(est, center)
     v = _strength_cov(d, fit.vcov)
     se_model = _se(np.diag(v))
     s_draws = _strengths(d, draws)
-    se, lo, hi = _interval(est, se_model, s_draws, level)
-    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level)
+    se, lo, hi = _interval(est, se_model, s_draws, level, crit)
+    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level, crit)
     tab = pd.DataFrame({"model": list(d.models), "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi,
                         "model_std_error": se_model, "elo": anchor_rating + ELO_SCALE * elo_c,
                         "elo_conf_low": anchor_rating + ELO_SCALE * elo_lo,
@@ -252,7 +253,8 @@ def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
 _PAIR_CHUNK_BYTES = 64 * 2**20
 
 
-def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray):
+def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray,
+                    crit: float | None = None):
     """Estimate and interval of s_i - s_j for the pairs (i, j), a chunk of pairs at a time."""
     strengths = _strengths(d, draws)
     est = _strengths(d, fit.theta)
@@ -266,7 +268,7 @@ def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
         a, b, sl = i[s0:s0 + step], j[s0:s0 + step], slice(s0, s0 + step)
         if by_model is None:
             se = _se(v[a, a] + v[b, b] - 2 * v[a, b])
-            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level)
+            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level, crit)
         else:
             lo[sl], hi[sl] = _row_quantiles(by_model[a] - by_model[b], [alpha, 1 - alpha])
     return diff, lo, hi
@@ -290,10 +292,11 @@ def _row_quantiles(x: np.ndarray, probs: Sequence[float]) -> np.ndarray:
     return out
 
 
-def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
+def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+               ) -> pd.DataFrame:
     """P(model preferred to opponent) for every ordered pair; the pairs (j, i) mirror (i, j)."""
     i, j = np.triu_indices(d.k, 1)
-    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j)
+    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j, crit)
     logistic = special.expit
     names = np.asarray(d.models, dtype=object)
     out = pd.DataFrame({"model": np.r_[names[i], names[j]], "opponent": np.r_[names[j], names[i]],
@@ -303,12 +306,13 @@ def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) 
     return out.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
-def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str]):
+def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str],
+                 crit: float | None = None):
     names = d.param_names()
     idx = [t for t, (kind, _) in enumerate(names) if kind in kinds]
     est = fit.theta[idx]
     se_model = np.sqrt(np.maximum(np.diag(fit.vcov)[idx], 0.0))
-    se, lo, hi = _interval(est, se_model, None if draws is None else draws[:, idx], level)
+    se, lo, hi = _interval(est, se_model, None if draws is None else draws[:, idx], level, crit)
     return idx, names, est, se, lo, hi
 
 
@@ -326,12 +330,13 @@ def _random_judge_table(d: BTDesign, fit: BTFit, level: float) -> pd.DataFrame:
                          "n_battles": [per_judge[d.judges.index(str(j))] for j in modes["judge"]]})
 
 
-def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame | None:
+def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+                 ) -> pd.DataFrame | None:
     if "judge_modes" in fit.extra:
         return _random_judge_table(d, fit, level)
     if not d.n_position + d.n_tau:
         return None
-    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("position", "tie"))
+    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("position", "tie"), crit)
     per_judge = np.bincount(d.judge, d.counts.sum(axis=1), len(d.judges)).astype(np.int64)
     label = {"position": "position_bias", "tie": "leniency"}
     return pd.DataFrame({"judge": [names[t][1] for t in idx], "parameter": [label[names[t][0]] for t in idx],
@@ -339,10 +344,11 @@ def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float
                          "n_battles": [per_judge[d.judges.index(names[t][1])] for t in idx]})
 
 
-def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame | None:
+def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+                     ) -> pd.DataFrame | None:
     if not d.cov_names:
         return None
-    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("covariate",))
+    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("covariate",), crit)
     return pd.DataFrame({"term": [names[t][1] for t in idx], "estimate": est, "std_error": se, "conf_low": lo,
                          "conf_high": hi})
 
@@ -634,20 +640,20 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         warns += bw
     units = (("prompt", "judge") if resample_judges else dims if dims else (d.unit_label,))
     letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
-    tab_level = _bi.wald_level(level, sand.df) if sand else level
-    rank_res = _ranks(d, fit, draws, tab_level, random_state, letters) if ranks else None
+    crit = _bi.critical_value(level, sand.df) if sand else None
+    rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
     method = (sand.label if sand else
               f"{' and '.join(dims)} bootstrap (percentile, {n} replicates)" if n and dims else
               f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)" if n
               else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
-    table = _strength_table(d, fit, draws, tab_level, anchor, rating)
+    table = _strength_table(d, fit, draws, level, anchor, rating, crit)
     if sand is not None:  # the likelihood's SE beside the sandwich's
         se_lik = pd.Series(_se(np.diag(_strength_cov(d, model_vcov))), index=list(d.models))
         table["model_std_error"] = se_lik.loc[list(table["model"])].to_numpy()
     res = BradleyTerryResult(
         table=table,
-        win_probabilities=_win_table(d, fit, draws, tab_level), judges=_judge_table(d, fit, draws, tab_level),
-        covariates=_covariate_table(d, fit, draws, tab_level), ranks=None if rank_res is None else rank_res.table,
+        win_probabilities=_win_table(d, fit, draws, level, crit), judges=_judge_table(d, fit, draws, level, crit),
+        covariates=_covariate_table(d, fit, draws, level, crit), ranks=None if rank_res is None else rank_res.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
         interval_method=method, resample_units=units if (n or sand) else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
