@@ -22,6 +22,7 @@
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -158,3 +159,29 @@ def sandwich(d: Any, fit: Any, dims: tuple[str, ...], arena: bool, n_battles: in
         return sw.Sandwich(vcov=v, df=None, n_clusters={}, label="sandwich (arena-rank 0.1.1: battles independent, "
                            "hessian_reg 1e-5, normal quantiles)")
     return sw.cluster_sandwich(d, fit.theta, dims)
+
+
+def resolve(interval: Any, cluster: Any, estimator: Any, reweight: Any, min_pair_battles: Any, ties: str,
+            prompt_effect: Any, judge_effect: Any, prompt: str | None, judge: str | None, position_bias: bool,
+            n_resamples: Any, resample_judges: bool) -> SimpleNamespace:
+    """The checked interval options and what they imply for the model: arena-rank's estimator
+    fixes ties="half", no position term and no judge parameters (a judge column then only
+    clusters); the sandwich draws no replicates; a cluster bootstrap by judge replaces
+    resample_judges."""
+    interval = check_interval(interval)
+    check_estimator(estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect)
+    arena = estimator == "arena-rank"
+    dims = check_cluster(cluster, interval, prompt, judge)
+    return SimpleNamespace(
+        arena=arena, dims=dims, ties="half" if arena else ties, position_bias=False if arena else position_bias,
+        model_judge=None if arena else judge, n_resamples=0 if interval == "sandwich" else n_resamples,
+        resample_judges=False if (dims is not None and interval == "bootstrap" and dims != ("prompt",))
+        else resample_judges)
+
+
+def provenance_extra(interval: str, dims: Any, reweight: Any, min_pair_battles: float, estimator: str,
+                     sand: sw.Sandwich | None) -> dict:
+    """The interval options' entries of the result's provenance."""
+    return {"interval": interval, "cluster": list(dims) if dims else None, "reweight": reweight,
+            "min_pair_battles": min_pair_battles if reweight else None, "estimator": estimator,
+            "n_clusters": dict(sand.n_clusters) if sand else None, "t_df": sand.df if sand else None}

@@ -582,18 +582,10 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         weights rescaled to mean 1), and with interval="sandwich", cluster="battle" its sandwich with
         ``hessian_reg`` 1e-5; the Elo columns at anchor None / 1000 are its ratings and intervals).
     """
-    interval = _bi.check_interval(interval)
-    _bi.check_estimator(estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect)
-    arena = estimator == "arena-rank"
-    if arena:
-        ties, position_bias, model_judge = "half", False, None
-    else:
-        model_judge = judge
-    dims = _bi.check_cluster(cluster, interval, prompt, judge)
-    if interval == "sandwich":
-        n_resamples = 0
-    if dims is not None and interval == "bootstrap" and dims != ("prompt",):
-        resample_judges = False
+    opt = _bi.resolve(interval, cluster, estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect,
+                      prompt, judge, position_bias, n_resamples, resample_judges)
+    ties, position_bias, model_judge, dims, n_resamples, resample_judges, arena = (
+        opt.ties, opt.position_bias, opt.model_judge, opt.dims, opt.n_resamples, opt.resample_judges, opt.arena)
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
     if ranks is not None and not isinstance(ranks, (bool, np.bool_)):
         raise DataError(f"ranks must be None (automatic), True or False, got {ranks!r}")
@@ -621,11 +613,8 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     d, tie_warn = _without_ties(d)
     fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random,
                  ridge=_bi.ridge(arena, covariates, len(df)))
-    model_vcov = fit.vcov
-    sand = None
-    if interval == "sandwich":
-        sand = _bi.sandwich(d, fit, dims, arena, len(df))
-        fit = dataclasses.replace(fit, vcov=sand.vcov)
+    model_vcov, sand = fit.vcov, (_bi.sandwich(d, fit, dims, arena, len(df)) if interval == "sandwich" else None)
+    fit = dataclasses.replace(fit, vcov=sand.vcov) if sand else fit
     warns = (list(fit.warnings) + list(sand.warnings if sand else []) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
              + _judge_warnings(d, position_bias and not judge_random, min_judge_battles))
     mixed = prompt_effect is not None or judge_random
@@ -642,16 +631,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
     crit = _bi.critical_value(level, sand.df) if sand else None
     rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
-    method = (sand.label if sand else
-              f"{' and '.join(dims)} bootstrap (percentile, {n} replicates)" if n and dims else
-              f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)" if n
-              else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
-    table = _strength_table(d, fit, draws, level, anchor, rating, crit)
-    if sand is not None:  # the likelihood's SE beside the sandwich's
-        se_lik = pd.Series(_se(np.diag(_strength_cov(d, model_vcov))), index=list(d.models))
-        table["model_std_error"] = se_lik.loc[list(table["model"])].to_numpy()
+    method = _method(d, sand, n, dims, resample_judges, mixed)
     res = BradleyTerryResult(
-        table=table,
+        table=_with_model_se(d, _strength_table(d, fit, draws, level, anchor, rating, crit), model_vcov, sand),
         win_probabilities=_win_table(d, fit, draws, level, crit), judges=_judge_table(d, fit, draws, level, crit),
         covariates=_covariate_table(d, fit, draws, level, crit), ranks=None if rank_res is None else rank_res.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
@@ -664,16 +646,32 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
                               resample_units=list(units) if n else [], n_resamples=n,
                               weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
-                              judges_pooled=d.n_pooled, letters=letters, interval=interval,
-                              cluster=list(dims) if dims else None, reweight=reweight,
-                              min_pair_battles=min_pair_battles if reweight else None, estimator=estimator,
-                              n_clusters=dict(sand.n_clusters) if sand else None,
-                              t_df=sand.df if sand else None),
+                              judges_pooled=d.n_pooled, letters=letters,
+                              **_bi.provenance_extra(interval, dims, reweight, min_pair_battles, estimator, sand)),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
     return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n,
                                                      interval=method if sand else None,
                                                      df=sand.df if sand else None,
                                                      cov=_model_cov(d, fit.vcov) if sand else None))
+
+
+def _method(d: BTDesign, sand: Any, n: int, dims: Any, resample_judges: bool, mixed: bool) -> str:
+    """The intervals' method as the result names it."""
+    if sand is not None:
+        return sand.label
+    if n and dims:
+        return f"{' and '.join(dims)} bootstrap (percentile, {n} replicates)"
+    if n:
+        return f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
+    return "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)"
+
+
+def _with_model_se(d: BTDesign, table: pd.DataFrame, model_vcov: np.ndarray, sand: Any) -> pd.DataFrame:
+    """With the sandwich, ``model_std_error`` stays the likelihood's SE (beside the sandwich's)."""
+    if sand is None:
+        return table
+    se_lik = pd.Series(_se(np.diag(_strength_cov(d, model_vcov))), index=list(d.models))
+    return table.assign(model_std_error=se_lik.loc[list(table["model"])].to_numpy())
 
 
 def _model_cov(d: BTDesign, vcov: np.ndarray) -> pd.DataFrame:
