@@ -108,9 +108,11 @@ def main() -> None:
     ap.add_argument("--sd-prompt", type=float, default=0.5)
     ap.add_argument("--sd-judge", type=float, default=0.7)
     ap.add_argument("--bootstrap", type=int, default=0, help="also the two-way bootstrap with this many replicates")
+    ap.add_argument("--no-null", action="store_true", help="skip the scenario without voter or prompt effects")
     a = ap.parse_args()
     scenario(a, a.sd_prompt, a.sd_judge)
-    scenario(a, 0.0, 0.0)
+    if not a.no_null:
+        scenario(a, 0.0, 0.0)
 
 
 if __name__ == "__main__":
