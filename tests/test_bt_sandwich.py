@@ -274,6 +274,9 @@ def test_bad_interval_and_cluster(battles):
         me.bradley_terry(battles, reweight="model")
     with pytest.raises(DataError, match="arena-rank"):
         me.bradley_terry(battles, estimator="arena-rank", ties="drop")
+    with pytest.raises(DataError, match="single judge"):
+        me.bradley_terry(battles.assign(judge="j"), judge="judge", interval="sandwich", cluster="judge",
+                         position_bias=False, ties="half")
     with pytest.raises(DataError, match="min_pair_battles"):
         me.bradley_terry(battles, reweight="pair", min_pair_battles=0)
     before = battles.copy()

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import DataError
 from ..results import ResultWarning
 from . import _bt_numpy
 from ._bt_design import BTDesign
@@ -195,8 +196,12 @@ def cluster_sandwich(d: BTDesign, theta: np.ndarray, cluster: tuple[str, ...],
             total += m
             continue
         g = d.clusters[dim].shape[0]
+        if g < 2 and ":" not in dim:
+            raise DataError(f"cluster={dim!r}: the battles have a single {dim}; a cluster-robust covariance needs at "
+                            f"least two clusters (many more for trustworthy intervals): cluster by another unit or "
+                            "use cluster='battle'")
         n_cl[dim] = int(g)
-        total += sign * (g / (g - 1.0) if g > 1 else np.nan) * m
+        total += sign * (g / (g - 1.0) if g > 1 else 0.0) * m
     warns: list[ResultWarning] = []
     if len(cluster) == 2:
         total, warns = _psd_fix(total)
