@@ -31,6 +31,11 @@ model, and ``conf_low`` / ``conf_high`` are percentile intervals, ``std_error`` 
 SD. Rows are never resampled unless there is no ``prompt`` column (then each battle is its own
 unit, with a ``unit_rows`` warning). ``model_std_error`` is the likelihood's standard error, which
 treats battles as independent. With ``n_resamples=0`` the intervals are Wald intervals from it.
+With ``interval="sandwich"`` they are Wald intervals from the sandwich covariance (the CLT for
+M-estimators), clustered by ``cluster`` ("prompt", "judge", both: Cameron-Gelbach-Miller's
+two-way, CR1 and Student's t with G - 1 df; "battle": unclustered, arena-rank's);
+``estimator="arena-rank"`` and ``reweight="pair"`` are LMArena's model and weights
+(:mod:`mixedeval.workflows._bt_interval`, :mod:`mixedeval.inference._bt_sandwich`).
 
 Elo scale. ``elo = anchor_rating + 400 / ln(10) * (s - center)``, ``center`` = the strength of
 ``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_elo_mle_with_tie``
@@ -77,7 +82,8 @@ class BradleyTerryResult(BTAnswer, _WorkflowResult):
     """Result of :func:`bradley_terry`.
 
     table : strengths, best first: model, estimate (log-odds, reference model 0), std_error,
-        conf_low, conf_high (prompt bootstrap, percentile; Wald with n_resamples=0),
+        conf_low, conf_high (prompt bootstrap, percentile; Wald with n_resamples=0; the sandwich's
+        with interval="sandwich", t intervals when clustered),
         model_std_error (likelihood SE: battles independent), elo, elo_conf_low, elo_conf_high,
         n_battles, wins, losses, ties.
     win_probabilities : model, opponent, estimate (P(model preferred to opponent) = plogis(s_model -
