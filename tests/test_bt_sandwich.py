@@ -277,6 +277,11 @@ def test_bad_interval_and_cluster(battles):
     with pytest.raises(DataError, match="single judge"):
         me.bradley_terry(battles.assign(judge="j"), judge="judge", interval="sandwich", cluster="judge",
                          position_bias=False, ties="half")
+    with pytest.raises(DataError, match="penalises"):
+        me.bradley_terry(battles, prompt="prompt", estimator="arena-rank", interval="sandwich", cluster="prompt",
+                         covariates=["style"])
+    with pytest.raises(DataError, match="unpenalised fits"):
+        me.bradley_terry(battles, estimator="arena-rank", covariates=["style"])
     with pytest.raises(DataError, match="min_pair_battles"):
         me.bradley_terry(battles, reweight="pair", min_pair_battles=0)
     before = battles.copy()

@@ -152,6 +152,10 @@ def ridge(arena: bool, covariates: Any, n_battles: int) -> float:
 def sandwich(d: Any, fit: Any, dims: tuple[str, ...], arena: bool, n_battles: int) -> sw.Sandwich:
     """The sandwich of the fit: arena-rank's own (``hessian_reg``, its ridge correction) for
     ``estimator="arena-rank"`` with ``cluster="battle"``, else the clustered one."""
+    if arena and d.cov_names and dims != ("battle",):
+        raise DataError("estimator='arena-rank' with covariates penalises their coefficients (its ridge): its "
+                        "sandwich is the unclustered one (cluster='battle'); for clustered intervals with "
+                        "covariates use estimator='ml' (unpenalised maximum likelihood)")
     if arena and dims == ("battle",):
         cov = bool(d.cov_names)
         v = sw.arena_rank_vcov(d, fit.theta, arena_hessian_reg(d, n_battles, cov),
@@ -163,7 +167,7 @@ def sandwich(d: Any, fit: Any, dims: tuple[str, ...], arena: bool, n_battles: in
 
 def resolve(interval: Any, cluster: Any, estimator: Any, reweight: Any, min_pair_battles: Any, ties: str,
             prompt_effect: Any, judge_effect: Any, prompt: str | None, judge: str | None, position_bias: bool,
-            n_resamples: Any, resample_judges: bool) -> SimpleNamespace:
+            n_resamples: Any, resample_judges: bool, covariates: Any = None) -> SimpleNamespace:
     """The checked interval options and what they imply for the model: arena-rank's estimator
     fixes ties="half", no position term and no judge parameters (a judge column then only
     clusters); the sandwich draws no replicates; a cluster bootstrap by judge replaces
@@ -172,6 +176,10 @@ def resolve(interval: Any, cluster: Any, estimator: Any, reweight: Any, min_pair
     check_estimator(estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect)
     arena = estimator == "arena-rank"
     dims = check_cluster(cluster, interval, prompt, judge)
+    if arena and covariates and interval == "bootstrap" and n_resamples not in (0, None):
+        raise DataError("estimator='arena-rank' with covariates (its ridge-penalised contextual model) has "
+                        "interval='sandwich' (its own intervals), not mixedeval's bootstrap, whose replicates "
+                        "are unpenalised fits; pass interval='sandwich' or n_resamples=0")
     return SimpleNamespace(
         arena=arena, dims=dims, ties="half" if arena else ties, position_bias=False if arena else position_bias,
         model_judge=None if arena else judge, n_resamples=0 if interval == "sandwich" else n_resamples,

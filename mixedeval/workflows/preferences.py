@@ -589,7 +589,7 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         ``hessian_reg`` 1e-5; the Elo columns at anchor None / 1000 are its ratings and intervals).
     """
     opt = _bi.resolve(interval, cluster, estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect,
-                      prompt, judge, position_bias, n_resamples, resample_judges)
+                      prompt, judge, position_bias, n_resamples, resample_judges, covariates)
     ties, position_bias, model_judge, dims, n_resamples, resample_judges, arena = (
         opt.ties, opt.position_bias, opt.model_judge, opt.dims, opt.n_resamples, opt.resample_judges, opt.arena)
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
