@@ -34,6 +34,19 @@ number of workers (they run in parallel), against mixedeval's CPU time (in-proce
     .venv/bin/python benchmarks/bench_bradley_terry.py --all --quick   # the same with 200 replicates each
     .venv/bin/python benchmarks/bench_bradley_terry.py --sizes 100000:30:5000
     .venv/bin/python benchmarks/bench_bradley_terry.py --scale          # 300 models x 30,000 battles
+    .venv/bin/python benchmarks/bench_bradley_terry.py --sandwich       # clustered sandwich vs arena-rank
+
+``--sandwich`` (issue 40): 1,000,000 battles among 100 models on 100,000 prompts by 50,000 voters
+(``--sandwich-size battles:models:prompts:judges``). mixedeval's fit with the two-way clustered
+sandwich (``interval="sandwich", cluster=("judge", "prompt")``, ties as half wins, no position
+term; with and without the rank intervals) and with arena-rank's own estimator and unclustered
+sandwich (``estimator="arena-rank", cluster="battle"``: the same numbers as arena-rank), against
+arena-rank 0.1.1's ``BradleyTerry.compute_ratings_and_cis(ci_method="sandwich")`` on the same
+battles, run in arena-rank's own interpreter (it pins numpy 2.3.3: ``scripts/setup_peers.sh``,
+``$MIXEDEVAL_ARENA_PYTHON`` or /work/venv-arena/bin/python) through
+tests/peers/arena_rank_runner.py, twice: the first run includes JAX's compilation, the second
+is warm. Both sides read the table from memory (arena-rank's timing starts after pandas read the
+CSV; mixedeval's after the DataFrame exists).
 """
 from __future__ import annotations
 
@@ -193,6 +206,64 @@ def run_scale(me, t_fc: float, a: argparse.Namespace) -> None:
           f"({a.n_resamples / t_ex:.0f} replicates/s) -> ratio {t_fc / t_ex:.1f}x")
 
 
+def _timed(func, *args, **kw):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = func(*args, **kw)
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run_sandwich(a: argparse.Namespace) -> None:
+    """mixedeval's clustered sandwich and arena-rank's sandwich on the same battles (see the module docstring)."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_arena_rank_parity import arena_python, run_arena  # noqa: PLC0415
+
+    import mixedeval as me  # noqa: PLC0415
+
+    n, k, n_prompts, n_judges = (int(x) for x in a.sandwich_size.split(":"))
+    df = simulate(n, k, n_prompts)
+    df["judge"] = np.random.default_rng(1).integers(0, n_judges, n)
+    print(f"{n:,} battles, {k} models, {n_prompts:,} prompts, {n_judges:,} judges (voters)")
+    me.bradley_terry(df.iloc[:5000], ties="half", position_bias=False, n_resamples=0)  # start R (not timed)
+    kw = dict(prompt="prompt", judge="judge", ties="half", position_bias=False, interval="sandwich")
+    rows = []
+    for label, extra in (("two-way clustered sandwich (judge, prompt), no ranks", dict(cluster=("judge", "prompt"),
+                                                                                         ranks=False)),
+                         ("two-way clustered sandwich (judge, prompt), with rank intervals",
+                          dict(cluster=("judge", "prompt"))),
+                         ("arena-rank's estimator and unclustered sandwich", dict(estimator="arena-rank",
+                                                                                 cluster="battle", ranks=False))):
+        args = {**kw, **extra}
+        if "estimator" in extra:
+            args = {k_: v for k_, v in args.items() if k_ not in ("ties", "position_bias")}
+        res, wall, cpu = _timed(me.bradley_terry, df, **args)
+        rows.append((label, wall, cpu))
+        print(f"  mixedeval {label}: {wall:.2f} s wall, {cpu:.2f} s CPU  [{res.interval_method}]")
+    python = arena_python()
+    if python is None:
+        print("  arena-rank: no interpreter with arena-rank (scripts/setup_peers.sh); no ratio")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        df[["model_a", "model_b", "winner"]].to_csv(Path(tmp) / "b.csv", index=False)
+        out = run_arena([{"csv": str(Path(tmp) / "b.csv"), "features": None, "reweighted": False, "repeat": 2}],
+                        Path(tmp), python)[0]
+    first, warm = out["seconds"]
+    cpu_first, cpu_warm = out["cpu_seconds"]
+    print(f"  arena-rank {out['version']} BradleyTerry sandwich (unclustered): {first:.2f} s wall / {cpu_first:.2f} s "
+          f"CPU with JAX compilation, {warm:.2f} s wall / {cpu_warm:.2f} s CPU warm")
+    ours_arena = me.bradley_terry(df, estimator="arena-rank", interval="sandwich", cluster="battle", ranks=False)
+    tab = ours_arena.table.set_index("model").loc[out["competitors"]]
+    print(f"  same numbers: max |rating diff| {np.abs(tab['elo'] - out['ratings']).max():.2e}, max |lower diff| "
+          f"{np.abs(tab['elo_conf_low'] - out['rating_lower']).max():.2e} (arena-rank stops at ftol 1e-9)")
+    for label, wall, cpu in rows:
+        print(f"  ratio arena-rank warm / mixedeval ({label}): {warm / wall:.2f}x wall, {cpu_warm / cpu:.2f}x CPU "
+              f"(with its compilation: {first / wall:.2f}x wall, {cpu_first / cpu:.2f}x CPU)")
+    print(f"  load average now: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000:30:5000,1000000:100:50000",
@@ -202,12 +273,18 @@ def main() -> None:
     ap.add_argument("--scale", action="store_true", help="only the 300 models x 30,000 battles case")
     ap.add_argument("--all", action="store_true", help="the sizes and the 300 models x 30,000 battles case")
     ap.add_argument("--quick", action="store_true", help="200 replicates (both sides) instead of --n-resamples")
+    ap.add_argument("--sandwich", action="store_true",
+                    help="only the clustered sandwich at 1e6 battles against arena-rank's sandwich (issue 40)")
+    ap.add_argument("--sandwich-size", default="1000000:100:100000:50000", help="battles:models:prompts:judges")
     ap.add_argument("--fastchat-as-is", action="store_true",
                     help="FastChat's workers with the inherited BLAS threads (slower on a busy machine)")
     a = ap.parse_args()
     if a.quick:
         a.n_resamples = 200
     print(f"CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f} (a shared machine: read the ratios)")
+    if a.sandwich:
+        run_sandwich(a)
+        return
     sizes = [tuple(int(x) for x in spec.split(":")) for spec in a.sizes.split(",")]
     # FastChat's pools fork this process: they run before R starts (mixedeval is imported after)
     sizes = [] if a.scale and not a.all else sizes

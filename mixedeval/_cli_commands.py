@@ -614,7 +614,8 @@ def cmd_preferences(args: argparse.Namespace) -> int:
         cols["judge"] = None
     covariates = list(args.covariate or []) + _style_columns(df, args.style)
     _progress(args, f"fitting the Bradley-Terry model to {len(df)} battles"
-                    + (f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
+                    + (", sandwich intervals" if args.interval == "sandwich" else
+                       f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))
     res = bradley_terry(df, ties=args.ties, position_bias=not args.no_position_bias, covariates=covariates or None,
                         anchor=args.anchor, anchor_rating=args.anchor_rating, level=args.level,
                         prompt_effect=args.prompt_effect, judge_effect=args.judge_effect,
@@ -623,7 +624,9 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                         weight=False if args.weight == "" else args.weight, min_judge_battles=args.min_judge_battles,
                         reference=args.reference, ranks=False if args.no_ranks else (True if args.ranks else None),
                         letters={"auto": None, "yes": True, "no": False}[args.letters],
-                        progress=False if args.quiet else None, **cols)
+                        progress=False if args.quiet else None, interval=args.interval, cluster=args.cluster,
+                        reweight=args.reweight, min_pair_battles=args.min_pair_battles, estimator=args.estimator,
+                        **cols)
     out = _preference_tables(args, res)
     audit = None
     if args.robustness:

@@ -322,6 +322,22 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
                                                                   "0: intervals from the likelihood alone)")
     g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
+    g.add_argument("--interval", default="bootstrap", choices=["bootstrap", "sandwich"],
+                   help="bootstrap (default: --n-resamples replicates) or sandwich (the CLT for M-estimators, no "
+                        "resampling; clustered by --cluster)")
+    g.add_argument("--cluster", default=None,
+                   help="units the intervals treat as independent, comma-separated: prompt, judge (voter is an "
+                        "alias: LMArena's word for the judge), judge,prompt (both: Cameron-Gelbach-Miller two-way "
+                        "sandwich, or prompts and judges drawn independently), battle (sandwich only: every battle "
+                        "independent, arena-rank's). Default: prompt when there is a prompt column")
+    g.add_argument("--reweight", default=None, choices=["pair"],
+                   help="pair: each battle weighs 1 / max(battles of its pair, --min-pair-battles) (LMArena's "
+                        "inverse pair frequency)")
+    g.add_argument("--min-pair-battles", type=float, default=50, help="floor of the pair counts of --reweight pair "
+                                                                       "(default 50, arena-rank's)")
+    g.add_argument("--estimator", default="ml", choices=["ml", "arena-rank"],
+                   help="ml (default) or arena-rank: arena-rank 0.1.1's model exactly (ties half, no judge terms, "
+                        "standardised ridge-penalised covariates, its sandwich with --cluster battle)")
     g.add_argument("--prompt-effect", default=None, choices=["model", "random"],
                    help="model: a random effect per model and prompt (each model's own advantage on a prompt); "
                         "random: a prompt random intercept (lme4; both need --ties drop)")

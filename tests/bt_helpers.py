@@ -85,3 +85,24 @@ def projected_strengths(strengths, sd_prompt: float, n_nodes: int = 80) -> np.nd
         if np.abs(step).max() < 1e-13:
             break
     return theta
+
+
+def simulate_voter_prompt(*, strengths, n_prompts: int, per_prompt: int, n_judges: int, sd_prompt: float,
+                          sd_judge: float, seed: int) -> pd.DataFrame:
+    """Battles with prompt and voter (judge) effects: on prompt p judged by voter j model m has
+    strength ``s_m + u_mp + v_mj``, ``u ~ N(0, sd_prompt^2)``, ``v ~ N(0, sd_judge^2)``; each battle's
+    voter drawn uniformly from ``n_judges`` (voters and prompts crossed). The estimand is
+    :func:`projected_strengths` with ``sd = sqrt(sd_prompt^2 + sd_judge^2)``."""
+    rng = np.random.default_rng(seed)
+    s = np.asarray(strengths, dtype=float)
+    k = len(s)
+    n = n_prompts * per_prompt
+    prompt = np.repeat(np.arange(n_prompts), per_prompt)
+    judge = rng.integers(0, n_judges, n)
+    u = rng.normal(0.0, sd_prompt, size=(n_prompts, k))
+    v = rng.normal(0.0, sd_judge, size=(n_judges, k))
+    a, b = _pairs(rng, k, n)
+    eta = s[a] - s[b] + u[prompt, a] - u[prompt, b] + v[judge, a] - v[judge, b]
+    win = rng.random(n) < 1.0 / (1.0 + np.exp(-eta))
+    return pd.DataFrame({"model_a": [f"m{i}" for i in a], "model_b": [f"m{i}" for i in b],
+                         "winner": np.where(win, "model_a", "model_b"), "prompt": prompt, "judge": judge})

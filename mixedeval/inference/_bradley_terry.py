@@ -44,7 +44,7 @@ from ..engine import _bridge
 from ..engine.conditions import r_warnings
 from ..errors import DataError
 from ..results import ResultWarning
-from . import _bt_numpy
+from . import _bt_numpy, _bt_sandwich
 from ._bt_design import BTDesign
 
 #: largest design (cells x parameters) sent to R's glm; larger ones are fitted in numpy
@@ -190,6 +190,14 @@ def _fit_numpy(d: BTDesign) -> BTFit:
                  converged=bool(f.converged[0]), engine=engine)
 
 
+def _fit_ridge(d: BTDesign, ridge: float) -> BTFit:
+    theta, info, ll, conv = _bt_sandwich.fit_ridge(d, ridge)
+    pen = np.zeros(d.n_params)
+    pen[d.k - 1:d.k - 1 + len(d.cov_names)] = ridge
+    return BTFit(design=d, theta=theta, vcov=_bt_numpy.vcov(info + np.diag(pen)), loglik=ll, converged=conv,
+                 engine=f"numpy Newton (binomial, covariates ridge-penalised: {ridge:g} / 2 |beta|^2, arena-rank's)")
+
+
 def _prompt_cells(d: BTDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(prompt index, cell, counts (rows, 3)) of every (prompt, cell) with battles."""
     coo = d.units.tocoo()
@@ -273,9 +281,12 @@ def check_size(d: BTDesign) -> None:
                              f"{len(d.a)} cells"))
 
 
-def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge_random: bool = False) -> BTFit:
+def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge_random: bool = False,
+           ridge: float = 0.0) -> BTFit:
     """Check the design and fit it (see the module docstring); ``judge_random``: the judges'
-    position bias as a random slope of ``first`` (the design then has no position columns)."""
+    position bias as a random slope of ``first`` (the design then has no position columns);
+    ``ridge`` > 0: the covariates' coefficients penalised by ``ridge / 2 * |beta|^2``
+    (arena-rank's contextual Bradley-Terry, :func:`._bt_sandwich.fit_ridge`)."""
     if prompt_effect not in PROMPT_EFFECTS:
         raise DataError(f"prompt_effect must be None, 'random' or 'model'; got {prompt_effect!r}")
     check_size(d)
@@ -285,6 +296,8 @@ def fit_bt(d: BTDesign, *, level: float, prompt_effect: str | None = None, judge
     if prompt_effect is not None or judge_random:
         fit = _fit_r_glmer(d, level, prompt=prompt_effect is not None, judge=judge_random,
                            models=prompt_effect == "model")
+    elif ridge:
+        fit = _fit_ridge(d, ridge)
     elif d.ties != "davidson" and len(d.a) * d.n_params <= R_DESIGN_LIMIT:
         fit = _fit_r_glm(d, level)
     else:

@@ -79,6 +79,16 @@ class BTDesign:
     position_bias: bool
     position_judges: np.ndarray | None = None
     n_pooled: int = 0
+    #: battles per cluster for the sandwich (:mod:`._bt_sandwich`) and the cluster bootstrap:
+    #: "prompt", "judge" (the raw judge labels, never pooled) and "prompt:judge" (their
+    #: intersection) -> sparse (clusters x 3 cells) matrices like ``units`` (built on request:
+    #: ``build_design(cluster_by=...)``)
+    clusters: dict | None = None
+    #: for each cluster of "prompt:judge", its prompt's and its judge's index in "prompt" / "judge"
+    cluster_parents: tuple | None = None
+    #: sum of squared battle weights per cell and outcome (cells, 3): the meat of the battle-level
+    #: sandwich (every battle its own cluster)
+    sq_counts: np.ndarray | None = None
 
     @property
     def pos_judges(self) -> np.ndarray:
@@ -158,15 +168,21 @@ def _labels(df: pd.DataFrame, column: str, role: str, as_str: bool = True) -> np
                             f"({str(s.iloc[i])[:40]}); {role} values must be strings or numbers")
     if not as_str:  # prompts: hashable labels that never reach R (integer codes do)
         return s.to_numpy()
-    out = s.to_numpy(dtype=object) if isinstance(s.dtype, pd.StringDtype) else s.astype(str).to_numpy()
-    nul = [v for v in pd.unique(out) if "\x00" in v]
+    # the distinct values as strings, then indexed by their codes (converting a million strings
+    # one by one, e.g. from pyarrow, takes half a second; the distinct ones a few microseconds)
+    codes, uniq = pd.factorize(s)
+    names = np.array([str(v) for v in np.asarray(uniq, dtype=object)] + [""], dtype=object)
+    nul = [v for v in names[:-1] if "\x00" in v]
     if nul:
         raise DataError(f"column {column!r} ({role}) holds a NUL character ({nul[0][:40]!r}); clean the names first "
                         f"(e.g. df[{column!r}].str.replace('\\x00', ''))")
-    return out
+    return names[codes]
 
 
 def _outcomes(df: pd.DataFrame, winner: str) -> np.ndarray:
+    codes, uniq = pd.factorize(df[winner])
+    if (codes >= 0).all() and all(isinstance(v, str) and v in WINNERS for v in uniq):
+        return np.array([WINNERS[v] for v in uniq], dtype=np.int64)[codes]  # the usual table, fast
     w = _labels(df, winner, "winner")
     labels = list(WINNERS)
     idx = pd.Index(labels).get_indexer(w)
@@ -251,11 +267,9 @@ def _levels(models: tuple[str, ...], anchor: Any) -> tuple[tuple[str, ...], int]
 
 
 def _unit_matrix(unit: np.ndarray, cell: np.ndarray, outcome: np.ndarray, n_cells: int, w: np.ndarray
-                 ) -> tuple[sp.csr_matrix, int]:
+                 ) -> tuple[sp.csr_matrix, int, np.ndarray]:
     u, uniq = pd.factorize(unit)  # hashing: np.unique's sort of a million labels takes seconds
-    m = sp.coo_matrix((w, (u, cell * 3 + outcome)), shape=(len(uniq), 3 * n_cells)).tocsr()
-    m.sum_duplicates()
-    return m, len(uniq)
+    return _coded_matrix(u, len(uniq), cell, outcome, n_cells, w), len(uniq), u
 
 
 def _weights(df: pd.DataFrame, weight: str | None) -> np.ndarray:
@@ -314,18 +328,22 @@ def _judge_positions(ji: np.ndarray, fi: np.ndarray, n_judges: int) -> np.ndarra
 def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: str | None, judge: str | None,
                  ties: str, position_bias: bool, covariates: Sequence[str] | None, anchor: Any,
                  position: str | None = None, weight: str | None = None, min_judge_battles: float = 0,
-                 keep_first: bool = True, canonical: bool = True) -> BTDesign:
+                 keep_first: bool = True, canonical: bool = True,
+                 cluster_by: dict[str, str] | None = None) -> BTDesign:
     """Check the battle table and aggregate it (see the module docstring); ``keep_first=False``:
     nothing in the model uses the order the answers were shown in (no position term), so the
     cells need not record it (half as many cells once the pairs are canonical); ``canonical=False``
     keeps each battle's model_a (a prompt random intercept, ``(1 | prompt)``, shifts model_a's
-    log-odds: it is not symmetric in the two models)."""
+    log-odds: it is not symmetric in the two models); ``cluster_by``: {"prompt": column, "judge":
+    column} (one or both) whose battles-per-cluster matrices the sandwich needs (``clusters``)."""
     if not isinstance(df, pd.DataFrame):
         raise DataError(f"battles must be a pandas DataFrame, not {type(df).__name__}")
     if ties not in TIES:
         raise DataError(f"ties must be one of {', '.join(map(repr, TIES))}; got {ties!r}")
     covariates = list(covariates or [])
-    require_columns(df, [model_a, model_b, winner, prompt, judge, position, weight, *covariates], "battles")
+    cluster_by = dict(cluster_by or {})
+    require_columns(df, [model_a, model_b, winner, prompt, judge, position, weight, *covariates,
+                         *cluster_by.values()], "battles")
     require_nonempty(df, "battles")
     ma, mb = _labels(df, model_a, "model_a"), _labels(df, model_b, "model_b")
     _check_self_battles(ma, mb, df, model_a, model_b)
@@ -364,9 +382,45 @@ def build_design(df: Any, model_a: str, model_b: str, winner: str, *, prompt: st
     n_cells = len(ca)
     counts = np.zeros((n_cells, 3))
     np.add.at(counts, (cell, oc), wt[keep])
-    umat, n_units = _unit_matrix(units[keep], cell, oc, n_cells, wt[keep])
+    umat, n_units, ucodes = _unit_matrix(units[keep], cell, oc, n_cells, wt[keep])
+    sq = np.bincount(cell * 3 + oc, wt[keep] ** 2, 3 * n_cells).reshape(n_cells, 3)
+    known_codes = {"prompt": (ucodes, n_units, umat)} if prompt and cluster_by.get("prompt") == prompt else {}
+    clusters, parents = _cluster_matrices(df, cluster_by, keep, cell, oc, n_cells, wt[keep], known_codes)
     return BTDesign(models=models, ref=ref, judges=judges, a=ca.astype(np.int64), b=cb.astype(np.int64),
                     judge=cj.astype(np.int64), first=np.asarray(cf, dtype=float),
                     cov=cov, cov_names=tuple(covariates),
                     counts=counts, units=umat, unit_label="prompt" if prompt else "row", n_units=n_units, ties=ties,
-                    position_bias=bool(position_bias) and bool(known.any()), position_judges=known, n_pooled=n_pooled)
+                    position_bias=bool(position_bias) and bool(known.any()), position_judges=known, n_pooled=n_pooled,
+                    clusters=clusters, cluster_parents=parents, sq_counts=sq)
+
+
+def _cluster_matrices(df: pd.DataFrame, cluster_by: dict[str, str], keep: np.ndarray, cell: np.ndarray,
+                      oc: np.ndarray, n_cells: int, w: np.ndarray, known: dict) -> tuple[dict | None, tuple | None]:
+    """The (clusters x 3 cells) battle matrices of each clustering dimension and, with two, of
+    their intersection (with each intersection cluster's parent indices); ``known``: dimensions
+    whose (codes, count, matrix) are already made (the prompts, the design's units)."""
+    if not cluster_by:
+        return None, None
+    codes = {}
+    out = {}
+    for dim, column in cluster_by.items():
+        if dim in known:
+            codes[dim], _, out[dim] = known[dim]
+            continue
+        codes[dim], uniq = pd.factorize(_labels(df, column, dim, as_str=False)[keep])
+        out[dim] = _coded_matrix(codes[dim], len(uniq), cell, oc, n_cells, w)
+    if len(codes) < 2:
+        return out, None
+    (d1, c1), (d2, c2) = codes.items()
+    n2 = int(c2.max()) + 1
+    both, uniq = pd.factorize(c1.astype(np.int64) * n2 + c2)
+    out[f"{d1}:{d2}"] = _coded_matrix(both, len(uniq), cell, oc, n_cells, w)
+    uniq = np.asarray(uniq, dtype=np.int64)
+    return out, (uniq // n2, uniq % n2)
+
+
+def _coded_matrix(code: np.ndarray, n: int, cell: np.ndarray, oc: np.ndarray, n_cells: int, w: np.ndarray
+                  ) -> sp.csr_matrix:
+    m = sp.coo_matrix((w, (code, cell * 3 + oc)), shape=(n, 3 * n_cells)).tocsr()
+    m.sum_duplicates()
+    return m

@@ -53,7 +53,8 @@ MAX_PAIR_MODELS = 200
 
 
 def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list[str],
-                level: float) -> tuple[pd.DataFrame, str]:
+                level: float, interval: str | None = None, df: float | None = None,
+                cov: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
     """Every pair (a before b in ``names``): delta = strength of a - strength of b, its standard
     error from ``rank_result.pairwise`` (bootstrap replicates, or the joint normal) or, without
     it, as if the strengths were independent; Wald interval, unadjusted z test, Holm ``p_adj``;
@@ -71,22 +72,30 @@ def _pair_table(t: pd.DataFrame, rank_result: Any, n_resamples: int, names: list
         got = np.array([lookup.get((names[i], names[j]), lookup.get((names[j], names[i]), np.nan))
                         for i, j in zip(ia, ib)])
         if np.all(np.isfinite(got)):
-            se, how = got, ("bootstrap SE" if n_resamples else "Wald SE")
-    z = z_quantile(level)
+            se, how = got, (interval if interval else "bootstrap SE" if n_resamples else "Wald SE")
+    if cov is not None:  # the sandwich's covariance of the strengths: exact SEs of the differences
+        v = cov.loc[names, names].to_numpy(dtype=float)
+        se, how = np.sqrt(np.maximum(v[ia, ia] + v[ib, ib] - 2 * v[ia, ib], 0.0)), f"SE from the {interval}"
+    dist = stats.norm if df is None else stats.t(df)
+    z = z_quantile(level) if df is None else float(stats.t.ppf(0.5 + level / 2, df))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(se > 0, 2 * stats.norm.sf(np.abs(delta) / np.where(se > 0, se, 1.0)), np.nan)
+        p = np.where(se > 0, 2 * dist.sf(np.abs(delta) / np.where(se > 0, se, 1.0)), np.nan)
     pairs = pd.DataFrame({"system_a": [names[i] for i in ia], "system_b": [names[j] for j in ib], "delta": delta,
                           "std_error": se, "conf_low": delta - z * se, "conf_high": delta + z * se, "p_value": p})
     pairs["p_adj"] = adjust_pvalues(p, "holm") if len(p) else p
     return pairs, how
 
 
-def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n_resamples: int) -> Answer:
+def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n_resamples: int,
+              interval: str | None = None, df: float | None = None, cov: pd.DataFrame | None = None) -> Answer:
     """The one answer of Bradley-Terry strengths (higher is better): the leaderboard
     (:func:`_board`), the headline (the best model against the runner-up: the difference of their
     strengths in log-odds with the standard error of ``rank_result.pairwise`` -- bootstrap
     replicates, or the joint normal -- a Wald interval and the unadjusted z test), and every pair
-    best first with the same Wald intervals and z tests (``p_adj``: Holm over the pairs)."""
+    best first with the same Wald intervals and z tests (``p_adj``: Holm over the pairs).
+    ``interval``: the sandwich's name (its SE from the joint normal of its covariance), ``df``: its
+    t degrees of freedom (clustered sandwich: t intervals and tests instead of z); ``cov``: the
+    strengths' covariance (models x models), whose differences give the pairs' SEs."""
     board = _board(table, ranks, level)
     pair = choose_pair(board)
     if pair is None:
@@ -94,11 +103,12 @@ def bt_answer(table: pd.DataFrame, ranks: Any, rank_result: Any, level: float, n
                       method="Bradley-Terry strengths")
     names = list(board["name"])
     many = len(names) > MAX_PAIR_MODELS
-    pairs, how = _pair_table(table, rank_result, n_resamples, list(pair) if many else names, level)
+    pairs, how = _pair_table(table, rank_result, n_resamples, list(pair) if many else names, level, interval, df, cov)
     method = f"Bradley-Terry strength difference (log-odds), {how}"
     row = pair_row(pairs, *pair)[0]
     head = headline(pair[0], pair[1], float(row["delta"]), float(row["std_error"]), float(row["conf_low"]),
-                    float(row["conf_high"]), float(row["p_value"]), float("inf"), method, BT_DIRECTION,
+                    float(row["conf_high"]), float(row["p_value"]), float("inf") if df is None else float(df), method,
+                    BT_DIRECTION,
                     level=float(level))
     return Answer(direction=BT_DIRECTION, leaderboard=board, headline=head,
                   differences=None if many else best_first_pairs(pairs, names, True), no_headline_text=_NO_HEADLINE,

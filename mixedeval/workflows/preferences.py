@@ -31,6 +31,11 @@ model, and ``conf_low`` / ``conf_high`` are percentile intervals, ``std_error`` 
 SD. Rows are never resampled unless there is no ``prompt`` column (then each battle is its own
 unit, with a ``unit_rows`` warning). ``model_std_error`` is the likelihood's standard error, which
 treats battles as independent. With ``n_resamples=0`` the intervals are Wald intervals from it.
+With ``interval="sandwich"`` they are Wald intervals from the sandwich covariance (the CLT for
+M-estimators), clustered by ``cluster`` ("prompt", "judge", both: Cameron-Gelbach-Miller's
+two-way, CR1 and Student's t with G - 1 df; "battle": unclustered, arena-rank's);
+``estimator="arena-rank"`` and ``reweight="pair"`` are LMArena's model and weights
+(:mod:`mixedeval.workflows._bt_interval`, :mod:`mixedeval.inference._bt_sandwich`).
 
 Elo scale. ``elo = anchor_rating + 400 / ln(10) * (s - center)``, ``center`` = the strength of
 ``anchor`` or, without an anchor, the mean strength: FastChat's ``compute_elo_mle_with_tie``
@@ -62,6 +67,7 @@ from ..inference.rankings import RankIntervals, rank_intervals
 from .._answer import Answer, z_quantile
 from ._bt_answer import BTAnswer, bt_answer
 from ._bt_bootstrap import bt_bootstrap
+from . import _bt_interval as _bi
 from ..resampling._checks import check_n_resamples, provenance
 from ..results import ResultWarning
 from ._common import _WorkflowResult, dedupe_warnings
@@ -76,7 +82,8 @@ class BradleyTerryResult(BTAnswer, _WorkflowResult):
     """Result of :func:`bradley_terry`.
 
     table : strengths, best first: model, estimate (log-odds, reference model 0), std_error,
-        conf_low, conf_high (prompt bootstrap, percentile; Wald with n_resamples=0),
+        conf_low, conf_high (prompt bootstrap, percentile; Wald with n_resamples=0; the sandwich's
+        with interval="sandwich", t intervals when clustered),
         model_std_error (likelihood SE: battles independent), elo, elo_conf_low, elo_conf_high,
         n_battles, wins, losses, ties.
     win_probabilities : model, opponent, estimate (P(model preferred to opponent) = plogis(s_model -
@@ -202,10 +209,11 @@ def _nan_quantiles(draws: np.ndarray, probs: Sequence[float]) -> np.ndarray:
     return out
 
 
-def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float):
-    """(std_error, low, high): bootstrap SD and percentiles, or Wald."""
+def _interval(point: np.ndarray, se: np.ndarray, draws: np.ndarray | None, level: float, crit: float | None = None):
+    """(std_error, low, high): bootstrap SD and percentiles, or Wald (``crit``: the critical value,
+    e.g. Student's t of a clustered sandwich; None: the normal quantile)."""
     if draws is None:
-        z = z_quantile(level)
+        z = z_quantile(level) if crit is None else crit
         return se, point - z * se, point + z * se
     alpha = (1 - level) / 2
     lo, hi = _nan_quantiles(draws, [alpha, 1 - alpha])
@@ -230,15 +238,15 @@ def _battle_counts(d: BTDesign) -> pd.DataFrame:
 
 
 def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, anchor: str | None,
-                    anchor_rating: float) -> pd.DataFrame:
+                    anchor_rating: float, crit: float | None = None) -> pd.DataFrame:
     center = d.models.index(anchor) if anchor is not None else None
     est = _strengths(d, fit.theta)
     elo_c = _centered(est, center)
     v = _strength_cov(d, fit.vcov)
     se_model = _se(np.diag(v))
     s_draws = _strengths(d, draws)
-    se, lo, hi = _interval(est, se_model, s_draws, level)
-    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level)
+    se, lo, hi = _interval(est, se_model, s_draws, level, crit)
+    _, elo_lo, elo_hi = _interval(elo_c, _se(_centered_var(v, center)), _centered(s_draws, center), level, crit)
     tab = pd.DataFrame({"model": list(d.models), "estimate": est, "std_error": se, "conf_low": lo, "conf_high": hi,
                         "model_std_error": se_model, "elo": anchor_rating + ELO_SCALE * elo_c,
                         "elo_conf_low": anchor_rating + ELO_SCALE * elo_lo,
@@ -251,7 +259,8 @@ def _strength_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
 _PAIR_CHUNK_BYTES = 64 * 2**20
 
 
-def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray):
+def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, i: np.ndarray, j: np.ndarray,
+                    crit: float | None = None):
     """Estimate and interval of s_i - s_j for the pairs (i, j), a chunk of pairs at a time."""
     strengths = _strengths(d, draws)
     est = _strengths(d, fit.theta)
@@ -265,7 +274,7 @@ def _pair_intervals(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: fl
         a, b, sl = i[s0:s0 + step], j[s0:s0 + step], slice(s0, s0 + step)
         if by_model is None:
             se = _se(v[a, a] + v[b, b] - 2 * v[a, b])
-            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level)
+            _, lo[sl], hi[sl] = _interval(diff[sl], se, None, level, crit)
         else:
             lo[sl], hi[sl] = _row_quantiles(by_model[a] - by_model[b], [alpha, 1 - alpha])
     return diff, lo, hi
@@ -289,10 +298,11 @@ def _row_quantiles(x: np.ndarray, probs: Sequence[float]) -> np.ndarray:
     return out
 
 
-def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame:
+def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+               ) -> pd.DataFrame:
     """P(model preferred to opponent) for every ordered pair; the pairs (j, i) mirror (i, j)."""
     i, j = np.triu_indices(d.k, 1)
-    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j)
+    diff, lo, hi = _pair_intervals(d, fit, draws, level, i, j, crit)
     logistic = special.expit
     names = np.asarray(d.models, dtype=object)
     out = pd.DataFrame({"model": np.r_[names[i], names[j]], "opponent": np.r_[names[j], names[i]],
@@ -302,12 +312,13 @@ def _win_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) 
     return out.iloc[np.argsort(pos, kind="stable")].reset_index(drop=True)
 
 
-def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str]):
+def _param_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, kinds: Sequence[str],
+                 crit: float | None = None):
     names = d.param_names()
     idx = [t for t, (kind, _) in enumerate(names) if kind in kinds]
     est = fit.theta[idx]
     se_model = np.sqrt(np.maximum(np.diag(fit.vcov)[idx], 0.0))
-    se, lo, hi = _interval(est, se_model, None if draws is None else draws[:, idx], level)
+    se, lo, hi = _interval(est, se_model, None if draws is None else draws[:, idx], level, crit)
     return idx, names, est, se, lo, hi
 
 
@@ -325,12 +336,13 @@ def _random_judge_table(d: BTDesign, fit: BTFit, level: float) -> pd.DataFrame:
                          "n_battles": [per_judge[d.judges.index(str(j))] for j in modes["judge"]]})
 
 
-def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame | None:
+def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+                 ) -> pd.DataFrame | None:
     if "judge_modes" in fit.extra:
         return _random_judge_table(d, fit, level)
     if not d.n_position + d.n_tau:
         return None
-    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("position", "tie"))
+    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("position", "tie"), crit)
     per_judge = np.bincount(d.judge, d.counts.sum(axis=1), len(d.judges)).astype(np.int64)
     label = {"position": "position_bias", "tie": "leniency"}
     return pd.DataFrame({"judge": [names[t][1] for t in idx], "parameter": [label[names[t][0]] for t in idx],
@@ -338,10 +350,11 @@ def _judge_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float
                          "n_battles": [per_judge[d.judges.index(names[t][1])] for t in idx]})
 
 
-def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float) -> pd.DataFrame | None:
+def _covariate_table(d: BTDesign, fit: BTFit, draws: np.ndarray | None, level: float, crit: float | None = None
+                     ) -> pd.DataFrame | None:
     if not d.cov_names:
         return None
-    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("covariate",))
+    idx, names, est, se, lo, hi = _param_table(d, fit, draws, level, ("covariate",), crit)
     return pd.DataFrame({"term": [names[t][1] for t in idx], "estimate": est, "std_error": se, "conf_low": lo,
                          "conf_high": hi})
 
@@ -484,10 +497,10 @@ def _judge_warnings(d: BTDesign, position_bias: bool, min_judge_battles: float) 
 
 
 def _bootstrap(d: BTDesign, fit: BTFit, n: int, ss: Any, resample_judges: bool, executor: Any, progress: Any,
-               ranks: bool):
+               ranks: bool, cluster: tuple[str, ...] | None = None):
     """The replicates and the warnings about them."""
     draws, conv = bt_bootstrap(d, fit.theta, n_resamples=n, ss=ss, resample_judges=resample_judges,
-                               executor=executor, progress=progress, ranks=ranks)
+                               executor=executor, progress=progress, ranks=ranks, cluster=cluster)
     warns = []
     if (~conv).any():
         warns.append(ResultWarning("bootstrap_nonconverged", f"{int((~conv).sum())} of {n} bootstrap replicates did "
@@ -521,7 +534,9 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                   n_resamples: int = 1000, resample_judges: bool = False, ranks: bool | None = None,
                   random_state: Any = None, executor: Any = None, weight: str | bool | None = None,
                   min_judge_battles: float = 50, reference: str | None = None, letters: bool | None = None,
-                  progress: bool | None = None) -> BradleyTerryResult:
+                  progress: bool | None = None, interval: str = "bootstrap",
+                  cluster: str | Sequence[str] | None = None, reweight: str | None = None,
+                  min_pair_battles: float = 50, estimator: str = "ml") -> BradleyTerryResult:
     """Bradley-Terry strengths of the models in a table of pairwise battles (see the module docstring).
 
     battles : one row per judgment; ``model_a`` is the answer shown first, ``winner`` one of
@@ -555,7 +570,28 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         baseline when the table names one -- ``df.attrs["baseline"]`` as read_battles sets it for
         Arena-Hard and AlpacaEval -- else the first model by name). Stored as ``result.reference``.
     progress : show the bootstrap's progress bar (None: for long runs only).
+    interval : "bootstrap" (default: the unit bootstrap with n_resamples > 0, Wald intervals with
+        n_resamples=0) or "sandwich" (the CLT for M-estimators: the inverse information around the
+        clustered sum of the battles' scores; no resampling; :mod:`mixedeval.inference._bt_sandwich`).
+    cluster : the units the intervals treat as independent: "prompt" (default with a prompt column),
+        "judge" (the voter: the raw judge labels, never pooled), ("judge", "prompt") (both: the
+        sandwich is Cameron-Gelbach-Miller's two-way V_prompt + V_judge - V_prompt:judge; the bootstrap
+        draws prompts and judges independently) or "battle" (sandwich only: every battle independent,
+        arena-rank's; the default without a prompt column). Clustered sandwich intervals use CR1
+        (G/(G-1), R's ``sandwich::vcovCL(type="HC0", cadjust=TRUE)``) and Student's t with G - 1 df
+        (G: the fewest clusters of the dimensions used).
+    reweight : None or "pair": each battle weighs 1 / max(battles of its pair, ``min_pair_battles``)
+        (LMArena's inverse pair frequency, arena-rank's ``reweighted=True``, min_pair_count 50).
+    estimator : "ml" (maximum likelihood of the model above) or "arena-rank" (arena-rank 0.1.1's
+        model exactly: ties as half wins, no judge or position terms -- a judge column then only
+        clusters -- covariates standardised and ridge-penalised (reg=1; its contextual Bradley-Terry,
+        weights rescaled to mean 1), and with interval="sandwich", cluster="battle" its sandwich with
+        ``hessian_reg`` 1e-5; the Elo columns at anchor None / 1000 are its ratings and intervals).
     """
+    opt = _bi.resolve(interval, cluster, estimator, reweight, min_pair_battles, ties, prompt_effect, judge_effect,
+                      prompt, judge, position_bias, n_resamples, resample_judges, covariates)
+    ties, position_bias, model_judge, dims, n_resamples, resample_judges, arena = (
+        opt.ties, opt.position_bias, opt.model_judge, opt.dims, opt.n_resamples, opt.resample_judges, opt.arena)
     level, n, rating = _check_args(level, n_resamples, anchor_rating, ties, min_judge_battles)
     if ranks is not None and not isinstance(ranks, (bool, np.bool_)):
         raise DataError(f"ranks must be None (automatic), True or False, got {ranks!r}")
@@ -564,19 +600,28 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
     if resample_judges and not judge:
         raise DataError("resample_judges=True needs a judge column (judge=...)")
     df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
-    judge_random = _check_judge_effect(judge_effect, judge, position_bias)
+    judge_random = _check_judge_effect(judge_effect, model_judge, position_bias)
     baseline = df.attrs.get("baseline") if isinstance(df.attrs.get("baseline"), str) else None
-    d = build_design(df, model_a, model_b, winner, prompt=prompt, judge=judge, ties=ties,
+    if (interval == "sandwich" or dims) and (prompt_effect is not None or judge_random):
+        raise DataError("interval='sandwich' and cluster= go with fixed-effect models: prompt_effect and "
+                        "judge_effect='random' model the clustering instead (their intervals are glmer's)")
+    work, wcol = _bi.working_table(df, model_a, model_b, _weight_column(df, weight), reweight, min_pair_battles,
+                                   estimator, list(covariates or []))
+    d = build_design(work, model_a, model_b, winner, prompt=prompt, judge=model_judge, ties=ties,
                      position_bias=position_bias and not judge_random, covariates=covariates,
                      anchor=reference or anchor or _present(df, baseline, model_a, model_b), position=position,
-                     weight=_weight_column(df, weight), min_judge_battles=0 if judge_random else min_judge_battles,
-                     keep_first=bool(position_bias), canonical=prompt_effect != "random")
+                     weight=wcol, min_judge_battles=0 if judge_random else min_judge_battles,
+                     keep_first=bool(position_bias), canonical=prompt_effect != "random",
+                     cluster_by=_bi.cluster_by(dims, prompt, judge))
     if anchor is not None and anchor not in d.models:
         raise DataError(f"anchor {anchor!r} is not a model of the battles; choose one of {list(d.models)[:10]}")
     ranks = _want_ranks(ranks, d.k)
     d, tie_warn = _without_ties(d)
-    fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random)
-    warns = (list(fit.warnings) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
+    fit = fit_bt(d, level=level, prompt_effect=prompt_effect, judge_random=judge_random,
+                 ridge=_bi.ridge(arena, covariates, len(df)))
+    model_vcov, sand = fit.vcov, (_bi.sandwich(d, fit, dims, arena, len(df)) if interval == "sandwich" else None)
+    fit = dataclasses.replace(fit, vcov=sand.vcov) if sand else fit
+    warns = (list(fit.warnings) + list(sand.warnings if sand else []) + _ranks_warning(ranks, d.k) + tie_warn + _design_warnings(d)
              + _judge_warnings(d, position_bias and not judge_random, min_judge_battles))
     mixed = prompt_effect is not None or judge_random
     if n and mixed:
@@ -586,19 +631,19 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
         n = 0
     draws = None
     if n:
-        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks))
+        draws, bw = _bootstrap(d, fit, n, ss, resample_judges, executor, progress, bool(ranks), dims)
         warns += bw
-    units = ("prompt", "judge") if resample_judges else (d.unit_label,)
+    units = (("prompt", "judge") if resample_judges else dims if dims else (d.unit_label,))
     letters = d.k <= LETTERS_MAX_MODELS if letters is None else bool(letters)
+    crit = _bi.critical_value(level, sand.df) if sand else None
     rank_res = _ranks(d, fit, draws, level, random_state, letters) if ranks else None
-    method = (f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
-              if n else "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)")
+    method = _method(d, sand, n, dims, resample_judges, mixed)
     res = BradleyTerryResult(
-        table=_strength_table(d, fit, draws, level, anchor, rating),
-        win_probabilities=_win_table(d, fit, draws, level), judges=_judge_table(d, fit, draws, level),
-        covariates=_covariate_table(d, fit, draws, level), ranks=None if rank_res is None else rank_res.table,
+        table=_with_model_se(d, _strength_table(d, fit, draws, level, anchor, rating, crit), model_vcov, sand),
+        win_probabilities=_win_table(d, fit, draws, level, crit), judges=_judge_table(d, fit, draws, level, crit),
+        covariates=_covariate_table(d, fit, draws, level, crit), ranks=None if rank_res is None else rank_res.table,
         reference=d.models[d.ref], anchor=anchor, anchor_rating=rating, ties=ties, level=level,
-        interval_method=method, resample_units=units if n else (), n_battles=int(d.counts.sum()),
+        interval_method=method, resample_units=units if (n or sand) else (), n_battles=int(d.counts.sum()),
         n_models=d.k, n_prompts=d.n_units if prompt else None, n_judges=len(d.judges), loglik=fit.loglik,
         prompt_sd=fit.prompt_sd, warnings=dedupe_warnings(warns),
         provenance=provenance("bradley_terry", ss if n else None, engine=fit.engine, ties=ties,
@@ -607,6 +652,34 @@ def bradley_terry(battles: Any, model_a: str = "model_a", model_b: str = "model_
                               position_bias_mean=fit.extra.get("judge_mean", (None,))[0],
                               resample_units=list(units) if n else [], n_resamples=n,
                               weight=_weight_column(df, weight), min_judge_battles=min_judge_battles,
-                              judges_pooled=d.n_pooled, letters=letters),
+                              judges_pooled=d.n_pooled, letters=letters,
+                              **_bi.provenance_extra(interval, dims, reweight, min_pair_battles, estimator, sand)),
         rank_result=rank_res, draws=draws, vcov=fit.vcov)
-    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n))
+    return dataclasses.replace(res, answer=bt_answer(res.table, res.ranks, rank_res, level, n,
+                                                     interval=method if sand else None,
+                                                     df=sand.df if sand else None,
+                                                     cov=_model_cov(d, fit.vcov) if sand else None))
+
+
+def _method(d: BTDesign, sand: Any, n: int, dims: Any, resample_judges: bool, mixed: bool) -> str:
+    """The intervals' method as the result names it."""
+    if sand is not None:
+        return sand.label
+    if n and dims:
+        return f"{' and '.join(dims)} bootstrap (percentile, {n} replicates)"
+    if n:
+        return f"{d.unit_label} bootstrap{' and judge' if resample_judges else ''} (percentile, {n} replicates)"
+    return "Wald (glmer with random effects)" if mixed else "Wald (likelihood standard errors)"
+
+
+def _with_model_se(d: BTDesign, table: pd.DataFrame, model_vcov: np.ndarray, sand: Any) -> pd.DataFrame:
+    """With the sandwich, ``model_std_error`` stays the likelihood's SE (beside the sandwich's)."""
+    if sand is None:
+        return table
+    se_lik = pd.Series(_se(np.diag(_strength_cov(d, model_vcov))), index=list(d.models))
+    return table.assign(model_std_error=se_lik.loc[list(table["model"])].to_numpy())
+
+
+def _model_cov(d: BTDesign, vcov: np.ndarray) -> pd.DataFrame:
+    """The strengths' covariance as a models x models frame."""
+    return pd.DataFrame(_strength_cov(d, vcov), index=list(d.models), columns=list(d.models))
