@@ -675,9 +675,23 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return _emit(args, out, answer=answer)
 
 
+def _irt_data(args: argparse.Namespace) -> Any:
+    """``irt``'s input: a folder of logs (read here when ``--where`` filters its rows: the logs'
+    canonical columns system, task, item, run, epoch, metric, ...), else a table read and filtered
+    as every command reads DATA."""
+    if not Path(args.data).is_dir():
+        return _load_data(args.data, args.where)
+    if not args.where:
+        return args.data
+    import dataclasses  # noqa: PLC0415 - only here
+
+    logs = read_eval_logs(args.data, metric=args.metric)
+    return dataclasses.replace(logs, table=_where(logs.table, args.where))
+
+
 def cmd_irt(args: argparse.Namespace) -> int:
     """``mixedeval irt DATA``: item parameters with flags and abilities with intervals."""
-    data: Any = args.data if Path(args.data).is_dir() else _load_data(args.data, args.where)
+    data = _irt_data(args)
     _progress(args, f"fitting the {args.model} item response model")
     res = irt(data, args.model, score=args.score, system=args.system, item=args.item, trials=args.trials,
               metric=args.metric, dif=args.dif, higher_is_better=args.higher_is_better,
