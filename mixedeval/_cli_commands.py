@@ -26,7 +26,7 @@ from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ran
 from ._console import print_json, print_table
 from ._format import plain
 from .data._logs import read_eval_logs
-from .data.table import as_pandas
+from .data._table_guard import guarded_table
 from .errors import DataError, UsageError
 from .workflows.compare_logs import compare_logs
 from .workflows.plan_eval import questions_needed
@@ -144,7 +144,7 @@ def _where(df: Any, conditions: Sequence[str] | None) -> Any:
 
 
 def _load_data(path: str, where: Sequence[str] | None = None):
-    df = datasets.load(path) if path in datasets.DATASETS else as_pandas(path)
+    df = datasets.load(path) if path in datasets.DATASETS else guarded_table(path)
     return _where(df, where)
 
 

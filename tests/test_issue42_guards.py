@@ -50,3 +50,68 @@ def test_cli_irt_on_a_folder_honours_where(capsys):
     assert sorted(items) == want
     code, out, err = _run_cli(["--quiet", "irt", str(LOGS), "--where", "task=nosuchtask", "--n-sim", "0"], capsys)
     assert code == 2 and "--where 'task=nosuchtask' selects no rows" in err
+
+
+# ------------------------------------------------------------------------------- item 1: table files
+@pytest.fixture()
+def sparse_csv(tmp_path):
+    """A 64 MiB CSV without disk blocks (truncate): reading it would take about 2 GiB by the log
+    reader's estimate (30 bytes per byte of text)."""
+    p = tmp_path / "big.csv"
+    with open(p, "wb") as fh:
+        fh.truncate(64 * 2**20)
+    return p
+
+
+def _refused(exc_info, path):
+    msg = str(exc_info.value)
+    assert str(path) in msg and "reading the table would need about" in msg and "MIXEDEVAL_MEMORY_LIMIT" in msg
+    assert msg.rstrip().endswith("split the table") or "split" in msg
+
+
+def test_table_files_are_refused_by_size_before_reading(sparse_csv, monkeypatch):
+    monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "200MB")
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: pytest.fail("read before the size was checked"))
+    small = pd.DataFrame({"id": ["a"], "system": ["s"], "human_score": [1.0]})
+    calls = [lambda: me.irt(sparse_csv, n_sim=0), lambda: me.irt(str(sparse_csv), engine="numpy", model="2pl"),
+             lambda: me.judge_corrected(sparse_csv), lambda: me.judge_agreement(str(sparse_csv)),
+             lambda: me.bradley_terry_corrected(sparse_csv),
+             lambda: me.read_judge_scores(sparse_csv),
+             lambda: me.read_judge_scores(small.assign(item="a", judge_score=1.0), labels=sparse_csv)]
+    for call in calls:
+        with pytest.raises(DataError) as info:
+            call()
+        _refused(info, sparse_csv)
+
+
+def test_running_out_of_memory_while_reading_a_table_says_so(tmp_path, monkeypatch):
+    """MemoryError while reading became "could not read '...':" with an empty reason."""
+    p = tmp_path / "t.csv"
+    p.write_text("system,item,score\na,i,1\n")
+
+    def boom(*a, **k):
+        raise MemoryError()
+
+    monkeypatch.setattr(pd, "read_csv", boom)
+    for call in (lambda: me.irt(p, n_sim=0), lambda: me.judge_corrected(p)):
+        with pytest.raises(DataError, match=r"ran out of memory while reading the table .*split it or free memory"):
+            call()
+
+
+@pytest.mark.parametrize("command", ["irt", "judge"])
+def test_cli_refuses_a_huge_sparse_table_before_reading_it(tmp_path, command):
+    """The CLI `irt` / `judge` on a 2 GB sparse CSV: refused by size (it was refused only after
+    4.3 GB of resident memory, with an empty reason); the child's peak RSS stays far below the
+    file's size."""
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as fh:
+        fh.truncate(2 * 10**9)
+    code = ("import resource, sys\nfrom mixedeval import cli\nrc = cli.main(sys.argv[1:])\n"
+            "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MIXEDEVAL_MEMORY_LIMIT": "4GB"}
+    p = subprocess.run([sys.executable, "-c", code, "--quiet", command, str(big)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "reading the table would need about 55.9 GiB" in p.stderr and str(big) in p.stderr
+    rss_kib = int(p.stderr.split("MAXRSS")[1].split()[0])
+    assert rss_kib < 600 * 1024  # the interpreter with pandas and numpy: about 150 MiB

@@ -55,7 +55,7 @@ import pandas as pd
 from scipy import optimize, special
 from tqdm.auto import tqdm
 
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
@@ -120,7 +120,7 @@ def response_matrix(data: Any, *, score: str = "score", system: str = "system", 
     index, or in a ``system`` column). Repeated (system, item) rows are summed as trials (epochs)."""
     if isinstance(data, Responses):
         return data
-    df = as_pandas(data)
+    df = guarded_table(data)
     if len(df) == 0:
         raise DataError("the response table is empty; give one row per system and item (or a wide table)")
     cols = [str(c) for c in df.columns]

@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from .. import _answer
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..data.validate import require_columns, require_level
 from ..errors import DataError
 from ..inference._bt_ppi import PPIFit, ppi_bt
@@ -205,7 +205,7 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
     if method not in ("ppi++", "ppi"):
         raise DataError(f"method must be 'ppi++' or 'ppi', not {method!r}")
     level = require_level(level)
-    df = as_pandas(battles, what="battles")
+    df = guarded_table(battles, what="battles")
     require_columns(df, [model_a, model_b, winner, human_winner, cluster], "battles")
     yh = _verdicts(df, winner, allow_missing=False)
     y = _verdicts(df, human_winner, allow_missing=True)

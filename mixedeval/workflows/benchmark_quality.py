@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _answer
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..data.validate import require_columns, require_nonempty
 from ..errors import DataError
 from ..results import ResultWarning
@@ -237,7 +237,7 @@ def benchmark_quality(data: Any, *, score: str = "score", system: str = "system"
     ``run``: training runs (seeds). ``scale`` with levels ``small`` and ``large``: the decision
     accuracy compares the systems' orders at the two scales. Definitions and references in the
     module documentation; the reliability needs R (lme4) for the variance components."""
-    df = as_pandas(data).copy()
+    df = guarded_table(data).copy()
     df.columns = [str(c) for c in df.columns]
     small_l, large_l = _check_args(df, score, system, item, checkpoint, run, scale, small, large, last_n,
                                    target_reliability)

@@ -28,7 +28,7 @@ import pandas as pd
 
 from .. import _answer
 from .._random import as_generator
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..data.validate import require_level
 from ..errors import DataError
 from ..results import ResultWarning
@@ -413,7 +413,7 @@ def _new_responses(bank: Bank, responses: Any, score: str, system: str, item: st
         df = pd.DataFrame({system: "system", item: [str(i) for i in responses.index],
                            score: responses.to_numpy()})
     else:
-        df = as_pandas(responses)
+        df = guarded_table(responses)
         if score in df.columns and item in df.columns and system not in df.columns:
             df = df.assign(**{system: "system"})
     resp = response_matrix(df, score=score, system=system, item=item)
