@@ -115,3 +115,70 @@ def test_cli_refuses_a_huge_sparse_table_before_reading_it(tmp_path, command):
     assert "reading the table would need about 55.9 GiB" in p.stderr and str(big) in p.stderr
     rss_kib = int(p.stderr.split("MAXRSS")[1].split()[0])
     assert rss_kib < 600 * 1024  # the interpreter with pandas and numpy: about 150 MiB
+
+
+# ------------------------------------------------------------------------------- item 1: IRT sizes and loops
+@pytest.fixture(scope="module")
+def huge_sparse():
+    """100,000 systems x 100,000 items, two answers per system (200,000 rows)."""
+    n = 100_000
+    sys_ = np.repeat(np.arange(n), 2)
+    item = (sys_ + np.tile([0, 1], n) * 7919) % n
+    return pd.DataFrame({"system": sys_.astype(str), "item": item.astype(str), "score": (sys_ + item) % 2})
+
+
+@pytest.mark.parametrize("engine", ["numpy", "r"])
+def test_irt_refuses_100k_by_100k_before_allocating(huge_sparse, engine):
+    t0 = time.perf_counter()
+    model = "2pl" if engine == "numpy" else "rasch"
+    with pytest.raises(DataError) as info:
+        me.irt(huge_sparse, model, engine=engine, n_sim=0)
+    msg = str(info.value)
+    assert "me.irt on 100,000 systems x 100,000 items would need about" in msg
+    assert "Calibrate on a random sample of the items" in msg and "MIXEDEVAL_MEMORY_LIMIT" in msg
+    assert time.perf_counter() - t0 < 60  # the numpy engine raised MemoryError; R ran past 300 s
+
+
+def test_numpy_engine_refuses_its_count_matrices_before_allocating(huge_sparse):
+    from mixedeval.inference._irt_numpy import irt_numpy
+    with pytest.raises(DataError, match=r"numpy IRT fit of 100,000 systems x 100,000 items would need about 149\.0 GiB "
+                                        r"\(two systems x items matrices"):
+        irt_numpy(huge_sparse, "2pl")
+
+
+@pytest.fixture()
+def small_wide():
+    from mixedeval.inference._irt_numpy import simulate_2pl, wide_frame
+    return wide_frame(simulate_2pl(40, 30, random_state=3)[0])
+
+
+@pytest.fixture()
+def time_limit():
+    yield me.set_time_limit
+    me.set_time_limit(None)
+
+
+def test_irt_item_fit_simulations_honour_the_time_limit(small_wide, time_limit):
+    time_limit(3)
+    t0 = time.perf_counter()
+    with pytest.raises(DataError, match=r"the simulations of the item-fit test of me.irt \(n_sim=1,000,000,000\) would "
+                                        r"take about .* above mixedeval's time limit of 3 s .*Lower n_sim"):
+        me.irt(small_wide, "rasch_fixed", engine="numpy", n_sim=10**9)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_irt_numpy_quadrature_honours_the_time_limit(small_wide, time_limit):
+    time_limit(0.001)
+    with pytest.raises(DataError, match=r"numpy IRT fit \(2pl, 100 nodes\) of 40 systems x 30 items would take about "
+                                        r".*at least 10 iterations.*Use fewer quadrature nodes"):
+        me.irt(small_wide, "2pl", engine="numpy", nagq=100, n_sim=0)
+
+
+def test_deadline_stops_a_loop_that_runs_past_the_time_limit(time_limit):
+    from mixedeval._resources import Deadline
+    time_limit(0.05)
+    d = Deadline("the loop", "Do less.")
+    d.check("0 done")
+    time.sleep(0.1)
+    with pytest.raises(DataError, match=r"the loop ran past mixedeval's time limit of 0.05 s .*\(3 done\)\. Do less\."):
+        d.check("3 done")
