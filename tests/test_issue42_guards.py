@@ -182,3 +182,30 @@ def test_deadline_stops_a_loop_that_runs_past_the_time_limit(time_limit):
     time.sleep(0.1)
     with pytest.raises(DataError, match=r"the loop ran past mixedeval's time limit of 0.05 s .*\(3 done\)\. Do less\."):
         d.check("3 done")
+
+
+# ------------------------------------------------------------------------------- item 3: --report that cannot be written
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_report_that_cannot_be_written_comes_after_the_answer(capsys, as_json):
+    """`--report /dev/full` exited 1 "internal error" and printed none of the results: now the
+    answer is printed, then one line says the report could not be written, exit status 2."""
+    argv = (["--json"] if as_json else []) + ["--quiet", "summarize", str(LOGS), "--metric", "match",
+                                               "--report", "/dev/full"]
+    code, out, err = _run_cli(argv, capsys)
+    assert code == 2
+    assert "mixedeval: error: the report could not be written to '/dev/full' (No space left on device); the " \
+           "results above are complete" in err
+    assert "internal error" not in err
+    if as_json:
+        import json
+        assert json.loads(out)["answer"]["headline"]
+    else:
+        assert out.startswith("headline: mockllm/large") and "== leaderboard ==" in out
+
+
+def test_report_is_written_after_the_answer(capsys, tmp_path):
+    html = tmp_path / "r.html"
+    code, out, err = _run_cli(["summarize", str(LOGS), "--metric", "match", "--report", str(html)], capsys)
+    assert code == 0 and html.stat().st_size > 1000
+    assert f"report written to {html}" in err
