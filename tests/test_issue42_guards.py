@@ -209,3 +209,36 @@ def test_report_is_written_after_the_answer(capsys, tmp_path):
     code, out, err = _run_cli(["summarize", str(LOGS), "--metric", "match", "--report", str(html)], capsys)
     assert code == 0 and html.stat().st_size > 1000
     assert f"report written to {html}" in err
+
+
+# ------------------------------------------------------------------------------- item 3: SIGTERM during an R fit
+def test_sigterm_during_an_r_fit_leaves_no_r_tempdir(tmp_path):
+    """SIGTERM while R fits (the CLI's `irt`, glmer): the command stops within seconds, says
+    "terminated", exits 143 (128 + SIGTERM), and R's session folder Rtmp* is removed (it was
+    left behind)."""
+    from mixedeval.inference._irt_numpy import simulate_2pl, wide_frame
+    data = tmp_path / "wide.csv"
+    wide_frame(simulate_2pl(400, 300, random_state=5, rasch=True)[0]).to_csv(data)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    p = subprocess.Popen([sys.executable, "-m", "mixedeval.cli", "irt", str(data), "--n-sim", "0"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.perf_counter()
+        while not list(tmp.glob("Rtmp*")) and p.poll() is None and time.perf_counter() - t0 < 120:
+            time.sleep(0.1)
+        assert list(tmp.glob("Rtmp*")) and p.poll() is None, "R did not start"
+        time.sleep(3)  # R converts the table and runs glmer
+        assert p.poll() is None, "the fit ended before SIGTERM was sent"
+        p.send_signal(signal.SIGTERM)
+        t1 = time.perf_counter()
+        out, err = p.communicate(timeout=30)
+        stopped = time.perf_counter() - t1
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, err
+    assert "mixedeval: terminated" in err
+    assert stopped < 10
+    assert not list(tmp.glob("Rtmp*"))
