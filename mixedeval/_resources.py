@@ -720,13 +720,18 @@ class Deadline:
         self.what, self.fix = what, fix
         self.limit, self.desc = _time_resolve()
         self._t0 = time.perf_counter()
+        self.judged = False
 
     def elapsed(self) -> float:
         """Seconds since the start."""
         return time.perf_counter() - self._t0
 
     def first(self, took: float, at_least: int, unit: str = "iterations") -> None:
-        """After the first iteration (``took`` seconds): refuse when ``at_least`` of them exceed the limit."""
+        """After the first iteration (``took`` seconds): refuse when ``at_least`` of them exceed the
+        limit. Only the first call judges; later ones do nothing."""
+        if self.judged:
+            return
+        self.judged = True
         check_time(self.elapsed() - took + took * at_least, self.what, self.fix,
                    detail=f"at least {format_count(at_least)} {unit}; the first took {format_seconds(took)}")
 

@@ -242,3 +242,96 @@ def test_sigterm_during_an_r_fit_leaves_no_r_tempdir(tmp_path):
     assert "mixedeval: terminated" in err
     assert stopped < 10
     assert not list(tmp.glob("Rtmp*"))
+
+
+# ------------------------------------------------------------------------------- item 1: bradley_terry_corrected
+def _many_battles(k, n, seed=0, frac=0.5):
+    rng = np.random.default_rng(seed)
+    names = np.array([f"m{i:04d}" for i in range(k)])
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    s = rng.normal(0, 0.5, k)
+    y = rng.random(n) < 1 / (1 + np.exp(-(s[a] - s[b])))
+    yh = np.where(rng.random(n) < 0.85, y, ~y)
+    word = lambda v: np.where(v, "model_a", "model_b")  # noqa: E731
+    lab = rng.random(n) < frac
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": word(yh),
+                         "human_winner": np.where(lab, word(y), None)})
+
+
+def test_bradley_terry_corrected_sparse_fit_equals_the_dense_formulas():
+    """The sparse sums over battles give ppi-python's dense formulas (kept in _stats) to rounding."""
+    from scipy.special import expit
+
+    from mixedeval.inference._bt_ppi import _cross, _csr, _lam, _meat, _residuals, _stats, ppi_bt
+    df = _many_battles(12, 3000, seed=4)
+    from mixedeval.workflows._judges_battles import _design
+    X, names, _ = _design(df, "model_a", "model_b", None)
+    X = X.toarray()
+    yh = (df.winner == "model_a").to_numpy(float)
+    lab = df.human_winner.notna().to_numpy()
+    y = (df.human_winner == "model_a").to_numpy(float)
+    XL, XU = X[lab], X[~lab]
+    fit = ppi_bt(XL, y[lab], yh[lab], XU, yh[~lab])
+    g, gh, ghu, inv_h = _stats(fit.theta, XL, y[lab], yh[lab], XU, yh[~lab])
+    r, rh, rhu, inv_h2 = _residuals(fit.theta, XL, y[lab], yh[lab], XU, yh[~lab])
+    np.testing.assert_allclose(inv_h2, inv_h, rtol=1e-12)
+    n, N = lab.sum(), (~lab).sum()
+    V = inv_h @ (n / N * np.cov((fit.lam * ghu).T) + np.cov((g - fit.lam * gh).T)) @ inv_h / n
+    np.testing.assert_allclose(fit.vcov, V, rtol=1e-10)
+    np.testing.assert_allclose(_cross(_csr(XL), r, rh), (g - g.mean(0)).T @ (gh - gh.mean(0)), rtol=1e-10, atol=1e-12)
+    cl = np.random.default_rng(1).integers(0, 40, len(df))
+    meat, df_ = _meat(_csr(XL), _csr(XU), r, rh, rhu, fit.lam, cl[lab], cl[~lab])
+    su, sl = np.zeros((40, X.shape[1])), np.zeros((40, X.shape[1]))
+    np.add.at(su, cl[~lab], fit.lam * (ghu - ghu.mean(0)) / N)
+    rr = g - fit.lam * gh
+    np.add.at(sl, cl[lab], (rr - rr.mean(0)) / n)
+    s = su + sl
+    np.testing.assert_allclose(meat, n * (s.T @ s) * 40 / 39, rtol=1e-10)
+    assert df_ == 39.0 and 0 <= _lam(_csr(XL), _csr(XU), r, rh, rhu, inv_h) <= 1
+    assert np.all(np.isfinite(expit(X @ np.r_[fit.theta])))
+
+
+def test_bradley_terry_corrected_refuses_5000_models_before_building(monkeypatch):
+    monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "1GB")
+    df = _many_battles(5000, 20000)
+    t0 = time.perf_counter()
+    with pytest.raises(DataError, match=r"bradley_terry_corrected with 5,000 models would need about .* 12,497,500 "
+                                        r"pairs of models.*Fit the models that matter"):
+        me.bradley_terry_corrected(df)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_bradley_terry_corrected_honours_the_time_limit(time_limit):
+    df = _many_battles(300, 15000)
+    time_limit(0.05)
+    with pytest.raises(DataError, match=r"bradley_terry_corrected's fits \(300 models, .*would take about .*at least 15 "
+                                        r"iterations.*Fit fewer models"):
+        me.bradley_terry_corrected(df)
+
+
+def _interrupt_after(seconds):
+    t = threading.Timer(seconds, _thread.interrupt_main)
+    t.start()
+    return t
+
+
+def test_bradley_terry_corrected_stops_within_2_s_of_ctrl_c():
+    df = _many_battles(800, 40000)
+    timer = _interrupt_after(1.0)
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            me.bradley_terry_corrected(df)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 1.0 + 2.0  # 9.6 s after Ctrl-C before
+
+
+def test_bradley_terry_corrected_non_converging_fit_is_a_clear_error():
+    """200 models with 30 battles each: the PPI objective has no minimum (raw LinAlgError: Singular matrix)."""
+    df = _many_battles(200, 6000, frac=0.3)
+    rng = np.random.default_rng(0)
+    df["winner"] = np.where(rng.random(len(df)) < 0.5, "model_a", "model_b")  # a judge unrelated to people
+    with pytest.raises(DataError, match="did not converge"):
+        me.bradley_terry_corrected(df)
