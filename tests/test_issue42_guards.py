@@ -335,3 +335,30 @@ def test_bradley_terry_corrected_non_converging_fit_is_a_clear_error():
     df["winner"] = np.where(rng.random(len(df)) < 0.5, "model_a", "model_b")  # a judge unrelated to people
     with pytest.raises(DataError, match="did not converge"):
         me.bradley_terry_corrected(df)
+
+
+# ------------------------------------------------------------------------------- item 1: judge_agreement
+@pytest.fixture(scope="module")
+def judged():
+    return simulate(np.random.default_rng(0))
+
+
+def test_judge_agreement_stops_within_2_s_of_ctrl_c(judged):
+    """3,000,000 resamples: nothing happened for 60 s after Ctrl-C before the draws were chunked."""
+    timer = _interrupt_after(1.0)
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            me.judge_agreement(judged, n_resamples=3_000_000)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 1.0 + 2.0
+
+
+def test_cli_judge_huge_n_resamples_is_a_data_error_not_an_internal_error(tmp_path, judged, capsys, monkeypatch):
+    monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "2GB")
+    p = tmp_path / "judged.csv"
+    judged.to_csv(p, index=False)
+    code, out, err = _run_cli(["--quiet", "judge", str(p), "--n-resamples", "1000000000"], capsys)
+    assert code == 2 and "internal error" not in err
+    assert "(--n-resamples 1,000,000,000) need about" in err and "MIXEDEVAL_MEMORY_LIMIT" in err
