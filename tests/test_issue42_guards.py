@@ -362,3 +362,56 @@ def test_cli_judge_huge_n_resamples_is_a_data_error_not_an_internal_error(tmp_pa
     code, out, err = _run_cli(["--quiet", "judge", str(p), "--n-resamples", "1000000000"], capsys)
     assert code == 2 and "internal error" not in err
     assert "(--n-resamples 1,000,000,000) need about" in err and "MIXEDEVAL_MEMORY_LIMIT" in err
+
+
+# ------------------------------------------------------------------------------- item 2: the remaining bad values
+@pytest.fixture(scope="module")
+def calibration():
+    from mixedeval.inference._irt_numpy import simulate_2pl, wide_frame
+    W = wide_frame(simulate_2pl(60, 40, random_state=4)[0])
+    cal = me.irt(W.iloc[:50], "2pl", engine="numpy", n_sim=0)
+    keep = list(cal.items.loc[np.isfinite(cal.items["difficulty"]), "item"])
+    return cal, W.iloc[50:][keep]
+
+
+def test_item_bank_arguments_are_checked(calibration):
+    cal, new = calibration
+    with pytest.raises(DataError, match="random_state must be None, a non-negative int"):  # raw TypeError before
+        me.estimate_scores(cal, new, n_folds=3, random_state="x")
+    for bad in (0, 1.5, True, -2):  # accepted before (max_items=0 stopped at once)
+        with pytest.raises(DataError, match=rf"max_items={bad!r} must be a whole number >= 1"):
+            me.next_items(cal, None, max_items=bad)
+    with pytest.raises(DataError, match="n_items=True must be a whole number"):
+        me.select_items(cal, True)
+    with pytest.raises(DataError, match="n_folds=True must be 0"):
+        me.estimate_scores(cal, new, n_folds=True)
+
+
+def test_benchmark_quality_small_equal_large_and_messages():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame([{"system": k, "scale": s, "score": v}
+                       for s in ("150M", "1B") for k, v in zip("wxyz", rng.random(4))])
+    with pytest.raises(DataError, match="small= and large= both name the level '1B' of 'scale'"):
+        me.benchmark_quality(df, scale="scale", small="1B", large="1B")  # decision accuracy 1.0 before
+    with pytest.raises(DataError, match=r"small='7B' is not a level of 'scale' \(150M, 1B\)"):
+        me.benchmark_quality(df, scale="scale", small="7B", large="1B")
+    with pytest.raises(DataError, match="target_reliability='high' must be a number between 0 and 1"):
+        me.benchmark_quality(df, target_reliability="high")  # raw TypeError before
+
+
+def test_read_judge_scores_metric_with_a_table_is_an_error(judged):
+    """metric= was silently ignored for a score table."""
+    with pytest.raises(DataError, match="metric='acc' picks the judge's metric in evaluation logs; a score table names "
+                                        "the judge's column with judge_score="):
+        me.read_judge_scores(judged, metric="acc")
+
+
+def test_bradley_terry_corrected_when_people_never_disagree_with_the_judge():
+    df = _many_battles(5, 1500)
+    same = df.assign(human_winner=np.where(df["human_winner"].notna(), df["winner"], None))
+    res = me.bradley_terry_corrected(same)
+    assert [w.kind for w in res.warnings] == ["judge_never_corrected"]
+    assert "agree with the judge on all" in str(res.warnings[0])
+    # the intervals are then the judge's (the rectifier is zero)
+    np.testing.assert_allclose(res.table["std_error"], res.table["judge_std_error"], rtol=0.02)
+    assert me.bradley_terry_corrected(df).warnings == ()

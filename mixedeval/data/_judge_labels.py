@@ -46,6 +46,9 @@ def _scores_table(scores: Any, metric: Any, format: str, columns: Mapping[str, s
         return pd.DataFrame({"system": s["system"].astype(str), "task": s["task"].astype(str),
                              "item": s["item"].astype(str), "epoch": s["epoch"].astype(str),
                              "judge_score": s["score"].to_numpy(dtype=float)})
+    if metric is not None:
+        raise DataError(f"metric={metric!r} picks the judge's metric in evaluation logs; a score table names the "
+                        f"judge's column with judge_score= (here {columns['judge_score']!r})")
     df = guarded_table(scores, what="the judge scores")
     df.columns = [str(c) for c in df.columns]
     need = [columns["system"], columns["item"], columns["judge_score"]]

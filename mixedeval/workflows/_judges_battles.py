@@ -284,10 +284,16 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
                          differences=_pairs(fits[""], names, list(board["name"]), level),
                          no_headline_text="one model: no comparison")
     order = table["strength"].to_numpy().argsort()[::-1]
+    warns = ()
+    if np.array_equal(y[lab], yh[lab]):
+        warns = (ResultWarning("judge_never_corrected", f"people agree with the judge on all {int(lab.sum())} "
+                               "labelled battles: the correction has nothing to correct, so the strengths and "
+                               "intervals rest on the judge's verdicts (a judge that errs on a few percent of battles "
+                               "can agree on a sample this size); label more battles to check the judge"),)
     prov = {"workflow": "bradley_terry_corrected", "method": method, "anchor": ref, "n_battles": len(df),
             "n_labels": int(lab.sum()), "cluster": cluster, "level": level}
     return JudgedBattlesResult(table=table.iloc[order].reset_index(drop=True), answer=ans, lam=fits[""].lam,
-                               level=level, warnings=(), provenance=prov)
+                               level=level, warnings=warns, provenance=prov)
 
 
 __all__ = ["JudgedBattlesResult", "bradley_terry_corrected"]

@@ -210,17 +210,20 @@ def _check_args(df, score, system, item, checkpoint, run, scale, small, large, l
         raise DataError(f"column {score!r} must be numeric scores")
     if not (isinstance(last_n, (int, np.integer)) and last_n >= 2):
         raise DataError(f"last_n={last_n!r} must be a whole number >= 2 (checkpoints whose SD is the noise)")
-    if not 0 < target < 1:
-        raise DataError(f"target_reliability={target!r} must be between 0 and 1, e.g. 0.9")
+    if isinstance(target, bool) or not isinstance(target, (int, float, np.integer, np.floating)) or not 0 < target < 1:
+        raise DataError(f"target_reliability={target!r} must be a number between 0 and 1, e.g. 0.9")
     if scale is None:
         return None, None
     levels = [str(v) for v in pd.unique(df[scale].dropna())]
     if small is None or large is None:
         raise DataError(f"with scale={scale!r} name the two levels to compare: small=..., large=... (levels: "
                         f"{', '.join(levels[:10])})")
-    for v in (small, large):
+    for name, v in (("small", small), ("large", large)):
         if str(v) not in levels:
-            raise DataError(f"{v!r} is not a level of {scale!r} ({', '.join(levels[:10])})")
+            raise DataError(f"{name}={v!r} is not a level of {scale!r} ({', '.join(levels[:10])})")
+    if str(small) == str(large):
+        raise DataError(f"small= and large= both name the level {str(small)!r} of {scale!r}: the decision accuracy "
+                        f"compares the systems' order at two different scales (levels: {', '.join(levels[:10])})")
     return str(small), str(large)
 
 
