@@ -415,3 +415,12 @@ def test_bradley_terry_corrected_when_people_never_disagree_with_the_judge():
     # the intervals are then the judge's (the rectifier is zero)
     np.testing.assert_allclose(res.table["std_error"], res.table["judge_std_error"], rtol=0.02)
     assert me.bradley_terry_corrected(df).warnings == ()
+
+
+def test_irt_argument_corners(small_wide):
+    long = small_wide.rename_axis("system").reset_index().melt(id_vars="system", var_name="item", value_name="score")
+    with pytest.raises(DataError, match="metric='acc' picks one metric of evaluation logs; a table names its 0/1 score "
+                                        "column with score="):
+        me.irt(long, "rasch_fixed", engine="numpy", n_sim=0, metric="acc")  # ignored before
+    with pytest.raises(DataError, match="progress must be True or False, not 'x'"):
+        me.irt(small_wide, "rasch_fixed", engine="numpy", n_sim=0, progress="x")

@@ -458,6 +458,8 @@ def irt(
     """
     if engine not in ("r", "numpy"):
         raise DataError(f"engine must be 'r' or 'numpy', not {engine!r}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise DataError(f"progress must be True or False, not {progress!r}")
     m = _check_args(model, n_sim, alpha, min_discrimination, nagq, engine)
     if discrimination_prior is not None and (engine != "numpy" or m != "2pl"):
         raise DataError("discrimination_prior= needs engine='numpy' and model='2pl' (glmmTMB 1.1.5 has no priors; "

@@ -100,6 +100,9 @@ def _table(data: Any, *, score: str, system: str, item: str, trials: str | None,
         long, name = _from_logs(data, metric)
         return long, name, "evaluation logs"
     df = guarded_table(data)
+    if metric is not None:
+        raise DataError(f"metric={metric!r} picks one metric of evaluation logs; a table names its 0/1 score column "
+                        f"with score= (here {score!r})")
     if item in df.columns and score in df.columns:
         missing = [c for c in (system, trials) if c is not None and c not in df.columns]
         if missing:
