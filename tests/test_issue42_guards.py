@@ -424,3 +424,16 @@ def test_irt_argument_corners(small_wide):
         me.irt(long, "rasch_fixed", engine="numpy", n_sim=0, metric="acc")  # ignored before
     with pytest.raises(DataError, match="progress must be True or False, not 'x'"):
         me.irt(small_wide, "rasch_fixed", engine="numpy", n_sim=0, progress="x")
+
+
+def test_irt_loops_stop_within_2_s_of_ctrl_c(small_wide):
+    """The numpy fit and the item-fit simulations (n_sim=1,000,000) are Python loops of short steps."""
+    for delay in (0.3, 3.0):  # during the fit, during the simulations
+        timer = _interrupt_after(delay)
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                me.irt(small_wide, "2pl", engine="numpy", n_sim=1_000_000)
+        finally:
+            timer.cancel()
+        assert time.perf_counter() - t0 < delay + 2.0
