@@ -26,8 +26,8 @@ from ._cli_answer import answer_record, best_first, emm_answer, pairs_table, ran
 from ._console import print_json, print_table
 from ._format import plain
 from .data._logs import read_eval_logs
-from .data.table import as_pandas
-from .errors import DataError, UsageError
+from .data._table_guard import guarded_table
+from .errors import DataError, MixedEvalError, UsageError
 from .workflows.compare_logs import compare_logs
 from .workflows.plan_eval import questions_needed
 from .workflows.summarize import summarize
@@ -85,13 +85,15 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
     (:func:`mixedeval._cli_answer.answer_record`), then ``tables``; as text the answer first
     (:func:`mixedeval._cli_answer.render_answer`, the command line's one printer of answers), then
     ``text``, then ``tables`` as titled text tables (``texts``: tables already rendered, by key),
-    then the warnings. Every sentence goes through the command line's words (:func:`_words`)."""
+    then the warnings. Every sentence goes through the command line's words (:func:`_words`).
+    Then the ``--report`` queued by the command is written (:func:`_report_after_answer`, whose
+    exit status this returns)."""
     words = _words(args)
     tables = {k: ([words(str(w)) for w in v] if k in ("warnings", "check_warnings") else
                   words(v) if isinstance(v, str) and k not in ("report", "formula") else v) for k, v in tables.items()}
     if args.json:
         print_json({"answer": answer_record(answer, words=words), **tables} if answer is not None else tables)
-        return 0
+        return _report_after_answer(args)
     if answer is not None:
         print(render_answer(answer, words=words))
     if text:
@@ -108,7 +110,7 @@ def _emit(args: argparse.Namespace, tables: dict[str, Any], text: str | None = N
         print(_warning_line("warning", w))
     for w in tables.get("check_warnings", ()):
         print(_warning_line("check warning", w))
-    return 0
+    return _report_after_answer(args)
 
 
 R_NOTE = "[r_message]"
@@ -147,7 +149,7 @@ def _where(df: Any, conditions: Sequence[str] | None) -> Any:
 
 
 def _load_data(path: str, where: Sequence[str] | None = None):
-    df = datasets.load(path) if path in datasets.DATASETS else as_pandas(path)
+    df = datasets.load(path) if path in datasets.DATASETS else guarded_table(path)
     return _where(df, where)
 
 
@@ -183,13 +185,41 @@ def _pairs(specs: Sequence[str] | None, what: str) -> dict[str, str]:
     return out
 
 
-def _write_report(args: argparse.Namespace, *results: Any, **kwargs: Any) -> None:
-    """Write the HTML report of ``results`` to ``--report`` (``kwargs``: options of
-    :func:`mixedeval.report`)."""
+def _queue_report(args: argparse.Namespace, out: dict[str, Any], *results: Any, **kwargs: Any) -> None:
+    """The HTML report of ``results`` for ``--report`` (``kwargs``: options of
+    :func:`mixedeval.report`), written by :func:`_emit` once the answer is printed
+    (:func:`_report_after_answer`): a report that cannot be written no longer hides the results."""
+    out["report"] = args.report
+    kwargs.setdefault("progress", not args.quiet)
+    args.report_job = (results, kwargs)
+
+
+def _write_report(args: argparse.Namespace, out: dict[str, Any], *results: Any, **kwargs: Any) -> None:
+    """:func:`_queue_report` for the commands reading DATA (the input file and the seed recorded)."""
     if getattr(args, "random_state", None) is not None:
         kwargs.setdefault("random_state", args.random_state)
-    path = report(*results, path=args.report, progress=not args.quiet, input_file=_input_file(args.data), **kwargs)
+    _queue_report(args, out, *results, input_file=_input_file(args.data), **kwargs)
+
+
+def _report_after_answer(args: argparse.Namespace) -> int:
+    """Write the queued report (:func:`_queue_report`), after the answer was printed; the exit
+    status: 0, or 2 with one line saying why the report could not be written (a full disk, a
+    missing folder, no permission) -- the results printed above stand."""
+    job = getattr(args, "report_job", None)
+    if job is None:
+        return 0
+    results, kwargs = job
+    args.report_job = None
+    try:
+        path = report(*results, path=args.report, **kwargs)
+    except (OSError, MixedEvalError) as exc:
+        reason = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        sys.stdout.flush()
+        print(f"mixedeval: error: the report could not be written to {str(args.report)!r} "
+              f"({_words(args)(' '.join(reason.split()))}); the results above are complete", file=sys.stderr)
+        return 2
     _progress(args, f"report written to {path}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------- commands
@@ -246,8 +276,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     # are Bonferroni-adjusted while p_adj is Holm (text: "warning: ..." lines; --json: the "warnings" list)
     out["warnings"] = _warning_texts(fit, anova, emm, con)
     if args.report:
-        _write_report(args, fit, anova, emm, con, data=data, n_sim=args.n_sim)
-        out["report"] = args.report
+        _write_report(args, out, fit, anova, emm, con, data=data, n_sim=args.n_sim)
     return _emit(args, out, text=text, answer=answer)
 
 
@@ -320,9 +349,7 @@ def cmd_power(args: argparse.Namespace) -> int:
         res = power(model, args.effect, **kw)
     out: dict[str, Any] = {"power": res.table, "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        path = report(res, path=args.report, progress=not args.quiet)
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
+        _queue_report(args, out, res)
     return _emit(args, out)
 
 
@@ -356,8 +383,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out["parametric_bootstrap"] = res.pb
     out["warnings"] = [str(w) for w in getattr(res, "warnings", ()) or ()]
     if args.report:
-        _write_report(args, fits[-1], res, data=data, n_sim=args.n_sim)
-        out["report"] = args.report
+        _write_report(args, out, fits[-1], res, data=data, n_sim=args.n_sim)
     return _emit(args, out)
 
 
@@ -375,9 +401,8 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     ranks = res.ranks()
     out: dict[str, Any] = {"summary": res.summary(), "ranks": ranks, "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        _write_report(args, res, data=data, design_factors=[c for c in (args.system, args.item, args.run, args.group)
-                                                            if c])
-        out["report"] = args.report
+        _write_report(args, out, res, data=data,
+                      design_factors=[c for c in (args.system, args.item, args.run, args.group) if c])
     return _emit(args, out, answer=answer, texts={"ranks": ranks_table(answer, ranks, kind="marginal")})
 
 
@@ -468,10 +493,8 @@ def cmd_compare_logs(args: argparse.Namespace) -> int:
     if res.glrt is None:  # the model-based check was not asked for
         out["analysis"] = NO_MODEL_CHECK
     if args.report:
-        path = report(res, path=args.report, title=f"mixedeval: {args.metric} from evaluation logs",
-                      progress=not args.quiet, input_file=_log_inputs(args))
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
+        _queue_report(args, out, res, title=f"mixedeval: {args.metric} from evaluation logs",
+                      input_file=_log_inputs(args))
     texts = {"bootstrap": pairs_table(answer, boot, "bootstrap", words=_words(args),
                                       what="the paired bootstrap (a check), every pair best first")}
     return _emit(args, out, answer=answer, texts=texts)
@@ -490,10 +513,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     answer = res.answer
     out: dict[str, Any] = {"metric": res.metric, "table": res.table, "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        path = report(res, path=args.report, title=f"mixedeval: {args.metric} summary", progress=not args.quiet,
-                      input_file=_log_inputs(args))
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
+        _queue_report(args, out, res, title=f"mixedeval: {args.metric} summary", input_file=_log_inputs(args))
     return _emit(args, out, answer=answer)
 
 
@@ -515,9 +535,8 @@ def cmd_vca(args: argparse.Namespace) -> int:
         out["anova_check"] = res.anova_check
     out["warnings"] = [str(w) for w in res.warnings]
     if args.report:
-        _write_report(args, res, data=data, d_study_grid=grid or None,
+        _write_report(args, out, res, data=data, d_study_grid=grid or None,
                       design_factors=[args.object, *(args.facet or ())])
-        out["report"] = args.report
     return _emit(args, out)
 
 
@@ -548,8 +567,7 @@ def cmd_disparity(args: argparse.Namespace) -> int:
     warnings = [str(w) for p in parts for w in (getattr(p, "warnings", ()) or ())]
     out["warnings"] = warnings
     if args.report:
-        _write_report(args, *parts, data=data, design_factors=[args.model, args.language, *args.task])
-        out["report"] = args.report
+        _write_report(args, out, *parts, data=data, design_factors=[args.model, args.language, *args.task])
     return _emit(args, out)
 
 
@@ -637,11 +655,9 @@ def cmd_preferences(args: argparse.Namespace) -> int:
                             progress=False if args.quiet else None)
         out.update(_robustness_tables(audit))
     if args.report:
-        path = report(*((res, audit) if audit is not None else (res,)), path=args.report,
-                      title="mixedeval: pairwise preferences", progress=not args.quiet,
+        _queue_report(args, out, *((res, audit) if audit is not None else (res,)),
+                      title="mixedeval: pairwise preferences",
                       input_file=df.attrs.get("files") or args.battles)
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
     # the ranks' intervals are the leaderboard's (simultaneous): printed there, in --json also as the table
     return _emit(args, out, answer=(audit or res).answer, texts={"ranks": ""})
 
@@ -694,15 +710,27 @@ def cmd_judge(args: argparse.Namespace) -> int:
     out["warnings"] = [str(w) for w in warns]
     out = {k: v for k, v in out.items() if v is not None}
     if args.report:
-        path = report(res, path=args.report, title="mixedeval: judge-corrected evaluation", progress=not args.quiet)
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
+        _queue_report(args, out, res, title="mixedeval: judge-corrected evaluation")
     return _emit(args, out, answer=answer)
+
+
+def _irt_data(args: argparse.Namespace) -> Any:
+    """``irt``'s input: a folder of logs (read here when ``--where`` filters its rows: the logs'
+    canonical columns system, task, item, run, epoch, metric, ...), else a table read and filtered
+    as every command reads DATA."""
+    if not Path(args.data).is_dir():
+        return _load_data(args.data, args.where)
+    if not args.where:
+        return args.data
+    import dataclasses  # noqa: PLC0415 - only here
+
+    logs = read_eval_logs(args.data, metric=args.metric)
+    return dataclasses.replace(logs, table=_where(logs.table, args.where))
 
 
 def cmd_irt(args: argparse.Namespace) -> int:
     """``mixedeval irt DATA``: item parameters with flags and abilities with intervals."""
-    data: Any = args.data if Path(args.data).is_dir() else _load_data(args.data, args.where)
+    data = _irt_data(args)
     _progress(args, f"fitting the {args.model} item response model")
     res = irt(data, args.model, score=args.score, system=args.system, item=args.item, trials=args.trials,
               metric=args.metric, dif=args.dif, higher_is_better=args.higher_is_better,
@@ -712,9 +740,7 @@ def cmd_irt(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"engine": res.engine, "items": items, "flagged": int(len(res.flagged)),
                            "warnings": [str(w) for w in res.warnings]}
     if args.report:
-        path = report(res, path=args.report, title="mixedeval: item response theory", progress=not args.quiet)
-        _progress(args, f"report written to {path}")
-        out["report"] = args.report
+        _queue_report(args, out, res, title="mixedeval: item response theory")
     return _emit(args, out, answer=res.answer)
 
 

@@ -707,3 +707,37 @@ class LoopGuard:
         if len(tasks) > 1:
             out += runner.map(fn, list(tasks[1:]), shared=shared, progress=progress, desc=desc)
         return out
+
+
+class Deadline:
+    """The time limit of a loop whose length is not known beforehand (an optimizer's iterations):
+    :meth:`check` raises :class:`mixedeval.DataError` once the time since the start exceeds the
+    limit, and :meth:`first` refuses after the first iteration when ``at_least`` iterations
+    (the fewest the loop plausibly needs) would already exceed it. ``what`` names the loop
+    ("the EM of me.irt (engine='numpy', nagq=100)"), ``fix`` what to change."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        self.what, self.fix = what, fix
+        self.limit, self.desc = _time_resolve()
+        self._t0 = time.perf_counter()
+        self.judged = False
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return time.perf_counter() - self._t0
+
+    def first(self, took: float, at_least: int, unit: str = "iterations") -> None:
+        """After the first iteration (``took`` seconds): refuse when ``at_least`` of them exceed the
+        limit. Only the first call judges; later ones do nothing."""
+        if self.judged:
+            return
+        self.judged = True
+        check_time(self.elapsed() - took + took * at_least, self.what, self.fix,
+                   detail=f"at least {format_count(at_least)} {unit}; the first took {format_seconds(took)}")
+
+    def check(self, done: str = "") -> None:
+        """Raise when the loop has run past the time limit (``done``: how far it got, e.g. '40 iterations')."""
+        if self.elapsed() <= self.limit:
+            return
+        paren = f" ({done})" if done else ""
+        raise DataError(f"{self.what} ran past mixedeval's time limit of {self.desc}{paren}. {self.fix}")

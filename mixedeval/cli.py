@@ -28,10 +28,13 @@ which writes the library's Python-argument advice (``higher_is_better=False``, `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -41,6 +44,7 @@ from .inference._options import FAMILIES, GLMM_OPTIMIZERS
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a process stopped by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 OPTIMIZERS = ["nloptwrap", "bobyqa", "Nelder_Mead"]
 #: the statistics of ``bootstrap --statistic`` (the names of mixedeval.resampling._stats.STATISTICS, which
 #: imports numpy; tests/test_cli_startup.py checks that the two agree)
@@ -755,9 +759,38 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Any:
+    """While a command runs, SIGTERM stops it as Ctrl-C does (yields a flag list, ``[True]`` once
+    SIGTERM came): the handler calls SIGINT's current one -- the engine's, which interrupts R at
+    its next check, during an R call; Python's, which raises KeyboardInterrupt, otherwise -- so the
+    command unwinds, Python exits normally and R's exit handler removes its session folder
+    (``Rtmp*`` in TMPDIR), which the default SIGTERM (the process killed at once) left behind.
+    Installed from the main thread only, and only over the default action; restored afterwards."""
+    fired = [False]
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield fired
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        fired[0] = True
+        on_int = signal.getsignal(signal.SIGINT)
+        if callable(on_int):
+            on_int(signal.SIGINT, frame)
+        else:  # SIGINT ignored or at its default: still stop the command
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield fired
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 internal error, 2 usage or data
-    error, 130 interrupted)."""
+    error, 130 interrupted, 143 terminated by SIGTERM)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -778,14 +811,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = os.environ.get("MIXEDEVAL_QUIET")
     if args.quiet:
         os.environ["MIXEDEVAL_QUIET"] = "1"
+    terminated = [False]
     try:
-        return int(args.func(args) or 0)
+        with _sigterm_as_interrupt() as terminated:
+            return int(args.func(args) or 0)
     except (MixedEvalError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
         _fail(exc, words(" ".join(str(exc).split())), args.json)
         return EXIT_USAGE
-    except KeyboardInterrupt as exc:  # Ctrl-C, in Python or in R (the engine turns R's interrupt into this)
-        _fail(exc, "interrupted", args.json, label="")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM), in Python or in R (the engine turns R's interrupt into this)
+        _fail(exc, "terminated" if terminated[0] else "interrupted", args.json, label="")
+        return EXIT_TERMINATED if terminated[0] else EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout closed early (e.g. piped into head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ._logs import EvalLogs, read_eval_logs
-from .table import as_pandas
+from ._table_guard import guarded_table
 from .validate import require_columns, require_finite
 
 
@@ -46,7 +46,10 @@ def _scores_table(scores: Any, metric: Any, format: str, columns: Mapping[str, s
         return pd.DataFrame({"system": s["system"].astype(str), "task": s["task"].astype(str),
                              "item": s["item"].astype(str), "epoch": s["epoch"].astype(str),
                              "judge_score": s["score"].to_numpy(dtype=float)})
-    df = as_pandas(scores, what="the judge scores")
+    if metric is not None:
+        raise DataError(f"metric={metric!r} picks the judge's metric in evaluation logs; a score table names the "
+                        f"judge's column with judge_score= (here {columns['judge_score']!r})")
+    df = guarded_table(scores, what="the judge scores")
     df.columns = [str(c) for c in df.columns]
     need = [columns["system"], columns["item"], columns["judge_score"]]
     require_columns(df, need + [c for c in (columns.get("epoch"), columns.get("task")) if c], "the judge scores")
@@ -66,7 +69,7 @@ def _is_table_path(x: Any) -> bool:
 
 def _labels_table(labels: Any, id_column: str, human_score: str, system: str | None, epoch: str | None,
                   task: str | None) -> pd.DataFrame:
-    lab = as_pandas(labels, what="the labels")
+    lab = guarded_table(labels, what="the labels")
     lab.columns = [str(c) for c in lab.columns]
     require_columns(lab, [id_column, human_score, system, epoch, task], "the labels")
     require_finite(lab, human_score, role="human score column of the labels")

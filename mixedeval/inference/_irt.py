@@ -47,6 +47,7 @@ from scipy import special
 from tqdm.auto import tqdm
 
 from .. import _answer
+from .. import _resources as res
 from .._answer import Direction, Headline
 from ..data.validate import require_level
 from ..engine import _bridge
@@ -230,6 +231,33 @@ def _item_covariates(item_covariates: Any, resp: Responses, item: str) -> pd.Dat
     return design
 
 
+#: systems x items matrices of doubles me.irt holds beside the fit (responses, trials, fitted
+#: probabilities, the item-fit simulations' draws and statistics), and bytes per aggregated
+#: (system, item) row (the long table, its copy for the fit and R's; tracemalloc measured 210 per
+#: cell on a complete 600 x 400 table with the R Rasch fit)
+DENSE_COPIES, ROW_BYTES = 12, 250
+
+
+def _check_size(resp: Responses, engine: str, nagq: int) -> None:
+    """Refuse (:class:`DataError`, the estimate and the fix) a fit whose systems x items matrices
+    (and, with ``engine="numpy"``, its quadrature arrays) exceed mixedeval's memory limit, before
+    anything is allocated: 100,000 systems x 100,000 items raised a raw MemoryError of 74.5 GiB
+    (numpy engine) or kept R busy for many minutes."""
+    from ._irt_numpy import fit_bytes  # noqa: PLC0415 - the numpy engine's own estimate
+
+    S, I, n = len(resp.systems), len(resp.items), len(resp.long)
+    need = 8.0 * S * I * DENSE_COPIES + ROW_BYTES * n
+    how = f"{DENSE_COPIES} systems x items matrices of doubles and {res.format_count(n)} answered cells"
+    if engine == "numpy":
+        need += fit_bytes(S, I, nagq)
+        how += f", plus the numpy fit's quadrature arrays ({'Laplace' if nagq == 1 else f'{nagq} nodes'})"
+    if need > 8 * 2**20:
+        res.check_memory(need, f"me.irt on {res.format_count(S)} systems x {res.format_count(I)} items would",
+                         "Calibrate on a random sample of the items and systems (a few thousand items calibrate an "
+                         "item bank; me.estimate_scores places other systems on it), or drop the items few systems "
+                         "answered", detail=how)
+
+
 def _constant_items(resp: Responses) -> list[str]:
     y, n = resp.matrix("y").to_numpy(), resp.matrix("n").to_numpy()
     ty, tn = y.sum(axis=0), n.sum(axis=0)
@@ -307,9 +335,14 @@ def _dif(resp: Responses, dif: Any, dif_groups: pd.DataFrame | None, progress: b
     const = _constant_dif_items(data, dif)
     base = _bridge.irt_dif_base(data, binary=bool((data["n"] == 1).all()))
     v = base.value
-    rows = [_bridge.irt_dif_item(v["state"], it) for it in tqdm([i for i in resp.items if i not in const],
-                                                                 desc=f"DIF by {dif}", unit="item", leave=False,
-                                                                 disable=not progress)]
+    tested = [i for i in resp.items if i not in const]
+    guard = res.LoopGuard(f"the DIF tests by {dif}", len(tested), count=f"{res.format_count(len(tested))} items",
+                          unit="likelihood-ratio tests", fix="Test DIF on fewer items (a sample of them) or raise the "
+                                                              "time limit")
+    rows = []
+    for it in tqdm(tested, desc=f"DIF by {dif}", unit="item", leave=False, disable=not progress):
+        rows.append(_bridge.irt_dif_item(v["state"], it))
+        guard.block_done(len(rows))
     tab = pd.DataFrame(rows)
     tab["item"] = tab["item"].astype(str)
     tab["p_adj"] = adjust_pvalues(tab["p_value"].to_numpy(dtype=float), method="holm")
@@ -425,6 +458,8 @@ def irt(
     """
     if engine not in ("r", "numpy"):
         raise DataError(f"engine must be 'r' or 'numpy', not {engine!r}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise DataError(f"progress must be True or False, not {progress!r}")
     m = _check_args(model, n_sim, alpha, min_discrimination, nagq, engine)
     if discrimination_prior is not None and (engine != "numpy" or m != "2pl"):
         raise DataError("discrimination_prior= needs engine='numpy' and model='2pl' (glmmTMB 1.1.5 has no priors; "
@@ -439,6 +474,7 @@ def irt(
     resp = prepare_responses(data, score=score, system=system, item=item, trials=trials, metric=metric,
                              higher_is_better=direction.higher_is_better,
                              group=dif if isinstance(dif, str) else None)
+    _check_size(resp, engine, nagq)
     covariates = _item_covariates(item_covariates, resp, item)
     dif_data = _dif_data(resp, dif)
     fit, const = _fit(resp, m, covariates, nagq, engine, discrimination_prior)

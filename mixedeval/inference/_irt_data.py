@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..data._logs import EvalLogs, read_eval_logs
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..errors import DataError
 from ..results import ResultWarning
 
@@ -99,7 +99,10 @@ def _table(data: Any, *, score: str, system: str, item: str, trials: str | None,
     if isinstance(data, EvalLogs):
         long, name = _from_logs(data, metric)
         return long, name, "evaluation logs"
-    df = as_pandas(data)
+    df = guarded_table(data)
+    if metric is not None:
+        raise DataError(f"metric={metric!r} picks one metric of evaluation logs; a table names its 0/1 score column "
+                        f"with score= (here {score!r})")
     if item in df.columns and score in df.columns:
         missing = [c for c in (system, trials) if c is not None and c not in df.columns]
         if missing:

@@ -23,7 +23,11 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from .. import _resources as res
 from .._random import as_generator
+
+#: simulations of the item fit timed before the whole loop is judged against the time limit
+FIRST_BLOCK = 10
 
 
 def eta_matrix(a: np.ndarray, b: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -49,10 +53,16 @@ def item_fit(y: np.ndarray, n: np.ndarray, p: np.ndarray, *, n_sim: int, random_
     ni = n.astype(np.int64)
     pc = np.clip(p, 1e-12, 1 - 1e-12)
     exceed = np.zeros(obs.shape)
-    for _ in range(int(n_sim)):
+    guard = res.LoopGuard("the item-fit test of me.irt", int(n_sim), count=f"n_sim={res.format_count(n_sim)}",
+                          unit="simulations", fix="Lower n_sim (default 200; 0 skips the item-fit test) or raise the "
+                                                  "time limit")
+    first = min(int(n_sim), FIRST_BLOCK)
+    for k in range(int(n_sim)):
         ys = rng.binomial(ni, pc)
         sim = outfit(ys, n, p)
         exceed += np.nan_to_num(sim, nan=-np.inf) >= obs - 1e-12
+        if k + 1 == first:
+            guard.block_done(first)
     pval = (1.0 + exceed) / (n_sim + 1.0)
     return obs, np.where(np.isfinite(obs), pval, np.nan)
 

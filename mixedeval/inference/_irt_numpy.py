@@ -55,7 +55,8 @@ import pandas as pd
 from scipy import optimize, special
 from tqdm.auto import tqdm
 
-from ..data.table import as_pandas
+from .. import _resources as res
+from ..data._table_guard import guarded_table
 from ..errors import DataError
 from ..results import ResultMixin, ResultWarning
 
@@ -81,6 +82,15 @@ START_NODES, START_TOL = 7, 1e-4
 BOUND_FLAG = 0.99
 #: the 2PL's intercept bound is ``ETA_CLIP + Z_MAX |alpha|`` (see :func:`_bound_2pl`)
 Z_MAX = 6.0
+#: systems x items x nodes arrays of doubles a fit holds at its peak (the linear predictor,
+#: P(correct), residuals, weights and Louis' scores; tracemalloc measured 8.2 at 21 nodes on 300
+#: systems x 200 and x 900 items, 5.1 at 50 nodes) and systems x items arrays besides them
+NODE_COPIES, MATRIX_COPIES = 9, 10
+#: the fewest EM iterations a fit plausibly needs: the first one's time times this is refused
+#: up front when it exceeds mixedeval's time limit (:class:`mixedeval._resources.Deadline`)
+MIN_EM_ITERATIONS = 10
+_SIZE_FIX = ("Calibrate on a random sample of the items and systems (a few thousand items calibrate an item bank; "
+             "me.estimate_scores places other systems on it), or drop the items few systems answered")
 
 
 # ----------------------------------------------------------------------------- response matrices
@@ -99,6 +109,28 @@ class Responses:
         return pd.DataFrame({"system": np.asarray(self.systems, dtype=object)[s],
                              "item": np.asarray(self.items, dtype=object)[i],
                              "score": self.y[s, i], "trials": self.n[s, i]})
+
+
+def fit_bytes(n_systems: int, n_items: int, n_quadrature: int = 1) -> float:
+    """Peak bytes of a numpy-engine fit: ``8 S I (NODE_COPIES K + MATRIX_COPIES)`` with ``K`` the
+    quadrature nodes of the EM and the standard errors (:data:`SE_NODES` after a Laplace fit)."""
+    k = SE_NODES if n_quadrature == 1 else max(int(n_quadrature), START_NODES)
+    return 8.0 * n_systems * n_items * (NODE_COPIES * k + MATRIX_COPIES)
+
+
+def check_fit_memory(n_systems: int, n_items: int, n_quadrature: int = 1, matrices_only: bool = False) -> None:
+    """Refuse (:class:`DataError`, the estimate and the fix) a fit, or with ``matrices_only`` its
+    two systems x items count matrices, above mixedeval's memory limit, before allocating them."""
+    S, I = int(n_systems), int(n_items)
+    if matrices_only:
+        need, how = 16.0 * S * I, "two systems x items matrices of doubles"
+    else:
+        k = SE_NODES if n_quadrature == 1 else max(int(n_quadrature), START_NODES)
+        need = fit_bytes(S, I, n_quadrature)
+        how = f"{NODE_COPIES} systems x items x {k} quadrature nodes arrays of doubles and {MATRIX_COPIES} matrices"
+    if need > 8 * 2**20:
+        res.check_memory(need, f"the numpy IRT fit of {res.format_count(S)} systems x {res.format_count(I)} items "
+                         "would", _SIZE_FIX, detail=how)
 
 
 def _check_counts(y: np.ndarray, n: np.ndarray, what: str) -> None:
@@ -120,7 +152,7 @@ def response_matrix(data: Any, *, score: str = "score", system: str = "system", 
     index, or in a ``system`` column). Repeated (system, item) rows are summed as trials (epochs)."""
     if isinstance(data, Responses):
         return data
-    df = as_pandas(data)
+    df = guarded_table(data)
     if len(df) == 0:
         raise DataError("the response table is empty; give one row per system and item (or a wide table)")
     cols = [str(c) for c in df.columns]
@@ -153,6 +185,7 @@ def _from_long(df: pd.DataFrame, score: str, system: str, item: str, trials: str
     n = pd.to_numeric(d[trials]).astype(float) if trials is not None else pd.Series(1.0, index=d.index)
     s_codes, s_lev = pd.factorize(d[system].astype(str), sort=True)
     i_codes, i_lev = pd.factorize(d[item].astype(str), sort=True)
+    check_fit_memory(len(s_lev), len(i_lev), matrices_only=True)
     Y = np.zeros((len(s_lev), len(i_lev)))
     N = np.zeros_like(Y)
     np.add.at(Y, (s_codes, i_codes), y.to_numpy())
@@ -396,7 +429,7 @@ def _px_rescale(nodes: _Nodes):
 
 def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_iter: int = 5000,
            progress: bool = False, start: tuple[np.ndarray, np.ndarray, float] | None = None,
-           prior: tuple[float, float] | None = None) -> dict[str, Any]:
+           prior: tuple[float, float] | None = None, deadline: res.Deadline | None = None) -> dict[str, Any]:
     """Run the PX-EM to convergence; returns the slope-intercept parameters, modes, nodes and trace.
 
     Each iteration: adaptive nodes at the current posterior modes, the E step, one Newton step per
@@ -409,7 +442,9 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     ``prior=(mu, sd)`` (2PL only): a lognormal(mu, sd) prior on the discriminations, so the fixed
     point is the posterior mode (MAP) with the abilities N(0, 1); the expansion scale then solves
     :func:`_px_scale_with_prior`. ``"log_posterior"`` in the output is the marginal
-    log-likelihood plus the log prior (the objective; the marginal log-likelihood without it)."""
+    log-likelihood plus the log prior (the objective; the marginal log-likelihood without it).
+    ``deadline``: the time limit (:class:`mixedeval._resources.Deadline`), judged after the first
+    iteration (:data:`MIN_EM_ITERATIONS` of them) and checked after every one."""
     if prior is not None and model != "2pl":
         raise DataError("a discrimination prior needs the 2PL model")
     alpha, beta = _start_values(Y, N, model)
@@ -419,7 +454,12 @@ def fit_em(Y, N, model: str, *, n_quadrature: int = 15, tol: float = 1e-8, max_i
     mode, curv = posterior_modes(Y, N, alpha, beta)
     converged, it, delta, ll_prev = False, 0, np.inf, -np.inf
     bar = tqdm(total=max_iter, desc=f"IRT {model} EM", unit="it", leave=False, disable=not progress)
+    t_it = time.perf_counter()
     for it in range(1, max_iter + 1):
+        if deadline is not None:
+            if it == 2:
+                deadline.first(time.perf_counter() - t_it, MIN_EM_ITERATIONS)
+            deadline.check(f"{it - 1} EM iterations done")
         bar.update(1)
         mode, curv = posterior_modes(Y, N, alpha, beta, z0=mode, steps=MODE_STEPS)
         nodes, p = adaptive_nodes(Y, N, alpha, beta, mode, curv, n_quadrature, keep_p=True)
@@ -504,7 +544,7 @@ def laplace_terms(Y, N, alpha, beta, z0=None):
 
 
 def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, float] | None = None,
-                gtol: float = 1e-7, max_iter: int = 5000) -> dict[str, Any]:
+                gtol: float = 1e-7, max_iter: int = 5000, deadline: res.Deadline | None = None) -> dict[str, Any]:
     """Maximise the Laplace log-likelihood (plus the log prior of the discriminations, if any)
     from ``start`` (an EM result); returns the same keys as :func:`._irt_numpy.fit_em` plus
     ``"loglik_laplace"`` (with the binomial constant)."""
@@ -533,17 +573,21 @@ def fit_laplace(Y, N, model: str, start: dict[str, Any], *, prior: tuple[float, 
         x0 = np.r_[start["alpha"], start["beta"]]
         lo = 1e-8 if prior is not None else -ALPHA_MAX
         bounds = [(lo, ALPHA_MAX)] * I + [(None, None)] * I
-    res = optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+    def callback(*_: Any) -> None:
+        if deadline is not None:
+            deadline.check("in the Laplace optimizer")
+
+    opt = optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
                             options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": gtol, "ftol": 1e-15,
                                      "maxcor": 30})
-    alpha, beta = unpack(res.x)
+    alpha, beta = unpack(opt.x)
     ll, g_a, g_b, mode, curv = terms(Y, N, alpha, beta, z0=state["z"])
     nodes = adaptive_nodes(Y, N, alpha, beta, mode, curv, SE_NODES)
     grad = np.abs(np.r_[g_a, g_b])
-    return {"alpha": alpha, "beta": beta, "sigma": float(res.x[0]) if rasch else 1.0, "mode": mode, "curv": curv,
-            "nodes": nodes, "converged": bool(res.success), "n_iter": int(start["n_iter"]) + int(res.nit),
+    return {"alpha": alpha, "beta": beta, "sigma": float(opt.x[0]) if rasch else 1.0, "mode": mode, "curv": curv,
+            "nodes": nodes, "converged": bool(opt.success), "n_iter": int(start["n_iter"]) + int(opt.nit),
             "last_change": float(np.max(grad)) if grad.size else 0.0, "prior": prior,
-            "log_posterior": ll + _log_prior(alpha, prior), "optimizer": str(res.message),
+            "log_posterior": ll + _log_prior(alpha, prior), "optimizer": str(opt.message),
             "loglik_laplace": ll + _binomial_const(Y, N)}
 
 
@@ -754,15 +798,16 @@ def estimator_name(prior: tuple[float, float] | None, n_quadrature: int = 15) ->
 
 
 def _estimate(Y, N, m: str, n_quadrature: int, tol: float, max_iter: int, progress: bool,
-              prior: tuple[float, float] | None) -> dict[str, Any]:
+              prior: tuple[float, float] | None, deadline: res.Deadline | None = None) -> dict[str, Any]:
     """The EM (``n_quadrature > 1``) or the Laplace fit started from a loose EM (``n_quadrature
     == 1``: :func:`fit_laplace`), with the 2PL's scale oriented so that the discriminations sum
     to a positive number (most items keyed the right way)."""
     laplace = n_quadrature == 1
     em = fit_em(Y, N, m, n_quadrature=START_NODES if laplace else n_quadrature,
-                tol=max(tol, START_TOL) if laplace else tol, max_iter=max_iter, progress=progress, prior=prior)
+                tol=max(tol, START_TOL) if laplace else tol, max_iter=max_iter, progress=progress, prior=prior,
+                deadline=deadline)
     if laplace:
-        em = fit_laplace(Y, N, m, em, prior=prior, max_iter=max_iter)
+        em = fit_laplace(Y, N, m, em, prior=prior, max_iter=max_iter, deadline=deadline)
     if m == "2pl" and prior is None and em["alpha"].sum() < 0:
         em["alpha"], em["mode"] = -em["alpha"], -em["mode"]
         em["nodes"] = adaptive_nodes(Y, N, em["alpha"], em["beta"], em["mode"], em["curv"],
@@ -828,7 +873,12 @@ def irt_numpy(data: Any, model: str = "rasch", *, score: str = "score", system: 
         raise DataError(f"IRT needs at least 2 systems and 2 items (got {len(resp.systems)} and {len(resp.items)})")
     t0 = time.perf_counter()
     Y, N = resp.y, resp.n
-    em = _estimate(Y, N, m, n_quadrature, tol, max_iter, progress, prior)
+    check_fit_memory(Y.shape[0], Y.shape[1], n_quadrature)
+    deadline = res.Deadline(f"the numpy IRT fit ({m}, {'Laplace' if n_quadrature == 1 else f'{n_quadrature} nodes'}) "
+                            f"of {res.format_count(Y.shape[0])} systems x {res.format_count(Y.shape[1])} items",
+                            "Use fewer quadrature nodes (nagq=1, the Laplace fit, or 21), calibrate on a sample of the "
+                            "items, or raise the time limit")
+    em = _estimate(Y, N, m, n_quadrature, tol, max_iter, progress, prior, deadline)
     alpha, beta = em["alpha"], em["beta"]
     nodes = em["nodes"]
     cov, se_method = parameter_covariance(Y, N, alpha, beta, nodes, m, prior)

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
 
 from .. import _answer
-from ..data.table import as_pandas
+from .. import _resources as res
+from ..data._table_guard import guarded_table
 from ..data.validate import require_columns, require_level
 from ..errors import DataError
 from ..inference._bt_ppi import PPIFit, ppi_bt
@@ -64,7 +65,7 @@ def _verdicts(df: pd.DataFrame, col: str, allow_missing: bool) -> np.ndarray:
     return out
 
 
-def _design(df: pd.DataFrame, model_a: str, model_b: str, anchor: Any) -> tuple[np.ndarray, list[str], str]:
+def _design(df: pd.DataFrame, model_a: str, model_b: str, anchor: Any) -> tuple[sparse.csr_matrix, list[str], str]:
     a, b = df[model_a].astype(str).to_numpy(), df[model_b].astype(str).to_numpy()
     if (a == b).any():
         raise DataError(f"{int((a == b).sum())} battles pit a model against itself; drop them")
@@ -73,14 +74,36 @@ def _design(df: pd.DataFrame, model_a: str, model_b: str, anchor: Any) -> tuple[
     if ref not in models:
         raise DataError(f"anchor={anchor!r} is not one of the models {models[:10]}")
     others = [m for m in models if m != ref]
+    _check_size(len(df), len(models))
     idx = {m: i for i, m in enumerate(others)}
-    X = np.zeros((len(df), len(others)))
     rows = np.arange(len(df))
-    ia = np.array([idx.get(m, -1) for m in a])
-    ib = np.array([idx.get(m, -1) for m in b])
-    X[rows[ia >= 0], ia[ia >= 0]] += 1
-    X[rows[ib >= 0], ib[ib >= 0]] -= 1
+    ia = np.array([idx.get(m, -1) for m in a], dtype=np.int64)
+    ib = np.array([idx.get(m, -1) for m in b], dtype=np.int64)
+    r = np.concatenate([rows[ia >= 0], rows[ib >= 0]])
+    c = np.concatenate([ia[ia >= 0], ib[ib >= 0]])
+    v = np.concatenate([np.ones(int((ia >= 0).sum())), -np.ones(int((ib >= 0).sum()))])
+    X = sparse.csr_matrix((v, (r, c)), shape=(len(df), len(others)))  # e_a - e_b, the reference's column dropped
     return X, [ref, *others], ref
+
+
+#: models x models matrices of doubles the fit and its answer hold at their peak (Hessians, their
+#: inverses, the covariances of three fits, the leaderboard's), and bytes per pair of models of the
+#: differences table (eight numbers, two names, the best-first rewrite)
+SQUARE_COPIES, PAIR_BYTES = 16, 250
+
+
+def _check_size(n_battles: int, n_models: int) -> None:
+    """Refuse (:class:`DataError`, the estimate and the fix) a fit whose models x models matrices
+    and table of pairs exceed mixedeval's memory limit, before building anything (5,000 models
+    raised a raw MemoryError on the dense battles x models design, which is now sparse)."""
+    k = int(n_models)
+    need = 8.0 * k * k * SQUARE_COPIES + PAIR_BYTES * k * (k - 1) / 2 + 200.0 * n_battles
+    if need > 8 * 2**20:
+        res.check_memory(need, f"bradley_terry_corrected with {res.format_count(k)} models would",
+                         "Fit the models that matter (e.g. the top of a first leaderboard) or groups of models "
+                         "with shared anchors, or raise the limit",
+                         detail=(f"{SQUARE_COPIES} models x models matrices of doubles and "
+                                 f"{res.format_count(k * (k - 1) // 2)} pairs of models"))
 
 
 def _components(a: np.ndarray, b: np.ndarray, models: list[str]) -> list[list[str]]:
@@ -131,11 +154,23 @@ def _check_labelled_design(df: pd.DataFrame, model_a: str, model_b: str, lab: np
 def _fit_all(X, y, yh, lab, cl, method):
     cl_l = None if cl is None else cl[lab]
     cl_u = None if cl is None else cl[~lab]
-    fits = {"": ppi_bt(X[lab], y[lab], yh[lab], X[~lab], yh[~lab], method=method, cl_l=cl_l, cl_u=cl_u),
-            "classical_": ppi_bt(X[lab], y[lab], yh[lab], X[~lab], yh[~lab], method="classical", cl_l=cl_l,
-                                 cl_u=cl_u)}
-    # the judge alone: a plain fit to its verdicts on every battle (people's verdicts ignored)
-    fits["judge_"] = ppi_bt(X, yh, yh, X[:0], yh[:0], method="classical", cl_l=cl, cl_u=None if cl is None else cl[:0])
+    dl = res.Deadline(f"bradley_terry_corrected's fits ({res.format_count(X.shape[1] + 1)} models, "
+                      f"{res.format_count(X.shape[0])} battles)",
+                      "Fit fewer models (e.g. the top of a first leaderboard), or raise the time limit")
+    XL, XU = X[np.flatnonzero(lab)], X[np.flatnonzero(~lab)]
+    try:
+        fits = {"": ppi_bt(XL, y[lab], yh[lab], XU, yh[~lab], method=method, cl_l=cl_l, cl_u=cl_u, deadline=dl),
+                "classical_": ppi_bt(XL, y[lab], yh[lab], XU, yh[~lab], method="classical", cl_l=cl_l,
+                                     cl_u=cl_u, deadline=dl)}
+        # the judge alone: a plain fit to its verdicts on every battle (people's verdicts ignored)
+        fits["judge_"] = ppi_bt(X, yh, yh, X[:0], yh[:0], method="classical", cl_l=cl,
+                                cl_u=None if cl is None else cl[:0], deadline=dl)
+    except np.linalg.LinAlgError:
+        raise DataError("the Bradley-Terry fit did not converge (its Hessian became singular): some models have too "
+                        "few battles to pin their strengths -- a model that wins or loses (almost) all of its "
+                        "judge-only or labelled battles, or whose people's and judge's verdicts differ more than its "
+                        "judge-only battles can absorb, sends its strength to infinity; add battles of those models "
+                        "(or drop them)") from None
     return fits
 
 
@@ -171,16 +206,24 @@ def _pair(fit: PPIFit, names: list[str], a: str, b: str, level: float) -> tuple[
 
 def _pairs(fit: PPIFit, names: list[str], order: list[str], level: float) -> pd.DataFrame:
     """Every pair of models best first (:func:`mixedeval._answer.best_first_pairs`): the corrected
-    strength difference, its interval and test (:func:`_pair`), ``p_adj`` Holm over the pairs."""
-    rows = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            dd, se, lo, hi, p = _pair(fit, names, a, b, level)
-            rows.append({"system_a": a, "system_b": b, "delta": dd, "std_error": se, "conf_low": lo,
-                         "conf_high": hi, "p_value": p})
-    if not rows:
+    strength difference, its interval and test (:func:`_pair`'s formulas, for all pairs at once),
+    ``p_adj`` Holm over the pairs."""
+    k = len(names)
+    if k < 2:
         return pd.DataFrame(columns=list(_answer.PAIR_COLUMNS))
-    pairs = pd.DataFrame(rows)
+    est = np.concatenate([[0.0], fit.theta])
+    V = np.zeros((k, k))
+    V[1:, 1:] = fit.vcov
+    i, j = np.triu_indices(k, 1)
+    d = est[i] - est[j]
+    se = np.sqrt(V[i, i] + V[j, j] - 2 * V[i, j])
+    q = _answer.z_quantile(level) if not np.isfinite(fit.df) else stats.t.ppf(0.5 + level / 2, fit.df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(se > 0, np.abs(d) / np.where(se > 0, se, 1.0), np.nan)
+    p = 2 * (stats.norm.sf(z) if not np.isfinite(fit.df) else stats.t.sf(z, fit.df))
+    arr = np.asarray(names, dtype=object)
+    pairs = pd.DataFrame({"system_a": arr[i], "system_b": arr[j], "delta": d, "std_error": se, "conf_low": d - q * se,
+                          "conf_high": d + q * se, "p_value": p})
     pairs["p_adj"] = adjust_pvalues(pairs["p_value"].to_numpy(dtype=float), "holm")
     return _answer.best_first_pairs(pairs, order, True)
 
@@ -205,7 +248,7 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
     if method not in ("ppi++", "ppi"):
         raise DataError(f"method must be 'ppi++' or 'ppi', not {method!r}")
     level = require_level(level)
-    df = as_pandas(battles, what="battles")
+    df = guarded_table(battles, what="battles")
     require_columns(df, [model_a, model_b, winner, human_winner, cluster], "battles")
     yh = _verdicts(df, winner, allow_missing=False)
     y = _verdicts(df, human_winner, allow_missing=True)
@@ -241,10 +284,16 @@ def bradley_terry_corrected(battles: Any, *, model_a: str = "model_a", model_b: 
                          differences=_pairs(fits[""], names, list(board["name"]), level),
                          no_headline_text="one model: no comparison")
     order = table["strength"].to_numpy().argsort()[::-1]
+    warns = ()
+    if np.array_equal(y[lab], yh[lab]):
+        warns = (ResultWarning("judge_never_corrected", f"people agree with the judge on all {int(lab.sum())} "
+                               "labelled battles: the correction has nothing to correct, so the strengths and "
+                               "intervals rest on the judge's verdicts (a judge that errs on a few percent of battles "
+                               "can agree on a sample this size); label more battles to check the judge"),)
     prov = {"workflow": "bradley_terry_corrected", "method": method, "anchor": ref, "n_battles": len(df),
             "n_labels": int(lab.sum()), "cluster": cluster, "level": level}
     return JudgedBattlesResult(table=table.iloc[order].reset_index(drop=True), answer=ans, lam=fits[""].lam,
-                               level=level, warnings=(), provenance=prov)
+                               level=level, warnings=warns, provenance=prov)
 
 
 __all__ = ["JudgedBattlesResult", "bradley_terry_corrected"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..data.validate import require_columns, require_finite, require_nonempty, require_supported_dtypes
 from ..errors import DataError
 from ._judges_core import Units
@@ -71,7 +71,7 @@ def canonical_rows(data: Any, judge_score: str, human_score: str, system: str, i
              "epoch": _name(epoch, "epoch", True), "judge": _name(judge, "judge", True),
              "cluster": _name(cluster, "cluster", True)}
     _check_roles(names)
-    df = as_pandas(data, what="data")
+    df = guarded_table(data, what="data")
     df.columns = [str(c) for c in df.columns]
     require_nonempty(df)
     require_columns(df, list(names.values()))

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _answer
-from ..data.table import as_pandas
+from ..data._table_guard import guarded_table
 from ..data.validate import require_columns, require_nonempty
 from ..errors import DataError
 from ..results import ResultWarning
@@ -210,17 +210,20 @@ def _check_args(df, score, system, item, checkpoint, run, scale, small, large, l
         raise DataError(f"column {score!r} must be numeric scores")
     if not (isinstance(last_n, (int, np.integer)) and last_n >= 2):
         raise DataError(f"last_n={last_n!r} must be a whole number >= 2 (checkpoints whose SD is the noise)")
-    if not 0 < target < 1:
-        raise DataError(f"target_reliability={target!r} must be between 0 and 1, e.g. 0.9")
+    if isinstance(target, bool) or not isinstance(target, (int, float, np.integer, np.floating)) or not 0 < target < 1:
+        raise DataError(f"target_reliability={target!r} must be a number between 0 and 1, e.g. 0.9")
     if scale is None:
         return None, None
     levels = [str(v) for v in pd.unique(df[scale].dropna())]
     if small is None or large is None:
         raise DataError(f"with scale={scale!r} name the two levels to compare: small=..., large=... (levels: "
                         f"{', '.join(levels[:10])})")
-    for v in (small, large):
+    for name, v in (("small", small), ("large", large)):
         if str(v) not in levels:
-            raise DataError(f"{v!r} is not a level of {scale!r} ({', '.join(levels[:10])})")
+            raise DataError(f"{name}={v!r} is not a level of {scale!r} ({', '.join(levels[:10])})")
+    if str(small) == str(large):
+        raise DataError(f"small= and large= both name the level {str(small)!r} of {scale!r}: the decision accuracy "
+                        f"compares the systems' order at two different scales (levels: {', '.join(levels[:10])})")
     return str(small), str(large)
 
 
@@ -237,7 +240,7 @@ def benchmark_quality(data: Any, *, score: str = "score", system: str = "system"
     ``run``: training runs (seeds). ``scale`` with levels ``small`` and ``large``: the decision
     accuracy compares the systems' orders at the two scales. Definitions and references in the
     module documentation; the reliability needs R (lme4) for the variance components."""
-    df = as_pandas(data).copy()
+    df = guarded_table(data).copy()
     df.columns = [str(c) for c in df.columns]
     small_l, large_l = _check_args(df, score, system, item, checkpoint, run, scale, small, large, last_n,
                                    target_reliability)

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _answer
-from .._random import as_generator
-from ..data.table import as_pandas
+from .._random import as_generator, seed_sequence
+from ..data._table_guard import guarded_table
 from ..data.validate import require_level
 from ..errors import DataError
 from ..results import ResultWarning
@@ -172,7 +172,7 @@ def select_items(calibration: Any, n_items: int = 100, method: str = "stratified
     if method not in METHODS:
         raise DataError(f"method={method!r} must be one of {', '.join(map(repr, METHODS))}")
     I = len(bank.items)
-    if not (isinstance(n_items, (int, np.integer)) and 1 <= n_items < I):
+    if isinstance(n_items, bool) or not (isinstance(n_items, (int, np.integer)) and 1 <= n_items < I):
         raise DataError(f"n_items={n_items!r} must be a whole number from 1 to {I - 1} (the bank has {I} items)")
     chosen, group, size, info = _choose(bank, n_items, method, as_generator(random_state))
     table = pd.DataFrame({"item": [bank.items[i] for i in chosen], "weight": size / size.sum(),
@@ -413,7 +413,7 @@ def _new_responses(bank: Bank, responses: Any, score: str, system: str, item: st
         df = pd.DataFrame({system: "system", item: [str(i) for i in responses.index],
                            score: responses.to_numpy()})
     else:
-        df = as_pandas(responses)
+        df = guarded_table(responses)
         if score in df.columns and item in df.columns and system not in df.columns:
             df = df.assign(**{system: "system"})
     resp = response_matrix(df, score=score, system=system, item=item)
@@ -542,8 +542,10 @@ def estimate_scores(calibration: Any, responses: Any, anchors: Any = None, *, sc
     w, subset, wsource = _anchor_weights(bank, anchors, n)
     z = _answer.z_quantile(level)
     core = _core(bank.shrunk(), y, n, w)
-    if not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
+    if isinstance(n_folds, bool) or not (isinstance(n_folds, (int, np.integer)) and (n_folds == 0 or n_folds >= 2)):
         raise DataError(f"n_folds={n_folds!r} must be 0 (model-only intervals) or a whole number >= 2")
+    if not isinstance(random_state, (np.random.Generator, np.random.SeedSequence)):
+        seed_sequence(random_state)  # a DataError naming random_state (it was a raw TypeError from numpy)
     design = _Design(subset, w) if not isinstance(anchors, ItemSubset) else _Design(
         subset, w, anchors.method, len(anchors.table), anchors.provenance.get("random_state"))
     tuning = _tune(bank, design, z, level, int(n_folds), random_state) or _model_tuning(core, z)
@@ -670,8 +672,9 @@ def next_items(calibration: Any, responses: Any = None, *, n_items: int = 1, tar
     the bank is exhausted."""
     level = require_level(level)
     bank = as_bank(calibration)
-    if not (isinstance(n_items, (int, np.integer)) and n_items >= 1):
-        raise DataError(f"n_items={n_items!r} must be a whole number >= 1")
+    for name, v in (("n_items", n_items), ("max_items", max_items)):
+        if v is not None and (isinstance(v, bool) or not (isinstance(v, (int, np.integer)) and v >= 1)):
+            raise DataError(f"{name}={v!r} must be a whole number >= 1")
     target = 0.3 * bank.sigma if target_se is None else float(target_se)
     if not (target > 0 and np.isfinite(target)):
         raise DataError(f"target_se={target_se!r} must be > 0 (on the ability scale)")
