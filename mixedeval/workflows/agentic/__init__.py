@@ -1,0 +1,1 @@
+"""Small agentic evaluations: Bayesian hierarchical models, pass@k and pass^k, time horizons."""
