@@ -33,18 +33,20 @@ me_bayes_prior <- function(spec) {
   )
 }
 
-# The child processes of this R session (PSOCK workers of parallel chains), from /proc.
-me_bayes_children <- function() {
-  me <- Sys.getpid()
-  st <- list.files("/proc", pattern = "^[0-9]+$")
-  kids <- integer(0)
-  for (p in st) {
-    s <- tryCatch(readLines(file.path("/proc", p, "stat"), n = 1L, warn = FALSE), error = function(e) "")
-    if (!nzchar(s)) next
-    rest <- strsplit(sub("^.*\\) ", "", s), " ", fixed = TRUE)[[1]]
-    if (length(rest) >= 2L && as.integer(rest[2]) == me) kids <- c(kids, as.integer(p))
+# The PSOCK worker processes of this R session's clusters (rstan's parallel chains), from /proc:
+# Rscript processes running parallel:::.workRSOCK for this session's cluster port (fixed per session
+# by package parallel). They are not children of this process (the shell that starts them exits).
+me_bayes_workers <- function() {
+  port <- paste0("PORT=", parallel:::getClusterOption("port"))
+  out <- integer(0)
+  for (p in list.files("/proc", pattern = "^[0-9]+$")) {
+    cl <- tryCatch(readBin(file.path("/proc", p, "cmdline"), "raw", 65536L), error = function(e) raw(0))
+    if (!length(cl)) next
+    cl[cl == as.raw(0)] <- as.raw(32)
+    txt <- rawToChar(cl)
+    if (grepl("workRSOCK", txt, fixed = TRUE) && grepl(port, txt, fixed = TRUE)) out <- c(out, as.integer(p))
   }
-  kids
+  out
 }
 
 # The fit: stan_glmer (stan_glm for a model without any group effect). Returns the draws of every
@@ -55,7 +57,7 @@ me_bayes_fit <- function(data, family, items = TRUE, cluster = FALSE, chains = 4
                          adapt_delta = NULL) {
   f <- me_bayes_formula(family, items, cluster)
   fam <- me_bayes_family(family)
-  before <- if (cores > 1L) me_bayes_children() else integer(0)
+  before <- if (cores > 1L) me_bayes_workers() else integer(0)
   args <- list(formula = f, data = quote(data), family = fam, chains = as.integer(chains), iter = as.integer(iter),
                seed = as.integer(seed), refresh = as.integer(refresh), cores = as.integer(cores),
                open_progress = FALSE)
@@ -70,7 +72,7 @@ me_bayes_fit <- function(data, family, items = TRUE, cluster = FALSE, chains = 4
   m <- withCallingHandlers(
     do.call(fun, args),
     interrupt = function(e) {
-      kids <- setdiff(me_bayes_children(), before)
+      kids <- if (cores > 1L) setdiff(me_bayes_workers(), before) else integer(0)
       if (length(kids)) tools::pskill(kids, tools::SIGTERM)
     }
   )

@@ -216,7 +216,16 @@ def group_sd(draws: pd.DataFrame, clustered: bool) -> np.ndarray:
     return np.sqrt(v)
 
 
-def _default_cores(chains: int) -> int:
+#: rows x iterations from which chains run in parallel by default (starting the R worker processes
+#: costs several seconds, more than a small model's whole sampling)
+PARALLEL_FROM = 200_000
+
+
+def _default_cores(chains: int, n_rows: int, iter: int) -> int:  # noqa: A002 - Stan's name
+    """Chains in parallel (one R process each, up to the CPUs) for a model of at least
+    :data:`PARALLEL_FROM` rows x iterations; 1 below."""
+    if n_rows * iter < PARALLEL_FROM:
+        return 1
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return int(max(1, min(chains, n)))
 
@@ -266,8 +275,8 @@ def bayes_glmm(
         ``prior_aux``, each ``{"dist": "normal"|"student_t"|"cauchy"|"exponential", "location",
         "scale", "df", "rate", "autoscale"}``.
     chains, iter, adapt_delta : Stan's (``iter`` includes the warm-up half).
-    cores : chains run in parallel on this many R processes (None: min(chains, CPUs)); the draws
-        do not depend on it.
+    cores : chains run in parallel on this many R processes (None: min(chains, CPUs) for a model of
+        at least :data:`PARALLEL_FROM` rows x iterations, else 1); the draws do not depend on it.
     rope : half-width of the region of practical equivalence of two rates (e.g. 0.02).
     level : credible level (equal-tailed).
     reference : the headline is the best other system against this one.
@@ -290,7 +299,7 @@ def bayes_glmm(
     frame, systems, clustered = model_data(design, family)
     seed = r_seed(random_state)
     chains, iter = int(chains), int(iter)
-    cores = _default_cores(chains) if cores is None else int(cores)
+    cores = _default_cores(chains, len(frame), iter) if cores is None else int(cores)
     refresh = max(1, iter // 10) if progress and not os.environ.get("MIXEDEVAL_QUIET") else 0
     from ...engine import _bridge  # noqa: PLC0415 - R starts on the first call that needs it
 
