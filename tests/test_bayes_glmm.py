@@ -284,3 +284,10 @@ def test_ctrl_c_stops_the_chains_and_the_session_survives(tmp_path, cores):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_ppc_p_value_by_hand():
+    rep = np.array([1.0, 2, 3, 4, 5])
+    assert ppc_p(5, rep) == pytest.approx(0.4)  # 2 * min(P(rep >= 5) = 1/5, P(rep <= 5) = 1)
+    assert ppc_p(3, rep) == 1.0
+    assert ppc_p(9, rep) == 0.0

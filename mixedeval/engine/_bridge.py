@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import names
-from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, lock
+from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, console_echo, lock
 
 
 def _m(fit: Any) -> Any:
@@ -690,8 +690,6 @@ def bayes_fit(data: Any, *, family: str, items: bool, cluster: bool, chains: int
     formula chosen by ``family`` / ``items`` / ``cluster`` (``r/bayes.R``); ``value["model"]`` is the
     R model, ``value["summary"]`` the draws, ``posterior::summarise_draws`` diagnostics, divergences
     and the prior summary. ``echo``: Stan's console output (``refresh``) goes to stderr."""
-    from .session import console_echo  # noqa: PLC0415
-
     with console_echo(echo):
         return call("me_bayes_fit", data=data, family=family, items=bool(items), cluster=bool(cluster),
                     chains=int(chains), iter=int(iter), seed=int(seed), refresh=int(refresh), cores=int(cores),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -111,8 +112,6 @@ def console_echo(enabled: bool = True, stream: Any = None) -> Iterator[None]:
     if not enabled:
         yield
         return
-    import sys  # noqa: PLC0415
-
     import rpy2.rinterface_lib.callbacks as cb  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
 
     with lock:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ... import _answer
 from ..._format import fmt_p
+from ...errors import DataError
 from ...results import ResultWarning
 from ._bayes_draws import ppc_p
 
@@ -63,7 +64,7 @@ def ppc(model: Any, frame: pd.DataFrame, family: str, systems: list[str], seed: 
     """Posterior predictive checks from ``rstanarm::posterior_predict`` (seeded): the success rate
     (mean score) per system, per task, overall, and the SD of the tasks' rates (extra-binomial
     variation between tasks), observed against replicated; two-sided posterior predictive p-values."""
-    from ...engine import _bridge  # noqa: PLC0415
+    from ...engine import _bridge  # noqa: PLC0415 - the engine module loads only when a check runs
 
     pp = _bridge.bayes_predict(model, n_draws=n_draws, seed=seed)
     yrep, y = pp["yrep"], pp["observed"]
@@ -134,12 +135,11 @@ def ppc_rows(tab: pd.DataFrame) -> list[dict[str, Any]]:
 def ppc_figure(data: dict[str, Any] | None, path: Any = None):
     """Observed rates (points) against the replicated 95% intervals (bars), per system and per task."""
     if data is None:
-        from ...errors import DataError  # noqa: PLC0415
         raise DataError("no posterior predictive check was computed (ppc=False)")
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1, 2]})
     for ax, level in zip(axes, ("system", "task")):
@@ -170,7 +170,7 @@ def loo_table(frame: pd.DataFrame, family: str, clustered: bool, items: bool, mo
               seed: int, cores: int) -> tuple[pd.DataFrame, list[ResultWarning]]:
     """``loo`` of the fitted model and of the same model with task effects removed (or added,
     when the fit has none), compared by ``loo::loo_compare``."""
-    from ...engine import _bridge  # noqa: PLC0415
+    from ...engine import _bridge  # noqa: PLC0415 - the engine module loads only when a check runs
 
     other = _bridge.bayes_fit(frame, family=family, items=not items, cluster=clustered, chains=chains, iter=iter,
                               seed=seed, refresh=0, cores=cores)
@@ -213,7 +213,7 @@ def loo_rows(tab: pd.DataFrame) -> list[dict[str, Any]]:
 def frequentist_row(design: Any, head: _answer.Headline) -> dict[str, Any]:
     """The headline pair in the frequentist binomial GLMM (:func:`mixedeval.compare_systems`,
     ``family="binomial"``, attempts as rows, ``score ~ system + (1|item)``), as a check row."""
-    from ..compare_systems import compare_systems  # noqa: PLC0415
+    from ..compare_systems import compare_systems  # noqa: PLC0415 - lme4's check loads only when it runs
 
     r = design.rows
     several = r["task"].nunique() > 1
