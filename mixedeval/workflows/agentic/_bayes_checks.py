@@ -29,7 +29,11 @@ LOO_SE = 2.0
 
 def _row(check: str, estimate: float, verdict: str, *, conf_low: float = np.nan, conf_high: float = np.nan,
          p_value: float = np.nan) -> dict[str, Any]:
-    return {"check": check, "estimate": float(estimate), "conf_low": float(conf_low), "conf_high": float(conf_high),
+    """A checks row of a diagnostic: its statistic goes into the check's text (``estimate`` and the
+    interval columns hold the headline's advantage, on its scale, which a diagnostic does not
+    estimate; the numbers are in ``result.diagnostics`` / ``ppc`` / ``loo``)."""
+    lo_hi = f", replicated {conf_low:.3g} to {conf_high:.3g}" if np.isfinite(conf_low) else ""
+    return {"check": f"{check}: {estimate:.4g}{lo_hi}", "estimate": np.nan, "conf_low": np.nan, "conf_high": np.nan,
             "p_value": float(p_value), "verdict": verdict}
 
 
@@ -136,12 +140,10 @@ def ppc_figure(data: dict[str, Any] | None, path: Any = None):
     """Observed rates (points) against the replicated 95% intervals (bars), per system and per task."""
     if data is None:
         raise DataError("no posterior predictive check was computed (ppc=False)")
-    import matplotlib  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
+    from matplotlib.figure import Figure  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib loads only when a figure is drawn
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1, 2]})
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
     for ax, level in zip(axes, ("system", "task")):
         d = data[level]
         if level == "task":
@@ -159,7 +161,6 @@ def ppc_figure(data: dict[str, Any] | None, path: Any = None):
             ax.set_xticks([])
             ax.set_xlabel("tasks (sorted by observed rate)")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
     if path is not None:
         fig.savefig(path, format="png", dpi=100)
     return fig

@@ -66,7 +66,7 @@ def pair_table(rate: np.ndarray, names: list[str], level: float, rope: float | N
     """Every pair (a before b in ``names``): the posterior of rate_a - rate_b (mean, SD,
     equal-tailed interval), ``p_a_greater`` = P(rate_a > rate_b), ``p_value`` = the two-sided
     posterior tail probability ``2 min(P(d > 0), P(d < 0))`` (what a p-value column can hold for a
-    posterior), and with ``rope`` the probabilities of |d| < rope (practically equivalent),
+    posterior), bounded below by ``1 / n_draws`` (the resolution of the draws), and with ``rope`` the probabilities of |d| < rope (practically equivalent),
     d >= rope and d <= -rope."""
     a = (1.0 - level) / 2.0
     ia, ib = np.triu_indices(len(names), 1)
@@ -76,7 +76,8 @@ def pair_table(rate: np.ndarray, names: list[str], level: float, rope: float | N
     out = pd.DataFrame({"system_a": [names[i] for i in ia], "system_b": [names[j] for j in ib],
                         "delta": d.mean(axis=0), "std_error": d.std(axis=0, ddof=1),
                         "conf_low": np.quantile(d, a, axis=0), "conf_high": np.quantile(d, 1 - a, axis=0),
-                        "p_a_greater": pg, "p_value": np.minimum(1.0, 2 * np.minimum(pg, pl))})
+                        "p_a_greater": pg,
+                        "p_value": np.clip(2 * np.minimum(pg, pl), 1.0 / len(rate), 1.0)})
     if rope is not None:
         out["p_rope"] = (np.abs(d) < rope).mean(axis=0)
         out["p_above_rope"] = (d >= rope).mean(axis=0)
