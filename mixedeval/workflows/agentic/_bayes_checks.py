@@ -28,11 +28,11 @@ LOO_SE = 2.0
 
 
 def _row(check: str, estimate: float, verdict: str, *, conf_low: float = np.nan, conf_high: float = np.nan,
-         p_value: float = np.nan) -> dict[str, Any]:
+         p_value: float = np.nan, range_word: str = "replicated") -> dict[str, Any]:
     """A checks row of a diagnostic: its statistic goes into the check's text (``estimate`` and the
     interval columns hold the headline's advantage, on its scale, which a diagnostic does not
     estimate; the numbers are in ``result.diagnostics`` / ``ppc`` / ``loo``)."""
-    lo_hi = f", replicated {conf_low:.3g} to {conf_high:.3g}" if np.isfinite(conf_low) else ""
+    lo_hi = f", {range_word} {conf_low:.3g} to {conf_high:.3g}" if np.isfinite(conf_low) else ""
     return {"check": f"{check}: {estimate:.4g}{lo_hi}", "estimate": np.nan, "conf_low": np.nan, "conf_high": np.nan,
             "p_value": float(p_value), "verdict": verdict}
 
@@ -193,7 +193,8 @@ def loo_table(frame: pd.DataFrame, family: str, clustered: bool, items: bool, mo
 
 def loo_rows(tab: pd.DataFrame) -> list[dict[str, Any]]:
     """One check row: the fitted model's elpd minus the other's, +- 2 SE; it differs when the other
-    model predicts better by more than :data:`LOO_SE` standard errors."""
+    model predicts better by more than :data:`LOO_SE` standard errors, or when some Pareto k exceeds
+    :data:`PARETO_K` and the difference is not beyond ``2 LOO_SE`` standard errors (loo cannot decide)."""
     fitted = tab[tab["fitted"]].iloc[0]
     other = tab[~tab["fitted"]].iloc[0]
     d = float(fitted["elpd"] - other["elpd"])
@@ -202,12 +203,12 @@ def loo_rows(tab: pd.DataFrame) -> list[dict[str, Any]]:
     knote = f"; {k} Pareto k > {PARETO_K} (loo unreliable for those observations)" if k else ""
     if d < -LOO_SE * se:
         verdict = f"differs: the model {other['model']} predicts better (elpd {d:+.1f}, SE {se:.1f}){knote}"
-    elif k:
-        verdict = f"differs: {knote[2:]}"
+    elif k and d < 2 * LOO_SE * se:  # unreliable and not clear-cut
+        verdict = f"differs: {knote[2:]}, and the difference is within {2 * LOO_SE:g} SE"
     else:
-        verdict = "agrees"
+        verdict = "agrees" + (f" (note: {knote[2:]}; the difference exceeds {2 * LOO_SE:g} SE)" if k else "")
     return [_row(f"loo: elpd of the fitted model ({fitted['model']}) minus the model {other['model']}", d, verdict,
-                 conf_low=d - LOO_SE * se, conf_high=d + LOO_SE * se)]
+                 conf_low=d - LOO_SE * se, conf_high=d + LOO_SE * se, range_word="+-2 SE")]
 
 
 # ------------------------------------------------------------------------------ frequentist

@@ -94,9 +94,10 @@ def p_matrix(rate: np.ndarray, names: list[str], higher_is_better: bool) -> pd.D
 
 
 def ppc_p(observed: float, replicated: np.ndarray) -> float:
-    """Two-sided posterior predictive p-value ``2 min(P(T_rep >= T_obs), P(T_rep <= T_obs))``, capped at 1."""
+    """Two-sided posterior predictive p-value ``2 min(P(T_rep >= T_obs), P(T_rep <= T_obs))``, within
+    ``[1 / n_draws, 1]`` (the draws cannot resolve smaller)."""
     r = np.asarray(replicated, dtype=float)
-    return float(min(1.0, 2 * min((r >= observed).mean(), (r <= observed).mean())))
+    return float(np.clip(2 * min((r >= observed).mean(), (r <= observed).mean()), 1.0 / r.size, 1.0))
 
 
 __all__ = ["N_NODES", "marginal_rate", "p_matrix", "pair_table", "ppc_p", "ranks_of", "system_table"]
