@@ -322,3 +322,29 @@ def test_cli_bayes_json_and_report(tmp_path):
     assert list(cli["name"]) == list(api["name"])
     np.testing.assert_allclose(cli["estimate"], api["estimate"], rtol=1e-12)
     assert main(["bayes", str(path), "--family", "poisson"]) == 2
+
+
+def test_task_clusters_are_a_second_random_intercept():
+    df = _agent_table(n_tasks=8, seed=10)
+    df["family"] = df["task_id"].map(lambda t: "fam-" + str(int(t[1:]) % 3))
+    res = me.bayes_glmm(df, score="success", system="agent", item="task_id", epoch="attempt", cluster="family",
+                        random_state=6, loo=False, ppc=False, frequentist=False, **QUICK)
+    assert res.provenance["formula"].endswith("(1 | item) + (1 | cluster)")
+    d = res.parameter_draws
+    tau = np.sqrt(d["Sigma[item:(Intercept),(Intercept)]"] + d["Sigma[cluster:(Intercept),(Intercept)]"]).to_numpy()
+    eta = d["(Intercept)"].to_numpy()
+    np.testing.assert_allclose(res.draws["agent 0"], marginal_rate(eta[:, None], tau)[:, 0], rtol=1e-12)
+
+
+def test_beta_family_models_continuous_scores_in_0_1():
+    df = _agent_table(n_tasks=6, seed=11)
+    rng = np.random.default_rng(1)
+    df = df.assign(quality=np.clip(0.2 + 0.6 * df["success"] + rng.normal(0, 0.1, len(df)), 0.01, 0.99))
+    res = me.bayes_glmm(df, score="quality", system="agent", item="task_id", epoch="attempt", family="beta",
+                        random_state=2, chains=1, iter=300, cores=1, progress=False, loo=False, ppc=False,
+                        frequentist=False)
+    assert res.provenance["formula"] == "score ~ system + (1 | item)"
+    assert "(phi)" in res.parameter_draws.columns
+    assert ((res.draws > 0) & (res.draws < 1)).all().all()
+    with pytest.raises(me.DataError, match="strictly between 0 and 1"):
+        me.bayes_glmm(df, score="success", system="agent", item="task_id", epoch="attempt", family="beta")
