@@ -257,6 +257,9 @@ try:
     print("finished", flush=True)
 except KeyboardInterrupt:
     print("interrupted", round(time.time() - t0, 1), flush=True)
+time.sleep(1)
+left = sess.call("me_bayes_workers").value  # this session's parallel-chain workers still running
+print("workers left", 0 if left is None else np.atleast_1d(left).size, flush=True)
 small = df[df["item"].isin(["t1", "t2", "t3", "t4"]) & df["system"].isin(["s0", "s9"])]
 r = me.bayes_glmm(small, epoch="epoch", chains=1, iter=200, cores=1, progress=False, loo=False, ppc=False,
                   frequentist=False, random_state=1)
@@ -280,6 +283,7 @@ def test_ctrl_c_stops_the_chains_and_the_session_survives(tmp_path, cores):
         assert line.startswith("interrupted"), line + p.stderr.read()
         assert time.time() - t0 < 10
         out, err = p.communicate(timeout=120)
+        assert "workers left 0" in out, out + err
         assert "next call ok" in out, err
     finally:
         if p.poll() is None:
