@@ -73,6 +73,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "compare_logs": ("mixedeval.workflows.compare_logs", "compare_logs"),
     "questions_needed": ("mixedeval.workflows.plan_eval", "questions_needed"),
     "summarize": ("mixedeval.workflows.summarize", "summarize"),
+    "bayes_glmm": ("mixedeval.workflows.agentic.bayes", "bayes_glmm"),
+    "BayesGLMMResult": ("mixedeval.workflows.agentic.bayes", "BayesGLMMResult"),
     "rank_intervals": ("mixedeval.inference.rankings", "rank_intervals"),
     "RankIntervals": ("mixedeval.inference.rankings", "RankIntervals"),
     "read_battles": ("mixedeval.data._battles", "read_battles"),

@@ -70,6 +70,7 @@ read_judge_scores = _lazy(".data._judge_labels", "read_judge_scores")
 irt = _lazy(".inference._irt", "irt")
 pass_at_k = _lazy(".workflows.agentic.pass_k", "pass_at_k")
 time_horizon = _lazy(".workflows.agentic.time_horizon", "time_horizon")
+bayes_glmm = _lazy(".workflows.agentic.bayes", "bayes_glmm")
 
 
 def _words(args: argparse.Namespace) -> Callable[[str], str]:
@@ -515,6 +516,29 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     if args.report:
         _queue_report(args, out, res, title=f"mixedeval: {args.metric} summary", input_file=_log_inputs(args))
     return _emit(args, out, answer=answer)
+
+
+def cmd_bayes(args: argparse.Namespace) -> int:
+    source: Any = list(args.paths)
+    if not source:
+        raise UsageError("give log paths or a score table (see 'mixedeval bayes --help')")
+    _progress(args, "reading the logs and fitting the Bayesian hierarchical model (rstanarm::stan_glmer)")
+    source, cluster, _ = _read_logs(args, source, pre_read_systems=True)
+    res = bayes_glmm(source, metric=args.metric, score=args.score, format=args.format, cluster=cluster,
+                     family=args.family, chains=args.chains, iter=args.iter, cores=args.cores, rope=args.rope,
+                     level=args.level, reference=args.reference, random_state=args.random_state,
+                     loo=not args.no_loo, frequentist=not args.no_frequentist, progress=not args.quiet,
+                     higher_is_better=getattr(args, "higher_is_better", None))
+    out: dict[str, Any] = {"formula": res.provenance["formula"], "posterior": res.table, "pairs": res.pairwise,
+                           "p_better": res.p_better.reset_index(), "ppc": res.ppc, "loo": res.loo, "prior": res.prior,
+                           "divergences": sum(res.divergences), "draws": res.provenance["n_draws"],
+                           "seed": res.provenance["seed"], "warnings": [str(w) for w in res.warnings]}
+    if args.ppc_plot:
+        res.ppc_plot(args.ppc_plot)
+        out["ppc_plot"] = args.ppc_plot
+    if args.report:
+        _queue_report(args, out, res, title="mixedeval: Bayesian hierarchical model", input_file=_log_inputs(args))
+    return _emit(args, out, answer=res.answer)
 
 
 def cmd_vca(args: argparse.Namespace) -> int:

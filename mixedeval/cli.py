@@ -207,6 +207,7 @@ cmd_preferences = _command("cmd_preferences")
 cmd_judge = _command("cmd_judge")
 cmd_pass_k = _command("cmd_pass_k")
 cmd_horizon = _command("cmd_horizon")
+cmd_bayes = _command("cmd_bayes")
 
 
 # ------------------------------------------------------------------------------- judges
@@ -675,6 +676,38 @@ def _add_agentic(sub: Any) -> None:
     h.add_argument("--reference", help="reference system: the headline is the best other system against it")
     h.add_argument("--no-glmm", action="store_true", help="skip the lme4 glmer check (no R)")
     h.set_defaults(func=cmd_horizon)
+def _add_bayes(sub: Any) -> None:
+    g = sub.add_parser("bayes", parents=[_common(data=False)],
+                       help="Bayesian hierarchical model of a small (agent) evaluation: posterior success rates, "
+                            "P(A > B), P(best), with diagnostics and posterior predictive checks",
+                       description="Read evaluation logs or a score table (epochs become attempts) and fit "
+                                   "rstanarm::stan_glmer with systems fixed and tasks (and --cluster) random; print the "
+                                   "posterior leaderboard of success rates on the population of tasks with 95% "
+                                   "credible intervals, every pair's difference and P(A > B), P(best), and the checks: "
+                                   "R-hat, ESS, divergences, posterior predictive checks, loo against a model without "
+                                   "task effects, and the frequentist GLMM.")
+    g.add_argument("paths", nargs="+", help="log files, directories (searched recursively), globs or a score table")
+    _log_options(g)
+    g.add_argument("--metric", help="metric to model (needed when the logs hold several)")
+    g.add_argument("--score", default="score", help="a score table's score column (default score)")
+    g.add_argument("--format", default="auto", choices=["auto", "lm-eval", "inspect", "helm", "table"],
+                   help="log format (default: recognised from the files)")
+    g.add_argument("--cluster", help="column naming each task's cluster (a second random intercept)")
+    g.add_argument("--family", default="binomial", choices=["binomial", "gaussian", "beta"],
+                   help="binomial (0/1 scores, default), gaussian or beta (continuous scores)")
+    g.add_argument("--chains", type=int, default=4, help="Markov chains (default 4)")
+    g.add_argument("--iter", type=int, default=2000, help="iterations per chain, warm-up included (default 2000)")
+    g.add_argument("--cores", type=int, help="chains in parallel (default: automatic)")
+    g.add_argument("--rope", type=float, help="half-width of the region of practical equivalence (e.g. 0.02)")
+    g.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    _direction_args(g)
+    g.add_argument("--level", type=float, default=0.95, help="credible level (default 0.95)")
+    g.add_argument("--random-state", type=int, default=1, help="Stan's seed (default 1)")
+    g.add_argument("--no-loo", action="store_true", help="skip the loo comparison (it fits a second model)")
+    g.add_argument("--no-frequentist", action="store_true", help="skip the frequentist GLMM check")
+    g.add_argument("--ppc-plot", metavar="PNG", help="write the posterior predictive check plot to this file")
+    g.add_argument("--drop-missing", action="store_true", help="drop items missing for some system (with a warning)")
+    g.set_defaults(func=cmd_bayes)
 
 
 def _add_disparity(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -752,6 +785,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_disparity(sub, common)
     _add_compare_logs(sub)
     _add_summarize(sub)
+    _add_bayes(sub)
     _add_preferences(sub)
     _add_judge(sub)
     _add_irt(sub)

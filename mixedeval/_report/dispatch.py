@@ -55,6 +55,8 @@ from ..workflows.arena.audit import ArenaAuditResult
 from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
+from ..workflows.agentic.bayes import BayesGLMMResult
+from . import bayes as bayes_section
 from . import judges as judges_section
 from . import irt as irt_section
 from . import preferences as prefs
@@ -114,6 +116,7 @@ def result_kinds() -> dict[type, Kind]:
         JudgeCorrected: Kind("judges", "LLM judge corrected with human labels", judges_section.judges),
         JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
         IrtResult: Kind("irt", "Item response theory: items and abilities", irt_section.irt),
+        BayesGLMMResult: Kind("bayes_glmm", "Bayesian hierarchical model (small evaluation)", bayes_section.bayes),
     }
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import names
-from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, lock
+from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, console_echo, lock
 
 
 def _m(fit: Any) -> Any:
@@ -679,3 +679,37 @@ def irt_erm(x: Any) -> dict[str, np.ndarray]:
     v = call("me_irt_erm", x=x).value
     return {"difficulty": np.array(v["difficulty"], dtype=float, copy=True),
             "std_error": np.array(v["std_error"], dtype=float, copy=True), "loglik": float(v["loglik"])}
+
+
+# ----------------------------------------------------------------------------- r/bayes.R
+def bayes_fit(data: Any, *, family: str, items: bool, cluster: bool, chains: int, iter: int,  # noqa: A002 - R's name
+              seed: int, refresh: int, cores: int, prior: Mapping[str, Any] | None = None,
+              prior_intercept: Mapping[str, Any] | None = None, prior_aux: Mapping[str, Any] | None = None,
+              adapt_delta: float | None = None, echo: bool = False) -> RCallResult:
+    """``me_bayes_fit``: ``rstanarm::stan_glmer`` (``stan_glm`` without group effects) of the fixed
+    formula chosen by ``family`` / ``items`` / ``cluster`` (``r/bayes.R``); ``value["model"]`` is the
+    R model, ``value["summary"]`` the draws, ``posterior::summarise_draws`` diagnostics, divergences
+    and the prior summary. ``echo``: Stan's console output (``refresh``) goes to stderr."""
+    with console_echo(echo):
+        return call("me_bayes_fit", data=data, family=family, items=bool(items), cluster=bool(cluster),
+                    chains=int(chains), iter=int(iter), seed=int(seed), refresh=int(refresh), cores=int(cores),
+                    prior=None if prior is None else dict(prior),
+                    prior_intercept=None if prior_intercept is None else dict(prior_intercept),
+                    prior_aux=None if prior_aux is None else dict(prior_aux),
+                    adapt_delta=None if adapt_delta is None else float(adapt_delta))
+
+
+def bayes_predict(model: Any, *, n_draws: int, seed: int) -> dict[str, np.ndarray]:
+    """``me_bayes_predict``: ``rstanarm::posterior_predict(m, draws = n_draws, seed = seed)`` as an
+    (n_draws, nobs) array ``yrep`` and the observed response ``observed`` (successes for a binomial)."""
+    v = call("me_bayes_predict", m=model, n_draws=int(n_draws), seed=int(seed)).value
+    yrep = v["yrep"]
+    arr = np.column_stack([np.array(yrep[c], dtype=float, copy=True) for c in yrep.columns]) \
+        if isinstance(yrep, pd.DataFrame) else np.array(yrep, dtype=float, copy=True)
+    return {"yrep": arr, "observed": np.array(v["observed"], dtype=float, copy=True).ravel()}
+
+
+def bayes_loo(full: Any, reduced: Any, *, model_names: Sequence[str]) -> RCallResult:
+    """``me_bayes_loo``: ``loo`` of two rstanarm fits and ``loo::loo_compare`` (model, elpd_diff,
+    se_diff), each model's elpd_loo and SE, and its Pareto k (count above 0.7, maximum)."""
+    return call("me_bayes_loo", m_full=full, m_reduced=reduced, names=list(model_names))

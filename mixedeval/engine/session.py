@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -101,6 +102,27 @@ def _sigint_to_r() -> Iterator[list[bool]]:
         _state["sigint_depth"] -= 1
         signal.signal(signal.SIGINT, previous)
         rlib.R_interrupts_pending = 0
+
+
+@contextlib.contextmanager
+def console_echo(enabled: bool = True, stream: Any = None) -> Iterator[None]:
+    """While the block runs, R's console output (e.g. Stan's sampling progress, ``refresh=``) is
+    written to ``stream`` (default: ``sys.stderr``) instead of being dropped; nothing changes when
+    ``enabled`` is false. Starts R if it was not running."""
+    if not enabled:
+        yield
+        return
+    import rpy2.rinterface_lib.callbacks as cb  # noqa: PLC0415 - rpy2 loads libR: R starts lazily
+
+    with lock:
+        _start()
+    out = stream if stream is not None else sys.stderr
+    previous = cb.consolewrite_print
+    cb.consolewrite_print = lambda s: (out.write(s), out.flush())
+    try:
+        yield
+    finally:
+        cb.consolewrite_print = previous
 
 
 def r_available() -> bool:
