@@ -164,6 +164,7 @@ def pair_inputs(units: Units, a: int, b: int, method: str = "ppi++") -> dict[str
     sa, sb = _class_spread(ua, ea), _class_spread(ub, eb)
     out["spread_labelled"], out["spread_unlabelled"] = sa[0] + sb[0], sa[1] + sb[1]
     rho_all = float(psi_y @ psi_g / np.sqrt((psi_y @ psi_y) * (psi_g @ psi_g)))
+    out["rho_clusters"] = rho_all  # the correlation of the cluster totals (the plan before issue 42 used it)
     if clustered_items and same_items:
         lab = lab_item & present
         vx, cxz, vz, dfw = _within(x[lab], z[lab], cl_item[lab])
