@@ -35,7 +35,8 @@ the rules are ppi-python's ``ppi_mean_power`` for the target variance ``T' = T /
 The CR1 factor and the df depend on the plan (``G``: the clusters holding labels, the labelled
 items when items are the clusters; ``k = 1 +`` the tuned weights; Satterthwaite's df
 ``min(G, (sum a)^2 / sum a^2) - k`` with the clusters' expected shares ``a_c`` of the planned
-design, labels spread over the pilot's clusters in proportion to their items), so the plan is a
+design, labels spread over the pilot's clusters in proportion to their items; with ``cost_ratio``
+the planned items come from the same clusters, so ``B`` stays), so the plan is a
 fixed point: quantile and factor at the planned ``n``, ``n`` from them, until it repeats (the
 larger ``n`` of a 2-cycle). The target: ``width = 2 t_{1-alpha/2, df} SE`` or, for ``power``,
 ``|delta| / SE = t_{1-alpha/2, df} + t_{power, df}``.
