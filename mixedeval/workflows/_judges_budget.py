@@ -36,9 +36,10 @@ The CR1 factor and the df depend on the plan (``G``: the clusters holding labels
 items when items are the clusters; ``k = 1 +`` the tuned weights; Satterthwaite's df
 ``min(G, (sum a)^2 / sum a^2) - k`` with the clusters' expected shares ``a_c`` of the planned
 design, labels spread over the pilot's clusters in proportion to their items; with ``cost_ratio``
-the planned items come from the same clusters, so ``B`` stays), so the plan is a
-fixed point: quantile and factor at the planned ``n``, ``n`` from them, until it repeats (the
-larger ``n`` of a 2-cycle). The target: ``width = 2 t_{1-alpha/2, df} SE`` or, for ``power``,
+the planned items come from the same clusters, so ``B`` stays). Without a cost ratio the plan is
+the fewest labels whose planned interval reaches the target (bisection); with one, a fixed
+point: quantile and factor at the planned ``(n, N)``, ppi-python's pair from them, until it
+repeats (the larger ``n`` of a 2-cycle). The target: ``width = 2 t_{1-alpha/2, df} SE`` or, for ``power``,
 ``|delta| / SE = t_{1-alpha/2, df} + t_{power, df}``.
 
 Validated by simulation (benchmarks/calibration_label_budget.py): fresh data of the planned size
@@ -260,27 +261,56 @@ def _target_at(df: float, width: float | None, power: float | None, delta: float
     return (abs(delta) / (q(1 - alpha / 2) + q(power))) ** 2
 
 
+def _excess(inp: dict[str, Any], rho: float, target: dict[str, Any], n: float) -> float:
+    """Planned variance minus target variance with ``n`` of the pilot's items labelled."""
+    m = float(inp["m"])
+    kappa, df = _design(inp, n, m - n)
+    if not np.isfinite(kappa):
+        return np.inf
+    return kappa * (inp["B"] + inp["s2"] / n * (1 - rho ** 2 * (m - n) / m)) - _target_at(df, **target)
+
+
+def _smallest_n(inp: dict[str, Any], rho: float, target: dict[str, Any]) -> tuple[float, bool, str]:
+    """The fewest labels among the pilot's items whose planned interval reaches the target
+    (bisection: the planned variance falls and the target variance rises with ``n``); for a
+    fixed quantile and factor it is the closed form of :func:`_fixed_items`."""
+    m = int(round(inp["m"]))
+    if _excess(inp, rho, target, float(m)) > 0:
+        kappa, df = _design(inp, float(m), 0.0)
+        floor = np.isfinite(kappa) and _target_at(df, **target) / kappa <= inp["B"]
+        return np.nan, False, "clusters" if floor else "items"
+    lo, hi = 0, m  # excess(lo) > 0 (or lo = 0), excess(hi) <= 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _excess(inp, rho, target, float(mid)) > 0:
+            lo = mid
+        else:
+            hi = mid
+    return float(hi), True, ""
+
+
 def _row(inp: dict[str, Any], target: dict[str, Any], cost_ratio: float | None, per_unit_calls: int) -> dict[str, Any]:
-    """The plan of one pair: the fixed point of (quantile, CR1 factor) -> (n, N) -> (quantile,
-    factor) (module docstring)."""
+    """The plan of one pair: the fewest labels among the pilot's items whose planned interval
+    reaches the target; with ``cost_ratio`` the fixed point of (quantile, CR1 factor) -> (n, N)
+    -> (quantile, factor) (module docstring)."""
     rho = min(inp["rho"], 1 - 1 / inp["n"])
     m, s2, B = float(inp["m"]), inp["s2"], inp["B"]
     n, N = inp["n"], float(inp["m"]) - inp["n"]
     seen: list[tuple[float, float]] = []
-    for _ in range(60):
+    if cost_ratio is None:
+        n_new, ok, why = _smallest_n(inp, rho, target)
+        N_new = m - n_new if ok else np.nan
+        kappa, df = _design(inp, n_new if ok else m, N_new if ok else 0.0)
+        T = _target_at(df, **target)
+    for _ in range(60 if cost_ratio is not None else 0):
         kappa, df = _design(inp, n, N)
         T = _target_at(df, **target)
         Tw = T / kappa - B if np.isfinite(kappa) else np.nan
         if not (Tw > 0):
             n_new, N_new, ok, why = np.nan, np.nan, False, "clusters"
         else:
-            n0 = s2 / Tw
-            if cost_ratio is None:
-                n_new, ok = _fixed_items(n0, rho, int(round(m)))
-                N_new, why = m - n_new if ok else np.nan, "" if ok else "items"
-            else:
-                n_l, n_u = optimal_pair(n0, rho, cost_ratio)
-                n_new, N_new, ok, why = float(n_l), float(n_u), True, ""
+            n_l, n_u = optimal_pair(s2 / Tw, rho, cost_ratio)
+            n_new, N_new, ok, why = float(n_l), float(n_u), True, ""
         if not ok or (n_new, N_new) in seen:
             if ok:
                 cyc = seen[seen.index((n_new, N_new)):]
