@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import mixedeval as me
 from judges_helpers import fast_units, simulate, simulate_binary
@@ -34,7 +35,10 @@ def test_ppi_correlation_and_plan_match_ppi_python_on_matched_labels():
     dy = wide["human_score"]["s0"] - wide["human_score"]["s1"]
     dg = wide["judge_score"]["s0"] - wide["judge_score"]["s1"]
     lab = dy.notna()
-    n0 = np.var(dy[lab]) / (0.1 / (2 * 1.959963984540054)) ** 2  # classical labels for the target
+    # the target variance of the interval judge_corrected will compute (Student's t with the planned
+    # df, CR1 factor): ppi-python's rule for that target (it plans normal-quantile widths)
+    assert row["target_std_error"] == pytest.approx(0.1 / (2 * stats.t.ppf(0.975, row["df"])), rel=1e-12)
+    n0 = np.var(dy[lab]) / (row["target_std_error"] ** 2 / row["cr1_factor"])  # classical labels for the target
     theirs = ppi_py.ppi_mean_power(dy[lab].to_numpy(), dg[lab].to_numpy(), 10.0, 1.0, effective_n=n0)
     assert row["ppi_corr"] == pytest.approx(theirs["ppi_corr"], rel=1e-10)
     assert (row["labels_needed"], row["items_needed"] - row["labels_needed"]) == (theirs["n"], theirs["N"])
@@ -53,7 +57,8 @@ def test_fixed_items_plan_and_power_target():
     assert plan.labels == int(row["labels_needed"])
     p2 = me.labels_needed(pilot, power=0.8, delta=0.1)
     assert "power 0.8" in p2.target
-    assert p2.table["target_std_error"].iloc[0] == pytest.approx(0.1 / (1.959963984540054 + 0.8416212335729143))
+    df2 = p2.table["df"].iloc[0]
+    assert p2.table["target_std_error"].iloc[0] == pytest.approx(0.1 / (stats.t.ppf(0.975, df2) + stats.t.ppf(0.8, df2)))
     with pytest.raises(me.DataError, match="one target"):
         me.labels_needed(pilot)
     with pytest.raises(me.DataError, match="cost_ratio"):

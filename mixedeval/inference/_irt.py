@@ -31,7 +31,8 @@ item_rest_correlation, outfit and its simulation p-value (``n_sim`` draws; see
 ``.abilities`` (system, ability, std_error, conf_low, conf_high); ``.leaderboard`` (best first,
 simultaneous rank intervals and letters, :func:`mixedeval._answer.leaderboard`); ``.headline``
 (best against runner-up, or against ``reference``: the ability difference, Wald z with the two
-conditional SDs, a normal approximation that ignores the modes' covariance); ``.information()``
+abilities' standard errors -- conditional SDs for the Rasch models, with the item parameters'
+uncertainty for the 2PL -- a normal approximation that ignores the modes' covariance); ``.information()``
 and ``.test_information()``; ``.responses`` (systems x items proportion correct) and ``.trials``.
 """
 from __future__ import annotations

@@ -12,8 +12,12 @@ Convention (both models): ``logit P(correct) = discrimination_i * (ability_s - d
 * 2PL: ``glmmTMB::glmmTMB(y ~ 0 + item + rr(0 + item | system, d = 1), binomial)``: the
   linear predictor ``beta_i + lambda_i z_s`` with ``z_s ~ N(0, 1)``, so ``discrimination_i =
   lambda_i``, ``difficulty_i = -beta_i / lambda_i`` (delta-method standard error from the joint
-  covariance of (beta_i, lambda_i), sdreport's ``cov.fixed``), ``ability_s = z_s`` (conditional
-  SD from sdreport's ``diag.cov.random``). The factor's sign is not identified: it is fixed so
+  covariance of (beta_i, lambda_i), sdreport's ``cov.fixed``), ``ability_s = z_s`` with the
+  standard error of sdreport's ``diag.cov.random``: TMB's variance of a random effect holds the
+  conditional variance *plus* the fixed parameters' uncertainty carried through the mode
+  (``H_uu^-1 + J cov.fixed J'``, ``J = d u_hat / d theta``), not the conditional SD alone; the
+  numpy engine computes the same (:func:`mixedeval.inference._irt_numpy.ability_variance_joint`)
+  and names the conditional SD ``std_error_conditional``. The factor's sign is not identified: it is fixed so
   that the mean discrimination is positive (lambda and z flipped together).
 """
 from __future__ import annotations
@@ -170,8 +174,9 @@ def fit_numpy(resp: Responses, model: str, n_quadrature: int = 1, discrimination
     """The same model by the numpy engine (:func:`mixedeval.inference._irt_numpy.irt_numpy`):
     ``"rasch_fixed"`` is ``glmer(y ~ 0 + item + (1 | system), binomial, nAGQ = n_quadrature)``'s
     marginal likelihood, ``"2pl"`` the reduced-rank model with N(0, 1) abilities (``n_quadrature
-    = 1``: the Laplace approximation, glmmTMB's); the abilities are conditional modes with their
-    conditional SDs, as lme4 and glmmTMB report them. ``discrimination_prior``: see
+    = 1``: the Laplace approximation, glmmTMB's); the abilities are conditional modes with the
+    standard errors lme4 (Rasch: conditional SD) and glmmTMB (2PL: with the item parameters'
+    uncertainty, sdreport's) report. ``discrimination_prior``: see
     :func:`~mixedeval.inference._irt_numpy.irt_numpy` (MAP instead of ML)."""
     from ._irt_numpy import irt_numpy  # noqa: PLC0415 - the engine loads when asked for
 

@@ -227,10 +227,14 @@ def labels_needed(pilot: Any, *, width: float | None = None, power: float | None
     with ``cost_ratio`` (cost of one human label / cost of one judge call) both are chosen to
     minimize the cost (ppi-python's ``ppi_power`` rule).
 
-    The variance model (:mod:`mixedeval.workflows._judges_budget`): the pilot's corrected
-    variance splits into a label part (``~ 1/n``) and a judge part (``~ 1/N``), each with the
-    pilot's design effect (items shared across systems, clusters), so clustered designs keep
-    their correlation. Returns a :class:`~mixedeval.workflows._judges_budget.LabelsNeeded`.
+    The plan uses the variance the interval will use (:mod:`mixedeval.workflows._judges_budget`):
+    the cluster-robust PPI++ variance -- within clusters ppi-python's model (a label part ``~ 1/n``
+    reduced by the judge's correlation), between clusters the part of the pilot's variance that
+    more labels in the same clusters cannot remove -- with the CR1 factor and Student's t with the
+    degrees of freedom of the planned design, as :func:`judge_corrected` computes them. On
+    independent items it is ppi-python's ``ppi_mean_power`` for that target variance. Validated by
+    simulation (benchmarks/calibration_label_budget.py). Returns a
+    :class:`~mixedeval.workflows._judges_budget.LabelsNeeded`.
     """
     if not isinstance(pilot, JudgeCorrected):
         pilot = judge_corrected(pilot, judge_score, human_score, system=system, item=item, epoch=epoch, judge=judge,
