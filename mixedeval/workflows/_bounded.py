@@ -32,6 +32,11 @@ from .._answer import z_quantile
 #: the interval families, as the ``interval`` column names them
 T, WILSON, WILSON_EFFECTIVE = "t", "Wilson", "Wilson, effective n"
 
+#: the normal-approximation rule of the paired differences of 0/1 scores: the paired t interval
+#: while every system of the pair has n min(p, 1 - p) >= NEWCOMBE_MIN_EXPECTED, else Newcombe's
+#: hybrid score interval (:func:`newcombe_paired`)
+NEWCOMBE_MIN_EXPECTED = 5.0
+
 
 def wilson(p: Any, n: Any, critical: Any) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of proportions ``p`` of ``n`` with the critical values given
@@ -44,6 +49,47 @@ def wilson(p: Any, n: Any, critical: Any) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
     bad = ~(n > 0)
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def newcombe_paired(x: Any, y: Any, level: float) -> tuple[float, float, float]:
+    """Newcombe's (1998) hybrid score interval of the difference of two paired proportions (his
+    method 10, without continuity correction) and the exact McNemar p-value: ``x``, ``y`` the 0/1
+    scores of the two systems on the same n questions; with a (both 1), b (x only), c (y only),
+    d (both 0), p1 = mean x, p2 = mean y, the Wilson intervals (l1, u1), (l2, u2) of p1 and p2 and
+    phi = (ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d)) (0 when a margin is empty),
+
+        L = (p1 - p2) - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
+        U = (p1 - p2) + sqrt((u1 - p1)^2 - 2 phi (u1 - p1)(p2 - l2) + (p2 - l2)^2);
+
+    the p-value is the exact McNemar test, ``binom.test(b, b + c)`` (1 when b + c = 0).
+    Returns (conf_low, conf_high, p_value). Newcombe, R. G. (1998). Improved confidence intervals
+    for the difference between binomial proportions based on paired data. *Stat. Med.* 17,
+    2635-2650 (method 10); evalstats' ``newcombe``; R's ``PropCIs::diffscoreci``'s paired sibling
+    ``scoreci.mp`` is Tango's, not this one."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = x.size
+    a, b = float(np.sum((x == 1) & (y == 1))), float(np.sum((x == 1) & (y == 0)))
+    c, d = float(np.sum((x == 0) & (y == 1))), float(np.sum((x == 0) & (y == 0)))
+    p1, p2 = (a + b) / n, (a + c) / n
+    z = z_quantile(level)
+    (l1, l2), (u1, u2) = wilson(np.array([p1, p2]), n, z)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / np.sqrt(den) if den > 0 else 0.0
+    delta = p1 - p2
+    lo = delta - np.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    hi = delta + np.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    p = float(stats.binomtest(int(b), int(b + c), 0.5).pvalue) if b + c > 0 else 1.0
+    return float(lo), float(hi), p
+
+
+def use_newcombe(x: Any, y: Any) -> bool:
+    """The rule of :data:`NEWCOMBE_MIN_EXPECTED`: both score vectors 0/1 and some system's
+    n min(p, 1 - p) below it (near 0 or 1, or few questions)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or not (np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all()):
+        return False
+    n = x.size
+    return min(n * min(v.mean(), 1 - v.mean()) for v in (x, y)) < NEWCOMBE_MIN_EXPECTED
 
 
 def bounded_intervals(estimate: Any, std_error: Any, df: Any, n: Any, level: float, plain: Any,
@@ -86,4 +132,5 @@ def interval_note(table: Any, name: str = "system") -> str | None:
             "stays inside [0, 1])")
 
 
-__all__ = ["T", "WILSON", "WILSON_EFFECTIVE", "bounded_intervals", "interval_note", "wilson"]
+__all__ = ["NEWCOMBE_MIN_EXPECTED", "T", "WILSON", "WILSON_EFFECTIVE", "bounded_intervals", "interval_note",
+           "newcombe_paired", "use_newcombe", "wilson"]
