@@ -122,10 +122,9 @@ def grid(quick: bool) -> list[Cell]:
     design, plus the crossed scores x accuracy x questions block)."""
     if quick:
         return [Cell("scores", "binary", 0.5, 30), Cell("scores", "binary", 0.98, 30),
-                Cell("scores", "bounded", 0.5, 30), Cell("scores", "unbounded", 0.5, 30),
-                Cell("systems", "binary", 0.5, 30, systems=5),
+                Cell("systems", "bounded", 0.5, 30, systems=3),
                 Cell("clusters", "binary", 0.5, 40, cluster=4, epochs=2),
-                Cell("runs", "binary", 0.5, 50, runs=3)]
+                Cell("runs", "binary", 0.5, 50, runs=3, sd_run=0.3)]
     cells = []
     for sc in ("binary", "bounded", "likert", "unbounded"):
         for p in ((0.02, 0.5, 0.98) if sc != "unbounded" else (0.5,)):
@@ -149,7 +148,9 @@ def grid(quick: bool) -> list[Cell]:
         cells.append(Cell("plasmode", "inspect", np.nan, n, systems=3, epochs=3))
     for n in (30, 100, 500):
         cells.append(Cell("plasmode", "ter", np.nan, n, systems=3, runs=3))
-    return cells
+    # the order cells run in (the CSV is appended as they finish): the designs users have most
+    # (30-100 questions) first, then the small ones, then the large
+    return sorted(cells, key=lambda c: (0 if 30 <= c.n <= 100 else 1 if c.n < 30 else 2, c.n, c.family != "scores"))
 
 
 # ------------------------------------------------------------------------------ simulation
@@ -599,6 +600,17 @@ def family_table(blk: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _plot_blocks(tab: pd.DataFrame) -> list[tuple[tuple[str, float], pd.DataFrame, str]]:
+    sc = tab[(tab["family"] == "scores") & tab["cov_diff"].notna()]
+    return [((kind, p), blk, f"calibration_{kind}_{str(p).replace('.', '')}.png")
+            for (kind, p), blk in sc.groupby(["scores", "p"], sort=True) if blk["n"].nunique() >= 2]
+
+
+def image_names(tab: pd.DataFrame) -> list[str]:
+    """The PNG files :func:`plots` writes for ``tab``."""
+    return [name for _, _, name in _plot_blocks(tab)]
+
+
 def plots(tab: pd.DataFrame, img: Path) -> list[str]:
     """coverage and relative width against the number of questions, one PNG per score kind of the
     'scores' family (each method a line; the default bold)."""
@@ -609,10 +621,7 @@ def plots(tab: pd.DataFrame, img: Path) -> list[str]:
 
     img.mkdir(parents=True, exist_ok=True)
     out = []
-    sc = tab[(tab["family"] == "scores") & tab["cov_diff"].notna()]
-    for (kind, p), blk in sc.groupby(["scores", "p"], sort=True):
-        if blk["n"].nunique() < 2:
-            continue
+    for (kind, p), blk, name in _plot_blocks(tab):
         fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
         for m, g in blk.groupby("method", sort=False):
             g = g.sort_values("n")
@@ -629,7 +638,6 @@ def plots(tab: pd.DataFrame, img: Path) -> list[str]:
         ax[1].legend(fontsize=7, loc="best")
         fig.suptitle(f"{kind} scores, accuracy {p:g}")
         fig.tight_layout()
-        name = f"calibration_{kind}_{str(p).replace('.', '')}.png"
         fig.savefig(img / name, dpi=80)
         plt.close(fig)
         out.append(name)
@@ -649,8 +657,8 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "leaderboard's intervals of each system's mean score, the best-first paired differences, the headline "
              "p-value, the simultaneous rank intervals and letters) was run on simulated evaluations and on "
              "resamples of real ones, beside the intervals users would compute otherwise (Inspect's `stderr()` / "
-             "`ci()`, evalstats' `auto`, Wald, t, McNemar, paired bootstrap, ... when `benchmarks/atlas_peers.py` "
-             "is present). The designs, the data model and the columns are described in "
+             "`ci()`, evalstats' `auto`, Wald, t, McNemar, paired bootstrap, ... when the peers' module "
+             "atlas_peers.py is present in benchmarks/). The designs, the data model and the columns are described in "
              "`benchmarks/coverage_atlas.py`.", "",
              "Columns: coverage of the 95% intervals of the systems' mean scores (averaged over systems; *cover a*: "
              "system a, the one at accuracy *p*) and of the pairwise differences, with Monte-Carlo SEs in "
@@ -666,7 +674,7 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "sometimes-pool rule (`paired t, run variance`). The `method` column of the differences names it.",
              "* a system's mean score: the t interval of the paired analysis, except where every score lies in "
              "[0, 1] and either the t interval reaches 0 or 1 or the mean is within the Wilson rule's zone "
-             "near 0 or 1 (see `mixedeval/workflows/_bounded.py`): a Wilson score interval (`Wilson`; `Wilson, "
+             "near 0 or 1 (mixedeval/workflows/_bounded.py): a Wilson score interval (`Wilson`; `Wilson, "
              "effective n` with clusters or runs). The `interval` column of the means names it.", "",
              "## Summary", ""]
     if len(big):
@@ -712,9 +720,9 @@ def write_page(csv: Path = FULL_CSV, page: Path = PAGE, img: Path = IMG) -> str:
 
 def main(argv: list[str] | None = None) -> pd.DataFrame | None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="the CI grid (7 cells) -> results/coverage_atlas_quick.csv")
+    ap.add_argument("--quick", action="store_true", help="the CI grid (5 cells) -> results/coverage_atlas_quick.csv")
     ap.add_argument("--reps", type=int, default=None, help="data sets per cell, each under the alternative and the "
-                    "null (default 400; --quick 60)")
+                    "null (default 400; --quick 40)")
     ap.add_argument("--executor", default=None, help="None, an int (processes) or 'processes'")
     ap.add_argument("--csv", default=None, help="the results CSV (default: results/coverage_atlas[_quick].csv)")
     ap.add_argument("--random-state", type=int, default=20261128)
@@ -726,7 +734,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
         write_page()
         print(f"wrote {PAGE.relative_to(ROOT)}")
         return None
-    reps = a.reps or (60 if a.quick else 400)
+    reps = a.reps or (40 if a.quick else 400)
     path = Path(a.csv) if a.csv else (QUICK_CSV if a.quick else FULL_CSV)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
     cells = [c for c in grid(a.quick) if a.families is None or c.family in a.families]

@@ -53,10 +53,11 @@ def wilson(p: Any, n: Any, critical: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def newcombe_paired(x: Any, y: Any, level: float) -> tuple[float, float, float]:
     """Newcombe's (1998) hybrid score interval of the difference of two paired proportions (his
-    method 10, without continuity correction) and the exact McNemar p-value: ``x``, ``y`` the 0/1
-    scores of the two systems on the same n questions; with a (both 1), b (x only), c (y only),
-    d (both 0), p1 = mean x, p2 = mean y, the Wilson intervals (l1, u1), (l2, u2) of p1 and p2 and
-    phi = (ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d)) (0 when a margin is empty),
+    method 10, as Fagerland, Lydersen & Laake (2014, eqs. 19-22) recommend it) and the exact McNemar
+    p-value: ``x``, ``y`` the 0/1 scores of the two systems on the same n questions; with a (both
+    1), b (x only), c (y only), d (both 0), p1 = mean x, p2 = mean y, the Wilson intervals (l1,
+    u1), (l2, u2) of p1 and p2 and phi = (A - n/2) / sqrt((a+b)(c+d)(a+c)(b+d)) when A = ad - bc >
+    n/2, A / sqrt(...) when A < 0, else 0 (0 when a margin is empty),
 
         L = (p1 - p2) - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
         U = (p1 - p2) + sqrt((u1 - p1)^2 - 2 phi (u1 - p1)(p2 - l2) + (p2 - l2)^2);
@@ -64,8 +65,9 @@ def newcombe_paired(x: Any, y: Any, level: float) -> tuple[float, float, float]:
     the p-value is the exact McNemar test, ``binom.test(b, b + c)`` (1 when b + c = 0).
     Returns (conf_low, conf_high, p_value). Newcombe, R. G. (1998). Improved confidence intervals
     for the difference between binomial proportions based on paired data. *Stat. Med.* 17,
-    2635-2650 (method 10); evalstats' ``newcombe``; R's ``PropCIs::diffscoreci``'s paired sibling
-    ``scoreci.mp`` is Tango's, not this one."""
+    2635-2650 (method 10); Fagerland, M. W., Lydersen, S. & Laake, P. (2014). Recommended tests and
+    confidence intervals for paired binomial proportions. *Stat. Med.* 33, 2850-2875 (evalstats'
+    ``newcombe_mover_paired_ci`` is the same formula; the tests compare the two)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = x.size
     a, b = float(np.sum((x == 1) & (y == 1))), float(np.sum((x == 1) & (y == 0)))
@@ -74,7 +76,8 @@ def newcombe_paired(x: Any, y: Any, level: float) -> tuple[float, float, float]:
     z = z_quantile(level)
     (l1, l2), (u1, u2) = wilson(np.array([p1, p2]), n, z)
     den = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / np.sqrt(den) if den > 0 else 0.0
+    det = a * d - b * c
+    phi = 0.0 if den <= 0 else (det - n / 2.0) / np.sqrt(den) if det > n / 2.0 else det / np.sqrt(den) if det < 0 else 0.0
     delta = p1 - p2
     lo = delta - np.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
     hi = delta + np.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
