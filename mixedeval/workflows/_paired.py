@@ -109,7 +109,7 @@ and the leaderboard's covariance matrix of the means stays positive semi-definit
 (:func:`system_means`).
 
 0/1 scores near 0 or 1 (one epoch, one run, no clusters: every question score of the pair is 0 or 1):
-while each system of the pair has n min(p, 1 - p) >= ``NEWCOMBE_MIN_EXPECTED`` (5, the textbook
+while each system of the pair has n min(p, 1 - p) >= ``MIN_EXPECTED`` (5, the textbook
 rule for the normal approximation) the pair keeps the paired t above; below it (a system near 0 or
 1, or few questions) the interval is Newcombe's (1998) hybrid score interval for paired proportions
 and the p-value the exact McNemar test (:func:`._bounded.newcombe_paired`; method
@@ -135,7 +135,7 @@ import pandas as pd
 from scipy import stats
 
 from ..padjust import adjust_pvalues
-from ._bounded import NEWCOMBE_MIN_EXPECTED, bounded_intervals, newcombe_paired, use_newcombe
+from ._bounded import MIN_EXPECTED, bounded_intervals, newcombe_paired, use_newcombe
 from .logs.design import (  # noqa: F401 - the design owns the run ANOVA and the cluster check; re-exported
     RUN_NEGATIVE_SHARE,
     RUN_PRETEST_LEVEL,
@@ -159,7 +159,7 @@ RUNS_METHOD = ("paired question-level t with the between-run variance (pooled ov
                "added when a preliminary F test finds it (Bancroft 1944, level 0.25; Satterthwaite df), 0.45 of it "
                "when it is negative: epochs averaged within question and run, runs averaged within question")
 NEWCOMBE_METHOD = ("Newcombe hybrid score interval (Newcombe 1998, method 10) and exact McNemar test: 0/1 scores, "
-                   f"one epoch and run, some system with n min(p, 1 - p) < {NEWCOMBE_MIN_EXPECTED:g}")
+                   f"one epoch and run, some system with n min(p, 1 - p) < {MIN_EXPECTED:g}")
 #: short names of the methods, for the headline's sentence
 SHORT = {METHOD: "paired t", CLUSTER_METHOD: "paired t, cluster-robust", RUNS_METHOD: "paired t, run variance",
          NEWCOMBE_METHOD: "Newcombe hybrid score, exact McNemar"}
