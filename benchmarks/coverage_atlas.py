@@ -686,6 +686,22 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "[0, 1] and the t interval reaches 0 or 1 "
              "(mixedeval/workflows/_bounded.py): a Wilson score interval (`Wilson`; `Wilson, "
              "effective n` with clusters or runs). The `interval` column of the means names it.", "",
+             "## What changed (issue 39)", "",
+             "* 0/1 scores near 0 or 1: the paired t interval of a difference collapses with few discordant "
+             "questions (30 questions, a at 0.98 and b at 0.97: it covered 81% of 300 simulated evaluations); "
+             "Newcombe's hybrid score interval with the exact McNemar test now covers 99-100% there "
+             "(conservative: the binomial count is discrete).",
+             "* means of [0, 1] scores near 0 or 1 (n min(p, 1 - p) < 5): the t interval of a skewed mean "
+             "covered 83-89% (continuous scores at 0.98 / 0.02 with 30 questions; 0/1 scores at 0.98 with "
+             "100 questions: 87%); the Wilson interval now covers >= 97% there (wide for continuous scores: "
+             "it assumes the largest variance a [0, 1] score can have).",
+             "* three i.i.d. runs per system (2 systems x 50 questions, `benchmarks/calibration_logs.py "
+             "--runs-vectorized --reps 4000`): the run rule's mean half-width / 1.96 is 1.120x the true SD "
+             "at 94.2% coverage (run SD 0.3 and 0.6 on the logit scale: 93.2% and 93.3%); the 1.21x of the "
+             "issue predates the current sometimes-pool rule; no change.", "",
+             "Not calibrated by any default yet: means and differences of scores outside [0, 1] that pile up "
+             "at a bound of their scale (Likert 1-5 near 5 or 1) -- mixedeval does not know the scale's "
+             "bounds, so no Wilson-type interval applies; rows below 93% are marked in the tables.", "",
              "## Summary", ""]
     if len(big):
         parts.append(f"On the {len(big)} simulated and plasmode designs with at least 30 questions, the default "

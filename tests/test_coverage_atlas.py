@@ -20,7 +20,7 @@ atlas = importlib.util.module_from_spec(spec)
 sys.modules["coverage_atlas"] = atlas
 spec.loader.exec_module(atlas)
 
-QUICK_REPS = 40
+QUICK_REPS = 30
 
 
 def discrete(r: dict) -> bool:
