@@ -126,8 +126,11 @@ def test_binary_one_epoch_pairs_get_the_paired_t_and_the_exact_mcnemar_check_equ
     res = me.summarize(one_epoch_logs, metric="match")
     logs = me.read_eval_logs(one_epoch_logs)
     wide = logs.table.pivot(index="item", columns="system", values="score")
-    # the same test as compare_logs (paired t); McNemar is a labelled extra column and a check
-    assert len(res.pairwise) == 3 and set(res.pairwise["test"]) == {"paired t"}
+    # the same test as compare_logs (paired t; near 0 or 1, n min(p, 1 - p) < 5, Newcombe's interval
+    # with the exact McNemar p: issue 39); McNemar is a labelled extra column and a check
+    from mixedeval.workflows._bounded import use_newcombe
+
+    assert len(res.pairwise) == 3
     expected, tp = [], []
     for _, r in res.pairwise.iterrows():
         d = wide[r["system_a"]] - wide[r["system_b"]]
@@ -136,7 +139,9 @@ def test_binary_one_epoch_pairs_get_the_paired_t_and_the_exact_mcnemar_check_equ
         expected.append(R(f"binom.test({b}, {b + c})$p.value")[0] if b + c else 1.0)
         _r_vec(R, "sm_a", wide[r["system_a"]].to_numpy())
         _r_vec(R, "sm_b", wide[r["system_b"]].to_numpy())
-        tp.append(R("t.test(sm_a, sm_b, paired = TRUE)$p.value")[0])
+        near = use_newcombe(wide[r["system_a"]].to_numpy(), wide[r["system_b"]].to_numpy())
+        assert r["test"] == ("Newcombe hybrid score, exact McNemar" if near else "paired t")
+        tp.append(expected[-1] if near else R("t.test(sm_a, sm_b, paired = TRUE)$p.value")[0])
     np.testing.assert_allclose(res.pairwise["p_mcnemar"], expected, rtol=RTOL)
     np.testing.assert_allclose(res.pairwise["p_value"], tp, rtol=RTOL)
     _r_vec(R, "sm_p", tp)

@@ -108,6 +108,17 @@ its question-level part (a perfect or constant system keeps variance 0, never a 
 and the leaderboard's covariance matrix of the means stays positive semi-definite
 (:func:`system_means`).
 
+0/1 scores near 0 or 1 (one epoch, one run, no clusters: every question score of the pair is 0 or 1):
+while each system of the pair has n min(p, 1 - p) >= ``MIN_EXPECTED`` (5, the textbook
+rule for the normal approximation) the pair keeps the paired t above; below it (a system near 0 or
+1, or few questions) the interval is Newcombe's (1998) hybrid score interval for paired proportions
+and the p-value the exact McNemar test (:func:`._bounded.newcombe_paired`; method
+``"Newcombe hybrid score, exact McNemar"``). Why: with few discordant questions the paired t
+interval collapses (no discordant question: an interval of one point); measured by
+``benchmarks/coverage_atlas.py`` (binary scores, 30 questions, system a at 0.98 and b at 0.97,
+300 simulated evaluations) the paired t covered the difference in 81% (MC SE 2.3), Newcombe's
+interval in the row the atlas shows now.
+
 Pooled over tasks (the mean of the task means, tasks fixed): ``delta = mean_t delta_t``,
 ``SE = sqrt(sum_t SE_t^2) / T`` with Welch-Satterthwaite df.
 
@@ -124,7 +135,7 @@ import pandas as pd
 from scipy import stats
 
 from ..padjust import adjust_pvalues
-from ._bounded import bounded_intervals
+from ._bounded import MIN_EXPECTED, bounded_intervals, newcombe_paired, use_newcombe
 from .logs.design import (  # noqa: F401 - the design owns the run ANOVA and the cluster check; re-exported
     RUN_NEGATIVE_SHARE,
     RUN_PRETEST_LEVEL,
@@ -147,8 +158,11 @@ CLUSTER_METHOD = ("paired question-level t, cluster-robust SE (Miller 2024 app. 
 RUNS_METHOD = ("paired question-level t with the between-run variance (pooled over systems, method of moments) "
                "added when a preliminary F test finds it (Bancroft 1944, level 0.25; Satterthwaite df), 0.45 of it "
                "when it is negative: epochs averaged within question and run, runs averaged within question")
+NEWCOMBE_METHOD = ("Newcombe hybrid score interval (Newcombe 1998, method 10) and exact McNemar test: 0/1 scores, "
+                   f"one epoch and run, some system with n min(p, 1 - p) < {MIN_EXPECTED:g}")
 #: short names of the methods, for the headline's sentence
-SHORT = {METHOD: "paired t", CLUSTER_METHOD: "paired t, cluster-robust", RUNS_METHOD: "paired t, run variance"}
+SHORT = {METHOD: "paired t", CLUSTER_METHOD: "paired t, cluster-robust", RUNS_METHOD: "paired t, run variance",
+         NEWCOMBE_METHOD: "Newcombe hybrid score, exact McNemar"}
 
 
 def clustered_se(d: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
@@ -281,10 +295,14 @@ def paired_differences(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, 
         verdict = d.run_verdict(task)
         for a, b in combinations(list(wide.columns), 2):
             both = wide[[a, b]].dropna()
-            rows.append(_row(str(task), a, b, both[a].to_numpy() - both[b].to_numpy(), level,
-                             None if cl is None else cl.reindex(both.index).to_numpy(),
-                             None if verdict is None else verdict.pieces(a, b),
-                             0.0 if verdict is None else verdict.shrink(a, b)))
+            x, y = both[a].to_numpy(), both[b].to_numpy()
+            row = _row(str(task), a, b, x - y, level, None if cl is None else cl.reindex(both.index).to_numpy(),
+                       None if verdict is None else verdict.pieces(a, b),
+                       0.0 if verdict is None else verdict.shrink(a, b))
+            if cl is None and verdict is None and use_newcombe(x, y):
+                lo, hi, p = newcombe_paired(x, y, level)
+                row.update(conf_low=lo, conf_high=hi, p_value=p, method=NEWCOMBE_METHOD)
+            rows.append(row)
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out["p_adj"] = _adjusted(out["p_value"], adjust)
     if pooled_label is None or out["task"].nunique() < 2:
@@ -295,7 +313,8 @@ def paired_differences(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, 
         se, df = _welch(list(zip(blk["std_error"].to_numpy(dtype=float) ** 2 / T**2, blk["df"].to_numpy(dtype=float))))
         pooled.append(_finish({"task": pooled_label, "system_a": a, "system_b": b,
                                "n_items": int(blk["n_items"].sum()), "delta": float(blk["delta"].mean()),
-                               "std_error": se, "df": df}, level, str(blk["method"].iloc[0])))
+                               "std_error": se, "df": df}, level,
+                               METHOD if str(blk["method"].iloc[0]) == NEWCOMBE_METHOD else str(blk["method"].iloc[0])))
     pooled_df = pd.DataFrame(pooled, columns=list(COLUMNS))
     pooled_df["p_adj"] = _adjusted(pooled_df["p_value"], adjust)
     return pd.concat([out, pooled_df], ignore_index=True)
