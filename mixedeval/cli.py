@@ -327,6 +327,27 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates over prompts (default 1000; "
                                                                   "0: intervals from the likelihood alone)")
     g.add_argument("--resample-judges", action="store_true", help="resample the judges too")
+    _add_arena_intervals(g)
+    g.add_argument("--prompt-effect", default=None, choices=["model", "random"],
+                   help="model: a random effect per model and prompt (each model's own advantage on a prompt); "
+                        "random: a prompt random intercept (lme4; both need --ties drop)")
+    g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
+                   help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
+    g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
+    g.add_argument("--executor", type=int, default=None, metavar="N",
+                   help="run the bootstrap on N local worker processes (the same numbers as in one process)")
+    g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
+    g.add_argument("--no-ranks", action="store_true", help="skip the simultaneous rank intervals")
+    g.add_argument("--ranks", action="store_true", help="compute the rank intervals even beyond 500 models (skipped "
+                                                       "there by default: their cost grows with the pairs)")
+    g.add_argument("--letters", default="auto", choices=["auto", "yes", "no"],
+                   help="compact letter display of the rank intervals (auto: up to 100 models)")
+    _add_arena_audit(g)
+    g.set_defaults(func=cmd_preferences)
+
+
+def _add_arena_intervals(g: Any) -> None:
+    """``preferences``: LMArena's sandwich intervals, clustering and reweighting (issue 40)."""
     g.add_argument("--interval", default="bootstrap", choices=["bootstrap", "sandwich"],
                    help="bootstrap (default: --n-resamples replicates) or sandwich (the CLT for M-estimators, no "
                         "resampling; clustered by --cluster)")
@@ -343,20 +364,10 @@ def _add_preferences(sub: Any) -> None:
     g.add_argument("--estimator", default="ml", choices=["ml", "arena-rank"],
                    help="ml (default) or arena-rank: arena-rank 0.1.1's model exactly (ties half, no judge terms, "
                         "standardised ridge-penalised covariates, its sandwich with --cluster battle)")
-    g.add_argument("--prompt-effect", default=None, choices=["model", "random"],
-                   help="model: a random effect per model and prompt (each model's own advantage on a prompt); "
-                        "random: a prompt random intercept (lme4; both need --ties drop)")
-    g.add_argument("--judge-effect", default="fixed", choices=["fixed", "random"],
-                   help="random: the judges' position bias as a random effect (lme4::glmer; needs --ties drop)")
-    g.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
-    g.add_argument("--executor", type=int, default=None, metavar="N",
-                   help="run the bootstrap on N local worker processes (the same numbers as in one process)")
-    g.add_argument("--win-probabilities", action="store_true", help="also print every pair's win probability")
-    g.add_argument("--no-ranks", action="store_true", help="skip the simultaneous rank intervals")
-    g.add_argument("--ranks", action="store_true", help="compute the rank intervals even beyond 500 models (skipped "
-                                                       "there by default: their cost grows with the pairs)")
-    g.add_argument("--letters", default="auto", choices=["auto", "yes", "no"],
-                   help="compact letter display of the rank intervals (auto: up to 100 models)")
+
+
+def _add_arena_audit(g: Any) -> None:
+    """``preferences --robustness``: votes to flip and the audit's probes (issue 40)."""
     g.add_argument("--robustness", action="store_true",
                    help="audit the leaderboard (mixedeval.arena_audit): the fewest votes whose removal flips the #1 "
                         "and each pair of neighbours (influence approximation confirmed by exact refits) and the "
@@ -366,7 +377,6 @@ def _add_preferences(sub: Any) -> None:
                    help="with --robustness: also the votes that flip this pair (repeatable)")
     g.add_argument("--n-sim", type=int, default=200,
                    help="with --robustness: simulations of the intransitivity probe (default 200)")
-    g.set_defaults(func=cmd_preferences)
 
 
 # ------------------------------------------------------------------------------------ parser

@@ -46,7 +46,8 @@ def _subcommands():
 
 def test_every_subcommand_exists():
     assert set(_subcommands()) == {"check", "demo", "fit", "compare", "power", "bootstrap", "vca", "disparity",
-                                   "compare-logs", "summarize", "preferences", "judge", "irt"}
+                                   "compare-logs", "summarize", "preferences", "judge", "irt", "bayes", "pass-k",
+                                   "horizon"}
 
 
 @pytest.mark.parametrize("cmd", [[], *[[c] for c in ["check", "demo", "fit", "compare", "bootstrap", "vca",

@@ -379,6 +379,133 @@ def _glmer_check(systems: list[_System], pair: tuple[str, str], q: float, head: 
     return row
 
 
+def _fit_warnings(names, c0, b0, sep, B) -> list[ResultWarning]:
+    """The headline fits' warnings: separation, a slope that does not fall, separated replicates."""
+    warns: list[ResultWarning] = []
+    if not np.all(c0):
+        bad = [n for n, c in zip(names, c0[0]) if not c]
+        warns.append(ResultWarning("separation", f"the logistic fit of {', '.join(bad)} did not converge (its successes "
+                                   "and failures are separated by length): its horizon is the split point; try "
+                                   "regularization=0.1 (METR)"))
+    if np.any(b0[0] >= 0):
+        bad = [n for n, b in zip(names, b0[0]) if b >= 0]
+        warns.append(ResultWarning("slope_not_negative", f"success does not fall with task length for {', '.join(bad)} "
+                                   "(slope >= 0): a horizon is not meaningful there"))
+    if B and np.any(sep["fit"] > 0.01):
+        warns.append(ResultWarning("separated_resamples", "in some bootstrap replicates the fit did not converge "
+                                   f"(separated data; share per system: {dict(zip(names, np.round(sep['fit'], 3)))})"))
+    return warns
+
+
+def _horizon_tables(systems, names, a0, b0, c0, boot, lv, B, level):
+    """The horizons per system and level with their percentile intervals, the fits, and the
+    replicates' log2 horizons per level."""
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+    rows, logh = [], {}
+    for q in lv:
+        h = horizons(a0[0], b0[0], q)
+        if B:
+            with np.errstate(divide="ignore"):
+                hb = np.log2(horizons(boot["fit"][0], boot["fit"][1], q))
+            logh[q] = hb
+            fin = np.where(np.isfinite(hb), hb, np.sign(hb) * 1e6)
+            qs = np.quantile(fin, [lo_q, hi_q], axis=0)
+            qs = np.where(np.abs(qs) >= _INF_DOUBLINGS, np.sign(qs) * np.inf, qs)  # beyond: interpolated with an infinite one
+            sd = np.array([np.std(col[np.isfinite(col)], ddof=1) if np.isfinite(col).sum() > 1 else np.nan
+                           for col in hb.T])
+        else:
+            qs = np.full((2, len(names)), np.nan)
+            sd = np.full(len(names), np.nan)
+        for j, s in enumerate(systems):
+            rows.append({"system": s.name, "p_success": q, "horizon": float(h[j]), "conf_low": float(np.exp2(qs[0, j])),
+                         "conf_high": float(np.exp2(qs[1, j])), "log2_std_error": float(sd[j]),
+                         "n_tasks": int(np.unique(s.task).size), "n_attempts": int(s.task.size)})
+    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+    fits = pd.DataFrame({"system": names, "intercept": a0[0], "slope": b0[0], "converged": c0[0],
+                         "n_tasks": [int(np.unique(s.task).size) for s in systems],
+                         "n_attempts": [int(s.task.size) for s in systems],
+                         "success_rate": [float(s.y.mean()) for s in systems]}, columns=list(FIT_COLUMNS))
+    return table, fits, logh
+
+
+def _ratio_table(table, lv, order, logh, pos, B, level) -> pd.DataFrame:
+    """Every pair's horizon ratio (best first) with its bootstrap interval, p and Holm's p_adj."""
+    ratio_rows = []
+    for q in lv:
+        hq = table[table["p_success"] == q].set_index("system")["horizon"]
+        block = []
+        for i, a in enumerate(order):
+            for b in order[i + 1:]:
+                lr = float(np.log2(hq[a]) - np.log2(hq[b]))
+                lo, hi, p, se = _log_ratio(logh[q][:, pos[a]] - logh[q][:, pos[b]], level) if B else (np.nan,) * 4
+                block.append({"p_success": q, "system_a": a, "system_b": b, "ratio": float(2**lr),
+                              "conf_low": float(2**lo), "conf_high": float(2**hi), "log2_ratio": lr,
+                              "std_error": se, "p_value": float(p), "log2_low": lo, "log2_high": hi})
+        if block:
+            ps = np.array([r["p_value"] for r in block])
+            padj = adjust_pvalues(ps, "holm") if np.isfinite(ps).all() else ps
+            for r, pa in zip(block, padj):
+                r["p_adj"] = float(pa)
+            ratio_rows += block
+    ratios = pd.DataFrame(ratio_rows, columns=[*RATIO_COLUMNS, "log2_low", "log2_high"])
+    return ratios
+
+
+def _sensitivity_checks(point, boot, names, pos, pair, q0, head, a0, b0, B, level):
+    """The headline pair's ratio refitted with each modelling variant: a check row each, and
+    how far every system's horizon moves."""
+    sens_rows = []
+    rows_c = []
+    h_fit = horizons(a0[0], b0[0], q0)
+    for v, (pa_, pb_, pc_) in point.items():
+        if v == "fit":
+            continue
+        hv = horizons(pa_, pb_, q0)
+        moved = hv / h_fit
+        for j, n in enumerate(names):
+            sens_rows.append({"variant": v, "system": n, "p_success": q0, "horizon": float(hv[j]),
+                              "moved": float(moved[j])})
+        est = float(np.log2(hv[pos[pair[0]]]) - np.log2(hv[pos[pair[1]]]))
+        with np.errstate(divide="ignore"):
+            lh = np.log2(horizons(*boot[v], q0)) if B else None
+        clo, chi, pv, _se = _log_ratio(lh[:, pos[pair[0]]] - lh[:, pos[pair[1]]], level) if B else (np.nan,) * 4
+        big = int(np.nanargmax(np.abs(np.log2(moved))))
+        mv = moved[big]
+        move = (f"the {int(round(100 * q0))}% horizon moves by up to {max(mv, 1 / mv):.2f}x "
+                f"({names[big]}: {h_fit[big]:.3g} -> {hv[big]:.3g})")
+        row = _answer.check_row(v, head, estimate=est, conf_low=clo, conf_high=chi, p_value=pv, why=move)
+        if row["verdict"] == "agrees":
+            row["verdict"] = f"agrees; {move}"
+        rows_c.append(row)
+    return rows_c, sens_rows
+
+
+def _provenance(lam, weighting, lv, regularization, B, level, resample_attempts, method, random_state, family,
+                length) -> dict[str, Any]:
+    """The provenance of a time-horizon result."""
+    fit_txt = ("maximum likelihood (R's glm, binomial)" if not lam else
+               f"L2-penalised (lambda = {lam:g} on the slope, weights summing to 1; METR)") + \
+        f", weighting {weighting or 'none'}"
+    prov = {"workflow": "time_horizon", "levels": list(lv), "fit": fit_txt, "regularization": regularization,
+            "weighting": weighting, "n_resamples": B, "level": float(level), "resample_attempts": resample_attempts,
+            "interval": (f"{method}, percentile, {B} replicates, paired across systems" if B else "none"),
+            "random_state": random_state if isinstance(random_state, (int, np.integer)) else None,
+            "family": family, "length": f"log2({length})"}
+    return prov
+
+
+def _bootstrap_counts(systems, tasks, fam_of_task, B, random_state, resample_attempts):
+    """The hierarchical bootstrap's counts per system (None without replicates), after the memory guard."""
+    if not B:
+        return None
+    n_rows = sum(s.task.size for s in systems)
+    check_memory(8.0 * B * (n_rows * 6 + len(tasks)), "the bootstrap replicates of time_horizon",
+                 "lower n_resamples", f"{B} replicates x {n_rows} attempts")
+    rng = as_generator(random_state)
+    tc = _task_counts(rng, B, len(tasks), fam_of_task)
+    return [_attempt_counts(rng, tc, s, resample_attempts) for s in systems]
+
+
 def time_horizon(
     data: Any,
     *,
@@ -431,14 +558,7 @@ def time_horizon(
     warns: list[ResultWarning] = []
     a0, b0, c0 = _fit_all(systems, lam, weighting, None)
     names = [s.name for s in systems]
-    counts = None
-    if B:
-        n_rows = sum(s.task.size for s in systems)
-        check_memory(8.0 * B * (n_rows * 6 + len(tasks)), "the bootstrap replicates of time_horizon",
-                     "lower n_resamples", f"{B} replicates x {n_rows} attempts")
-        rng = as_generator(random_state)
-        tc = _task_counts(rng, B, len(tasks), fam_of_task)
-        counts = [_attempt_counts(rng, tc, s, resample_attempts) for s in systems]
+    counts = _bootstrap_counts(systems, tasks, fam_of_task, B, random_state, resample_attempts)
     # ---- the headline fit and its bootstrap
     variants: dict[str, tuple[float, Any]] = {"fit": (lam, weighting)}
     alt_w = ("family" if family is not None else "task") if weighting is None else None
@@ -457,43 +577,8 @@ def time_horizon(
             aa, bb, cc = _fit_all(systems, lv_lam, lv_w, counts)
             boot[v] = (aa, bb)
             sep[v] = 1.0 - cc.mean(axis=0)
-    if not np.all(c0):
-        bad = [n for n, c in zip(names, c0[0]) if not c]
-        warns.append(ResultWarning("separation", f"the logistic fit of {', '.join(bad)} did not converge (its successes "
-                                   "and failures are separated by length): its horizon is the split point; try "
-                                   "regularization=0.1 (METR)"))
-    if np.any(b0[0] >= 0):
-        bad = [n for n, b in zip(names, b0[0]) if b >= 0]
-        warns.append(ResultWarning("slope_not_negative", f"success does not fall with task length for {', '.join(bad)} "
-                                   "(slope >= 0): a horizon is not meaningful there"))
-    if B and np.any(sep["fit"] > 0.01):
-        warns.append(ResultWarning("separated_resamples", "in some bootstrap replicates the fit did not converge "
-                                   f"(separated data; share per system: {dict(zip(names, np.round(sep['fit'], 3)))})"))
-    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
-    rows, logh = [], {}
-    for q in lv:
-        h = horizons(a0[0], b0[0], q)
-        if B:
-            with np.errstate(divide="ignore"):
-                hb = np.log2(horizons(boot["fit"][0], boot["fit"][1], q))
-            logh[q] = hb
-            fin = np.where(np.isfinite(hb), hb, np.sign(hb) * 1e6)
-            qs = np.quantile(fin, [lo_q, hi_q], axis=0)
-            qs = np.where(np.abs(qs) >= _INF_DOUBLINGS, np.sign(qs) * np.inf, qs)  # beyond: interpolated with an infinite one
-            sd = np.array([np.std(col[np.isfinite(col)], ddof=1) if np.isfinite(col).sum() > 1 else np.nan
-                           for col in hb.T])
-        else:
-            qs = np.full((2, len(names)), np.nan)
-            sd = np.full(len(names), np.nan)
-        for j, s in enumerate(systems):
-            rows.append({"system": s.name, "p_success": q, "horizon": float(h[j]), "conf_low": float(np.exp2(qs[0, j])),
-                         "conf_high": float(np.exp2(qs[1, j])), "log2_std_error": float(sd[j]),
-                         "n_tasks": int(np.unique(s.task).size), "n_attempts": int(s.task.size)})
-    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-    fits = pd.DataFrame({"system": names, "intercept": a0[0], "slope": b0[0], "converged": c0[0],
-                         "n_tasks": [int(np.unique(s.task).size) for s in systems],
-                         "n_attempts": [int(s.task.size) for s in systems],
-                         "success_rate": [float(s.y.mean()) for s in systems]}, columns=list(FIT_COLUMNS))
+    warns += _fit_warnings(names, c0, b0, sep, B)
+    table, fits, logh = _horizon_tables(systems, names, a0, b0, c0, boot, lv, B, level)
     # ---- the leaderboard, the ratios, the headline
     q0 = lv[0]
     first = table[table["p_success"] == q0].set_index("system")
@@ -506,24 +591,7 @@ def time_horizon(
                                 level=level)
     order = list(board["name"])
     pos = {n: i for i, n in enumerate(names)}
-    ratio_rows = []
-    for q in lv:
-        hq = table[table["p_success"] == q].set_index("system")["horizon"]
-        block = []
-        for i, a in enumerate(order):
-            for b in order[i + 1:]:
-                lr = float(np.log2(hq[a]) - np.log2(hq[b]))
-                lo, hi, p, se = _log_ratio(logh[q][:, pos[a]] - logh[q][:, pos[b]], level) if B else (np.nan,) * 4
-                block.append({"p_success": q, "system_a": a, "system_b": b, "ratio": float(2**lr),
-                              "conf_low": float(2**lo), "conf_high": float(2**hi), "log2_ratio": lr,
-                              "std_error": se, "p_value": float(p), "log2_low": lo, "log2_high": hi})
-        if block:
-            ps = np.array([r["p_value"] for r in block])
-            padj = adjust_pvalues(ps, "holm") if np.isfinite(ps).all() else ps
-            for r, pa in zip(block, padj):
-                r["p_adj"] = float(pa)
-            ratio_rows += block
-    ratios = pd.DataFrame(ratio_rows, columns=[*RATIO_COLUMNS, "log2_low", "log2_high"])
+    ratios = _ratio_table(table, lv, order, logh, pos, B, level)
     method = ("log2 horizon ratio in doublings; hierarchical bootstrap (" + ("families, " if family else "") +
               ("tasks, attempts)" if resample_attempts else "tasks)"))
     head = None
@@ -542,28 +610,7 @@ def time_horizon(
         d0 = r0.rename(columns={"log2_ratio": "delta"})
         diffs = d0.assign(conf_low=d0["log2_low"], conf_high=d0["log2_high"], df=np.inf, method=method)[
             [c for c in _answer.PAIR_COLUMNS if c in d0.columns or c in ("conf_low", "conf_high", "df", "method")]]
-        rows_c = []
-        h_fit = horizons(a0[0], b0[0], q0)
-        for v, (pa_, pb_, pc_) in point.items():
-            if v == "fit":
-                continue
-            hv = horizons(pa_, pb_, q0)
-            moved = hv / h_fit
-            for j, n in enumerate(names):
-                sens_rows.append({"variant": v, "system": n, "p_success": q0, "horizon": float(hv[j]),
-                                  "moved": float(moved[j])})
-            est = float(np.log2(hv[pos[pair[0]]]) - np.log2(hv[pos[pair[1]]]))
-            with np.errstate(divide="ignore"):
-                lh = np.log2(horizons(*boot[v], q0)) if B else None
-            clo, chi, pv, _se = _log_ratio(lh[:, pos[pair[0]]] - lh[:, pos[pair[1]]], level) if B else (np.nan,) * 4
-            big = int(np.nanargmax(np.abs(np.log2(moved))))
-            mv = moved[big]
-            move = (f"the {int(round(100 * q0))}% horizon moves by up to {max(mv, 1 / mv):.2f}x "
-                    f"({names[big]}: {h_fit[big]:.3g} -> {hv[big]:.3g})")
-            row = _answer.check_row(v, head, estimate=est, conf_low=clo, conf_high=chi, p_value=pv, why=move)
-            if row["verdict"] == "agrees":
-                row["verdict"] = f"agrees; {move}"
-            rows_c.append(row)
+        rows_c, sens_rows = _sensitivity_checks(point, boot, names, pos, pair, q0, head, a0, b0, B, level)
         if hierarchical:
             try:
                 rows_c.append(_glmer_check(systems, pair, q0, head, "family" if family else "task"))
@@ -573,14 +620,8 @@ def time_horizon(
         checks = _answer.checks_table(rows_c)
     answer = _answer.Answer(direction=direction, leaderboard=board, headline=head, differences=diffs, checks=checks,
                             rank_kind="simultaneous", no_headline_text="one system: no comparison", method=method)
-    fit_txt = ("maximum likelihood (R's glm, binomial)" if not lam else
-               f"L2-penalised (lambda = {lam:g} on the slope, weights summing to 1; METR)") + \
-        f", weighting {weighting or 'none'}"
-    prov = {"workflow": "time_horizon", "levels": list(lv), "fit": fit_txt, "regularization": regularization,
-            "weighting": weighting, "n_resamples": B, "level": float(level), "resample_attempts": resample_attempts,
-            "interval": (f"{method}, percentile, {B} replicates, paired across systems" if B else "none"),
-            "random_state": random_state if isinstance(random_state, (int, np.integer)) else None,
-            "family": family, "length": f"log2({length})"}
+    prov = _provenance(lam, weighting, lv, regularization, B, level, resample_attempts, method, random_state,
+                       family, length)
     sens = pd.DataFrame(sens_rows, columns=["variant", "system", "p_success", "horizon", "moved"])
     return TimeHorizonResult(answer=answer, table=table, fits=fits,
                              ratios=ratios[list(RATIO_COLUMNS)], sensitivity=sens,
