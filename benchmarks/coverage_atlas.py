@@ -565,7 +565,10 @@ FAMILY_TEXT = {
     "clusters": "Clustered questions (cluster and system x cluster effects), 2 epochs, `cluster=` given.",
     "epochs": "Several epochs per question (averaged within the question).",
     "runs": "Several runs per system, with and without run effects (run SD on the logit scale).",
-    "plasmode": "Questions resampled from bundled real data; the full data's means are the truth.",
+    "plasmode": "Questions resampled from bundled real data; the full data's means are the truth. On the Kreutzer "
+                "TER cells the alternatives raised on every data set (atlas_peers' `DataError: data is not complete: "
+                "every system must answer every question in every run`; row `alternatives (all)`): only the default "
+                "is shown there (not fixed yet).",
     "bradley-terry": "Recorded from its own benchmark (source column).",
     "judge-corrected": "Recorded from its own benchmark (source column).",
     "irt-subsets": "Recorded from its own benchmark (source column).",
