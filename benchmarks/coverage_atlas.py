@@ -321,11 +321,20 @@ def _pair(pairs: dict, a: str, b: str) -> tuple[float, float, float, float] | No
     return None
 
 
-def peer_answers(data: pd.DataFrame, peers: Any) -> dict[str, dict[str, Any]]:
-    """Per alternative method the same shape as :func:`default_answer` (no ranks / letters)."""
-    tab = peers.alternatives(data, level=LEVEL, random_state=0)
+#: resamples of the bootstrap alternatives in the atlas (their packages' defaults are 2,000 / 1,000 and
+#: lm-eval's 100,000 iterations: smaller here to keep the grid's cost sane; the page says so)
+PEER_RESAMPLES, PEER_LM_EVAL_ITERS = 1000, 10_000
+
+
+def peer_answers(data: pd.DataFrame, peers: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Per alternative method the same shape as :func:`default_answer` (no ranks / letters), and per
+    method that raised on this data set its message (its NaN rows are left out: a recorded failure)."""
+    tab = peers.alternatives(data, level=LEVEL, random_state=0, n_resamples=PEER_RESAMPLES,
+                             lm_eval_iters=PEER_LM_EVAL_ITERS)
+    failed = {str(e["method"]): str(e["error"])[:160] for e in tab.attrs.get("errors", [])
+              if not str(e["error"]).startswith("not installed")}
     out: dict[str, dict[str, Any]] = {}
-    for m, blk in tab.groupby("method", sort=False):
+    for m, blk in tab[~tab["method"].astype(str).isin(failed)].groupby("method", sort=False):
         d = out.setdefault(str(m), {"systems": {}, "pairs": {}, "headline_p": np.nan, "intervals": str(m)})
         for r in blk.itertuples():
             if r.target == "score":
@@ -333,7 +342,7 @@ def peer_answers(data: pd.DataFrame, peers: Any) -> dict[str, dict[str, Any]]:
             else:
                 d["pairs"][(str(r.system_a), str(r.system_b))] = (r.estimate, r.conf_low, r.conf_high,
                                                                   getattr(r, "p_value", np.nan))
-    return out
+    return out, failed
 
 
 def load_peers() -> tuple[Any, str]:
@@ -432,8 +441,11 @@ def run_cell(c: Cell, reps: int, random_state: int, with_peers: bool = True) -> 
                 note(DEFAULT, null, None, tr, f"{type(e).__name__}: {str(e)[:160]}")
             if peers is not None:
                 try:
-                    for m, ans in peer_answers(data, peers).items():
+                    answers, failed = peer_answers(data, peers)
+                    for m, ans in answers.items():
                         note(m, null, ans, tr, None)
+                    for m, err in failed.items():
+                        note(m, null, None, tr, err)
                 except Exception as e:  # noqa: BLE001
                     note("alternatives (all)", null, None, tr, f"{type(e).__name__}: {str(e)[:160]}")
     secs = time.perf_counter() - t0
@@ -553,7 +565,10 @@ FAMILY_TEXT = {
     "clusters": "Clustered questions (cluster and system x cluster effects), 2 epochs, `cluster=` given.",
     "epochs": "Several epochs per question (averaged within the question).",
     "runs": "Several runs per system, with and without run effects (run SD on the logit scale).",
-    "plasmode": "Questions resampled from bundled real data; the full data's means are the truth.",
+    "plasmode": "Questions resampled from bundled real data; the full data's means are the truth. On the Kreutzer "
+                "TER cells the alternatives raised on every data set (atlas_peers' `DataError: data is not complete: "
+                "every system must answer every question in every run`; row `alternatives (all)`): only the default "
+                "is shown there (not fixed yet).",
     "bradley-terry": "Recorded from its own benchmark (source column).",
     "judge-corrected": "Recorded from its own benchmark (source column).",
     "irt-subsets": "Recorded from its own benchmark (source column).",
@@ -604,12 +619,109 @@ def off_band(r: dict) -> list[str]:
     return out
 
 
+#: the alternatives the page's comparison tables show beside the default (the ones users reach for first)
+PEERS_SHOWN = ["t", "wald", "wilson", "paired_bootstrap", "newcombe_midp", "inspect_stderr", "inspect_ci_t",
+               "lm_eval_bootstrap", "evalstats_auto"]
+
+
+def clearly_below(v: Any, n: Any) -> bool:
+    """A coverage below 93% beyond its Monte-Carlo error (exact one-sided binomial test at 1% on n data sets)."""
+    from scipy import stats
+
+    try:
+        v, n = float(v), int(n)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isfinite(v) and n > 0 and stats.binom.cdf(int(round(v * n)), n, 0.93) < 0.01)
+
+
+def _group(r: dict) -> str:
+    if r["family"] == "scores":
+        return f"scores: {r['scores']} at {r['p']:g}"
+    if r["family"] == "plasmode":
+        return f"plasmode: {r['scores']}"
+    return str(r["family"])
+
+
+def _med(x: pd.Series, pct: bool = True) -> str:
+    x = pd.to_numeric(x, errors="coerce").dropna()
+    if not len(x):
+        return ""
+    return _fmt(x.median(), pct) + (f" ({_fmt(x.min(), pct)})" if pct else "")
+
+
+def comparison_table(tab: pd.DataFrame) -> str:
+    """Per group of designs (family; scores by kind and accuracy) the default beside the alternatives of
+    :data:`PEERS_SHOWN`: median (lowest) coverage of the scores' and differences' intervals, median
+    relative widths, and on how many designs the method covers below 93% beyond its Monte-Carlo error."""
+    sim = tab[tab["reps"].notna()].copy()
+    sim = sim[sim["key"].isin(set(sim.loc[sim["method"] != DEFAULT, "key"]))]
+    if not len(sim):
+        return "(no design run with the alternatives)"
+    sim["group"] = [_group(r) for r in sim.to_dict("records")]
+    head = ["designs", "n", "method", "cover score: median (lowest)", "cover diff: median (lowest)",
+            "width score", "width diff", "below 93%"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for g, blk in sim.groupby("group", sort=True):
+        ns = sorted(blk["n"].astype(int).unique())
+        for m in [DEFAULT, *PEERS_SHOWN]:
+            b = blk[blk["method"] == m]
+            if not len(b):
+                continue
+            low = sum(clearly_below(r["cov_score"], r["n_ok"]) or clearly_below(r["cov_diff"], r["n_ok"])
+                      for r in b.to_dict("records"))
+            lines.append("| " + " | ".join([
+                g, f"{ns[0]}-{ns[-1]}" if len(ns) > 1 else str(ns[0]),
+                f"**{m}**" if m == DEFAULT else m, _med(b["cov_score"]), _med(b["cov_diff"]),
+                _med(b["width_score"], False), _med(b["width_diff"], False), f"{low} of {len(b)}"]) + " |")
+    return "\n".join(lines)
+
+
+def who_is_calibrated(tab: pd.DataFrame) -> tuple[list[str], list[str], list[str]]:
+    """Designs (and targets) where an alternative covers 93% or more and the default covers below 93%
+    beyond its Monte-Carlo error; the per-alternative counts of the reverse; and the designs where the
+    default is more than 10% wider than an alternative covering 93-97% (issue 39, item 4)."""
+    sim = tab[tab["reps"].notna()]
+    peer_ok, reverse, wider = [], {}, []
+    for k, blk in sim.groupby("key", sort=False):
+        d = blk[blk["method"] == DEFAULT]
+        if not len(d) or len(blk) < 2:
+            continue
+        d = d.iloc[0]
+        for col, what in (("cov_score", "scores"), ("cov_diff", "differences")):
+            dv = d[col]
+            if not np.isfinite(dv):
+                continue
+            others = blk[(blk["method"] != DEFAULT) & blk[col].notna()]
+            if clearly_below(dv, d["n_ok"]):
+                good = others[(others[col] >= 0.93)]
+                if len(good):
+                    peer_ok.append(f"{k} ({what}): default {_fmt(dv)}; " + ", ".join(
+                        f"{m} {_fmt(v)}" for m, v in zip(good["method"], good[col])))
+            elif dv >= 0.93:
+                for r in others.to_dict("records"):
+                    if clearly_below(r[col], r["n_ok"]):
+                        reverse.setdefault(r["method"], []).append(f"{k} ({what})")
+            wcol = col.replace("cov", "width")
+            cal = others[others[col].between(0.93, 0.97) & (others[wcol] * 1.1 < d[wcol])]
+            if len(cal) and np.isfinite(d[wcol]):
+                best = cal.loc[cal[wcol].idxmin()]
+                wider.append(f"{k} ({what}): default width {_fmt(d[wcol], False)} at {_fmt(dv)}; "
+                             f"{best['method']} {_fmt(best[wcol], False)} at {_fmt(best[col])}")
+    rev = [f"* {m}: {len(v)} (e.g. {v[0]})" for m, v in sorted(reverse.items(), key=lambda kv: -len(kv[1]))]
+    return peer_ok, rev, wider
+
+
 def family_table(blk: pd.DataFrame) -> str:
     head = ["scores", "p", "n", "S", "cl", "E", "R", "run SD", "method", "reps", "cover score (MC SE)",
             "cover a", "cover diff (MC SE)", "width score", "width diff", "type I", "power", "ranks", "letters",
             "errors", ""]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    n_below = blk.assign(b=[below(r) for r in blk.to_dict("records")]).groupby("key")["b"].sum()
     for r in blk.to_dict("records"):
+        mark = "⚠ below 93%" if below(r) else ""
+        if r["method"] == DEFAULT and n_below.get(r["key"], 0):
+            mark = (mark + "; " if mark else "") + f"design: {int(n_below[r['key']])} method(s) below 93%"
         cells = [str(r["scores"]), "" if pd.isna(r["p"]) else f"{r['p']:g}", str(int(r["n"])), str(int(r["systems"])),
                  str(int(r["cluster"])), str(int(r["epochs"])), str(int(r["runs"])), f"{r['sd_run']:g}",
                  ("**" + r["method"] + "**") if r["method"] == DEFAULT else str(r["method"]),
@@ -617,7 +729,7 @@ def family_table(blk: pd.DataFrame) -> str:
                  _fmt(r["cov_score_a"]), _fmt(r["cov_diff"], se=r.get("cov_diff_se")),
                  _fmt(r["width_score"], False), _fmt(r["width_diff"], False), _fmt(r["type_i"]), _fmt(r["power"]),
                  _fmt(r["rank_cov"]), _fmt(r["letters_cov"]),
-                 "" if pd.isna(r["errors"]) else str(int(r["errors"])), "⚠ below 93%" if below(r) else ""]
+                 "" if pd.isna(r["errors"]) else str(int(r["errors"])), mark]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -681,9 +793,17 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "leaderboard's intervals of each system's mean score, the best-first paired differences, the headline "
              "p-value, the simultaneous rank intervals and letters) was run on simulated evaluations and on "
              "resamples of real ones, beside the intervals users would compute otherwise (Inspect's `stderr()` / "
-             "`ci()`, evalstats' `auto`, Wald, t, McNemar, paired bootstrap, ... when the peers' module "
-             "atlas_peers.py is present in benchmarks/). The designs, the data model and the columns are described in "
+             "`ci()`, lm-eval's stderrs, evalstats' `auto` and named methods, Wald, t, Wilson, McNemar, Newcombe, "
+             "paired bootstrap: `benchmarks/atlas_peers.py`, each method's source in its `METHODS`), computed on "
+             "the same data sets. The designs, the data model and the columns are described in "
              "`benchmarks/coverage_atlas.py`.", "",
+             f"The bootstrap alternatives run with fewer resamples than their packages' defaults to keep the grid's "
+             f"cost sane: {PEER_RESAMPLES:,} (paired bootstrap, evalstats' bootstrap; defaults 2,000 / 1,000; "
+             f"Inspect's `ci(method='bootstrap')` keeps its 1,000) and lm-eval's bootstrap stderr "
+             f"{PEER_LM_EVAL_ITERS:,} iterations (its default 100,000); their intervals are then a little noisier, "
+             "which moves coverage by well under the Monte-Carlo error of a cell. evalstats' Wilcoxon signed-rank "
+             "p-values (its p for non-binary pairs) ran uncapped: at 10-20 questions they took 0.1 s per data set "
+             "here.", "",
              "Columns: coverage of the 95% intervals of the systems' mean scores (averaged over systems; *cover a*: "
              "system a, the one at accuracy *p*) and of the pairwise differences, with Monte-Carlo SEs in "
              "parentheses (percentage points); *width*: mean half-width / 1.96 over the true SD of the estimate "
@@ -693,9 +813,13 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "answering. S systems, cl questions per cluster (0: i.i.d.), E epochs, R runs. Rows covering less "
              "than 93% are marked ⚠.", "",
              f"This page reads `{source}`: {done} of the {total} cells of its grid "
-             f"({'--quick' if 'quick' in source else 'the full grid'}), {reps_text} simulated evaluations per cell "
-             "under the alternative and as many under the null; `python benchmarks/coverage_atlas.py` resumes "
-             "the grid where the CSV stops.", "",
+             f"({'--quick' if 'quick' in source else 'the full grid'}; families run: "
+             f"{', '.join(dict.fromkeys(sim['family'].astype(str))) or 'none'}), {reps_text} simulated evaluations "
+             f"per cell under the alternative and as many under the null (Monte-Carlo SE of a 95% coverage: about "
+             f"{_fmt(np.sqrt(0.95 * 0.05 / max(sim['reps'].min(), 1)) if len(sim) else np.nan)}); "
+             "`python benchmarks/coverage_atlas.py` resumes the grid where the CSV stops. "
+             "`benchmarks/results/coverage_atlas_no_peers.csv` keeps the earlier run of the whole full grid "
+             "(134 cells x 60 reps) with the default answer only.", "",
              "## The rule of each default", "",
              "* differences: the paired question-level t (`paired t`); for 0/1 scores (one epoch, one run, no "
              "clusters) where some system of the pair has n min(p, 1 - p) < 5, Newcombe's hybrid score interval "
@@ -728,7 +852,9 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
         parts.append(f"On the {len(big)} simulated and plasmode designs with at least 30 questions, the default "
                      f"covered {_fmt(big[['cov_score', 'cov_diff']].min().min())} to "
                      f"{_fmt(big[['cov_score', 'cov_diff']].max().max())} (scores and differences; single rows "
-                     f"vary by their Monte-Carlo error, about 2.8 points at 60 data sets); {len(bad)} of them "
+                     f"vary by their Monte-Carlo error, about "
+                     f"{_fmt(np.sqrt(0.95 * 0.05 / max(sim['reps'].min(), 1)))} at {int(sim['reps'].min())} data "
+                     f"sets); {len(bad)} of them "
                      "outside 93-97% beyond it (exact one-sided binomial test at 1%; near 0 or 1 only the lower "
                      "limit counts)" + (":" if len(bad) else "."))
         for r in bad.to_dict("records"):
@@ -744,6 +870,24 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
     if len(errs):
         parts += [f"Data sets that raised: {int(errs['errors'].sum())} in {len(errs)} designs (first message in the "
                   "CSV's `error_text`).", ""]
+    peer_ok, rev, wider = who_is_calibrated(tab)
+    parts += ["## The default beside the alternatives", "",
+              "Per group of designs the default and the alternatives users reach for first (all of them are in the "
+              "family tables below): median and lowest coverage over the group's designs, median relative width "
+              "(half-width / 1.96 over the true SD of the method's estimate; 1 is ideal), and on how many designs "
+              "the method covers below 93% beyond its Monte-Carlo error (exact one-sided binomial test at 1%). "
+              "Inspect's and lm-eval's metrics give single-system intervals only; Wald, Wilson, Newcombe give "
+              "what their formula covers.", "", comparison_table(tab), "",
+              "Designs where an alternative covers 93% or more and the default covers below 93% beyond its "
+              "Monte-Carlo error: " + (f"{len(peer_ok)}:" if peer_ok else "none."), ""]
+    parts += [f"* {x}" for x in peer_ok] + ([""] if peer_ok else [])
+    parts += ["Designs x targets (scores, differences) where the default covers 93% or more and an alternative "
+              "below 93% beyond its Monte-Carlo error, per alternative: " + ("" if rev else "none."), ""]
+    parts += rev + ([""] if rev else [])
+    parts += ["Designs x targets where the default is more than 10% wider than an alternative covering 93-97% "
+              "(the narrowest such alternative named; single cells, so within Monte-Carlo error of the band): "
+              + (f"{len(wider)}:" if wider else "none."), ""]
+    parts += [f"* {x}" for x in wider] + ([""] if wider else [])
     for fam in dict.fromkeys(tab["family"].astype(str)):
         blk = tab[tab["family"] == fam].sort_values(["scores", "p", "n", "systems", "cluster", "epochs", "runs",
                                                      "sd_run"], kind="stable")
@@ -777,6 +921,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
     ap.add_argument("--random-state", type=int, default=20261128)
     ap.add_argument("--no-peers", action="store_true", help="the default answer only")
     ap.add_argument("--families", nargs="*", default=None, help="only these families of the grid")
+    ap.add_argument("--scores", nargs="*", default=None, help="only these kinds of scores (binary, bounded, ...)")
     ap.add_argument("--page", action="store_true", help="write docs/concepts/calibration.md from the CSV")
     a = ap.parse_args(argv)
     if a.page:
@@ -786,7 +931,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
     reps = a.reps or (40 if a.quick else 400)
     path = Path(a.csv) if a.csv else (QUICK_CSV if a.quick else FULL_CSV)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
-    cells = [c for c in grid(a.quick) if a.families is None or c.family in a.families]
+    cells = [c for c in grid(a.quick) if (a.families is None or c.family in a.families)
+             and (a.scores is None or c.scores in a.scores)]
     t0 = time.perf_counter()
     tab = run(cells, reps, path, ex, a.random_state, with_peers=not a.no_peers)
     d = tab[tab["method"] == DEFAULT]
