@@ -49,7 +49,9 @@ def outside(cov: float, n: int, lower_only: bool) -> str | None:
 #: scores outside [0, 1] piling up at a bound of their scale, whose bounds mixedeval does not know;
 #: the docs page says so). The test fails when one of them is calibrated (remove it here) and when
 #: any other design is not.
-KNOWN_MISSES = {"scores|likert|0.98|30|2|0|1|1|0.0"}
+# Likert at 0.98, 30 questions: 83% in the 60-rep default-only run (coverage_atlas_no_peers.csv); not below 93% beyond
+# Monte-Carlo error in the 40-rep run with the alternatives (coverage_atlas.csv), which this checks
+KNOWN_MISSES: set[str] = set()
 
 
 def check_defaults(tab: pd.DataFrame, known: set[str] = frozenset()) -> list[str]:
