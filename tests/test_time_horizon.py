@@ -144,7 +144,10 @@ def test_glmm_check_is_lme4_glmer(R, tmp_path):
         cf = R(f'''local({{ d <- read.csv("{path.as_posix()}"); d$x <- log2(d$human_minutes)
             lme4::fixef(lme4::glmer(score ~ x + (1|family), data = d, family = binomial)) }})''')
         est[s] = -cf[0] / cf[1]
-    assert row["estimate"] == pytest.approx(est["a"] - est["b"], rel=1e-4)  # optimizer tolerance of glmer
+    # two separate glmer fits (the engine's converted data and R's read.csv): the family variance sits near its
+    # boundary, where the likelihood is flat and the ratio -a/b of two optimizer runs differed by 7.5e-4 relative
+    # in one full-suite run (1e-6 alone); an error in the check's formula would be far larger
+    assert row["estimate"] == pytest.approx(est["a"] - est["b"], rel=5e-3)
     assert row["p_value"] < 0.05 and row["conf_low"] < row["estimate"] < row["conf_high"]
 
 
