@@ -36,6 +36,7 @@ from scipy.special import expit
 
 from ... import _answer
 from ..._cld import compact_letters
+from ..._executor import available_cpus
 from ..._random import r_seed
 from ...errors import DataError
 from ...results import ResultWarning
@@ -226,8 +227,7 @@ def _default_cores(chains: int, n_rows: int, iter: int) -> int:  # noqa: A002 - 
     :data:`PARALLEL_FROM` rows x iterations; 1 below."""
     if n_rows * iter < PARALLEL_FROM:
         return 1
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return int(max(1, min(chains, n)))
+    return int(max(1, min(chains, available_cpus())))
 
 
 def bayes_glmm(
