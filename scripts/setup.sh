@@ -129,8 +129,11 @@ read_installed() {
   INSTALLED=()
   local pkg status version
   while IFS=$'\t' read -r pkg status version; do
-    [ "${status:0:2}" = "ii" ] && INSTALLED["$pkg"]="$version"
+    # an if, not `[ ] && ...`: a last line that is not installed ("un") must not end the loop, and
+    # with it the function and `set -e`'s script, with status 1
+    if [ "${status:0:2}" = "ii" ]; then INSTALLED["$pkg"]="$version"; fi
   done < <(dpkg-query -W -f='${Package}\t${db:Status-Abbrev}\t${Version}\n' "$@" 2>/dev/null || true)
+  return 0
 }
 
 # pins from renv.lock: "deb version" lines, for R itself and every R package recorded there

@@ -461,3 +461,21 @@ def test_wheel_carries_the_r_library_and_data(tmp_path):
     for log in sorted((repo / "mixedeval" / "datasets_files" / "llm_inspect_logs").glob("*.eval")):
         assert f"mixedeval/datasets_files/llm_inspect_logs/{log.name}" in names  # a subfolder: its own glob
     assert "mixedeval/_report/templates/report.html.j2" in names
+
+
+def test_a_last_package_that_is_not_installed_is_listed_not_fatal(tmp_path):
+    # dpkg-query prints every package known to dpkg, the last one "un" (known, not installed): the
+    # loop that reads it once ended with `[ un = ii ] && ...`'s status 1 and set -e stopped setup.sh
+    # silently (the image build's Debian layer failed in CI after rstanarm joined the list)
+    fake = (
+        'last="${@: -1}"\n'
+        'for p in "${@:3}"; do [ "$p" = "$last" ] || printf "%s\\tii \\t1.0\\n" "$p"; done\n'
+        'printf "%s\\tun \\t\\n" "$last"\n'
+    )
+    path = guarded_path(tmp_path, dpkg_query=fake)
+    out = run_setup("--system-only", "--no-browser", "--no-image-tools",
+                    env={"PATH": path, "MIXEDEVAL_SETUP_ASSUME_NONROOT": "1",
+                         "MIXEDEVAL_SETUP_OS_RELEASE": str(_os_release(tmp_path, "debian", "bookworm"))})
+    assert out.returncode == 1, out.stdout + out.stderr
+    last = PYTHON_DEBS[-1]
+    assert f"apt-get install -y --no-install-recommends {last}\n" in out.stdout, out.stdout + out.stderr
