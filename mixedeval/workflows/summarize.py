@@ -54,7 +54,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,18 +62,16 @@ from scipy import stats
 
 from .. import _answer
 from .._random import seed_sequence
-from ..data._logs import EvalLogs, read_eval_logs
-from ..data.table import as_pandas
-from ..data.validate import require_columns, require_finite, require_level
+from ..data.validate import require_level
 from ..errors import DataError
 from ..resampling import sign_flip_test
 from ..results import ResultWarning
 from ._bounded import wilson
 from ._common import _WorkflowResult, dedupe_warnings
-from ._input_checks import check_column_args, check_repeated_questions, check_table_systems
+from ._input_checks import check_column_args, check_table_systems
 from ._logs_answer import answer_notes, logs_answer
 from ._paired import SHORT, clustered_se
-from .logs.design import EvalDesign, build_design, design_from_logs
+from .logs.design import EvalDesign, read_design, table_columns, table_rows
 
 CLUSTER_SES = (None, "CR2")
 TABLE_COLUMNS = ("task", "system", "n_items", "n_epochs", "n_runs", "mean_score", "std_error", "conf_low", "conf_high",
@@ -148,81 +145,9 @@ class SummarizeResult(_answer.AnswerMixin, _WorkflowResult):
 
 
 # ------------------------------------------------------------------------------ the data
-def _table_scores(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
-                  cluster: str | None) -> pd.DataFrame:
-    """Canonical columns (system, task, item, run, epoch, score[, cluster]) of a score table."""
-    df.columns = [str(c) for c in df.columns]
-    if "metric" in df.columns:
-        have = list(dict.fromkeys(df["metric"].astype(str)))
-        if metric is None and len(have) > 1:
-            raise DataError(f"the table holds {len(have)} metrics in its 'metric' column ({', '.join(have[:10])}); "
-                            "name one with metric=")
-        if metric is not None:
-            if str(metric) not in have:
-                raise DataError(f"metric {metric!r} is not in the table's 'metric' column; available: {have[:30]}")
-            df = df.loc[df["metric"].astype(str) == str(metric)]
-    elif metric is not None:
-        raise DataError(f"metric={metric!r} selects rows of a 'metric' column, which this table does not have; "
-                        f"name the score column with score= (columns: {list(df.columns)[:20]})")
-    require_columns(df, [c for c in (*cols.values(), cluster) if c is not None], "the score table")
-    require_finite(df, cols["score"])
-    out = pd.DataFrame({"system": df[cols["system"]].astype(str).to_numpy(),
-                        # no task column: the task is named after the metric (or the score column), as
-                        # read_eval_logs names it, so summarize and compare_logs label the same rows alike
-                        "task": (df[cols["task"]].astype(str).to_numpy() if cols["task"] else
-                                 str(metric) if metric is not None else str(cols["score"])),
-                        "item": df[cols["item"]].astype(str).to_numpy(),
-                        "run": df[cols["run"]].astype(str).to_numpy() if cols["run"] else "1",
-                        "score": df[cols["score"]].to_numpy(dtype=float)})
-    check_repeated_questions(out, cols["epoch"])
-    if cols["epoch"]:
-        out["epoch"] = df[cols["epoch"]].astype(str).to_numpy()
-        dup = out.duplicated(["system", "task", "item", "run", "epoch"])
-        if dup.any():
-            r = out.loc[dup].iloc[0]
-            raise DataError(f"{int(dup.sum())} rows repeat a (system, task, item, run, epoch), e.g. system "
-                            f"{r['system']!r}, item {r['item']!r}, epoch {r['epoch']!r}")
-    for k in ("system", "item", *(["task"] if cols["task"] else []), *(["run"] if cols["run"] else [])):
-        if df[cols[k]].isna().any():
-            raise DataError(f"column {cols[k]!r} ({k}) has {int(df[cols[k]].isna().sum())} missing values")
-    if cluster is not None:
-        out["cluster"] = df[cluster].to_numpy()
-    return out
-
-
-def _columns(df: pd.DataFrame, score: str, system: str, item: str, task: str | None, run: str | None,
-             epoch: str | None) -> dict[str, str | None]:
-    """The table's column of each role; ``task``/``run``/``epoch`` default to a column of that name."""
-    names = {"score": score, "system": system, "item": item}
-    for role, given in (("task", task), ("run", run), ("epoch", epoch)):
-        names[role] = given if given is not None else (role if role in map(str, df.columns) else None)
-    for role, name in names.items():
-        if name is not None and not isinstance(name, str):
-            raise DataError(f"{role}= must name a column, got {name!r}")
-    return names
-
-
-def _read(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, format: str,  # noqa: A002
-          systems: Any, drop_missing: bool) -> EvalDesign:
-    """The call's :class:`EvalDesign` of any accepted input (a design is used as it is)."""
-    if cluster is not None and not isinstance(cluster, str):
-        raise DataError(f"cluster must name a column, got {cluster!r}")
-    if isinstance(data, EvalDesign):
-        return data
-    if isinstance(data, EvalLogs) and systems is not None:
-        raise DataError("systems= selects systems while reading; pass the log paths instead of EvalLogs")
-    if isinstance(data, EvalLogs) or isinstance(data, (str, Path, list, tuple, Mapping)):
-        # a table file: the columns named here (run=, epoch=, task=, item=, system=) are its columns
-        named = {role: cols[role] for role in ("system", "item", "task", "run", "epoch")
-                 if cols[role] is not None and cols[role] != role}
-        logs = data if isinstance(data, EvalLogs) else read_eval_logs(
-            data, format, metric=metric, systems=systems, drop_missing=drop_missing,
-            **({"columns": named} if named else {}))
-        return design_from_logs(logs, metric, cluster)
-    df = as_pandas(data, what="data")
-    if not len(df):
-        raise DataError("the score table has no rows")
-    return build_design(_table_scores(df, metric, _columns(df, **cols), cluster), metric=metric, cluster=cluster)
+# the design builder of every input (a table, EvalLogs, log paths) is the design module's
+# (:func:`mixedeval.workflows.logs.design.read_design`); these names stay for the workflows that import them
+_table_scores, _columns, _read = table_rows, table_columns, read_design
 
 
 # ------------------------------------------------------------------------------ per system

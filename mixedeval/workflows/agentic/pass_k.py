@@ -32,14 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ... import _answer
-from ...data._logs import read_eval_logs
 from ...data.validate import require_level
 from ...errors import DataError
 from ...resampling import sign_flip_test
@@ -48,8 +46,7 @@ from .._common import _WorkflowResult, dedupe_warnings
 from .._input_checks import check_column_args, check_table_systems
 from .._logs_answer import LogsAnswer, answer_notes, logs_answer
 from .._paired import system_means
-from ..logs.design import EvalDesign, build_design
-from ..summarize import _read
+from ..logs.design import EvalDesign, build_design, read_design
 
 KINDS = ("pass@k", "pass^k")
 TABLE_COLUMNS = ("kind", "system", "k", "n_tasks", "n_attempts", "estimate", "std_error", "df", "conf_low",
@@ -156,20 +153,15 @@ def _check_k(k: Any) -> int:
 
 def _attempt_rows(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, format: str,  # noqa: A002
                   systems: Any) -> tuple[EvalDesign, pd.DataFrame]:
-    """The design of the input and its unreduced attempts (system, task, item, run, epoch, score[, cluster])."""
-    if isinstance(data, (str, Path, list, tuple, Mapping)) and not isinstance(data, pd.DataFrame):
-        named = {role: cols[role] for role in ("system", "item", "task", "run", "epoch")
-                 if cols[role] is not None and cols[role] != role}
-        data = read_eval_logs(data, format, metric=metric, systems=systems, keep_epochs=True,
-                              **({"columns": named} if named else {}))
-        systems = None
-    design = _read(data, metric, cols, cluster, format, systems, False)
-    if design.reduction is not None and len(design.reduction):
+    """The design of the input (:func:`read_design`, log paths read with every epoch kept) and its
+    unreduced attempts (:attr:`EvalDesign.attempts`: system, task, item, run, epoch, score[, cluster])."""
+    design = read_design(data, metric, cols, cluster, format, systems, False, keep_epochs=True)
+    if design.attempts is None:
         r = design.reduction.iloc[0]
         raise DataError(f"the logs reduced the attempts of {r['system']!r} by Inspect's {r['reducer']!r} reducer "
                         f"(one score per task): pass@k needs every attempt; pass the log files themselves (they are "
                         "read with keep_epochs=True) or me.read_eval_logs(..., keep_epochs=True)")
-    return design, design.rows
+    return design, design.attempts
 
 
 def _counts(rows: pd.DataFrame, value: float | None, k: int) -> tuple[pd.DataFrame, list[ResultWarning]]:

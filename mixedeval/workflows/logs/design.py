@@ -15,6 +15,12 @@ reads (DESIGN.md: "one design in, one answer out"). It is the one place where
   sometimes-pool rule (:class:`RunAnova`; the rule and its calibration are in
   :mod:`mixedeval.workflows._paired`), whose variance pieces are never negative in total.
 
+Every input comes in by one door, :func:`read_design` (a score table, an
+:class:`~mixedeval.EvalLogs`, or log paths read here once; ``keep_epochs=True`` reads every epoch
+whatever the log's reducer). The design carries both the unreduced attempts
+(:attr:`EvalDesign.attempts`: pass@k and pass^k count them) and their reduction
+(:attr:`EvalDesign.scores`, :attr:`EvalDesign.questions`).
+
 The paired analysis (:mod:`mixedeval.workflows._paired`), the system table of
 :func:`mixedeval.summarize`, the bootstraps and the model of :func:`mixedeval.compare_logs`, and
 the plan's pilot statistics (:meth:`EvalDesign.sample_stats`) read this value, never the logs
@@ -24,15 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ...data._logs import EvalLogs, read_eval_logs
+from ...data.table import as_pandas
+from ...data.validate import require_columns, require_finite
 from ...errors import DataError
 from ...results import ResultWarning
-from .._input_checks import check_cluster_labels
+from .._input_checks import check_cluster_labels, check_repeated_questions
 
 #: level of the preliminary F test of the run variance (Bancroft 1944 "sometimes pool"; :mod:`.._paired`)
 RUN_PRETEST_LEVEL = 0.25
@@ -204,7 +214,8 @@ class EvalDesign:
     """The evaluation design of one call (module docstring).
 
     rows : every sample: system, task, item, run, [epoch,] score (float)[, cluster] -- ``cluster``
-        the question's cluster as ``task::label``.
+        the question's cluster as ``task::label``. :attr:`attempts` is the same rows with an
+        ``epoch`` always (None where the log's own reducer reduced the epochs).
     scores : each question's score per system, task and run, reduced over its epochs by the mean:
         system, task, item, run, score[, cluster] (first-appearance order).
     questions : each question's score per system and task, the mean of ``scores`` over runs:
@@ -260,6 +271,18 @@ class EvalDesign:
     @property
     def clustered(self) -> bool:
         return self.cluster is not None
+
+    @property
+    def attempts(self) -> pd.DataFrame | None:
+        """Every attempt, unreduced: system, task, item, run, epoch, score[, cluster] (``epoch``
+        ``"1"`` where the input had one sample per question and run). :attr:`scores` is their mean
+        per question and run (``reduce_epochs(attempts)``: one source, two views). None where the
+        log's own reducer (``Epochs(3, "max")``, ``pass_at_k``; :attr:`reduction`) reduced the
+        epochs before they were read: read the logs with ``keep_epochs=True``
+        (:func:`read_design`)."""
+        if self.reduction is not None:
+            return None
+        return self.rows if "epoch" in self.rows.columns else self.rows.assign(epoch="1")
 
     @property
     def n_clusters(self) -> int:
@@ -423,5 +446,92 @@ def design_from_logs(logs: Any, metric: Any, cluster: str | None = None) -> Eval
     return build_design(s, metric=metric, cluster=cluster, logs=logs)
 
 
+# ------------------------------------------------------------------------------ the design of any input
+def table_rows(df: pd.DataFrame, metric: Any, cols: Mapping[str, str | None],
+               cluster: str | None) -> pd.DataFrame:
+    """Canonical columns (system, task, item, run, epoch, score[, cluster]) of a score table."""
+    df.columns = [str(c) for c in df.columns]
+    if "metric" in df.columns:
+        have = list(dict.fromkeys(df["metric"].astype(str)))
+        if metric is None and len(have) > 1:
+            raise DataError(f"the table holds {len(have)} metrics in its 'metric' column ({', '.join(have[:10])}); "
+                            "name one with metric=")
+        if metric is not None:
+            if str(metric) not in have:
+                raise DataError(f"metric {metric!r} is not in the table's 'metric' column; available: {have[:30]}")
+            df = df.loc[df["metric"].astype(str) == str(metric)]
+    elif metric is not None:
+        raise DataError(f"metric={metric!r} selects rows of a 'metric' column, which this table does not have; "
+                        f"name the score column with score= (columns: {list(df.columns)[:20]})")
+    require_columns(df, [c for c in (*cols.values(), cluster) if c is not None], "the score table")
+    require_finite(df, cols["score"])
+    out = pd.DataFrame({"system": df[cols["system"]].astype(str).to_numpy(),
+                        # no task column: the task is named after the metric (or the score column), as
+                        # read_eval_logs names it, so summarize and compare_logs label the same rows alike
+                        "task": (df[cols["task"]].astype(str).to_numpy() if cols["task"] else
+                                 str(metric) if metric is not None else str(cols["score"])),
+                        "item": df[cols["item"]].astype(str).to_numpy(),
+                        "run": df[cols["run"]].astype(str).to_numpy() if cols["run"] else "1",
+                        "score": df[cols["score"]].to_numpy(dtype=float)})
+    check_repeated_questions(out, cols["epoch"])
+    if cols["epoch"]:
+        out["epoch"] = df[cols["epoch"]].astype(str).to_numpy()
+        dup = out.duplicated(["system", "task", "item", "run", "epoch"])
+        if dup.any():
+            r = out.loc[dup].iloc[0]
+            raise DataError(f"{int(dup.sum())} rows repeat a (system, task, item, run, epoch), e.g. system "
+                            f"{r['system']!r}, item {r['item']!r}, epoch {r['epoch']!r}")
+    for k in ("system", "item", *(["task"] if cols["task"] else []), *(["run"] if cols["run"] else [])):
+        if df[cols[k]].isna().any():
+            raise DataError(f"column {cols[k]!r} ({k}) has {int(df[cols[k]].isna().sum())} missing values")
+    if cluster is not None:
+        out["cluster"] = df[cluster].to_numpy()
+    return out
+
+
+def table_columns(df: pd.DataFrame, score: str, system: str, item: str, task: str | None, run: str | None,
+                  epoch: str | None) -> dict[str, str | None]:
+    """The table's column of each role; ``task``/``run``/``epoch`` default to a column of that name."""
+    names = {"score": score, "system": system, "item": item}
+    for role, given in (("task", task), ("run", run), ("epoch", epoch)):
+        names[role] = given if given is not None else (role if role in map(str, df.columns) else None)
+    for role, name in names.items():
+        if name is not None and not isinstance(name, str):
+            raise DataError(f"{role}= must name a column, got {name!r}")
+    return names
+
+
+def read_design(data: Any, metric: Any, cols: dict[str, Any], cluster: str | None, format: str,  # noqa: A002
+                systems: Any, drop_missing: bool, keep_epochs: bool = False) -> EvalDesign:
+    """The call's :class:`EvalDesign` of any accepted input (a design is used as it is): a score
+    table, an :class:`~mixedeval.EvalLogs`, or what :func:`mixedeval.read_eval_logs` reads (read
+    here, once). ``cols``: the table's column of each role (score, system, item, task, run, epoch).
+
+    ``keep_epochs``: log paths are read with every epoch kept whatever the log's reducer
+    (``read_eval_logs(..., keep_epochs=True)``), so that :attr:`EvalDesign.attempts` holds every
+    attempt (pass@k, pass^k); the reduced rows are then their mean per question. An
+    :class:`~mixedeval.EvalLogs` given is used as it was read (its ``attempts`` are None where
+    the log's reducer reduced them)."""
+    if cluster is not None and not isinstance(cluster, str):
+        raise DataError(f"cluster must name a column, got {cluster!r}")
+    if isinstance(data, EvalDesign):
+        return data
+    if isinstance(data, EvalLogs) and systems is not None:
+        raise DataError("systems= selects systems while reading; pass the log paths instead of EvalLogs")
+    if isinstance(data, EvalLogs) or isinstance(data, (str, Path, list, tuple, Mapping)):
+        # a table file: the columns named here (run=, epoch=, task=, item=, system=) are its columns
+        named = {role: cols[role] for role in ("system", "item", "task", "run", "epoch")
+                 if cols[role] is not None and cols[role] != role}
+        logs = data if isinstance(data, EvalLogs) else read_eval_logs(
+            data, format, metric=metric, systems=systems, drop_missing=drop_missing,
+            **({"columns": named} if named else {}), **({"keep_epochs": True} if keep_epochs else {}))
+        return design_from_logs(logs, metric, cluster)
+    df = as_pandas(data, what="data")
+    if not len(df):
+        raise DataError("the score table has no rows")
+    return build_design(table_rows(df, metric, table_columns(df, **cols), cluster), metric=metric, cluster=cluster)
+
+
 __all__ = ["EvalDesign", "RunAnova", "RunVerdict", "build_design", "check_clusters", "design_from_logs",
-           "logs_cluster_column", "reduce_epochs", "run_anova", "run_tables", "run_verdict"]
+           "logs_cluster_column", "read_design", "reduce_epochs", "run_anova", "run_tables", "run_verdict",
+           "table_columns", "table_rows"]
