@@ -780,6 +780,9 @@ def cmd_pass_k(args: argparse.Namespace) -> int:
                     level=args.level, reference=args.reference, random_state=args.random_state)
     out: dict[str, Any] = {"k": res.k, "table": res.table, "pairwise": res.pairwise,
                            "attempts": res.provenance["attempts"], "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        _queue_report(args, out, res, title="mixedeval: pass@k and pass^k",
+                      input_file=_log_inputs(argparse.Namespace(paths=paths)))
     return _emit(args, out, answer=res.answer)
 
 
@@ -793,4 +796,6 @@ def cmd_horizon(args: argparse.Namespace) -> int:
                        level=args.level, reference=args.reference, hierarchical=not args.no_glmm)
     out: dict[str, Any] = {"model": res.provenance["fit"], "table": res.table, "ratios": res.ratios,
                            "warnings": [str(w) for w in res.warnings]}
+    if args.report:
+        _write_report(args, out, res, title="mixedeval: task-length time horizons")
     return _emit(args, out, answer=res.answer)

@@ -646,7 +646,7 @@ def _add_summarize(sub: Any) -> None:
 
 def _add_agentic(sub: Any) -> None:
     """``pass-k`` and ``horizon``: small agentic evaluations (:mod:`mixedeval.workflows.agentic`)."""
-    g = sub.add_parser("pass-k", parents=[_common(json_report=False, data=False)],
+    g = sub.add_parser("pass-k", parents=[_common(data=False)],
                        help="pass@k and pass^k per system with intervals and paired differences",
                        description="Read attempts (Inspect AI logs: every epoch is an attempt, whatever the log's "
                                    "reducer; or a table with one row per system x task x attempt) and print pass@k "
@@ -666,7 +666,7 @@ def _add_agentic(sub: Any) -> None:
     g.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     g.add_argument("--random-state", type=int, default=0, help="seed of the sign-flip check (default 0)")
     g.set_defaults(func=cmd_pass_k)
-    h = sub.add_parser("horizon", parents=[_common(json_report=False)],
+    h = sub.add_parser("horizon", parents=[_common()],
                        help="task-length time horizons (METR): 50%% / 80%% horizons per system with intervals",
                        description="Fit per system a logistic regression of success on log2 task length (METR, "
                                    "Kwa et al. 2025) and print the lengths at which the success probability is 50%% "

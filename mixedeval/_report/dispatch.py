@@ -56,6 +56,9 @@ from ..workflows.reproducibility import ReproducibilityResult
 from ..workflows.summarize import SummarizeResult
 from ..workflows.variance_components import VCAResult
 from ..workflows.agentic.bayes import BayesGLMMResult
+from ..workflows.agentic.pass_k import PassAtKResult
+from ..workflows.agentic.time_horizon import TimeHorizonResult
+from . import agentic as agentic_section
 from . import bayes as bayes_section
 from . import judges as judges_section
 from . import irt as irt_section
@@ -117,6 +120,8 @@ def result_kinds() -> dict[type, Kind]:
         JudgedBattlesResult: Kind("judged_battles", "Judged battles corrected with human verdicts", rs.generic),
         IrtResult: Kind("irt", "Item response theory: items and abilities", irt_section.irt),
         BayesGLMMResult: Kind("bayes_glmm", "Bayesian hierarchical model (small evaluation)", bayes_section.bayes),
+        PassAtKResult: Kind("pass_at_k", "pass@k and pass^k with intervals", agentic_section.pass_k),
+        TimeHorizonResult: Kind("time_horizon", "Task-length time horizons", agentic_section.horizon),
     }
 
 
