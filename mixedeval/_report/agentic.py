@@ -40,9 +40,10 @@ def pass_k(sec: Section, res: Any, ctx: Any = None) -> None:
         tab = res.table[res.table["kind"] == kind]
         what = ("at least one of k attempts succeeds; Chen et al. 2021's unbiased estimator per task" if kind == "pass@k"
                 else "all k attempts succeed; C(c, k) / C(n, k) per task (tau-bench)")
-        sec.table(tab, f"{kind} at k = {res.k} ({what}), best first: the mean of the per-task values over "
-                       f"{int(tab['n_tasks'].max()) if len(tab) else 0} tasks, {prov.get('interval')} "
-                       f"({level:.0%}); interval names the family used")
+        sec.table(tab.drop(columns=["kind", "k"]),
+                  f"{kind} at k = {res.k} ({what}), best first: the mean of the per-task values over "
+                  f"{int(tab['n_tasks'].max()) if len(tab) else 0} tasks; {level:.0%} intervals: "
+                  f"{prov.get('interval')} (the interval column names the family used)")
         if len(tab) and len(tab) <= PLOT_MAX_SYSTEMS * 4:
             fig = sec.guarded(f"{kind} interval plot", interval_plot, list(tab["system"]), tab["estimate"],
                               tab["conf_low"], tab["conf_high"], xlabel=f"{kind} (k = {res.k})",
@@ -52,7 +53,7 @@ def pass_k(sec: Section, res: Any, ctx: Any = None) -> None:
         pw = res.pairwise
         if pw is not None and len(pw):
             sub = pw[pw["kind"] == kind]
-            sec.table(sub, f"{kind} at k = {res.k}: every pair best first (delta: system_a's advantage), the "
+            sec.table(sub.drop(columns="kind"), f"{kind} at k = {res.k}: every pair best first (delta: system_a's advantage), the "
                            f"paired difference of the per-task values; p_adj adjusts over pairs "
                            f"({prov.get('adjust')})")
     checks = res.answer.checks
