@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import mixedeval as me
+from mixedeval.workflows import summarize as sum_mod
 from mixedeval.workflows.agentic import pass_k as pass_k_mod
 from mixedeval.workflows.logs import design as design_mod
 from mixedeval.workflows.logs.design import read_design, reduce_epochs
@@ -113,6 +114,7 @@ def test_pass_at_k_reads_through_the_design_only(max_logs, monkeypatch):
     """pass_at_k no longer holds a log reader; the design's door reads the folder once."""
     path, _ = max_logs
     assert not hasattr(pass_k_mod, "read_eval_logs")
+    assert sum_mod._read is read_design  # summarize, bayes_glmm and pass_at_k share the one door
     calls = []
     real = design_mod.read_eval_logs
 
