@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -273,11 +274,12 @@ def _information(v: Votes, counts: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, take: np.ndarray | None, *,
-           top: bool, max_rounds: int, first: np.ndarray | None = None) -> Flip:
+           top: bool, max_rounds: int, first: np.ndarray | None = None, deadline: Any = None) -> Flip:
     """Confirm the greedy AMIP set ``take`` of :func:`start` by exact refits (``first``: the first
     refit, if done, e.g. by :func:`refit_many`); the set grows by the influences recomputed at each
     refit until the refit flips s_better - s_worse (``top``: the top rank changes) or
-    ``max_rounds`` refits are done."""
+    ``max_rounds`` refits are done. ``deadline`` (a :class:`mixedeval._resources.Deadline`) is
+    checked after each refit."""
     c = v.contrast(better, worse)
     rounds, refit_gap, theta = 0, np.nan, first
     while take is not None and rounds < max_rounds:
@@ -285,6 +287,8 @@ def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, ta
         counts = v.counts_without(take)
         if theta is None:
             theta = v.refit(counts)[0]
+        if deadline is not None:
+            deadline.check(f"{rounds} refit(s) of {v.d.models[better]} > {v.d.models[worse]}")
         s = v.strengths(theta)
         refit_gap = float(s[better] - s[worse])
         if flipped(s, better, None if top else worse):
