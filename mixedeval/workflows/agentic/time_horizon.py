@@ -543,7 +543,8 @@ def _boot_guard(systems: list[_System], B: int, n_variants: int) -> LoopGuard | 
 def _fit_boot(systems: list[_System], lam: float, weighting: Any, counts: list[np.ndarray],
               guard: LoopGuard | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_fit_all` of the replicates in chunks of about :data:`_BOOT_CELLS` replicates x
-    attempts (each replicate's fit is independent of the others: the same numbers as one call)."""
+    attempts (each replicate's fit is independent of the others: the numbers of one call, to
+    rounding)."""
     B = counts[0].shape[0]
     size = max(1, _BOOT_CELLS // max(1, max(c.shape[1] for c in counts)))
     parts = []
