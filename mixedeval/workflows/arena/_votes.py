@@ -152,9 +152,15 @@ def build_votes(df: pd.DataFrame, model_a: str, model_b: str, winner: str, *, ju
     check_connected(d)
     check_identified(d)
     f = _bt_numpy.fit(d, d.counts[None])
+    try:
+        inv = _bt_numpy.vcov(f.information[0])
+    except np.linalg.LinAlgError:
+        raise DataError("the Bradley-Terry information matrix of the battles is singular (a model won or lost every "
+                        "battle, or a judge's position effect is not identified): the influence of a vote is not "
+                        "defined; collect battles these models lose (or win), or drop them from the table") from None
     return Votes(d=d, rows=rows, group=group, g_cell=uniq // 3, g_out=uniq % 3, g_w=g_w, g_n=g_n, members=members,
                  starts=np.r_[0, np.cumsum(g_n)], theta=f.theta[0], info=f.information[0],
-                 inv=_bt_numpy.vcov(f.information[0]), converged=bool(f.converged[0]))
+                 inv=inv, converged=bool(f.converged[0]))
 
 
 def unit_scores(v: Votes, theta: np.ndarray, ops: object = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -295,7 +301,10 @@ def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, ta
             return Flip(better, worse, gap, approx, take, True, rounds, refit_gap)
         if not np.isfinite(s).all():
             break
-        inv = _bt_numpy.vcov(_information(v, counts, theta))
+        try:
+            inv = _bt_numpy.vcov(_information(v, counts, theta))
+        except np.linalg.LinAlgError:  # the refit separated (a model no longer loses or wins): no linearisation
+            break
         extra = greedy(refit_gap, group_influence(v, theta, inv, c[None])[0], v.g_n - take, partial=True)
         if extra is None:
             break
