@@ -149,6 +149,8 @@ def test_time_horizon_data_no_curve_can_describe(runs):
     # every attempt of every system succeeded (failed): no finite horizon (All-NaN ValueError before)
     _refused(_th, runs.assign(score=1.0), r"every attempt of every system succeeded \(column 'score'\)")
     _refused(_th, runs.assign(score=0.0), r"every attempt of every system failed")
+    _refused(_th, runs.assign(score=(runs["system"] == "a").astype(float)),
+             r"every attempt of every system succeeded or every attempt failed")
     # one system that always succeeds beside one that does not: an infinite horizon, reported as such
     r = _th(runs.assign(score=np.where(runs["system"] == "a", 1.0, runs["score"])))
     assert np.isinf(r.table.set_index(["system", "p_success"]).loc[("a", 0.5), "horizon"])

@@ -522,8 +522,10 @@ def _check_systems(systems: list[_System], length: str, success: str, **flags: A
                             "the slope of success on log2 length cannot be estimated; a time horizon needs tasks of "
                             "several lengths (drop the system or add tasks)")
     if all(s.y.min() == s.y.max() for s in systems):
-        raise DataError(f"every attempt of every system {'succeeded' if systems[0].y[0] else 'failed'} (column "
-                        f"{success!r}): no system has a finite time horizon; add harder (easier) tasks")
+        ends = {float(s.y[0]) for s in systems}
+        what = "succeeded" if ends == {1.0} else "failed" if ends == {0.0} else "succeeded or every attempt failed"
+        raise DataError(f"every attempt of every system {what} (column {success!r}): no system has a finite time "
+                        "horizon (success does not vary with length); add tasks of other lengths")
 
 
 #: bootstrap replicates x attempts refitted at a time: a chunk takes well under a second, so
@@ -531,13 +533,13 @@ def _check_systems(systems: list[_System], length: str, success: str, **flags: A
 _BOOT_CELLS = 1_000_000
 
 
-def _boot_guard(systems: list[_System], B: int, n_variants: int) -> LoopGuard | None:
+def _boot_guard(B: int, n_variants: int) -> LoopGuard | None:
     """The time guard of the bootstrap's refits (``n_variants`` modelling variants x ``B`` replicates)."""
     if not B:
         return None
     return LoopGuard("time_horizon's hierarchical bootstrap", B * n_variants, count=f"n_resamples={format_count(B)}",
                      unit="replicate refits",
-                     fix="Lower n_resamples (1,000 give percentile intervals to about 0.5 percentage points).")
+                     fix="Lower n_resamples (METR uses 1,000).")
 
 
 def _fit_boot(systems: list[_System], lam: float, weighting: Any, counts: list[np.ndarray],
@@ -619,8 +621,7 @@ def time_horizon(
         both = "METR's choices (regularization 0.1, weighting by family)" if (alt_l and alt_w == "family") else \
             f"regularization {'off' if lam else alt_l} and weighting {alt_w or 'none'}"
         variants[both] = (alt_l, alt_w)
-    point, boot, sep = {}, {}, {}
-    guard = _boot_guard(systems, B, len(variants))
+    point, boot, sep, guard = {}, {}, {}, _boot_guard(B, len(variants))
     for v, (lv_lam, lv_w) in variants.items():
         a, b, c = _fit_all(systems, lv_lam, lv_w, None) if v != "fit" else (a0, b0, c0)
         point[v] = (a[0], b[0], c[0])
