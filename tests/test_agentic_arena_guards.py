@@ -102,7 +102,8 @@ def test_time_horizon_bootstrap_honours_the_time_limit(time_limit):
 def test_time_horizon_refuses_n_resamples_that_cannot_fit_before_drawing(monkeypatch):
     monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "100MB")
     monkeypatch.setattr(th, "_task_counts", lambda *a, **k: pytest.fail("drew replicates before the memory check"))
-    with pytest.raises(DataError, match=r"the bootstrap replicates of time_horizon need about 11.0 GiB \(1000000 replicates .*above "
+    with pytest.raises(DataError, match=r"the bootstrap replicates of time_horizon need about 11.0 GiB \(1000000 "
+                                        r"replicates .*above "
                                         r"mixedeval's memory limit .*MIXEDEVAL_MEMORY_LIMIT.*lower n_resamples"):
         me.time_horizon(_runs(seed=1), n_resamples=1_000_000, hierarchical=False)
 
@@ -141,7 +142,7 @@ def test_arena_audit_refuses_an_n_sim_that_cannot_fit_before_any_fit(monkeypatch
     monkeypatch.setattr(arena_audit_module, "build_votes", lambda *a, **k: pytest.fail("fitted before the check"))
     df, _ = simulate_battles(k=4, n=400, seed=1)
     with pytest.raises(DataError, match=r"the simulated tables of the intransitivity probe of me.arena_audit "
-                                        r"\(n_sim=100,000,000\) need about 2.2 GiB .*MIXEDEVAL_MEMORY_LIMIT.*Lower "
+                                        r"\(n_sim=100,000,000\) need about 3.7 GiB .*MIXEDEVAL_MEMORY_LIMIT.*Lower "
                                         r"n_sim"):
         me.arena_audit(df, n_sim=100_000_000)
 
@@ -197,8 +198,9 @@ def test_arena_audit_judge_refits_honour_the_time_limit(time_limit, monkeypatch)
         return real(v, judges, n_confirm, dl)
 
     monkeypatch.setattr(_probes, "annotator_influence", slow)
-    with pytest.raises(DataError, match=r"the votes-to-flip search of 3,000 votes and 4 models ran past mixedeval's "
-                                        r"time limit of 0.5 s .*\(1 of 12 leave-one-judge-out refits\)"):
+    with pytest.raises(DataError, match=r"the leave-one-judge-out refits of me.arena_audit \(3,000 votes, 4 "
+                                        r"models\) ran past mixedeval's time limit of 0.5 s .*\(1 of 12 leave-one-judge-out refits\)"
+                                        r".*Audit a random sample"):
         me.arena_audit(df, judge="judge", position="position", fit=fit, n_sim=0)
 
 

@@ -146,7 +146,7 @@ def sim_guard(n_sim: int) -> res.LoopGuard | None:
                       unit="simulated tables",
                       fix="Lower n_sim (near p = 0.05 the Monte-Carlo SE of the p-value is 0.015 with 199 "
                           "simulations, 0.007 with 999).")
-    g.check_memory(3 * 8.0)  # the two statistics per table and their comparison
+    g.check_memory(5 * 8.0)  # the two statistics per table, kept in blocks, concatenated, and their comparison
     return g
 
 

@@ -216,7 +216,8 @@ _FLIP_FIX = ("Audit fewer targets (top=False, adjacent=False, or a few pairs=), 
 
 def _flip_deadline(v: Votes) -> res.Deadline:
     """The time limit of the votes-to-flip search (:func:`_flip_rows`)."""
-    return res.Deadline(f"the votes-to-flip search of {res.format_count(v.n_votes)} votes and {v.d.k} models", _FLIP_FIX)
+    return res.Deadline(f"the votes-to-flip search of {res.format_count(v.n_votes)} votes and {v.d.k} models",
+                        _FLIP_FIX)
 
 
 def _judge_first_chunk(dl: res.Deadline, took: float, done: int, total: int) -> None:
@@ -455,10 +456,13 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
     pos_row, pos_tab = _probes.position_bias(v, alpha)
     tie_row, tie_tab = _probes.tie_convention(v)
     judges = df[judge].astype(str).to_numpy()[v.rows] if judge else None
-    inf_row, inf_tab = _probes.annotator_influence(v, judges, n_confirm_judges, _flip_deadline(v))
+    inf_row, inf_tab = _probes.annotator_influence(v, judges, n_confirm_judges, res.Deadline(
+        f"the leave-one-judge-out refits of me.arena_audit ({res.format_count(v.n_votes)} votes, {v.d.k} models)",
+        f"Audit a random sample of the battles, or without judge=; with more than {_probes.EXACT_JUDGES} judges, "
+        "lower n_confirm_judges."))
     sep_row, groups = _probes.separation(fit.rank_result, order)
-    rows = [_probes.connectivity(v), _probes.coverage(v), _probes.intransitivity(v, n_sim, rng, alpha, sim_guard), pos_row,
-            tie_row, inf_row, sep_row]
+    rows = [_probes.connectivity(v), _probes.coverage(v), _probes.intransitivity(v, n_sim, rng, alpha, sim_guard),
+            pos_row, tie_row, inf_row, sep_row]
     probes = pd.DataFrame(rows)
     first = ["check", "verdict", "value", "p_value"]
     probes = probes[first + [c for c in probes.columns if c not in first + ["estimate", "conf_low", "conf_high"]]]
