@@ -60,7 +60,7 @@ from scipy import special, stats
 
 from ... import _answer
 from ..._random import as_generator
-from ..._resources import check_memory
+from ..._resources import LoopGuard, check_memory, format_count
 from ...data.table import as_pandas
 from ...data.validate import require_columns, require_level
 from ...errors import DataError, MixedEvalError
@@ -320,9 +320,12 @@ def _check_options(levels: Any, n_resamples: Any, regularization: Any, weighting
         raise DataError(f"levels must be success probabilities in (0, 1), e.g. (0.5, 0.8); got {levels!r}") from None
     if not lv or not all(0 < q < 1 for q in lv):
         raise DataError(f"levels must be success probabilities in (0, 1), e.g. (0.5, 0.8); got {levels!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
-        raise DataError(f"n_resamples must be a non-negative integer (0: no intervals), got {n_resamples!r}")
-    if regularization is not None and not (isinstance(regularization, (int, float)) and regularization >= 0):
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0 \
+            or n_resamples == 1:
+        raise DataError(f"n_resamples must be 0 (no intervals) or an integer >= 2 (percentile intervals need several "
+                        f"replicates; METR: 1000), got {n_resamples!r}")
+    if regularization is not None and not (isinstance(regularization, (int, float)) and not isinstance(
+            regularization, bool) and 0 <= regularization < np.inf):
         raise DataError(f"regularization must be None (maximum likelihood, R's glm) or a penalty >= 0 (METR: 0.1), "
                         f"got {regularization!r}")
     if weighting not in WEIGHTINGS:
@@ -506,6 +509,54 @@ def _bootstrap_counts(systems, tasks, fam_of_task, B, random_state, resample_att
     return [_attempt_counts(rng, tc, s, resample_attempts) for s in systems]
 
 
+# ------------------------------------------------------------------------------ guards
+def _check_systems(systems: list[_System], length: str, success: str, **flags: Any) -> None:
+    """Refuse what no logistic curve can describe: a system whose tasks have a single length (no
+    slope), or systems that all succeed (fail) at every attempt (no finite horizon to compare)."""
+    for name, v in flags.items():
+        if not isinstance(v, (bool, np.bool_)):
+            raise DataError(f"{name} must be True or False, got {v!r}")
+    for s in systems:
+        if np.unique(s.x).size < 2:
+            raise DataError(f"system {s.name!r} has tasks of a single length ({2 ** s.x[0]:g} in column {length!r}): "
+                            "the slope of success on log2 length cannot be estimated; a time horizon needs tasks of "
+                            "several lengths (drop the system or add tasks)")
+    if all(s.y.min() == s.y.max() for s in systems):
+        ends = {float(s.y[0]) for s in systems}
+        what = "succeeded" if ends == {1.0} else "failed" if ends == {0.0} else "succeeded or every attempt failed"
+        raise DataError(f"every attempt of every system {what} (column {success!r}): no system has a finite time "
+                        "horizon (success does not vary with length); add tasks of other lengths")
+
+
+#: bootstrap replicates x attempts refitted at a time: a chunk takes well under a second, so
+#: Ctrl-C stops the bootstrap at once and the time limit is judged after the first chunk
+_BOOT_CELLS = 1_000_000
+
+
+def _boot_guard(B: int, n_variants: int) -> LoopGuard | None:
+    """The time guard of the bootstrap's refits (``n_variants`` modelling variants x ``B`` replicates)."""
+    if not B:
+        return None
+    return LoopGuard("time_horizon's hierarchical bootstrap", B * n_variants, count=f"n_resamples={format_count(B)}",
+                     unit="replicate refits",
+                     fix="Lower n_resamples (METR uses 1,000).")
+
+
+def _fit_boot(systems: list[_System], lam: float, weighting: Any, counts: list[np.ndarray],
+              guard: LoopGuard | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_fit_all` of the replicates in chunks of about :data:`_BOOT_CELLS` replicates x
+    attempts (each replicate's fit is independent of the others: the numbers of one call, to
+    rounding)."""
+    B = counts[0].shape[0]
+    size = max(1, _BOOT_CELLS // max(1, max(c.shape[1] for c in counts)))
+    parts = []
+    for i in range(0, B, size):
+        parts.append(_fit_all(systems, lam, weighting, [c[i:i + size] for c in counts]))
+        if guard is not None:  # judged once: after the first chunk of the first variant
+            guard.block_done(min(i + size, B))
+    return tuple(np.concatenate(x, axis=0) for x in zip(*parts))  # type: ignore[return-value]
+
+
 def time_horizon(
     data: Any,
     *,
@@ -553,6 +604,7 @@ def time_horizon(
     if not len(df):
         raise DataError("the data have no rows")
     systems, tasks, fam_of_task = _prepare(df, success, length, system, item, family)
+    _check_systems(systems, length, success, hierarchical=hierarchical, resample_attempts=resample_attempts)
     lam = float(regularization or 0.0)
     B = int(n_resamples)
     warns: list[ResultWarning] = []
@@ -569,12 +621,12 @@ def time_horizon(
         both = "METR's choices (regularization 0.1, weighting by family)" if (alt_l and alt_w == "family") else \
             f"regularization {'off' if lam else alt_l} and weighting {alt_w or 'none'}"
         variants[both] = (alt_l, alt_w)
-    point, boot, sep = {}, {}, {}
+    point, boot, sep, guard = {}, {}, {}, _boot_guard(B, len(variants))
     for v, (lv_lam, lv_w) in variants.items():
         a, b, c = _fit_all(systems, lv_lam, lv_w, None) if v != "fit" else (a0, b0, c0)
         point[v] = (a[0], b[0], c[0])
         if B:
-            aa, bb, cc = _fit_all(systems, lv_lam, lv_w, counts)
+            aa, bb, cc = _fit_boot(systems, lv_lam, lv_w, counts, guard)
             boot[v] = (aa, bb)
             sep[v] = 1.0 - cc.mean(axis=0)
     warns += _fit_warnings(names, c0, b0, sep, B)

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
+from ... import _resources as res
 from ..._format import fmt_p
 from ...inference import _bt_numpy
 from ...inference._bradley_terry import _graph
@@ -131,11 +132,31 @@ def _cell_probabilities(v: Votes, theta: np.ndarray) -> np.ndarray:
     return np.c_[p, 1 - p, np.zeros_like(p)]
 
 
-def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float) -> dict:
+#: intransitivity: simulated tables drawn at once are cut to about this many cells x outcomes
+#: (Ctrl-C between blocks; the draws do not depend on the block size)
+SIM_BLOCK_CELLS = 4_000_000
+
+
+def sim_guard(n_sim: int) -> res.LoopGuard | None:
+    """The intransitivity probe's loop guard, its memory checked (the two statistics kept per
+    simulated table): created before any fit, so that an ``n_sim`` that cannot fit is refused first."""
+    if n_sim <= 0:
+        return None
+    g = res.LoopGuard("the intransitivity probe of me.arena_audit", n_sim, count=f"n_sim={res.format_count(n_sim)}",
+                      unit="simulated tables",
+                      fix="Lower n_sim (near p = 0.05 the Monte-Carlo SE of the p-value is 0.015 with 199 "
+                          "simulations, 0.007 with 999).")
+    g.check_memory(5 * 8.0)  # the two statistics per table, kept in blocks, concatenated, and their comparison
+    return g
+
+
+def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float,
+                   guard: res.LoopGuard | None = None) -> dict:
     """Cyclic triads of the observed majority graph, weighted by their margins
     (:func:`cyclic_triads`), against a parametric bootstrap from the fitted Bradley-Terry model
     (the same battles per cell, outcomes drawn from the fit; a Bradley-Terry model is transitive,
-    so its cycles are chance): p = (1 + #{simulated >= observed}) / (1 + n_sim)."""
+    so its cycles are chance): p = (1 + #{simulated >= observed}) / (1 + n_sim). ``guard`` (of
+    :func:`sim_guard`) judges the time after the first block."""
     d = v.d
     count, weighted = (float(x[0]) for x in cyclic_triads(*_pair_counts(d, d.counts[None])))
     if n_sim <= 0:
@@ -143,8 +164,11 @@ def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float)
     prob = _cell_probabilities(v, v.theta)
     counts = d.counts
     sims = []
-    for i in range(0, n_sim, 50):
-        b = min(50, n_sim - i)
+    block = int(max(1, min(50, SIM_BLOCK_CELLS // max(1, 3 * len(counts), d.k * d.k))))
+    guard = guard or sim_guard(n_sim)
+    guard.start()
+    for i in range(0, n_sim, block):
+        b = min(block, n_sim - i)
         if d.ties == "davidson":
             n = np.rint(counts.sum(axis=1)).astype(np.int64)
             sim = rng.multinomial(n, prob, size=(b, len(n))).astype(float)
@@ -153,6 +177,7 @@ def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float)
             wa = rng.binomial(dec, prob[:, 0], size=(b, len(dec))).astype(float)
             sim = np.stack([wa, dec - wa, np.broadcast_to(counts[:, 2], wa.shape)], axis=2)
         sims.append(np.stack(cyclic_triads(*_pair_counts(d, sim)), axis=1))
+        guard.block_done(i + b)
     sim_c, sim_w = np.concatenate(sims).T
     p = (1.0 + float((sim_w >= weighted - 1e-12).sum())) / (1.0 + n_sim)
     facts = (f"{count:.0f} cyclic triads in the majority graph (margin-weighted {weighted:.3g}), "
@@ -217,8 +242,8 @@ def tie_convention(v: Votes) -> tuple[dict, pd.DataFrame]:
 
 
 # ------------------------------------------------------------------------------- annotator influence
-def annotator_influence(v: Votes, judges: np.ndarray | None, n_confirm: int = N_CONFIRM_JUDGES
-                        ) -> tuple[dict, pd.DataFrame]:
+def annotator_influence(v: Votes, judges: np.ndarray | None, n_confirm: int = N_CONFIRM_JUDGES,
+                        deadline: res.Deadline | None = None) -> tuple[dict, pd.DataFrame]:
     """Leave one judge out: the strengths without all of a judge's votes, by the linear
     approximation for every judge (the summed influence of its votes, :func:`group_influence` on
     each strength) and by exact refits for the ``n_confirm`` judges the approximation ranks as most
@@ -250,6 +275,8 @@ def annotator_influence(v: Votes, judges: np.ndarray | None, n_confirm: int = N_
     for j in chosen:
         take = np.bincount(v.group[codes == j], minlength=len(v.g_n))
         theta, _ = v.refit(v.counts_without(take))
+        if deadline is not None:
+            deadline.check(f"{len(rows) + 1} of {len(chosen)} leave-one-judge-out refits")
         r = _ranks(v.strengths(theta))
         rows.append({"judge": str(names[j]), "n_votes": int(take.sum()), "approx_rank_change": int(change[j]),
                      "rank_change": float(np.nanmax(np.abs(r - r0))), "top_changes": bool(r[top] != 1),

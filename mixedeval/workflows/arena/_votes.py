@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -151,9 +152,15 @@ def build_votes(df: pd.DataFrame, model_a: str, model_b: str, winner: str, *, ju
     check_connected(d)
     check_identified(d)
     f = _bt_numpy.fit(d, d.counts[None])
+    try:
+        inv = _bt_numpy.vcov(f.information[0])
+    except np.linalg.LinAlgError:
+        raise DataError("the Bradley-Terry information matrix of the battles is singular (a model won or lost every "
+                        "battle, or a judge's position effect is not identified): the influence of a vote is not "
+                        "defined; collect battles these models lose (or win), or drop them from the table") from None
     return Votes(d=d, rows=rows, group=group, g_cell=uniq // 3, g_out=uniq % 3, g_w=g_w, g_n=g_n, members=members,
                  starts=np.r_[0, np.cumsum(g_n)], theta=f.theta[0], info=f.information[0],
-                 inv=_bt_numpy.vcov(f.information[0]), converged=bool(f.converged[0]))
+                 inv=inv, converged=bool(f.converged[0]))
 
 
 def unit_scores(v: Votes, theta: np.ndarray, ops: object = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -273,11 +280,12 @@ def _information(v: Votes, counts: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, take: np.ndarray | None, *,
-           top: bool, max_rounds: int, first: np.ndarray | None = None) -> Flip:
+           top: bool, max_rounds: int, first: np.ndarray | None = None, deadline: Any = None) -> Flip:
     """Confirm the greedy AMIP set ``take`` of :func:`start` by exact refits (``first``: the first
     refit, if done, e.g. by :func:`refit_many`); the set grows by the influences recomputed at each
     refit until the refit flips s_better - s_worse (``top``: the top rank changes) or
-    ``max_rounds`` refits are done."""
+    ``max_rounds`` refits are done. ``deadline`` (a :class:`mixedeval._resources.Deadline`) is
+    checked after each refit."""
     c = v.contrast(better, worse)
     rounds, refit_gap, theta = 0, np.nan, first
     while take is not None and rounds < max_rounds:
@@ -285,13 +293,18 @@ def search(v: Votes, better: int, worse: int, gap: float, approx: int | None, ta
         counts = v.counts_without(take)
         if theta is None:
             theta = v.refit(counts)[0]
+        if deadline is not None:
+            deadline.check(f"{rounds} refit(s) of {v.d.models[better]} > {v.d.models[worse]}")
         s = v.strengths(theta)
         refit_gap = float(s[better] - s[worse])
         if flipped(s, better, None if top else worse):
             return Flip(better, worse, gap, approx, take, True, rounds, refit_gap)
         if not np.isfinite(s).all():
             break
-        inv = _bt_numpy.vcov(_information(v, counts, theta))
+        try:
+            inv = _bt_numpy.vcov(_information(v, counts, theta))
+        except np.linalg.LinAlgError:  # the refit separated (a model no longer loses or wins): no linearisation
+            break
         extra = greedy(refit_gap, group_influence(v, theta, inv, c[None])[0], v.g_n - take, partial=True)
         if extra is None:
             break

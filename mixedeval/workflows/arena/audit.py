@@ -24,6 +24,7 @@ iteration (:mod:`mixedeval.inference._bt_numpy`); random effects (``prompt_effec
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ... import _resources as res
 from ..._answer import Answer, checks_table, z_quantile
 from ..._progress import bar_disabled
 from ..._random import seed_sequence
 from ...data.table import as_pandas
+from ...data.validate import require_columns
 from ...errors import DataError
 from ...inference._bt_design import TIES
 from ...inference.rankings import rank_intervals
@@ -206,6 +209,24 @@ def _targets(order: list[int], named: list[tuple[int, int]], top: bool, adjacent
 
 #: contrasts whose influences are computed at once (an array of contrasts x vote groups each)
 _CHUNK = 16
+#: what to change when the search would run past the time limit
+_FLIP_FIX = ("Audit fewer targets (top=False, adjacent=False, or a few pairs=), lower max_rounds or n_challengers, or "
+             "audit a random sample of the battles.")
+
+
+def _flip_deadline(v: Votes) -> res.Deadline:
+    """The time limit of the votes-to-flip search (:func:`_flip_rows`)."""
+    return res.Deadline(f"the votes-to-flip search of {res.format_count(v.n_votes)} votes and {v.d.k} models",
+                        _FLIP_FIX)
+
+
+def _judge_first_chunk(dl: res.Deadline, took: float, done: int, total: int) -> None:
+    """After the first chunk of targets (``done`` of ``total`` in ``took`` seconds): refuse when
+    the rest, at the same pace, would take the search past the time limit."""
+    if done < total:
+        res.check_time(dl.elapsed() + took / done * (total - done), dl.what, dl.fix,
+                       detail=f"{total} targets confirmed by exact refits; the first {done} took "
+                              f"{res.format_seconds(took)}")
 
 
 def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n_challengers: int,
@@ -213,10 +234,12 @@ def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n
     """(target, Flip) per audited target; the top rank: the challengers with the fewest
     approximate votes are confirmed (``n_challengers``) and the fewest confirmed kept. Influences
     are computed :data:`_CHUNK` contrasts at a time (their arrays grow with the vote groups)."""
+    dl = _flip_deadline(v)
     c = np.array([v.contrast(a, b) for _, a, b in targets]) if targets else np.zeros((0, v.d.n_params))
     top_idx = [i for i, t in enumerate(targets) if t[0] == "top rank"]
     approx: dict[int, int] = {}
     for s0 in range(0, len(top_idx), _CHUNK):
+        dl.check(f"the influences of {s0} of {len(top_idx)} challengers of the #1")
         part = top_idx[s0:s0 + _CHUNK]
         infl = group_influence(v, v.theta, v.inv, c[part])
         for i, row in zip(part, infl):
@@ -230,6 +253,7 @@ def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n
     out: list[tuple[str, Any]] = []
     top_flips = []
     for s0 in tqdm(range(0, len(todo), _CHUNK), desc="votes to flip", disable=bar_disabled(progress), leave=False):
+        t_chunk = time.perf_counter()
         part = todo[s0:s0 + _CHUNK]
         infl = group_influence(v, v.theta, v.inv, c[part])
         starts = [start(v, targets[i][1], targets[i][2], row) for i, row in zip(part, infl)]
@@ -237,11 +261,14 @@ def _flip_rows(v: Votes, targets: list[tuple[str, int, int]], max_rounds: int, n
         firsts = dict(zip(have, refit_many(v, [starts[j][2] for j in have]))) if have else {}
         for j, i in enumerate(part):
             kind, a, b = targets[i]
-            f = search(v, a, b, *starts[j], top=kind == "top rank", max_rounds=max_rounds, first=firsts.get(j))
+            f = search(v, a, b, *starts[j], top=kind == "top rank", max_rounds=max_rounds, first=firsts.get(j),
+                       deadline=dl)
             if kind == "top rank":
                 top_flips.append(f)
             else:
                 out.append((kind, f))
+        if s0 == 0:
+            _judge_first_chunk(dl, time.perf_counter() - t_chunk, len(part), len(todo))
     if top_flips:
         ok = [f for f in top_flips if f.confirmed]
         out.insert(0, ("top rank", min(ok, key=lambda f: int(f.take.sum())) if ok else top_flips[0]))
@@ -282,11 +309,17 @@ def _with_flips(board: pd.DataFrame, table: pd.DataFrame, n: int) -> pd.DataFram
     return out
 
 
-def _prepare(battles: Any, fit: Any) -> pd.DataFrame:
+def _prepare(battles: Any, fit: Any, prompt: Any = None, **flags: Any) -> pd.DataFrame:
     if isinstance(battles, BradleyTerryResult):
         raise DataError("pass the battle table as battles (a Bradley-Terry result does not keep its battles) and the "
                         "result as fit=: votes_to_flip(df, fit=result, ...) audits the result's settings")
-    return as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
+    for name, x in flags.items():
+        if not isinstance(x, (bool, np.bool_)):
+            raise DataError(f"{name} must be True or False, got {x!r}")
+    df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
+    if prompt is not None:  # it only labels the listed votes, but a wrong name must not fail at the end
+        require_columns(df, [prompt], "battles")
+    return df
 
 
 def _votes(df: pd.DataFrame, model_a: str, model_b: str, winner: str, judge: Any, position: Any, covariates: Any,
@@ -365,7 +398,7 @@ def votes_to_flip(battles: Any, model_a: str = "model_a", model_b: str = "model_
     fit : a :func:`mixedeval.bradley_terry` result whose settings are audited.
     Returns :class:`VotesToFlipResult`; its answer's leaderboard carries ``votes_to_flip``.
     """
-    df = _prepare(battles, fit)
+    df = _prepare(battles, fit, prompt, top=top, adjacent=adjacent)
     s = _settings(fit, ties, position_bias, min_judge_battles, weight)
     max_rounds = _check_int(max_rounds, "max_rounds", 1)
     n_challengers = _check_int(n_challengers, "n_challengers", 1)
@@ -401,9 +434,11 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
       of the ``n_confirm_judges`` most influential; differs when one judge changes the #1);
     * separation of neighbours: neighbours told apart by the simultaneous intervals; tie groups.
     """
-    df = _prepare(battles, fit)
+    df = _prepare(battles, fit, prompt)
     s = _settings(fit, ties, position_bias, min_judge_battles, weight)
     n_sim = _check_int(n_sim, "n_sim", 0)
+    n_confirm_judges = _check_int(n_confirm_judges, "n_confirm_judges", 1)
+    sim_guard = _probes.sim_guard(n_sim)  # refuses an n_sim that cannot fit before any fit
     ss = seed_sequence(random_state)
     if fit is None:
         fit = bradley_terry(df, model_a, model_b, winner, prompt=prompt, judge=judge, position=position,
@@ -421,10 +456,13 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
     pos_row, pos_tab = _probes.position_bias(v, alpha)
     tie_row, tie_tab = _probes.tie_convention(v)
     judges = df[judge].astype(str).to_numpy()[v.rows] if judge else None
-    inf_row, inf_tab = _probes.annotator_influence(v, judges, n_confirm_judges)
+    inf_row, inf_tab = _probes.annotator_influence(v, judges, n_confirm_judges, res.Deadline(
+        f"the leave-one-judge-out refits of me.arena_audit ({res.format_count(v.n_votes)} votes, {v.d.k} models)",
+        f"Audit a random sample of the battles, or without judge=; with more than {_probes.EXACT_JUDGES} judges, "
+        "lower n_confirm_judges."))
     sep_row, groups = _probes.separation(fit.rank_result, order)
-    rows = [_probes.connectivity(v), _probes.coverage(v), _probes.intransitivity(v, n_sim, rng, alpha), pos_row,
-            tie_row, inf_row, sep_row]
+    rows = [_probes.connectivity(v), _probes.coverage(v), _probes.intransitivity(v, n_sim, rng, alpha, sim_guard),
+            pos_row, tie_row, inf_row, sep_row]
     probes = pd.DataFrame(rows)
     first = ["check", "verdict", "value", "p_value"]
     probes = probes[first + [c for c in probes.columns if c not in first + ["estimate", "conf_low", "conf_high"]]]
