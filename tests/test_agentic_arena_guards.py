@@ -229,3 +229,17 @@ def test_pass_at_k_refuses_n_resamples_that_cannot_fit(monkeypatch):
 def test_pass_at_k_stops_within_2_s_of_ctrl_c():
     df = _attempts(seed=1, T=40)  # the sign-flip check with 100,000,000 resamples: about 220 s here
     _stops_within_2_s_of_ctrl_c(lambda: me.pass_at_k(df, k=2, n_resamples=100_000_000))
+
+
+def test_pass_at_k_sign_flip_honours_the_time_limit(time_limit):
+    # the shared block loop of the resampling layer (resampling/_draws.py) is judged after its first
+    # chunk or 0.25 s: 100,000,000 sign flips (about 220 s here) are refused within about a second
+    df = _attempts(seed=1, T=40)
+    time_limit(0.5)
+    t0 = time.perf_counter()
+    with pytest.raises(DataError, match=r"the resamples of .*n_resamples=100,000,000\) would take about .* above "
+                                        r"mixedeval's time limit of 0.5 s.*Pass fewer n_resamples"):
+        me.pass_at_k(df, k=2, n_resamples=100_000_000)
+    assert time.perf_counter() - t0 < 10
+    time_limit(None)
+    assert me.pass_at_k(df, k=2, n_resamples=2_000, random_state=0).headline is not None

@@ -19,7 +19,7 @@ def _runs(seed=0, systems=(("a", 30.0, -0.9), ("b", 8.0, -0.8)), T=40, F=8, n=3,
     rng = np.random.default_rng(seed)
     fam = [f"f{i % F}" if not unequal else f"f{min(i % (F + 4), F - 1)}" for i in range(T)]
     L = 2 ** rng.uniform(0, 9, T)
-    fe = {f: rng.normal(0, fam_sd) for f in set(fam)}
+    fe = {f: rng.normal(0, fam_sd) for f in sorted(set(fam))}  # sorted: the same data in every process
     rows = []
     for s, h50, slope in systems:
         for i in range(T):

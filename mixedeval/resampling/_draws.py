@@ -24,6 +24,7 @@ whichever executor computes them (OpenBLAS' last bits depend on the thread count
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from tqdm.auto import tqdm
 
 from .._progress import bar_disabled
 from .._executor import one_blas_thread, resolve_executor
+from .._resources import LoopGuard, format_count
 from ..errors import DataError
 
 BLOCK = 64  # resamples per random stream (and per matrix product)
@@ -140,12 +142,28 @@ def run_blocks(out: np.ndarray, ss: np.random.SeedSequence,
     if runner.name != "in-process":
         return _on_workers(out, runner, _blocks_task, lambda g: (ss, g), one_block, auto_progress(progress, work), desc)
     length = chunk_length(n, chunk_size)
+    guard = _time_guard(desc, n)
     with one_blas_thread():
         for start, stop in chunks(n, length, auto_progress(progress, work), desc):
             for blk, r in block_sizes(start, stop):
                 b0 = blk * BLOCK
                 out[b0:b0 + r] = one_block(block_generator(ss, blk), b0, r)[:r]
+                _judge(guard, b0 + r, length)
     return out
+
+
+def _time_guard(desc: str, n: int) -> LoopGuard:
+    """The time limit (:func:`mixedeval.set_time_limit`) of an in-process block loop of ``n``
+    resamples: judged after the first block, by extrapolation (a loop is never cut half-way)."""
+    return LoopGuard(desc or "the resampling", n, count=f"n_resamples={format_count(n)}", unit="resamples",
+                     fix="Pass fewer n_resamples.")
+
+
+def _judge(guard: LoopGuard, done: int, length: int) -> None:
+    """Judge the loop once, after the first chunk (``length`` resamples) or a quarter second of
+    work, whichever comes first: the first 64-row block alone is too short to extrapolate from."""
+    if not guard.judged and (done >= length or time.perf_counter() - guard._t0 > 0.25):
+        guard.block_done(done)
 
 
 def _block_groups_task(ss: np.random.SeedSequence, spans: list[tuple[int, int]], blocks: int,
@@ -178,6 +196,7 @@ def run_block_groups(out: np.ndarray, ss: np.random.SeedSequence,
         return _on_workers(out, runner, _block_groups_task, lambda g: (ss, g, max(1, int(blocks))), (draw, compute),
                            auto_progress(progress, 0.0), desc)
     length = chunk_length(n, chunk_size)
+    guard = _time_guard(desc, n)
     with one_blas_thread():
         for start, stop in chunks(n, length, auto_progress(progress, 0.0), desc):
             spans = list(block_sizes(start, stop))
@@ -186,6 +205,7 @@ def run_block_groups(out: np.ndarray, ss: np.random.SeedSequence,
                 res = compute(np.concatenate([draw(block_generator(ss, blk)) for blk, _ in group]))
                 for j, (blk, r) in enumerate(group):
                     out[blk * BLOCK:blk * BLOCK + r] = res[j * BLOCK:j * BLOCK + r]
+                _judge(guard, group[-1][0] * BLOCK + group[-1][1], length)
     return out
 
 
