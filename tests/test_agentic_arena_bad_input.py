@@ -217,3 +217,12 @@ def test_pass_at_k_arguments(attempts):
 def test_pass_at_k_one_system_has_no_headline(attempts):
     r = me.pass_at_k(attempts[attempts["system"] == "a"], k=2)
     assert r.headline is None and list(r.leaderboard["name"]) == ["a"]
+
+
+@pytest.mark.parametrize("value", ["x", float("nan"), float("inf"), True, None.__class__])
+def test_pass_at_k_value_must_be_a_finite_number(value):
+    df = _attempts(seed=1, T=10)
+    before = df.copy()
+    with pytest.raises(DataError, match=r"value= must be a finite number .*value=1.0"):
+        me.pass_at_k(df, k=2, value=value)
+    pd.testing.assert_frame_equal(df, before)

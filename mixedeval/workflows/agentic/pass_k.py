@@ -164,6 +164,18 @@ def _attempt_rows(data: Any, metric: Any, cols: dict[str, Any], cluster: str | N
     return design, design.attempts
 
 
+def _threshold(value: Any) -> float:
+    """``value=`` as a finite number (a NaN threshold would count every attempt as a failure)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if isinstance(value, bool) or not np.isfinite(v):
+        raise DataError(f"value= must be a finite number (a score >= value is a success), got {value!r}; pass e.g. "
+                        "value=1.0, or value=None for 0/1 scores")
+    return v
+
+
 def _counts(rows: pd.DataFrame, value: float | None, k: int) -> tuple[pd.DataFrame, list[ResultWarning]]:
     """Per system and task (``task::item`` with several tasks): n attempts and c successes."""
     s = rows["score"].to_numpy(dtype=float)
@@ -175,7 +187,7 @@ def _counts(rows: pd.DataFrame, value: float | None, k: int) -> tuple[pd.DataFra
                             "score >= value is a success, as Inspect's pass_at(k, value=)) or a 0/1 success column")
         ok = s >= 1.0
     else:
-        ok = s >= float(value)
+        ok = s >= _threshold(value)
     several_tasks = rows["task"].nunique() > 1
     unit = (rows["task"].astype(str) + "::" + rows["item"].astype(str)) if several_tasks else rows["item"].astype(str)
     keys = {"system": rows["system"].astype(str).to_numpy(), "task": unit.to_numpy()}
