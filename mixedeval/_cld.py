@@ -83,9 +83,12 @@ def _last_common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.packbits(pad, axis=1, bitorder="little").view("<u8")
 
     both = pack(a)[:, None, :] & pack(b)[None, :, :]
-    word_at = (both != 0) * np.arange(1, W + 1, dtype=np.int32)
-    w = word_at.max(axis=2) - 1
-    word = np.take_along_axis(both, np.maximum(w, 0)[..., None], axis=2)[..., 0]
+    if W == 1:
+        word = both[..., 0]
+        w = np.where(word != 0, 0, -1)
+    else:
+        w = ((both != 0) * np.arange(1, W + 1, dtype=np.int32)).max(axis=2) - 1
+        word = np.take_along_axis(both, np.maximum(w, 0)[..., None], axis=2)[..., 0]
     hi = (word >> np.uint64(32)).astype(np.float64)
     lo = (word & np.uint64(0xFFFFFFFF)).astype(np.float64)
     bit = np.where(hi > 0, 31 + np.frexp(hi)[1], np.frexp(lo)[1] - 1)
@@ -122,11 +125,15 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
                 dirty = i
             R = np.flatnonzero(red & ~lk)
             if R.size:
-                if R.size < one.size and i + 1 < ncol:
-                    last = _last_common(mat[one[R], i + 1:], mat[one, i + 1:])  # R x members
+                cols = np.empty(0, dtype=np.int64)
+                if R.size < one.size:  # the later columns holding a member that leaves
+                    cols = np.flatnonzero(mat[one[R], i + 1:].any(axis=0)) + i + 1
+                if cols.size:
+                    later = mat[np.ix_(one, cols)]
+                    last = _last_common(later[R], later)  # R x members
                     last[np.arange(R.size), R] = -1
                     rr, kk = np.nonzero(last >= 0)
-                    h = last[rr, kk] + i + 1
+                    h = cols[last[rr, kk]]
                     locked[one[kk], h] = True
                     locked[one[R[rr]], h] = True
                 mat[one[R], i] = False
