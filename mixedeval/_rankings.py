@@ -371,6 +371,22 @@ def _pair_blocks(sigma: np.ndarray, scale: np.ndarray) -> list[tuple[Any, ...]]:
     return out, groups
 
 
+def _arg_extremes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.argmax(x, axis=0), np.argmin(x, axis=0)`` of a finite (k, n) array, row by row (the
+    first row holding the column's largest / smallest value, as numpy's): numpy reduces a
+    C-ordered array along axis 0 through a transposed copy (5x slower at 1,000 x 20,000)."""
+    k, n = x.shape
+    hv, lv = x[0].copy(), x[0].copy()
+    hi, lo = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    for r in range(1, k):
+        row = x[r]
+        hi[row > hv] = r
+        np.maximum(hv, row, out=hv)
+        lo[row < lv] = r
+        np.minimum(lv, row, out=lv)
+    return hi, lo
+
+
 def _seed_max(Zt: np.ndarray, W: np.ndarray, sigma: np.ndarray, shift: np.ndarray,
               scale: np.ndarray) -> np.ndarray:
     """A start for :func:`_pair_max`'s running maximum: per replicate, the exact statistic of two
@@ -384,7 +400,7 @@ def _seed_max(Zt: np.ndarray, W: np.ndarray, sigma: np.ndarray, shift: np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(sigma[:, None] > 0, W / np.where(sigma > 0, sigma, 1.0)[:, None], 0.0)
     for x in (W, u):
-        hi, lo = np.argmax(x, axis=0), np.argmin(x, axis=0)
+        hi, lo = _arg_extremes(x)
         a, b = np.minimum(hi, lo), np.maximum(hi, lo)
         p = a * (2 * k - a - 1) // 2 + (b - a - 1)  # the pair (a, b)'s position in Tukey order
         d = Zt[b, cols] - Zt[a, cols]

@@ -177,3 +177,13 @@ def test_leaderboard_letters_above_the_old_cap_and_their_limit(monkeypatch):
     pd.testing.assert_frame_equal(capped.drop(columns="letters"), board.drop(columns="letters"))
     monkeypatch.setattr(_answer, "LETTERS_MAX_PAIRS", n_not)
     assert list(_answer.leaderboard(s, std_error=se, n_sim=4000)["letters"]) == list(board["letters"])
+
+
+def test_arg_extremes_equal_numpy_with_ties():
+    rng = np.random.default_rng(4)
+    for k, n in ((2, 1), (3, 50), (40, 300)):
+        x = np.round(rng.normal(0, 1, (k, n)), 1)  # many ties: the first row wins, as numpy's
+        x[:, 0] = 0.0
+        hi, lo = _rankings._arg_extremes(x)
+        np.testing.assert_array_equal(hi, np.argmax(x, axis=0))
+        np.testing.assert_array_equal(lo, np.argmin(x, axis=0))
