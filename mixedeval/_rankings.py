@@ -302,7 +302,7 @@ def _independent_draws(d: np.ndarray, n_sim: int, random_state: Any) -> np.ndarr
     col = np.empty(k, dtype=np.int64)
     col[np.argsort(d, kind="stable")] = np.arange(k)
     N = as_generator(random_state).standard_normal((n_sim, k))
-    Zt = np.ascontiguousarray(N.T)[col]
+    Zt = N.T[col]  # one gather of the columns (a transposed copy, then a row gather: twice the time)
     del N
     Zt *= np.sqrt(d)[:, None]
     return Zt.T
@@ -327,10 +327,9 @@ def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
     nz = root != 0
     if nz.sum(axis=1).max(initial=0) <= 1:
         col = np.argmax(nz, axis=1)
-        # built as k x n_sim rows (a row gather is fast, a column gather strided) and returned as
-        # its transpose: the same numbers, and _null_max's transposed blocks are then views
-        Nt = np.ascontiguousarray(N.T)
-        return (Nt[col] * root[np.arange(V.shape[0]), col][:, None]).T
+        # built as k x n_sim rows (one gather of N's columns) and returned as its transpose: the
+        # same numbers, and _null_max's transposed blocks are then views
+        return (N.T[col] * root[np.arange(V.shape[0]), col][:, None]).T
     return N @ root.T
 
 
