@@ -51,7 +51,8 @@ from .results import ResultMixin, jsonable
 
 METHODS = ("normal", "bootstrap", "bootstrap_centered")
 _CHUNK = 20_000  # simulated rows per block (memory: chunk x k floats)
-_GROUP = 16  # names per group of the branch and bound of the max statistic (_pair_max)
+_GROUP = 16  # names per group of the branch and bound of the max statistic (_pair_max): at least
+# 16, about sqrt(k) (fewer blocks to bound for many names: 1,000 names 0.9 s instead of 1.3 s)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,14 +336,14 @@ def _normal_draws(V: np.ndarray, n_sim: int, random_state: Any) -> np.ndarray:
 
 def _pair_blocks(sigma: np.ndarray, scale: np.ndarray) -> list[tuple[Any, ...]]:
     """Blocks of pairs for :func:`_pair_max`: the names sorted by ``sigma`` (their own spread)
-    and cut into groups of about 16; a block is the pairs between two groups (or within one):
-    (group numbers g, h, pair rows i < j and columns j as positions in ``rows``, positions in
-    Tukey order, the smallest ``scale`` of its pairs, the largest
+    and cut into groups of about 16 (sqrt(k) for more than 256 names); a block is the pairs
+    between two groups (or within one): (group numbers g, h, pair rows i < j and columns j as
+    positions in ``rows``, positions in Tukey order, the smallest ``scale`` of its pairs, the largest
     sqrt(sigma_i^2 + sigma_j^2) / scale_ij, ``rows``: the names of both groups). Pairs with
     scale 0 are left out (they count 0)."""
     k = sigma.size
     srt = np.argsort(sigma, kind="stable")
-    groups = np.array_split(srt, max(1, int(np.ceil(k / _GROUP))))
+    groups = np.array_split(srt, max(1, int(np.ceil(k / max(_GROUP, int(np.sqrt(k)))))))
     gid = np.empty(k, dtype=np.int64)
     for g, members in enumerate(groups):
         gid[members] = g

@@ -187,3 +187,18 @@ def test_arg_extremes_equal_numpy_with_ties():
         hi, lo = _rankings._arg_extremes(x)
         np.testing.assert_array_equal(hi, np.argmax(x, axis=0))
         np.testing.assert_array_equal(lo, np.argmin(x, axis=0))
+
+
+def test_max_statistic_with_groups_of_sqrt_k_names_equals_every_pair():
+    """400 names: the branch and bound's groups hold 20 names (sqrt(k)); the maximum over every
+    pair (the code before issue 42) is the same, for the joint normal and the bootstrap."""
+    rng = np.random.default_rng(400)
+    k = 400
+    est, se = rng.normal(0, 1, k), rng.uniform(0.1, 0.4, k)
+    D = est + rng.normal(0, 1, (300, k)) * se
+    a, b = _rankings._pair_index(k)
+    sd = _rankings._pair_sd(D)
+    for method in ("normal", "bootstrap"):
+        Z = D - est if method == "normal" else D
+        new = _rankings._null_max(method, Z, est[b] - est[a], sd, est, D.std(axis=0))
+        np.testing.assert_array_equal(new, base._null_max(method, Z, est[b] - est[a], sd))
