@@ -397,8 +397,11 @@ def _seed_max(Zt: np.ndarray, W: np.ndarray, sigma: np.ndarray, shift: np.ndarra
     k, n = Zt.shape
     cols = np.arange(n)
     best = np.zeros(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where(sigma[:, None] > 0, W / np.where(sigma > 0, sigma, 1.0)[:, None], 0.0)
+    if np.all(sigma > 0):
+        u = W / sigma[:, None]
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(sigma[:, None] > 0, W / np.where(sigma > 0, sigma, 1.0)[:, None], 0.0)
     for x in (W, u):
         hi, lo = _arg_extremes(x)
         a, b = np.minimum(hi, lo), np.maximum(hi, lo)
@@ -540,8 +543,8 @@ def _letters(names: list[str], est: np.ndarray, pw: pd.DataFrame, order: np.ndar
     sig[b, a] = flags
     with one_blas_thread():
         lmat = _cld.tukey_letter_matrix(sig, np.asarray(order))
-    labels = _cld.get_letters(lmat.shape[1])
-    return {names[i]: "".join(n for n, on in zip(labels, row) if on) for i, row in zip(order, lmat)}
+    labels = np.asarray(_cld.get_letters(lmat.shape[1]), dtype=object)
+    return {names[i]: "".join(labels[row]) for i, row in zip(order, lmat)}
 
 
 def _tables(names, est, pw, rank_sim, level, higher_is_better, with_letters=True):
