@@ -117,7 +117,8 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
             dirty = min(dirty, i)
             continue
         if one.size > 1:
-            shared = cov[np.ix_(one, one)]
+            oc = one[:, None]
+            shared = cov[oc, one]
             np.fill_diagonal(shared, 2)
             red = (shared > 1).all(axis=1)
             lk = locked[one, i]
@@ -129,7 +130,7 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
                 if R.size < one.size:  # the later columns holding a member that leaves
                     cols = np.flatnonzero(mat[one[R], i + 1:].any(axis=0)) + i + 1
                 if cols.size:
-                    later = mat[np.ix_(one, cols)]
+                    later = mat[oc, cols]
                     last = _last_common(later[R], later)  # R x members
                     last[np.arange(R.size), R] = -1
                     rr, kk = np.nonzero(last >= 0)
@@ -139,8 +140,9 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
                 mat[one[R], i] = False
                 keep = np.ones(one.size, dtype=bool)
                 keep[R] = False
-                cov[np.ix_(one, one)] -= 1
-                cov[np.ix_(one[keep], one[keep])] += 1
+                cov[oc, one] -= 1
+                rest = one[keep]
+                cov[rest[:, None], rest] += 1
         if not mat[:, i].any():
             return i, dirty
     return None, dirty
@@ -296,7 +298,7 @@ def _creation_order(sig: np.ndarray, C: np.ndarray) -> np.ndarray:
         members = np.flatnonzero(C[:b, c])
         J = np.flatnonzero(sig[b, b + 1:]) + b + 1
         if members.size:
-            J = J[~sig[np.ix_(J, members)].any(axis=1)]
+            J = J[~sig[J[:, None], members].any(axis=1)]
         if not J.size:
             raise RuntimeError("compact letters: a column with no history (internal error)")
         return int(J[0])
