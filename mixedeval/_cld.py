@@ -95,7 +95,7 @@ def _last_common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(w >= 0, w * 64 + bit, -1)
 
 
-def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | None, int]:
+def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray, stable: np.ndarray) -> tuple[int | None, int]:
     """One pass of ``sweepLetters`` from column ``start`` with fresh locks, changing ``mat`` (and
     ``cov``, the number of letters each pair of levels shares) in place. Returns the column that
     was emptied (multcomp then deletes it and starts again) or None, and the first column where a
@@ -107,11 +107,15 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
     columns); each pair then locks its last shared letter for both, and ``j`` leaves column ``i``.
     Only the locks in later columns are read again in the pass, and those columns have not changed
     since the pass began, so the last shared letter is looked up among them only; when every member
-    leaves, the pass ends at once and its locks are not needed."""
+    leaves, the pass ends at once and its locks are not needed. A column where no redundant member
+    stayed (for a lock) is marked ``stable``: its members keep their letter for good (each has a
+    co-member sharing no other letter, and letters are only removed), so later passes skip it."""
     n, ncol = mat.shape
     locked = np.zeros((n, ncol), dtype=bool)
     dirty = ncol
     for i in range(start, ncol):
+        if stable[i]:
+            continue
         one = np.flatnonzero(mat[:, i])
         if one.size == n and n > 0 and (mat.sum(axis=1) > 1).all():
             dirty = min(dirty, i)
@@ -122,8 +126,10 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
             np.fill_diagonal(shared, 2)
             red = (shared > 1).all(axis=1)
             lk = locked[one, i]
-            if dirty > i and (red & lk).any():
-                dirty = i
+            if (red & lk).any():
+                dirty = min(dirty, i)
+            else:
+                stable[i] = True
             R = np.flatnonzero(red & ~lk)
             if R.size:
                 cols = np.empty(0, dtype=np.int64)
@@ -143,6 +149,8 @@ def _sweep_pass(mat: np.ndarray, start: int, cov: np.ndarray) -> tuple[int | Non
                 cov[oc, one] -= 1
                 rest = one[keep]
                 cov[rest[:, None], rest] += 1
+        else:
+            stable[i] = True
         if not mat[:, i].any():
             return i, dirty
     return None, dirty
@@ -159,11 +167,13 @@ def sweep_letters(mat: np.ndarray) -> np.ndarray:
     f = mat.astype(np.float32)
     cov = np.rint(f @ f.T).astype(np.int64)
     start = 0
+    stable = np.zeros(mat.shape[1], dtype=bool)
     while True:
-        emptied, dirty = _sweep_pass(mat, start, cov)
+        emptied, dirty = _sweep_pass(mat, start, cov, stable)
         if emptied is None:
             break
         mat = np.delete(mat, emptied, axis=1)
+        stable = np.delete(stable, emptied)
         start = min(dirty, emptied)
     return mat[:, mat.any(axis=0)]
 
