@@ -207,9 +207,10 @@ def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = 
     than :data:`LETTERS_MAX_PAIRS` (60,000) pairs of systems are not significantly different:
     the display then needs hundreds of letters per system (its letters are the maximal groups of
     systems not told apart, over a thousand for 1,000 overlapping systems) and its cost grows
-    with their number and size, to minutes. 60,000 such pairs take about 1 s (300 systems with
-    IRT-like overlap, 35,000 pairs: 0.5 s; 1,000 well-separated systems, 54,000 pairs: 0.9 s);
-    ``me.rank_intervals(..., letters=True)`` computes them without the limit."""
+    with their number and size, to minutes. Below the limit they take about 0.5 s of CPU time
+    (300 systems with IRT-like overlap, 35,000 such pairs; 1,000 arena-like systems, 54,000
+    pairs and 754 letters; benchmarks/bench_leaderboard.py); ``me.rank_intervals(...,
+    letters=True)`` computes them without the limit."""
     if not isinstance(estimates, pd.Series):
         raise DataError("leaderboard estimates must be a pandas Series indexed by system name")
     names = [str(n) for n in estimates.index]
