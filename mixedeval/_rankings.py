@@ -388,16 +388,18 @@ def _arg_extremes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _seed_max(Zt: np.ndarray, W: np.ndarray, sigma: np.ndarray, shift: np.ndarray,
-              scale: np.ndarray) -> np.ndarray:
+              scale: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
     """A start for :func:`_pair_max`'s running maximum: per replicate, the exact statistic of two
     pairs likely to be the largest -- the names with the largest and smallest ``W``, and those with
     the largest and smallest ``W / sigma`` -- computed with the same operations as a block (so the
     maximum over all pairs, which includes them, is unchanged). A high start lets the bounds skip
-    almost every block."""
+    almost every block. ``u``: ``W / sigma`` if the caller has it (every sigma positive)."""
     k, n = Zt.shape
     cols = np.arange(n)
     best = np.zeros(n)
-    if np.all(sigma > 0):
+    if u is not None:
+        pass
+    elif np.all(sigma > 0):
         u = W / sigma[:, None]
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -444,8 +446,13 @@ def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray, center: np.n
     tol = 1e-12 * M
     gmax = [W[g].max(axis=0) for g in groups]
     gmin = [W[g].min(axis=0) for g in groups]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u2 = [np.nan_to_num((W[g] / sigma[g][:, None]) ** 2, nan=np.inf).max(axis=0) for g in groups]
+    u = None
+    if np.all(sigma > 0):  # the same quotients, without the masks (nothing to replace)
+        u = W / sigma[:, None]
+        u2 = [(u[g] ** 2).max(axis=0) for g in groups]
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u2 = [np.nan_to_num((W[g] / sigma[g][:, None]) ** 2, nan=np.inf).max(axis=0) for g in groups]
 
     def bound(blk, cols=slice(None)):
         g, h, _, _, _, smin, rho, _ = blk
@@ -456,7 +463,7 @@ def _pair_max(Zt: np.ndarray, shift: np.ndarray, scale: np.ndarray, center: np.n
             wide = np.minimum(wide, np.where(np.isnan(cs), np.inf, cs))
         return wide * (1 + 1e-9)
 
-    out = _seed_max(Zt, W, sigma, shift, scale)
+    out = _seed_max(Zt, W, sigma, shift, scale, u)
     probe = slice(0, min(n, 256))
     order = np.argsort([-bound(blk, probe).mean() for blk in blocks], kind="stable")
     for bi in order:
