@@ -391,3 +391,144 @@ def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = 
     return out[list(LEADERBOARD_COLUMNS)]
 
 
+# ----------------------------------------------------------------- mixedeval/_cld.py at commit 4fb8a1e
+# The letters of the first pass of issue 42 (item 6), copied verbatim (names suffixed ``_today``):
+# insert-absorb one update per level (_block_update) and the vectorized sweep. The reference of
+# tests/test_issue42_leaderboard.py (letters of up to 200 levels, beyond the one-pair-at-a-time
+# port above) and the baseline of bench_leaderboard.py's letters.
+
+def _sweep_once_today(mat: np.ndarray) -> tuple[np.ndarray, bool]:
+    """One pass of ``sweepLetters``: returns the matrix and whether a column was emptied (restart).
+
+    Column by column (``i``): a member ``j`` of column ``i`` is redundant there when it shares
+    another letter with every other member ``k`` (``tmp``: the members' rows as the column starts;
+    the decisions of one column do not depend on each other, as the locks they set sit in other
+    columns); each pair then locks its last shared letter for both, and ``j`` leaves column ``i``.
+    The pairwise sharing is one product of the members' rows (multcomp loops over the pairs)."""
+    n, ncol = mat.shape
+    locked = np.zeros((n, ncol), dtype=bool)
+    for i in range(ncol):
+        one = np.flatnonzero(mat[:, i])
+        other = mat[one].copy()
+        other[:, i] = False
+        if one.size == n and n > 0 and other.any(axis=1).all():
+            continue
+        if one.size > 1:
+            f = other.astype(np.float32)
+            share = (f @ f.T) > 0.5
+            np.fill_diagonal(share, True)
+            for jj in np.flatnonzero(share.all(axis=1) & ~locked[one, i]):
+                both = other & other[jj]
+                last = ncol - 1 - np.argmax(both[:, ::-1], axis=1)
+                ks = np.arange(one.size) != jj
+                locked[one[ks], last[ks]] = True
+                locked[one[jj], last[ks]] = True
+                mat[one[jj], i] = False
+        if not mat[:, i].any():
+            return np.delete(mat, i, axis=1), True
+    return mat, False
+
+
+def sweep_letters_today(mat: np.ndarray) -> np.ndarray:
+    """``multcomp:::sweepLetters``: remove letters that are not needed (start column 1)."""
+    mat = mat.copy()
+    again = True
+    while again:
+        mat, again = _sweep_once_today(mat)
+    return mat[:, mat.any(axis=0)]
+
+
+def _order_columns_today(lmat: np.ndarray) -> np.ndarray:
+    """Columns by increasing size (stable), swept, then by their first row (stable)."""
+    lmat = lmat[:, np.argsort(lmat.sum(axis=0), kind="stable")]
+    lmat = sweep_letters_today(lmat)
+    first = np.array([np.flatnonzero(c)[0] if c.any() else lmat.shape[0] for c in lmat.T])
+    return lmat[:, np.argsort(first, kind="stable")]
+
+
+def _block_update(M: np.ndarray, i: int, J: np.ndarray) -> np.ndarray:
+    """``insert_absorb``'s matrix after inserting the significant pairs (j, i), j in ``J`` (all
+    ``> i``, in increasing order, as Tukey order has them), into ``M`` (levels x letters, an
+    antichain: no column inside another, as after every absorb).
+
+    Every step (j, i) splits each column c holding both i and j into c - {j} (in place) and
+    c - {i} (appended), then absorbs. Step by step that is |J| splits; taken together:
+
+    * columns without ``i`` are untouched (nothing can contain them later: columns only shrink);
+    * the columns holding ``i`` (the group) lose J in place; one of them is absorbed when at its
+      step it lies inside another group column (equal ones: the later one goes); x lies inside y
+      from the step that removes the last element of x - y, so the deletions are replayed at those
+      steps only;
+    * column c of the group appends c - {i} at its first step (min of c & J); later splits of the
+      same column append subsets of it (absorbed at once). c - {i} survives unless an untouched
+      column without ``i`` contains it (no group column can, and no later new column).
+    New columns follow the kept ones in the order they were appended (step, then column order).
+    """
+    inJ = np.zeros(M.shape[0], dtype=bool)
+    inJ[J] = True
+    grp = np.flatnonzero(M[i])
+    X = M[:, grp]
+    hit = X & inJ[:, None]
+    touched = hit.any(axis=0)
+    if not touched.any():
+        return M
+    m = grp.size
+    alive = np.ones(m, dtype=bool)
+    if m > 1:
+        # x can lie inside y only if x - y is in J: pairs with no member of x - y outside J
+        Xo = X[~inJ].astype(np.float32)
+        outside = Xo.sum(axis=0)[:, None] - Xo.T @ Xo  # |x - y| outside J
+        np.fill_diagonal(outside, 1.0)
+        px, py = np.nonzero(outside < 0.5)
+        if px.size:
+            XJ = X[J]  # J increasing: the step of an element is its row here
+            d = XJ[:, px] & ~XJ[:, py]
+            T = d.shape[0] - 1 - np.argmax(d[::-1], axis=0)  # last step that removes a member of x - y
+            key = dict(zip(zip(px.tolist(), py.tolist()), T.tolist()))
+            order = np.argsort(T, kind="stable")
+            px, py, T = px[order], py[order], T[order]
+            bounds = np.flatnonzero(np.diff(T)) + 1
+            for sl_x, sl_y, sl_t in zip(np.split(px, bounds), np.split(py, bounds), np.split(T, bounds)):
+                t = sl_t[0]
+                both = alive[sl_x] & alive[sl_y]
+                if not both.any():
+                    continue
+                gone = [x for x, y in zip(sl_x[both].tolist(), sl_y[both].tolist())
+                        if key.get((y, x), t + 1) > t or y < x]
+                alive[gone] = False
+    # the new columns c - {i}, in the order of their first step, then column order
+    new = np.flatnonzero(touched)
+    first = np.where(hit[:, new], np.arange(M.shape[0])[:, None], M.shape[0]).min(axis=0)
+    new = new[np.argsort(first, kind="stable")]
+    N = X[:, new].copy()
+    N[i] = False
+    others = np.flatnonzero(~M[i])
+    if others.size:
+        size = N.sum(axis=0)
+        inside = (N.T.astype(np.float32) @ M[:, others].astype(np.float32)) >= size[:, None] - 0.5
+        N = N[:, ~inside.any(axis=1)]
+    keep = np.ones(M.shape[1], dtype=bool)
+    keep[grp[~alive]] = False
+    M = M.copy()
+    M[np.ix_(J, grp)] = False
+    return np.concatenate([M[:, keep], N], axis=1)
+
+
+def tukey_letter_matrix_today(significant: np.ndarray, lvl_rows: np.ndarray) -> np.ndarray:
+    """Today's (commit 4fb8a1e) :func:`letter_matrix` for the comparisons of k levels in Tukey order (for i = 0..k-2, for
+    j = i+1..k-1: the pair (j, i)), as :func:`mixedeval._rankings.rank_intervals` makes them:
+    ``significant`` is the k x k symmetric matrix of decisions (level index = position in that
+    order), ``lvl_rows`` the level indices in the order of the rows of the result (``levels_x``).
+    The same matrix as :func:`letter_matrix`, in milliseconds where it takes minutes (one update
+    per level instead of one per significant pair; see :func:`_block_update`)."""
+    sig = np.asarray(significant, dtype=bool)
+    k = sig.shape[0]
+    M = np.ones((k, 1), dtype=bool)
+    if not sig.any():
+        return M[lvl_rows]
+    for i in range(k - 1):
+        J = np.flatnonzero(sig[i, i + 1:]) + i + 1
+        if J.size:
+            M = _block_update(M, i, J)
+    M = M[lvl_rows]
+    return _order_columns_today(_order_columns_today(M))

@@ -12,15 +12,17 @@ per-resample loop. Prints ratios.
 
 Leaderboards of many systems (issue 42, item 6; ``--systems`` runs only this part): the answer's
 leaderboard (``mixedeval._answer.leaderboard``: simultaneous rank intervals from 20,000 joint-normal
-draws, letters up to 150 systems) of 100, 300 and 1,000 systems with independent estimates (IRT
-abilities: N(0, 1), standard errors 0.1-0.4), against today's code copied verbatim into
-benchmarks/baseline_leaderboard.py, timed in the same run (same numbers asserted); and the compact
-letters alone (``rank_intervals(..., letters=True)``) where the old insert-absorb finishes.
+draws and multcomp's compact letters) of 100, 300 and 1,000 systems with independent estimates
+(IRT abilities: N(0, 1), standard errors 0.1-0.4; and 1,000 systems with standard errors
+0.01-0.04), against today's code timed in the same run: the same rank intervals plus the letters
+of the first pass of issue 42 (benchmarks/baseline_leaderboard.py, ``tukey_letter_matrix_today``;
+same letters asserted). Wall and CPU time, with the load average.
 
     .venv/bin/python benchmarks/bench_leaderboard.py [--systems]
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -100,39 +102,75 @@ def main() -> None:
     print(f"run_intervals macro F1 (4 classes): {time.perf_counter() - t0:.2f} s")
 
 
-def many_systems() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+def _timed(fn, *args, **kw):
+    """(result, wall seconds, CPU seconds of this process)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _todays_letters(s: pd.Series, se: np.ndarray) -> tuple[list[str], float, float]:
+    """The leaderboard's letters as today's code (commit 4fb8a1e, the first pass of issue 42) made
+    them, without its 150-system cap: insert-absorb one update per level and its sweep
+    (baseline_leaderboard.tukey_letter_matrix_today) on the same decisions; best-first order.
+    Returns the letters and the wall and CPU time of the letters alone."""
     import baseline_leaderboard as base
 
-    from mixedeval import _answer, _rankings
+    from mixedeval import _cld, _rankings
+    from mixedeval._executor import one_blas_thread
 
-    for k in (100, 300, 1000):
+    names = list(s.index)
+    ri = _rankings.rank_intervals(s, vcov=np.diag(se ** 2), n_sim=20_000, random_state=0, letters=False,
+                                  distribution=False)
+    k = len(names)
+    a, b = _rankings._pair_index(k)
+    sig = np.zeros((k, k), dtype=bool)
+    sig[a, b] = sig[b, a] = ri.pairwise["significant"].to_numpy(dtype=bool)
+    rank = ri.table.set_index("name").loc[names, "rank"].to_numpy()
+    order = np.lexsort((np.arange(k), rank))
+    with one_blas_thread():
+        lmat, wall, cpu = _timed(base.tukey_letter_matrix_today, sig, order)
+    labels = _cld.get_letters(lmat.shape[1])
+    return ["".join(n for n, on in zip(labels, row) if on) for row in lmat], wall, cpu
+
+
+def many_systems() -> None:
+    """The answer's leaderboard (rank intervals and letters) of 100, 300 and 1,000 systems against
+    today's code: the rank intervals (timed with the current code in both: the same algorithm as
+    today's, less two copies and an argmax, and larger groups in the branch and bound) plus today's
+    letters, timed apart and added (letters asserted equal). IRT-like overlap (N(0, 1) abilities, standard errors 0.1-0.4) and,
+    at 1,000 systems, an arena-like spread (standard errors 0.01-0.04); at 1,000 IRT-like systems
+    more than LETTERS_MAX_PAIRS pairs are not significantly different, so the leaderboard leaves
+    the letters empty and today's letters are not run (hours). Wall and CPU time (the machine is
+    shared: the load average is printed)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import os
+
+    from mixedeval import _answer
+
+    _answer.leaderboard(pd.Series([0.0, 1.0, 2.0], index=list("abc")), std_error=[0.1, 0.1, 0.1])  # warm-up
+    for k, lo, hi in ((100, 0.1, 0.4), (300, 0.1, 0.4), (1000, 0.1, 0.4), (1000, 0.01, 0.04)):
         rng = np.random.default_rng(k)
         s = pd.Series(rng.normal(0, 1, k), index=[f"s{i}" for i in range(k)])
-        se = rng.uniform(0.1, 0.4, k)
-        t0 = time.perf_counter()
-        new = _answer.leaderboard(s, std_error=se)
-        t_new = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        old = base.leaderboard(s, std_error=se)
-        t_old = time.perf_counter() - t0
-        pd.testing.assert_frame_equal(new, old)
-        print(f"leaderboard of {k} systems ({'with' if k <= 150 else 'without'} letters): {t_new:.2f} s, "
-              f"before issue 42 {t_old:.2f} s, ratio {t_old / t_new:.1f}x (same table)", flush=True)
-    for k in (60, 100, 150):
-        rng = np.random.default_rng(k)
-        est, se = rng.normal(0, 1, k), rng.uniform(0.1, 0.4, k)
-        names = [f"s{i}" for i in range(k)]
-        t0 = time.perf_counter()
-        new = _rankings.rank_intervals(pd.Series(est, index=names), vcov=np.diag(se ** 2), n_sim=20_000,
-                                       random_state=0, distribution=False)
-        t_new = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        old = base.rank_intervals_core(names, est, vcov=np.diag(se ** 2), n_sim=20_000, random_state=0)[0]
-        t_old = time.perf_counter() - t0
-        pd.testing.assert_frame_equal(new.table, old)
-        print(f"rank intervals + letters of {k} systems: {t_new:.2f} s, before {t_old:.2f} s "
-              f"(with the rank distribution), ratio {t_old / t_new:.1f}x", flush=True)
+        se = rng.uniform(lo, hi, k)
+        load = os.getloadavg()[0]
+        new, w_new, c_new = _timed(_answer.leaderboard, s, std_error=se)
+        lets = new["letters"].ne("").any()
+        _, w_ri, c_ri = _timed(_answer.leaderboard, s, std_error=se, letters=False)
+        what = f"leaderboard of {k} systems (standard errors {lo}-{hi})"
+        if not lets:
+            print(f"{what}: {w_new:.2f} s wall / {c_new:.2f} s CPU, letters left empty (more than "
+                  f"{_answer.LETTERS_MAX_PAIRS:,} pairs not significantly different); without letters "
+                  f"{w_ri:.2f} s / {c_ri:.2f} s; load {load:.1f}", flush=True)
+            continue
+        old, w_let, c_let = _todays_letters(s, se)
+        assert list(new["letters"]) == old, "letters differ from today's"
+        w_old, c_old = w_ri + w_let, c_ri + c_let
+        n_letters = len(set().union(*(re.findall(r"\.*[A-Za-z]", x) for x in old)))
+        print(f"{what} with letters ({n_letters} letters): {w_new:.2f} s wall / {c_new:.2f} s CPU; today's "
+              f"code {w_old:.2f} s / {c_old:.2f} s (rank intervals, current code, {c_ri:.2f} s + letters {c_let:.2f} s CPU); "
+              f"ratio {w_old / w_new:.1f}x wall, {c_old / c_new:.1f}x CPU (same letters); load {load:.1f}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._rankings import rank_intervals, rank_matrix
+from ._rankings import _letters, rank_intervals, rank_matrix
 from ._format import fmt_p
 from .errors import DataError
 from .results import ResultWarning, jsonable
@@ -188,6 +188,9 @@ def _as_array(x: Any, names: list[str], what: str) -> np.ndarray:
     return a
 
 
+LETTERS_MAX_PAIRS = 60_000  # leaderboard letters: at most this many pairs not significantly different
+
+
 def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = None, conf_high: Any = None,
                 vcov: Any = None, draws: Any = None, higher_is_better: bool = True, level: float = 0.95,
                 random_state: Any = None, n_sim: int = 20_000, letters: bool = True) -> pd.DataFrame:
@@ -199,8 +202,15 @@ def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = 
     ``draws`` (bootstrap replicates, a column per system) when given, else the joint normal with
     ``vcov`` (default: independent, ``diag(std_error**2)``). A missing ``random_state`` means a
     fixed seed (0), so the default path gives the same leaderboard in every process.
-    ``letters=False`` (or more than 150 systems) leaves the letters empty (their cost grows
-    fast with k)."""
+    ``letters=False`` leaves the letters empty. The letters are multcomp's (insert-absorb and
+    sweep, :mod:`mixedeval._cld`) for any number of systems, but they are left empty when more
+    than :data:`LETTERS_MAX_PAIRS` (60,000) pairs of systems are not significantly different:
+    the display then needs hundreds of letters per system (its letters are the maximal groups of
+    systems not told apart, over a thousand for 1,000 overlapping systems) and its cost grows
+    with their number and size, to minutes. Below the limit they take about 0.5 s of CPU time
+    (300 systems with IRT-like overlap, 35,000 such pairs; 1,000 arena-like systems, 54,000
+    pairs and 754 letters; benchmarks/bench_leaderboard.py); ``me.rank_intervals(...,
+    letters=True)`` computes them without the limit."""
     if not isinstance(estimates, pd.Series):
         raise DataError("leaderboard estimates must be a pandas Series indexed by system name")
     names = [str(n) for n in estimates.index]
@@ -229,12 +239,15 @@ def leaderboard(estimates: pd.Series, *, std_error: Any = None, conf_low: Any = 
             draws = draws[list(estimates.index)].to_numpy(dtype=float)
         ri = rank_intervals(pd.Series(est, index=names), vcov=None if draws is not None else V, draws=draws,
                             level=level, higher_is_better=hib, random_state=0 if random_state is None else random_state,
-                            n_sim=n_sim, letters=bool(letters and k <= 150), distribution=False)
+                            n_sim=n_sim, letters=False, distribution=False)
         t = ri.table.set_index("name")
         base["rank_low"] = t.loc[names, "rank_low"].to_numpy()
         base["rank_high"] = t.loc[names, "rank_high"].to_numpy()
-        base["letters"] = t.loc[names, "letters"].to_numpy() if (letters and k <= 150) else ""
+        base["letters"] = ""
     order = np.lexsort((np.arange(k), base["rank"].to_numpy()))
+    if usable and letters and int((~ri.pairwise["significant"].to_numpy(dtype=bool)).sum()) <= LETTERS_MAX_PAIRS:
+        found = _letters(names, est, ri.pairwise, order)  # rank_intervals' letters (same order)
+        base["letters"] = [found[n] for n in names]
     out = base.iloc[order].reset_index(drop=True)
     return out[list(LEADERBOARD_COLUMNS)]
 
