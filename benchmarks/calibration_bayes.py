@@ -232,7 +232,7 @@ def run(cells: list[tuple[int, int, float]], reps: int, batch: int, iter_: int, 
             for rep in range(have, min(have + batch, reps)):
                 if time.time() >= deadline:
                     return
-                df = simulate(_seed(GRID.index(cells[i]) if cells[i] in GRID else 1000 + i, rep, base),
+                df = simulate(_seed(GRID.index(cells[i]) if cells[i] in GRID else 1000 + QUICK.index(cells[i]), rep, base),
                               n_tasks, n_att, mus)
                 res = one(df, truth, seed=rep + 1, iter_=iter_)
                 _append(path, {"tasks": n_tasks, "attempts": n_att, "rate": rate, "rep": rep, "truth_a": truth[0],
@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--iter", type=int, default=1000, help="Stan iterations per chain (2 chains; half warm-up)")
     ap.add_argument("--max-minutes", type=float, default=float("inf"))
     ap.add_argument("--random-state", type=int, default=2026)
+    ap.add_argument("--tasks", type=int, nargs="+", default=None, help="only the designs with these task counts")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--worker", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="2 designs x 3 data sets -> results/calibration_bayes_quick.csv")
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--markdown", action="store_true", help="also print the docs' markdown table")
     a = ap.parse_args(argv)
     path = QUICK_CSV if a.quick else CSV
-    cells = QUICK if a.quick else GRID
+    cells = QUICK if a.quick else [c for c in GRID if a.tasks is None or c[0] in a.tasks]
     reps = 3 if a.quick else a.reps
     RESULTS.mkdir(exist_ok=True)
     if not path.exists():
