@@ -213,9 +213,11 @@ def profile_interval(x: Any, y: Any, q: float, level: float = 0.95, df: float | 
     if not (np.isfinite(a) and b < 0):
         return (float(np.log2(horizons(a, b, q))) if np.isfinite(a) and b != 0 else np.nan), -np.inf, np.inf
     eta = a + b * x
-    n_min = float(np.sum(np.logaddexp(0.0, eta) - y * eta))
     xh = (lq - a) / b
     wy = w * y
+    # the profile at the estimate is the minimum; with near-separated data (|slope| beyond the
+    # profile's bound) the bounded profile's own value there is the reference
+    n_min = max(float(np.sum(np.logaddexp(0.0, eta) - y * eta)), _profile_nll(xh, x, wy, w, lq))
 
     def g(x0: float) -> float:
         return 2.0 * (_profile_nll(x0, x, wy, w, lq) - n_min) - crit
