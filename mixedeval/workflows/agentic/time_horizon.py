@@ -34,12 +34,16 @@ Intervals of the horizons (``interval=``; chosen by simulation, benchmarks/calib
 * ``"bootstrap"``: METR's percentile interval, below.
 
 Both need the maximum likelihood fit with unit weights; with ``regularization=`` or ``weighting=``
-the horizons get the bootstrap interval. Coverage of the 95% intervals (100 data sets per design,
-families of 3 tasks, MC SE about 2 points): with 10 tasks x 1 attempt METR's bootstrap covered
-88% (50% horizon) and 73% (80% horizon), the union 98% and 96%; with family effects (SD 0.5)
-at 10 x 1 no rule reaches 93% (bootstrap 86%, profile 87%, union 92%): there the horizon is
-barely identified and one in three intervals has an infinite end. The ratios between systems,
-the rank intervals and the sensitivity checks keep the bootstrap.
+the horizons get the bootstrap interval. Coverage of the 95% intervals (benchmarks/
+calibration_passk.py: 100 data sets per design, 10-50 tasks x 1-3 attempts in families of 3,
+family SD 0 / 0.5; MC SE about 2 points): METR's bootstrap 77-100% (10 tasks x 1 attempt: 90% for
+the 50% horizon, 77% for the 80% horizon; 20 x 1: 84%), the profile likelihood 89-98% (below 93%
+where family effects add variance it does not model), the union 93-100% in all 18 designs. The
+price: with 10 tasks x 1 attempt 63% of the union's intervals have an infinite end (the data do
+not bound the horizon; the profile alone: 24%), and where the bootstrap was conservative (3
+attempts) the union is as wide as it. With regularization or weighting only the bootstrap applies
+(measured without them: 77-90% at 10 tasks x 1 attempt; read such intervals as too narrow). The ratios between systems, the rank intervals and the
+sensitivity checks keep the bootstrap (their coverage is not measured here).
 
 The bootstrap: hierarchical (METR's ``bootstrap.py`` "ftr": task families with
 replacement, then tasks within each drawn family, then attempts within each drawn task and
