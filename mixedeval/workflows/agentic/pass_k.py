@@ -21,9 +21,9 @@ the reduced scores) and a t interval on T - 1 df; with ``cluster=`` the cluster-
 tasks (Korn-Graubard effective n with clusters; :func:`exact_intervals`), which stays in [0, 1]
 and with it the interval covers at least 93% in 307 of the 308 simulated designs of
 benchmarks/calibration_passk.py (the other: 92.85%, a t row, within MC error; the Wilson interval
-used before: 269 of 308, 82% in the worst). Differences between systems are paired per task: ``d_i`` the difference of the two
-systems' task values, the paired t (cluster-robust with clusters) of
-:mod:`mixedeval.workflows._paired`. The answer (:mod:`mixedeval._answer`): the best-first
+used before: 269 of 308, 82% in the worst). Differences between systems are paired per task:
+``d_i`` the difference of the two systems' task values, the paired t (cluster-robust with
+clusters) of :mod:`mixedeval.workflows._paired`. The answer (:mod:`mixedeval._answer`): the best-first
 leaderboard with simultaneous rank intervals, the headline (best against runner-up, or against
 ``reference=``) and checks: the sign-flip permutation test of the per-task differences (of the
 cluster sums with clusters), and with ``kind="both"`` the other kind's difference of the same pair.
@@ -137,8 +137,8 @@ def exact_intervals(means: pd.DataFrame, level: float) -> pd.DataFrame:
     n = means["n_items"].to_numpy(dtype=float)
     num = est * (1.0 - est)
     ok_df = np.isfinite(dfs) & (dfs >= 1)
-    adj = np.where(ok_df, (stats.norm.ppf(0.5 + level / 2) / stats.t.ppf(0.5 + level / 2, np.where(ok_df, dfs, 1.0))) ** 2,
-                   1.0)
+    q_t = stats.t.ppf(0.5 + level / 2, np.where(ok_df, dfs, 1.0))
+    adj = np.where(ok_df, (stats.norm.ppf(0.5 + level / 2) / q_t) ** 2, 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where((num > 0) & (se > 0), np.minimum(n, num / se**2 * adj), n)
     n_star = np.where(fam == WILSON, n, n_eff)

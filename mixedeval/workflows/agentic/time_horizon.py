@@ -42,8 +42,9 @@ where family effects add variance it does not model), the union 93-100% in all 1
 price: with 10 tasks x 1 attempt 63% of the union's intervals have an infinite end (the data do
 not bound the horizon; the profile alone: 24%), and where the bootstrap was conservative (3
 attempts) the union is as wide as it. With regularization or weighting only the bootstrap applies
-(measured without them: 77-90% at 10 tasks x 1 attempt; read such intervals as too narrow). The ratios between systems, the rank intervals and the
-sensitivity checks keep the bootstrap (their coverage is not measured here).
+(measured without them: 77-90% at 10 tasks x 1 attempt; read such intervals as too narrow).
+The ratios between systems, the rank intervals and the sensitivity checks keep the bootstrap
+(their coverage is not measured here).
 
 The bootstrap: hierarchical (METR's ``bootstrap.py`` "ftr": task families with
 replacement, then tasks within each drawn family, then attempts within each drawn task and
