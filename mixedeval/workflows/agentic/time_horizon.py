@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 from ... import _answer
 from ..._random import as_generator
@@ -185,8 +185,6 @@ def _profile_nll(x0: float, x: np.ndarray, wy: np.ndarray, w: np.ndarray, lq: fl
     """min over b of the negative log-likelihood of ``logit p = lq + b (x - x0)`` (the curve through
     probability q at log2 length x0): convex in b, Brent on a bounded range (|b| <= 50 per doubling:
     beyond it the data are separated and the likelihood at its limit)."""
-    from scipy import optimize  # noqa: PLC0415
-
     z = x - x0
 
     def f(b: float) -> float:
@@ -207,8 +205,6 @@ def profile_interval(x: Any, y: Any, q: float, level: float = 0.95, df: float | 
     a coefficient). Returns ``(log2 estimate, log2 low, log2 high)``; an end is infinite where a
     flat curve at probability q is not rejected on that side (the data do not bound the horizon),
     and the whole line when the fitted slope is not negative."""
-    from scipy import optimize  # noqa: PLC0415
-
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = np.ones_like(x)
     crit = float(stats.chi2.ppf(level, 1) if df is None else stats.f.ppf(level, 1, max(float(df), 1.0)))
