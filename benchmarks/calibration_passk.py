@@ -16,14 +16,16 @@ Horizons. Data model: T tasks in families of 3, lengths 2^U(0, 9) minutes, per-f
 N(0, sd_f^2) on the logit scale, success ~ Bernoulli(expit(-(log2 L - log2 15)) + family effect),
 n attempts per task. Truth: 15 minutes for the 50% horizon (the curve with the family effect 0; the
 population curve crosses 50% at the same length since the effects are symmetric), and 15 / 2^(logit
-0.8) minutes for the 80% horizon when sd_f = 0. The interval: ``me.time_horizon``'s hierarchical
-bootstrap percentile interval (family=, one system, ``--boot`` replicates), with the attempts of
-each drawn task resampled (METR's "ftr", the default) and kept (``resample_attempts=False``).
+0.8) minutes for the 80% horizon when sd_f = 0. The intervals of ``me.time_horizon`` (family=, one
+system) by each rule of ``interval=``: ``"bootstrap"`` (METR's hierarchical bootstrap percentile
+interval, families, tasks and attempts resampled, ``--boot`` replicates: the default before),
+``"profile"`` (the profile-likelihood interval of the glm fit, F on tasks - 2 df) and ``"union"``
+(the smallest interval holding both: the default), on the same data sets and bootstrap draws.
 
 Columns: coverage of the 95% interval and its Monte-Carlo SE sqrt(c (1 - c) / reps); for the
 horizons also the median width in doublings (log2 of conf_high / conf_low). Target 93-97%.
 
-Run: ``python benchmarks/calibration_passk.py --reps 4000 --horizon-reps 300 --boot 400``
+Run: ``python benchmarks/calibration_passk.py --reps 4000 --horizon-reps 100 --boot 300``
 (``--quick`` for a smoke run). The numbers in docs/reference/benchmarks.md came from that call.
 """
 from __future__ import annotations
@@ -37,9 +39,11 @@ from scipy import special
 
 import mixedeval as me
 from mixedeval.workflows._bounded import bounded_intervals
-from mixedeval.workflows.agentic.pass_k import pass_at_k_values, pass_hat_k_values
+from mixedeval.workflows.agentic.pass_k import exact_intervals, pass_at_k_values, pass_hat_k_values
 
 MEANS = (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98)
+#: the horizons' interval rules compared (``me.time_horizon(interval=)``)
+RULES = ("bootstrap", "profile", "union")
 PHI = 4.0
 
 
@@ -51,18 +55,24 @@ def truth(kind: str, m: float, k: int, phi: float = PHI) -> float:
     return float(1 - np.prod((b + j) / (a + b + j)))
 
 
-def passk_intervals(c: np.ndarray, n: int, k: int, kind: str, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def passk_intervals(c: np.ndarray, n: int, k: int, kind: str, level: float = 0.95,
+                    rule: str = "new") -> tuple[np.ndarray, np.ndarray]:
     """The interval ``me.pass_at_k`` reports (one system, no clusters) for every row of ``c``
-    (replicates x tasks of success counts)."""
+    (replicates x tasks of success counts); ``rule="old"``: the earlier rule (Wilson where the t
+    interval reaches 0 or 1 or T min(p, 1 - p) < 5, instead of Clopper-Pearson)."""
     f = pass_hat_k_values if kind == "pass^k" else pass_at_k_values
     table = f(np.full(n + 1, n), np.arange(n + 1), k)  # the estimate for c = 0..n
     v = table[c]
     T = v.shape[1]
     est = v.mean(axis=1)
     se = v.std(axis=1, ddof=1) / np.sqrt(T)
-    lo, hi, _ = bounded_intervals(est, se, np.full(est.shape, T - 1.0), np.full(est.shape, float(T)), level,
-                                  np.ones(est.shape, dtype=bool))
-    return lo, hi
+    lo, hi, fam = bounded_intervals(est, se, np.full(est.shape, T - 1.0), np.full(est.shape, float(T)), level,
+                                    np.ones(est.shape, dtype=bool))
+    if rule == "old":
+        return lo, hi
+    m = exact_intervals(pd.DataFrame({"estimate": est, "std_error": se, "df": T - 1.0, "n_items": float(T),
+                                      "conf_low": lo, "conf_high": hi, "interval": fam}), level)
+    return m["conf_low"].to_numpy(), m["conf_high"].to_numpy()
 
 
 def passk_table(reps: int, seed: int) -> pd.DataFrame:
@@ -79,12 +89,15 @@ def passk_table(reps: int, seed: int) -> pd.DataFrame:
                     for kind in ("pass@k", "pass^k"):
                         if k == 1 and kind == "pass^k":
                             continue  # pass^1 = pass@1
-                        lo, hi = passk_intervals(c, n, k, kind)
                         th = truth(kind, m, k)
+                        lo, hi = passk_intervals(c, n, k, kind)
                         cov = float(np.mean((lo <= th) & (th <= hi)))
+                        lo0, hi0 = passk_intervals(c, n, k, kind, rule="old")
                         rows.append({"kind": kind if k > 1 else "pass@1", "tasks": T, "attempts": n, "k": k,
                                      "mean_success": m, "truth": th, "coverage": cov,
-                                     "mc_se": float(np.sqrt(cov * (1 - cov) / reps))})
+                                     "coverage_old": float(np.mean((lo0 <= th) & (th <= hi0))),
+                                     "mc_se": float(np.sqrt(cov * (1 - cov) / reps)),
+                                     "width": float(np.mean(hi - lo)), "width_old": float(np.mean(hi0 - lo0))})
     return pd.DataFrame(rows)
 
 
@@ -100,31 +113,48 @@ def _horizon_data(rng: np.random.Generator, T: int, n: int, sd_f: float) -> pd.D
                          "score": y.ravel().astype(float)})
 
 
-def horizon_table(reps: int, boot: int, seed: int, resample_attempts: bool = True) -> pd.DataFrame:
+def horizon_table(reps: int, boot: int, seed: int) -> pd.DataFrame:
+    """Coverage of the horizons' 95% intervals by rule: ``bootstrap`` (METR's hierarchical
+    bootstrap percentile interval: families, tasks, attempts; the default before), ``profile``
+    (the profile-likelihood interval, F on tasks - 2 df) and ``union`` (the smallest interval holding
+    both: ``me.time_horizon``'s default), on the same data sets and bootstrap draws."""
     rng = np.random.default_rng(seed)
     rows = []
     h80 = 15.0 / 2 ** special.logit(0.8)
+    truth = {0.5: 15.0, 0.8: h80}
     for T in (10, 20, 50):
         for n in (1, 3):
             for sd_f in (0.0, 0.5):
-                hits = {0.5: 0, 0.8: 0}
-                widths = []
-                for r in range(reps):
+                hits = {(r, q): 0 for r in RULES for q in truth}
+                widths: dict[str, list[float]] = {r: [] for r in RULES}
+                infinite = {r: 0 for r in RULES}
+                for _ in range(reps):
                     d = _horizon_data(rng, T, n, sd_f)
-                    tab = me.time_horizon(d, family="family", n_resamples=boot, random_state=int(rng.integers(2**31)),
-                                          hierarchical=False, resample_attempts=resample_attempts
-                                          ).table.set_index("p_success")
-                    hits[0.5] += tab.loc[0.5, "conf_low"] <= 15.0 <= tab.loc[0.5, "conf_high"]
-                    hits[0.8] += tab.loc[0.8, "conf_low"] <= h80 <= tab.loc[0.8, "conf_high"]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        widths.append(np.log2(tab.loc[0.5, "conf_high"] / tab.loc[0.5, "conf_low"]))
-                for q in (0.5, 0.8):
+                    seed_r = int(rng.integers(2**31))
+                    tabs = {r: me.time_horizon(d, family="family", n_resamples=0 if r == "profile" else boot, random_state=seed_r,
+                                               hierarchical=False, interval=r).table.set_index("p_success")
+                            for r in RULES}
+                    for r, tab in tabs.items():
+                        for q, tv in truth.items():
+                            hits[(r, q)] += tab.loc[q, "conf_low"] <= tv <= tab.loc[q, "conf_high"]
+                        lo, hi = tab.loc[0.5, "conf_low"], tab.loc[0.5, "conf_high"]
+                        infinite[r] += not (0 < lo and np.isfinite(hi))
+                        with np.errstate(divide="ignore", invalid="ignore"):
+                            widths[r].append(np.log2(hi / lo))
+                for q in truth:
                     if q == 0.8 and sd_f > 0:
                         continue  # the 80% horizon of the population curve is not the conditional one
-                    cov = hits[q] / reps
-                    rows.append({"attempts_resampled": resample_attempts, "horizon": f"{int(q * 100)}%", "tasks": T, "attempts": n, "family_sd": sd_f,
-                                 "coverage": cov, "mc_se": float(np.sqrt(cov * (1 - cov) / reps)),
-                                 "median_width_doublings": float(np.nanmedian(widths)) if q == 0.5 else np.nan})
+                    row = {"horizon": f"{int(q * 100)}%", "tasks": T, "attempts": n, "family_sd": sd_f}
+                    for r in RULES:
+                        row[f"coverage_{r}"] = hits[(r, q)] / reps
+                    c = row["coverage_union"]
+                    row["mc_se"] = float(np.sqrt(max(c * (1 - c), 0.05 * 0.95) / reps))
+                    if q == 0.5:
+                        for r in RULES:
+                            row[f"median_width_{r}"] = float(np.nanmedian(widths[r]))
+                            row[f"unbounded_{r}"] = infinite[r] / reps
+                    rows.append(row)
+                print(pd.DataFrame(rows[-1:]).round(3).to_string(index=False, header=len(rows) <= 2), flush=True)
     return pd.DataFrame(rows)
 
 
@@ -142,27 +172,37 @@ def main() -> None:
     t0 = time.perf_counter()
     pk = passk_table(args.reps, args.seed)
     pd.set_option("display.width", 200)
-    print(f"pass@k / pass^k: coverage of the 95% interval ({args.reps} replicates per design; target 93-97%)")
+    print(f"pass@k / pass^k: coverage of the 95% interval ({args.reps} replicates per design; target 93-97%)\n"
+          "rule: the t interval on T - 1 df; where it reaches 0 or 1 or T min(p, 1 - p) < 5 the Clopper-Pearson "
+          "interval of p T successes out of the T tasks (old rule: a Wilson interval there)")
     print(pk.pivot_table(index=["kind", "tasks", "attempts", "k"], columns="mean_success", values="coverage")
           .round(3).to_string())
-    ok = pk.coverage >= 0.93
-    print(f"\nnot below 93% (conservative allowed): {ok.mean():.2f} of {len(pk)} designs; within 93-97%: "
-          f"{np.mean(ok & (pk.coverage <= 0.97)):.2f}; lowest {pk.coverage.min():.3f}")
+    for col, name in (("coverage_old", "old rule (Wilson)"), ("coverage", "new rule (Clopper-Pearson)")):
+        ok = pk[col] >= 0.93
+        print(f"{name}: not below 93% (conservative allowed): {ok.mean():.3f} of {len(pk)} designs; within 93-97%: "
+              f"{np.mean(ok & (pk[col] <= 0.97)):.2f}; lowest {pk[col].min():.3f}; mean width "
+              f"{pk['width' if col == 'coverage' else 'width_old'].mean():.4f}")
+    print("\nold vs new where either is below 93%:")
+    print(pk[(pk.coverage < 0.93) | (pk.coverage_old < 0.93)].sort_values("coverage_old")
+          [["kind", "tasks", "attempts", "k", "mean_success", "truth", "coverage_old", "coverage", "mc_se"]]
+          .round(4).to_string(index=False))
     for T in sorted(pk["tasks"].unique()):
         sub = pk[pk["tasks"] == T]
         mid = sub[(sub["mean_success"] >= 0.1) & (sub["mean_success"] <= 0.9)]
         print(f"  {T} tasks: >= 93% in {np.mean(sub.coverage >= 0.93):.2f} of designs (mean success 0.1-0.9: "
               f"{np.mean(mid.coverage >= 0.93):.2f}), lowest {sub.coverage.min():.3f}")
     low = pk[pk.coverage < 0.93].sort_values("coverage")
-    print("below 93%:")
-    print(low.head(25).round(4).to_string(index=False))
+    print("below 93% (new rule):" if len(low) else "below 93% (new rule): none")
+    if len(low):
+        print(low.head(25).round(4).to_string(index=False))
     print(f"({time.perf_counter() - t0:.1f} s; machine shared, load high)")
     if not args.no_horizon:
         t1 = time.perf_counter()
-        ht = pd.concat([horizon_table(args.horizon_reps, args.boot, args.seed + 1, ra) for ra in (True, False)],
-                       ignore_index=True)
-        print(f"\ntime horizons: coverage of the 95% hierarchical-bootstrap interval ({args.horizon_reps} replicates, "
-              f"{args.boot} bootstrap draws each)")
+        ht = horizon_table(args.horizon_reps, args.boot, args.seed + 1)
+        print(f"\ntime horizons: coverage of the 95% intervals ({args.horizon_reps} replicates, {args.boot} bootstrap "
+              "draws each); bootstrap = METR's percentile interval (the old default), profile = profile likelihood "
+              "(F on tasks - 2 df), union = both (the default); widths in doublings, unbounded = share with an "
+              "infinite end")
         print(ht.round(3).to_string(index=False))
         print(f"({time.perf_counter() - t1:.1f} s; machine shared, load high)")
 
