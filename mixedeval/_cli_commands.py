@@ -793,7 +793,8 @@ def cmd_horizon(args: argparse.Namespace) -> int:
     res = time_horizon(data, success=args.success, length=args.length, system=args.system, item=args.item,
                        family=args.family, levels=tuple(args.levels), n_resamples=args.n_resamples,
                        random_state=args.random_state, regularization=args.regularization, weighting=args.weighting,
-                       level=args.level, reference=args.reference, hierarchical=not args.no_glmm)
+                       level=args.level, reference=args.reference, hierarchical=not args.no_glmm,
+                       interval=args.interval)
     out: dict[str, Any] = {"model": res.provenance["fit"], "table": res.table, "ratios": res.ratios,
                            "warnings": [str(w) for w in res.warnings]}
     if args.report:

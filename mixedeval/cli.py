@@ -684,6 +684,9 @@ def _add_agentic(sub: Any) -> None:
     h.add_argument("--random-state", type=int, default=0, help="seed of the bootstrap (default 0)")
     h.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     h.add_argument("--reference", help="reference system: the headline is the best other system against it")
+    h.add_argument("--interval", choices=["union", "profile", "bootstrap"], default="union",
+                   help="the horizons' intervals: profile likelihood and bootstrap together (default), the profile "
+                        "likelihood alone, or METR's bootstrap percentile interval")
     h.add_argument("--no-glmm", action="store_true", help="skip the lme4 glmer check (no R)")
     h.set_defaults(func=cmd_horizon)
 def _add_bayes(sub: Any) -> None:

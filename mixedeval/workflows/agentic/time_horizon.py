@@ -671,6 +671,34 @@ def _fit_boot(systems: list[_System], lam: float, weighting: Any, counts: list[n
     return tuple(np.concatenate(x, axis=0) for x in zip(*parts))  # type: ignore[return-value]
 
 
+def _variants(lam: float, weighting: str | None, family: str | None, k: int) -> dict[str, tuple[float, Any]]:
+    """The fits of the headline ("fit") and, with several systems, its sensitivity checks: the
+    other regularization, the other weighting, and both (METR's choices when they differ)."""
+    variants: dict[str, tuple[float, Any]] = {"fit": (lam, weighting)}
+    alt_w = ("family" if family is not None else "task") if weighting is None else None
+    alt_l = METR_REGULARIZATION if not lam else 0.0
+    if k > 1:
+        variants[f"regularization {'off' if lam else alt_l}"] = (alt_l, weighting)
+        variants[f"weighting {alt_w or 'none'}"] = (lam, alt_w)
+        both = "METR's choices (regularization 0.1, weighting by family)" if (alt_l and alt_w == "family") else \
+            f"regularization {'off' if lam else alt_l} and weighting {alt_w or 'none'}"
+        variants[both] = (alt_l, alt_w)
+    return variants
+
+
+def _interval_rule(table: pd.DataFrame, systems: list, lv: Any, level: float, interval: str, lam: float,
+                   weighting: str | None) -> tuple[pd.DataFrame, str]:
+    """The horizons' intervals by ``interval``: the profile likelihood (alone or with the bootstrap)
+    needs the maximum likelihood fit with unit weights, else the bootstrap's stay. Returns the
+    table and the rule used."""
+    profile_ok = not lam and weighting is None
+    if interval == "profile" and not profile_ok:
+        raise DataError("interval='profile' is the likelihood of the maximum likelihood fit with unit weights: "
+                        "drop regularization= and weighting=, or use interval='bootstrap'")
+    rule = interval if profile_ok else "bootstrap"
+    return (table if rule == "bootstrap" else _profile_table(table, systems, lv, level, rule)), rule
+
+
 def time_horizon(
     data: Any,
     *,
@@ -732,15 +760,7 @@ def time_horizon(
     names = [s.name for s in systems]
     counts = _bootstrap_counts(systems, tasks, fam_of_task, B, random_state, resample_attempts)
     # ---- the headline fit and its bootstrap
-    variants: dict[str, tuple[float, Any]] = {"fit": (lam, weighting)}
-    alt_w = ("family" if family is not None else "task") if weighting is None else None
-    alt_l = METR_REGULARIZATION if not lam else 0.0
-    if len(systems) > 1:  # the checks of the headline: the sensitivity to the modelling choices
-        variants[f"regularization {'off' if lam else alt_l}"] = (alt_l, weighting)
-        variants[f"weighting {alt_w or 'none'}"] = (lam, alt_w)
-        both = "METR's choices (regularization 0.1, weighting by family)" if (alt_l and alt_w == "family") else \
-            f"regularization {'off' if lam else alt_l} and weighting {alt_w or 'none'}"
-        variants[both] = (alt_l, alt_w)
+    variants = _variants(lam, weighting, family, len(systems))
     point, boot, sep, guard = {}, {}, {}, _boot_guard(B, len(variants))
     for v, (lv_lam, lv_w) in variants.items():
         a, b, c = _fit_all(systems, lv_lam, lv_w, None) if v != "fit" else (a0, b0, c0)
@@ -751,13 +771,7 @@ def time_horizon(
             sep[v] = 1.0 - cc.mean(axis=0)
     warns += _fit_warnings(names, c0, b0, sep, B)
     table, fits, logh = _horizon_tables(systems, names, a0, b0, c0, boot, lv, B, level)
-    profile_ok = not lam and weighting is None
-    if interval == "profile" and not profile_ok:
-        raise DataError("interval='profile' is the likelihood of the maximum likelihood fit with unit weights: "
-                        "drop regularization= and weighting=, or use interval='bootstrap'")
-    rule = interval if profile_ok else "bootstrap"
-    if rule != "bootstrap":
-        table = _profile_table(table, systems, lv, level, rule)
+    table, rule = _interval_rule(table, systems, lv, level, interval, lam, weighting)
     # ---- the leaderboard, the ratios, the headline
     q0 = lv[0]
     first = table[table["p_success"] == q0].set_index("system")
