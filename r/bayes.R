@@ -33,7 +33,9 @@ me_bayes_prior <- function(spec) {
   )
 }
 
-# The PSOCK worker processes of this R session's clusters (rstan's parallel chains), from /proc:
+# The PSOCK worker processes of this R session's clusters (rstan's parallel chains when R is
+# interactive; mixedeval turns that flag off for the fit when it can, and rstan then forks the chains
+# with parallel::mclapply as in Rscript, whose children mclapply kills itself on an interrupt), from /proc:
 # Rscript processes running parallel:::.workRSOCK for this session's cluster port (fixed per session
 # by package parallel). They are not children of this process (the shell that starts them exits).
 me_bayes_workers <- function() {

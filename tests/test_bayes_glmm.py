@@ -240,7 +240,7 @@ def test_progress_is_shown_and_silenceable(capfd):
 
 
 CTRL_C = """
-import sys, time
+import os, sys, time
 import numpy as np, pandas as pd
 import mixedeval as me
 from scipy.special import expit
@@ -259,7 +259,10 @@ except KeyboardInterrupt:
     print("interrupted", round(time.time() - t0, 1), flush=True)
 time.sleep(1)
 left = sess.call("me_bayes_workers").value  # this session's parallel-chain workers still running
-print("workers left", 0 if left is None else np.atleast_1d(left).size, flush=True)
+forks = [c for t in os.listdir("/proc/self/task")  # forked chains (children of this process) still alive
+         for c in open(f"/proc/self/task/{t}/children").read().split()
+         if open(f"/proc/{c}/stat").read().split(")")[-1].split()[0] != "Z"]
+print("workers left", (0 if left is None else np.atleast_1d(left).size) + len(forks), flush=True)
 small = df[df["item"].isin(["t1", "t2", "t3", "t4"]) & df["system"].isin(["s0", "s9"])]
 r = me.bayes_glmm(small, epoch="epoch", chains=1, iter=200, cores=1, progress=False, loo=False, ppc=False,
                   frequentist=False, random_state=1)
@@ -352,3 +355,81 @@ def test_beta_family_models_continuous_scores_in_0_1():
     assert ((res.draws > 0) & (res.draws < 1)).all().all()
     with pytest.raises(me.DataError, match="strictly between 0 and 1"):
         me.bayes_glmm(df, score="success", system="agent", item="task_id", epoch="attempt", family="beta")
+
+
+# ------------------------------------------------------------------------------ parallel chains
+PARALLEL = """
+import sys, threading
+import numpy as np
+import mixedeval as me
+sys.path.insert(0, {tests!r})
+from test_bayes_glmm import QUICK, _agent_table
+df = _agent_table()
+kw = dict(score="success", system="agent", item="task_id", epoch="attempt", random_state=11, rope=0.05,
+          **{{**QUICK, "cores": 2}})
+r = me.bayes_glmm(df, **kw)  # one Python thread: the chains run in forked copies of this process
+np.save({fork!r}, r.parameter_draws.to_numpy(dtype=float))
+stop = threading.Event()
+t = threading.Thread(target=stop.wait)  # another Python thread: no fork, new R processes
+t.start()
+try:
+    r2 = me.bayes_glmm(df, **kw)
+finally:
+    stop.set()
+    t.join()
+np.save({psock!r}, r2.parameter_draws.to_numpy(dtype=float))
+from mixedeval.engine import session
+import rpy2.rinterface as ri
+with session.lock:
+    print(r.provenance["parallel_chains"], r2.provenance["parallel_chains"], bool(ri.baseenv["interactive"]()[0]))
+"""
+
+
+@needs_r
+def test_parallel_chains_fork_as_Rscript_does_and_give_Rscripts_draws(small_fit, tmp_path):
+    """cores=2: the chains run in forked copies of the Python process (rstan's mclapply path, which
+    Rscript takes) when no other Python thread runs, else in new R processes; both give the draws
+    of the same stan_glmer call in Rscript with cores = 2 (and cores = 1: the draws do not depend
+    on it), and R's interactive flag is restored."""
+    df, res = small_fit
+    cells = df.groupby(["agent", "task_id"], sort=True)["success"].agg(["sum", "count"]).reset_index()
+    cells.to_csv(tmp_path / "cells.csv", index=False)
+    (tmp_path / "ref.R").write_text(textwrap.dedent(f"""
+        suppressMessages(library(rstanarm))
+        d <- read.csv("{tmp_path / 'cells.csv'}", stringsAsFactors = FALSE)
+        data <- data.frame(system = factor(d$agent, levels = sort(unique(d$agent))),
+                           item = factor(d$task_id, levels = sort(unique(d$task_id))),
+                           successes = d$sum, failures = d$count - d$sum)
+        m <- stan_glmer(cbind(successes, failures) ~ system + (1 | item), data = data, family = binomial(),
+                        chains = 2, iter = 500, seed = 11, refresh = 0, cores = 2)
+        writeBin(as.vector(as.matrix(m)), "{tmp_path / 'draws.bin'}")
+    """))
+    script = tmp_path / "par.py"
+    script.write_text(PARALLEL.format(tests=str(ROOT / "tests"), fork=str(tmp_path / "fork.npy"),
+                                      psock=str(tmp_path / "psock.npy")))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-3:] == ["fork", "psock", "True"]
+    subprocess.run(["Rscript", str(tmp_path / "ref.R")], check=True, capture_output=True, timeout=600)
+    ours = res.parameter_draws.to_numpy(dtype=float)
+    ref = np.fromfile(tmp_path / "draws.bin", dtype="<f8").reshape(ours.shape[1], -1).T
+    for got in (ours, np.load(tmp_path / "fork.npy"), np.load(tmp_path / "psock.npy")):
+        np.testing.assert_allclose(got, ref, rtol=1e-8, atol=0)
+
+
+def test_fork_mode_restores_interactive_after_an_R_error():
+    """An R error while R's interactive flag is off is caught by me_call (a non-interactive R would
+    quit at its top level); the flag comes back and the session keeps working."""
+    import rpy2.rinterface as ri
+
+    from mixedeval.engine import _bridge, session
+
+    with pytest.raises(me.RError, match="boom"), _bridge._rstan_fork(True):
+        with session.lock:
+            assert not ri.baseenv["interactive"]()[0]
+        session.call("me_call_test_stop")
+    with session.lock:
+        assert ri.baseenv["interactive"]()[0]
+    assert float(np.atleast_1d(session.call("me_call_test_conditions").value)[0]) == 42
+    assert _bridge.bayes_chain_mode(1) == "serial"

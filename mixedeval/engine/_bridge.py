@@ -20,15 +20,17 @@ Arguments keep R's exact (dotted) names where R has them; nothing is pasted into
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import names
-from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, call, console_echo, lock
+from .session import REQUIRED_R_PACKAGES, RCallResult, _as_str_list, _rlib, _start, call, console_echo, lock
 
 
 def _m(fit: Any) -> Any:
@@ -689,14 +691,51 @@ def bayes_fit(data: Any, *, family: str, items: bool, cluster: bool, chains: int
     """``me_bayes_fit``: ``rstanarm::stan_glmer`` (``stan_glm`` without group effects) of the fixed
     formula chosen by ``family`` / ``items`` / ``cluster`` (``r/bayes.R``); ``value["model"]`` is the
     R model, ``value["summary"]`` the draws, ``posterior::summarise_draws`` diagnostics, divergences
-    and the prior summary. ``echo``: Stan's console output (``refresh``) goes to stderr."""
-    with console_echo(echo):
+    and the prior summary. ``echo``: Stan's console output (``refresh``) goes to stderr.
+
+    Parallel chains (``cores > 1``) run as plain ``Rscript`` runs them: ``rstan::sampling`` forks
+    this process per chain (``parallel::mclapply``) when R is not interactive, but starts new R
+    processes that load rstan (``makeCluster``, seconds each) when it is, and embedded R is
+    interactive. :func:`bayes_chain_mode` says which; ``"fork"`` turns R's interactive flag off
+    for this call only. The draws are the same either way (each chain is seeded by ``seed`` and
+    its chain id)."""
+    with console_echo(echo), _rstan_fork(bayes_chain_mode(cores) == "fork"):
         return call("me_bayes_fit", data=data, family=family, items=bool(items), cluster=bool(cluster),
                     chains=int(chains), iter=int(iter), seed=int(seed), refresh=int(refresh), cores=int(cores),
                     prior=None if prior is None else dict(prior),
                     prior_intercept=None if prior_intercept is None else dict(prior_intercept),
                     prior_aux=None if prior_aux is None else dict(prior_aux),
                     adapt_delta=None if adapt_delta is None else float(adapt_delta))
+
+
+def bayes_chain_mode(cores: int) -> str:
+    """How :func:`bayes_fit` runs parallel chains: ``"serial"`` (``cores`` 1), ``"fork"`` (one
+    forked copy of this process per chain, as ``Rscript`` does) when this process runs a single
+    Python thread, else ``"psock"`` (new R worker processes): a fork copies only the forking
+    thread, and another Python thread holding the interpreter lock at that moment would leave
+    the child's R callbacks into Python (console output, event processing) blocked for ever."""
+    if int(cores) <= 1:
+        return "serial"
+    return "fork" if threading.active_count() == 1 else "psock"
+
+
+@contextlib.contextmanager
+def _rstan_fork(enabled: bool) -> Iterator[None]:
+    """While the block runs, R's ``interactive()`` is FALSE (R's ``R_Interactive`` flag), so that
+    ``rstan::sampling`` takes its ``mclapply`` path; restored on exit. Errors and interrupts in
+    the block are caught by ``me_call`` (never R's top level, where a non-interactive R quits)."""
+    if not enabled:
+        yield
+        return
+    with lock:
+        _start()  # R's start sets the flag itself
+    rlib = _rlib()
+    before = rlib.R_Interactive
+    rlib.R_Interactive = 0
+    try:
+        yield
+    finally:
+        rlib.R_Interactive = before
 
 
 def bayes_predict(model: Any, *, n_draws: int, seed: int) -> dict[str, np.ndarray]:

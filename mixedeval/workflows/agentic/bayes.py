@@ -277,6 +277,9 @@ def bayes_glmm(
     chains, iter, adapt_delta : Stan's (``iter`` includes the warm-up half).
     cores : chains run in parallel on this many R processes (None: min(chains, CPUs) for a model of
         at least :data:`PARALLEL_FROM` rows x iterations, else 1); the draws do not depend on it.
+        As in ``Rscript``, the chains run in forked copies of this process (``parallel::mclapply``),
+        or, when other Python threads run (Jupyter, a thread pool), in new R processes, which
+        take seconds to start (``provenance["parallel_chains"]``: serial / fork / psock).
     rope : half-width of the region of practical equivalence of two rates (e.g. 0.02).
     level : credible level (equal-tailed).
     reference : the headline is the best other system against this one.
@@ -303,6 +306,7 @@ def bayes_glmm(
     refresh = max(1, iter // 10) if progress and not os.environ.get("MIXEDEVAL_QUIET") else 0
     from ...engine import _bridge  # noqa: PLC0415 - R starts on the first call that needs it
 
+    chain_mode = _bridge.bayes_chain_mode(cores)
     fit = _bridge.bayes_fit(frame, family=family, items=bool(task_effects), cluster=clustered, chains=chains, iter=iter, seed=seed,
                             refresh=refresh, cores=cores, adapt_delta=adapt_delta, echo=refresh > 0, **priors)
     summ = fit.value["summary"]
@@ -343,7 +347,7 @@ def bayes_glmm(
     order = list(board["name"])
     prov = {"workflow": "bayes_glmm", "estimator": "rstanarm::stan_glmer (NUTS)", "family": family,
             "formula": _formula_text(family, clustered, bool(task_effects)), "chains": chains, "iter": iter, "warmup": iter // 2,
-            "cores": cores, "seed": seed, "n_draws": n_draws, "level": level, "rope": rope,
+            "cores": cores, "parallel_chains": chain_mode, "seed": seed, "n_draws": n_draws, "level": level, "rope": rope,
             "marginal": "success rate on the population of tasks: E over new task effects of the inverse link "
                         f"(Gauss-Hermite, {40} nodes); 'conditional' = a typical task (effect 0)",
             "prior": "rstanarm defaults" if all(v is None for v in priors.values()) else "user", "metric": design.metric,
