@@ -501,6 +501,79 @@ def summarize_method(c: Cell, m: str, r: dict[str, list], errs: list[str], reps:
             "seconds": round(secs, 2)}
 
 
+# ------------------------------------------------------------------------------ the runs rule, vectorized
+RUNS_RULE_CSV = RESULTS / "coverage_atlas_runs_rule.csv"
+
+
+def runs_rule_before(vq: Any, ms_run: Any, ms_res: Any, df_run: float, df_res: float, k: float,
+                     n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The run rule before issue 39's change (:func:`mixedeval.workflows._paired.balanced_run_se` with
+    the preliminary test at 0.25 and 0.45 of a negative estimate at every df_run), for the table."""
+    from scipy import stats
+
+    vq, ms_run, ms_res = (np.asarray(a, dtype=float) for a in (vq, ms_run, ms_res))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_run = np.where(ms_res > 0, stats.f.sf(ms_run / ms_res, df_run, df_res), np.where(ms_run > 0, 0.0, np.nan))
+        kept = (p_run < 0.25) & (ms_run > ms_res)
+        shrink = np.where(~kept & (ms_run < ms_res), 0.45 * k * (ms_run - ms_res), 0.0)
+        v = np.where(kept, vq + k * (ms_run - ms_res), np.maximum(vq + shrink, 0.25 * vq))
+        den = np.where(kept, vq**2 / (n - 1) + (k * ms_run) ** 2 / df_run + (k * ms_res) ** 2 / df_res,
+                       v**2 / (n - 1))
+        return v, np.where(den > 0, v**2 / den, n - 1.0)
+
+
+def simulate_runs_binary(S: int, R: int, n: int, sd_run: float, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """``reps`` data sets of a runs cell at once (the data model of :func:`simulate`: 0/1 scores,
+    one epoch, system a at 0.5, the others 0.5 logits apart), shape (reps, S, R, n)."""
+    beta = -DELTA * np.arange(S)
+    eta = (beta[None, :, None, None] + rng.normal(0, SD_Q, (reps, 1, 1, n)) + rng.normal(0, SD_INT, (reps, S, 1, n))
+           + rng.normal(0, sd_run, (reps, S, R, 1)))
+    return (rng.random(eta.shape) < expit(eta)).astype(float)
+
+
+def runs_rule_table(reps: int = 20000, random_state: int = 20261128,
+                    designs: tuple[tuple[int, int], ...] = ((2, 2), (3, 2), (2, 3), (3, 3)),
+                    ns: tuple[int, ...] = (30, 100),
+                    sds: tuple[float, ...] = (0.0, 0.15, 0.3, 0.45, 0.6, 1.0)) -> pd.DataFrame:
+    """The difference a - b of the runs cells on ``reps`` data sets per row at once: coverage and mean /
+    median half-width over 1.96 times the true SD of the estimate, for the rule now
+    (:func:`~mixedeval.workflows._paired.balanced_run_se`, checked against ``me.summarize``'s answer in
+    tests/test_coverage_atlas.py), the rule before (:func:`runs_rule_before`) and the t interval that
+    ignores the runs (what evalstats' ``auto`` and Inspect's ``stderr()`` give on run-averaged
+    scores). Pooled ANOVA over the S systems as in :mod:`mixedeval.workflows._paired`."""
+    from scipy import stats
+
+    from mixedeval.workflows._paired import balanced_run_se
+
+    rows = []
+    for S, R in designs:
+        for n in ns:
+            for sd in sds:
+                rng = np.random.default_rng(np.random.SeedSequence([random_state, S, R, n, int(round(sd * 100))]))
+                y = simulate_runs_binary(S, R, n, sd, reps, rng)
+                c = Cell("runs", "binary", 0.5, n, systems=S, runs=R, sd_run=sd)
+                tr = truth(c, False)
+                d = y[:, 0].mean(axis=1) - y[:, 1].mean(axis=1)
+                dh, vq = d.mean(axis=1), d.var(axis=1, ddof=1) / n
+                col = y.mean(axis=3)
+                resid = y - y.mean(axis=2, keepdims=True) - col[..., None] + y.mean(axis=(2, 3), keepdims=True)
+                df_run, df_res = S * (R - 1), S * (n - 1) * (R - 1)
+                ms_run = (n * ((col - col.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)).sum(axis=1) / df_run
+                ms_res = (resid**2).sum(axis=(1, 2, 3)) / df_res
+                k = 2.0 / R / n
+                sd_true = dh.std(ddof=1)
+                for rule, (v, df) in (("now", balanced_run_se(vq, ms_run, ms_res, df_run, df_res, k, n)),
+                                      ("before", runs_rule_before(vq, ms_run, ms_res, df_run, df_res, k, n)),
+                                      ("t, runs ignored", (vq, np.full(reps, n - 1.0)))):
+                    h = stats.t.ppf(0.5 + LEVEL / 2, df) * np.sqrt(v)
+                    cov = float(np.mean(np.abs(dh - (tr[0] - tr[1])) <= h))
+                    rows.append({"systems": S, "runs": R, "n": n, "sd_run": sd, "rule": rule, "reps": reps,
+                                 "coverage": cov, "coverage_se": float(np.sqrt(cov * (1 - cov) / reps)),
+                                 "width_mean": float(np.mean(h) / 1.959964 / sd_true),
+                                 "width_median": float(np.median(h) / 1.959964 / sd_true)})
+    return pd.DataFrame(rows)
+
+
 # ------------------------------------------------------------------------------ recorded families
 #: figures of the families with their own calibration benchmarks (their runs, their source named)
 RECORDED = [
@@ -922,19 +995,32 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
     ap.add_argument("--no-peers", action="store_true", help="the default answer only")
     ap.add_argument("--families", nargs="*", default=None, help="only these families of the grid")
     ap.add_argument("--scores", nargs="*", default=None, help="only these kinds of scores (binary, bounded, ...)")
+    ap.add_argument("--min-n", type=int, default=0, help="only cells with at least this many questions")
+    ap.add_argument("--max-n", type=int, default=None, help="only cells with at most this many questions")
+    ap.add_argument("--p", type=float, nargs="*", default=None, help="only cells at these accuracies")
+    ap.add_argument("--runs", type=int, nargs="*", default=None, help="only cells with these numbers of runs")
+    ap.add_argument("--runs-rule", action="store_true", help="the runs rule now / before / runs ignored, "
+                    "vectorized (--reps data sets per row, default 20,000) -> results/coverage_atlas_runs_rule.csv")
     ap.add_argument("--page", action="store_true", help="write docs/concepts/calibration.md from the CSV")
     a = ap.parse_args(argv)
     if a.page:
         write_page()
         print(f"wrote {PAGE.relative_to(ROOT)}")
         return None
+    if a.runs_rule:
+        tab = runs_rule_table(a.reps or 20000, a.random_state)
+        tab.to_csv(RUNS_RULE_CSV, index=False, float_format="%.6g")
+        print(tab.round(3).to_string(index=False))
+        return tab
     reps = a.reps or (40 if a.quick else 400)
     path = Path(a.csv) if a.csv else (QUICK_CSV if a.quick else FULL_CSV)
     ex = a.executor if a.executor in (None, "processes") else int(a.executor)
     cells = [c for c in grid(a.quick) if (a.families is None or c.family in a.families)
-             and (a.scores is None or c.scores in a.scores)]
+             and (a.scores is None or c.scores in a.scores) and c.n >= a.min_n
+             and (a.max_n is None or c.n <= a.max_n) and (a.p is None or c.p in a.p)
+             and (a.runs is None or c.runs in a.runs)]
     t0 = time.perf_counter()
-    tab = run(cells, reps, path, ex, a.random_state, with_peers=not a.no_peers)
+    tab = run(cells, reps, path, ex, a.random_state, batch=4 if ex else 1, with_peers=not a.no_peers)
     d = tab[tab["method"] == DEFAULT]
     with pd.option_context("display.width", 220, "display.max_columns", 30):
         print(d[["family", "scores", "p", "n", "systems", "cluster", "epochs", "runs", "sd_run", "cov_score",
