@@ -574,6 +574,120 @@ def runs_rule_table(reps: int = 20000, random_state: int = 20261128,
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------------------ exact coverage, 0/1 scores
+EXACT_CSV = RESULTS / "coverage_atlas_exact.csv"
+
+
+def pair_probabilities(c: Cell) -> np.ndarray:
+    """(p11, p10, p01, p00) of one question's 0/1 scores of systems a and b in a 'scores' cell of
+    two systems: ``P(a = 1 | q) = E_u expit(mu + beta_a + q + u)`` (u ~ N(0, SD_INT^2)), the two
+    independent given the question effect q ~ N(0, SD_Q^2), integrated by Gauss-Hermite
+    quadrature. Questions are i.i.d., so n questions give a multinomial (n; these) table."""
+    mu, (ba, bb) = _mu(c), effects(c, False)[:2]
+    w = _GH_W / np.sqrt(2 * np.pi)
+    q = SD_Q * _GH_X
+
+    def g(b: float) -> np.ndarray:
+        return (w[None, :] * expit(mu + b + q[:, None] + SD_INT * _GH_X[None, :])).sum(axis=1)
+
+    ga, gb = g(ba), g(bb)
+    p11, p10, p01 = np.sum(w * ga * gb), np.sum(w * ga * (1 - gb)), np.sum(w * (1 - ga) * gb)
+    return np.array([p11, p10, p01, 1.0 - p11 - p10 - p01])
+
+
+def newcombe_counts(a: Any, b: Any, c: Any, d: Any, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score interval of p1 - p2 (the formula of
+    :func:`mixedeval.workflows._bounded.newcombe_paired`) on arrays of 2 x 2 counts at once
+    (tests/test_coverage_atlas.py checks the two agree)."""
+    from mixedeval._answer import z_quantile
+    from mixedeval.workflows._bounded import wilson
+
+    a, b, c, d = (np.asarray(x, dtype=float) for x in (a, b, c, d))
+    n = a + b + c + d
+    p1, p2 = (a + b) / n, (a + c) / n
+    z = z_quantile(level)
+    l1, u1 = wilson(p1, n, z)
+    l2, u2 = wilson(p2, n, z)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    det = a * d - b * c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.sqrt(np.where(den > 0, den, 1.0))
+        phi = np.where(den <= 0, 0.0, np.where(det > n / 2, (det - n / 2) / root, np.where(det < 0, det / root, 0.0)))
+    delta = p1 - p2
+    lo = delta - np.sqrt(np.maximum((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    hi = delta + np.sqrt(np.maximum((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return lo, hi
+
+
+def exact_coverage(c: Cell) -> dict[str, float]:
+    """Exact coverage (no Monte Carlo) of a two-system 'scores' cell with 0/1 scores: every table of
+    counts of the n questions weighted by its multinomial probability (:func:`pair_probabilities`).
+    System a's mean: ``default`` (the leaderboard's rule, :func:`mixedeval.workflows._bounded.bounded_intervals`:
+    t on n - 1 df, Wilson -- modified near 0 and n -- where it reaches 0 or 1 or n min(p, 1 - p) < 5),
+    ``t``, ``wilson`` and ``wilson_modified`` alone;
+    the difference a - b: ``default`` (paired t; Newcombe's hybrid score interval where some system
+    has n min(p, 1 - p) < 5, :func:`mixedeval.workflows._bounded.use_newcombe`), ``paired t`` and
+    ``newcombe`` alone; and each one's mean half-width / 1.96 over the true SD of the estimate."""
+    from scipy import stats
+
+    from mixedeval.workflows._bounded import MIN_EXPECTED, bounded_intervals, modified_wilson, wilson
+
+    n = c.n
+    P = pair_probabilities(c)
+    pa, pb = P[0] + P[1], P[0] + P[2]
+    out: dict[str, float] = {"p_a": pa, "p_b": pb}
+    # system a's mean: k ~ Binomial(n, pa)
+    k = np.arange(n + 1)
+    w = stats.binom.pmf(k, n, pa)
+    est = k / n
+    se = np.sqrt(est * (1 - est) / (n - 1))
+    sd_true = np.sqrt(pa * (1 - pa) / n)
+    q = stats.t.ppf(0.5 + LEVEL / 2, n - 1)
+    lo_d, hi_d, _ = bounded_intervals(est, se, np.full(n + 1, n - 1.0), np.full(n + 1, float(n)), LEVEL,
+                                      np.ones(n + 1, dtype=bool))
+    z = stats.norm.ppf(0.5 + LEVEL / 2)
+    for name, (lo, hi) in (("default", (lo_d, hi_d)), ("t", (est - q * se, est + q * se)),
+                           ("wilson", wilson(est, float(n), z)), ("wilson_modified", modified_wilson(est, n, LEVEL)[:2])):
+        out[f"score_{name}"] = float(np.sum(w * ((lo <= pa) & (pa <= hi))))
+        out[f"score_{name}_width"] = float(np.sum(w * (hi - lo)) / 2 / 1.959964 / sd_true)
+    # the difference: every (a, b, c, d) with a + b + c + d = n
+    A, B, C = (x.ravel() for x in np.meshgrid(k, k, k, indexing="ij"))
+    keep = A + B + C <= n
+    A, B, C = A[keep], B[keep], C[keep]
+    D = n - A - B - C
+    logw = (stats.multinomial.logpmf(np.column_stack([A, B, C, D]), n, P) if n <= 60 else
+            _log_multinomial(A, B, C, D, P))
+    wt = np.exp(logw)
+    th = pa - pb
+    dm = (B - C) / n
+    var = np.maximum((B + C - n * dm**2) / (n - 1), 0.0)
+    sed = np.sqrt(var / n)
+    t_lo, t_hi = dm - q * sed, dm + q * sed
+    n_lo, n_hi = newcombe_counts(A, B, C, D)
+    p1, p2 = (A + B) / n, (A + C) / n
+    near = np.minimum(n * np.minimum(p1, 1 - p1), n * np.minimum(p2, 1 - p2)) < MIN_EXPECTED
+    d_lo, d_hi = np.where(near, n_lo, t_lo), np.where(near, n_hi, t_hi)
+    sd_d = np.sqrt((P[1] + P[2] - th**2) / n)
+    for name, (lo, hi) in (("default", (d_lo, d_hi)), ("paired_t", (t_lo, t_hi)), ("newcombe", (n_lo, n_hi))):
+        out[f"diff_{name}"] = float(np.sum(wt * ((lo <= th) & (th <= hi))))
+        out[f"diff_{name}_width"] = float(np.sum(wt * (hi - lo)) / 2 / 1.959964 / sd_d)
+    out["total_probability"] = float(wt.sum())
+    return out
+
+
+def _log_multinomial(A: np.ndarray, B: np.ndarray, C: np.ndarray, D: np.ndarray, P: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln, xlogy
+
+    n = A + B + C + D
+    return (gammaln(n + 1) - gammaln(A + 1) - gammaln(B + 1) - gammaln(C + 1) - gammaln(D + 1)
+            + xlogy(A, P[0]) + xlogy(B, P[1]) + xlogy(C, P[2]) + xlogy(D, P[3]))
+
+
+def exact_table(ns: tuple[int, ...] = (10, 20, 30, 50, 100), ps: tuple[float, ...] = (0.02, 0.98)) -> pd.DataFrame:
+    """:func:`exact_coverage` of the binary 'scores' cells near 0 and 1."""
+    return pd.DataFrame([{"p": p, "n": n, **exact_coverage(Cell("scores", "binary", p, n))} for p in ps for n in ns])
+
+
 # ------------------------------------------------------------------------------ recorded families
 #: figures of the families with their own calibration benchmarks (their runs, their source named)
 RECORDED = [
@@ -999,6 +1113,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
     ap.add_argument("--max-n", type=int, default=None, help="only cells with at most this many questions")
     ap.add_argument("--p", type=float, nargs="*", default=None, help="only cells at these accuracies")
     ap.add_argument("--runs", type=int, nargs="*", default=None, help="only cells with these numbers of runs")
+    ap.add_argument("--exact", action="store_true", help="exact coverage (enumeration, no Monte Carlo) of the "
+                    "binary cells near 0 and 1 -> results/coverage_atlas_exact.csv")
     ap.add_argument("--runs-rule", action="store_true", help="the runs rule now / before / runs ignored, "
                     "vectorized (--reps data sets per row, default 20,000) -> results/coverage_atlas_runs_rule.csv")
     ap.add_argument("--page", action="store_true", help="write docs/concepts/calibration.md from the CSV")
@@ -1007,6 +1123,11 @@ def main(argv: list[str] | None = None) -> pd.DataFrame | None:
         write_page()
         print(f"wrote {PAGE.relative_to(ROOT)}")
         return None
+    if a.exact:
+        tab = exact_table()
+        tab.to_csv(EXACT_CSV, index=False, float_format="%.6g")
+        print(tab.round(4).to_string(index=False))
+        return tab
     if a.runs_rule:
         tab = runs_rule_table(a.reps or 20000, a.random_state)
         tab.to_csv(RUNS_RULE_CSV, index=False, float_format="%.6g")

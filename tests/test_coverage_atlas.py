@@ -202,7 +202,7 @@ def test_bounded_mean_near_ceiling_reproduced_and_fixed():
         fams.add(r["interval"])
     assert stats.binom.cdf(old, reps, 0.93) < 0.01, old / reps
     assert stats.binom.cdf(new, reps, 0.93) > 0.05, new / reps
-    assert fams == {"Wilson"}
+    assert fams <= {"Wilson", "Wilson, modified"} and fams
 
 
 def test_newcombe_rule_named_in_headline():
@@ -221,3 +221,43 @@ def test_newcombe_rule_named_in_headline():
     res = me.summarize(pd.DataFrame({"system": ["a"] * 60 + ["b"] * 60, "item": list(range(60)) * 2,
                                      "score": z.ravel()}))
     assert "[paired t]" in res.headline_text()
+
+
+# ------------------------------------------------------------------------------ exact coverage (0/1 scores)
+def test_exact_machinery_against_independent_computations(R):
+    """The enumeration's pieces: the 2 x 2 cell probabilities' margins equal the truth of the
+    simulation (1-D quadrature over the total SD); the vectorized Newcombe on counts equals
+    _bounded.newcombe_paired (itself checked against evalstats) on every table of 12 questions;
+    the exact coverage of the plain Wilson interval equals R's (prop.test limits, dbinom weights)."""
+    from mixedeval.workflows._bounded import newcombe_paired
+
+    for p in (0.02, 0.5, 0.98):
+        c = atlas.Cell("scores", "binary", p, 30)
+        P = atlas.pair_probabilities(c)
+        np.testing.assert_allclose([P[0] + P[1], P[0] + P[2]], atlas.truth(c, False)[:2], rtol=1e-9)
+        assert P.min() > 0 and P.sum() == pytest.approx(1.0)
+    n = 12
+    tabs = [(a, b, c, n - a - b - c) for a in range(n + 1) for b in range(n + 1 - a) for c in range(n + 1 - a - b)]
+    lo, hi = atlas.newcombe_counts(*np.array(tabs).T)
+    for (a, b, c, d), l_, h_ in zip(tabs, lo, hi):
+        x = np.r_[np.ones(a), np.ones(b), np.zeros(c), np.zeros(d)]
+        y = np.r_[np.ones(a), np.zeros(b), np.ones(c), np.zeros(d)]
+        ref = newcombe_paired(x, y, 0.95)
+        np.testing.assert_allclose([l_, h_], ref[:2], rtol=1e-10, atol=1e-12)
+    ex = atlas.exact_coverage(atlas.Cell("scores", "binary", 0.02, 50))
+    r_cov = float(np.asarray(R(f"""local({{n <- 50; p <- {float(ex['p_a']):.17g}
+        cov <- sapply(0:n, function(k) {{ci <- prop.test(k, n, correct = FALSE)$conf.int; ci[1] <= p && p <= ci[2]}})
+        sum(dbinom(0:n, n, p) * cov)}})"""))[0])
+    assert ex["score_wilson"] == pytest.approx(r_cov, rel=1e-8)
+
+
+def test_modified_wilson_lifts_the_exact_dip_at_50_questions():
+    """0/1 scores at 0.02, 50 questions (exact, no Monte Carlo): the plain Wilson interval covers
+    92.2% (the rule before); the default now (Brown-Cai-DasGupta's modified Wilson) >= 93%, and the
+    paired differences (Newcombe) >= 93% at 30, 50 and 100 questions."""
+    for n in (30, 50, 100):
+        ex = atlas.exact_coverage(atlas.Cell("scores", "binary", 0.02, n))
+        assert ex["score_default"] >= 0.93 and ex["diff_default"] >= 0.93, (n, ex)
+        assert ex["total_probability"] == pytest.approx(1.0, abs=1e-9)
+    ex = atlas.exact_coverage(atlas.Cell("scores", "binary", 0.02, 50))
+    assert ex["score_wilson"] < 0.93 < ex["score_wilson_modified"]
