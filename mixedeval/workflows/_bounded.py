@@ -27,6 +27,17 @@ even when the t interval stays inside (0, 1):
   0) with the t quantile on the row's df -- Inspect AI's ``ci_wilson(cluster=)`` when the SE is
   its clustered SE.
 
+Integer scores outside [0, 1] (a rating scale: Likert 1-5, a judge's 1-10; :func:`score_scale`): the
+same rule on the **observed range** [min, max] of the call's scores -- means and SEs rescaled to
+[0, 1], the limits mapped back, the family named with `` (observed range)``. mixedeval is not told
+the scale's bounds; the observed range is inside them, and by the Bhatia-Davis inequality
+(mean - min)(max - mean) bounds the variance of scores in it, so the Wilson interval on it keeps
+the role it has on [0, 1]. Why (issue 39): Likert 1-5 scores piling up at 1 or 5 (the atlas'
+``likert`` cells at 0.02 / 0.98: means 1.08 / 4.92), system a's mean, 1,500 simulated evaluations
+each: the t interval covered 88.1 / 89.8 / 90.3% (0.02; 30 / 50 / 100 questions) and 88.5 / 88.7 /
+90.0% (0.98); this rule 98.3 / 96.7 / 98.5% and 97.5 / 97.3 / 98.7%; the same rule on the true
+scale [1, 5] 99.9-100% (wider: no score reaches 3 there).
+
 Scores in [0, 1] that are not 0/1 (epoch means, partial credit) have a variance of at most
 ``p (1 - p)``, so the Wilson interval is conservative for them (Inspect's ``ci_wilson`` says the
 same). Rows whose t interval lies inside (0, 1) and whose mean is away from 0 and 1 keep it
@@ -56,6 +67,8 @@ from .._answer import z_quantile
 T, WILSON, WILSON_MODIFIED, WILSON_EFFECTIVE = "t", "Wilson", "Wilson, modified", "Wilson, effective n"
 #: counts this close to 0 or n get the Poisson limit (Brown, Cai & DasGupta 2001, x* = 3)
 MODIFIED_COUNT = 3
+#: appended to a family's name when the rule ran on the observed range of integer scores
+OBSERVED_RANGE = " (observed range)"
 
 #: the textbook rule for the normal approximation near 0 or 1 (n min(p, 1 - p) >= 5): below it a
 #: mean of scores in [0, 1] gets the Wilson interval (:func:`bounded_intervals`) and the paired
@@ -140,12 +153,39 @@ def use_newcombe(x: Any, y: Any) -> bool:
     return min(n * min(v.mean(), 1 - v.mean()) for v in (x, y)) < MIN_EXPECTED
 
 
+def score_scale(scores: Any) -> tuple[float, float, bool] | None:
+    """The scale the Wilson rule works on, from the scores of a call: ``(0, 1, False)`` when every
+    score lies in [0, 1]; ``(min, max, True)`` -- the observed range -- when every score is an
+    integer and they are not all equal (a rating scale: Likert 1-5, a judge's 1-10); else None
+    (the t interval everywhere)."""
+    v = np.asarray(scores, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return None
+    if ((v >= 0) & (v <= 1)).all():
+        return 0.0, 1.0, False
+    if np.all(v == np.round(v)) and v.max() > v.min():
+        return float(v.min()), float(v.max()), True
+    return None
+
+
 def bounded_intervals(estimate: Any, std_error: Any, df: Any, n: Any, level: float, plain: Any,
-                      bounded: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      bounded: bool = True, scale: tuple[float, float] = (0.0, 1.0),
+                      observed: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(conf_low, conf_high, interval) of mean scores: the t interval, and where ``bounded``
     (every score in [0, 1]) and it reaches 0 or 1 or n min(mean, 1 - mean) < ``MIN_EXPECTED``,
     the Wilson interval of the module docstring
-    (``plain`` rows: questions independent, the SE from the questions alone)."""
+    (``plain`` rows: questions independent, the SE from the questions alone). ``scale``: the
+    (low, high) the rule works on (means and SEs rescaled to [0, 1] and the limits mapped back);
+    ``observed``: it is the observed range of integer scores (:func:`score_scale`; the family
+    names get ``OBSERVED_RANGE``)."""
+    a0, w = float(scale[0]), float(scale[1] - scale[0])
+    if bounded and (a0, w) != (0.0, 1.0):
+        lo, hi, fam = bounded_intervals((np.asarray(estimate, dtype=float) - a0) / w,
+                                        np.asarray(std_error, dtype=float) / w, df, n, level, plain)
+        if observed:
+            fam = np.array([f if f == T else f + OBSERVED_RANGE for f in fam], dtype=object)
+        return a0 + w * lo, a0 + w * hi, fam
     est, se, dfs, nn = (np.asarray(x, dtype=float) for x in (estimate, std_error, df, n))
     plain = np.asarray(plain, dtype=bool)
     ok_df = np.isfinite(dfs) & (dfs >= 1)
@@ -182,9 +222,13 @@ def interval_note(table: Any, name: str = "system") -> str | None:
         return None
     names = ", ".join(dict.fromkeys(map(str, w[name])))
     fams = " / ".join(dict.fromkeys(map(str, w["interval"])))
+    if any(OBSERVED_RANGE in f for f in w["interval"].astype(str)):
+        return (f"intervals of means: t, except {names}: {fams} (the t interval reached a bound of the scale -- the observed "
+                "range of the integer scores -- or the mean is within 5 / n of it; a Wilson interval on it stays inside it)")
     return (f"intervals of means: t, except {names}: {fams} (the t interval reached 0 or 1, or the mean is within 5 / n of it; a Wilson interval "
             "stays inside [0, 1])")
 
 
-__all__ = ["MIN_EXPECTED", "MODIFIED_COUNT", "T", "WILSON", "WILSON_EFFECTIVE", "WILSON_MODIFIED", "bounded_intervals",
-           "interval_note", "modified_wilson", "newcombe_paired", "use_newcombe", "wilson"]
+__all__ = ["MIN_EXPECTED", "MODIFIED_COUNT", "OBSERVED_RANGE", "T", "WILSON", "WILSON_EFFECTIVE", "WILSON_MODIFIED",
+           "bounded_intervals", "interval_note", "modified_wilson", "newcombe_paired", "score_scale", "use_newcombe",
+           "wilson"]

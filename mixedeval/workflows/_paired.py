@@ -152,7 +152,7 @@ import pandas as pd
 from scipy import stats
 
 from ..padjust import adjust_pvalues
-from ._bounded import MIN_EXPECTED, bounded_intervals, newcombe_paired, use_newcombe
+from ._bounded import MIN_EXPECTED, bounded_intervals, newcombe_paired, score_scale, use_newcombe
 from .logs.design import (  # noqa: F401 - the design owns the run ANOVA and the cluster check; re-exported
     RUN_FEW_DF,
     RUN_MIN_DF,
@@ -406,8 +406,9 @@ def system_means(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level:
     Returns ``(table, vcovs)``: table columns task, system, n_items, estimate, std_error, df,
     conf_low, conf_high, interval; ``vcovs[task]`` a systems x systems DataFrame. The interval is
     the t interval on the row's df, except where every score lies in [0, 1] and it reaches 0 or
-    1: there a Wilson interval that stays inside [0, 1] (:mod:`._bounded`; ``interval`` names
-    the family of each row)."""
+    1 (or the mean is within 5 / n of it): there a Wilson interval that stays inside [0, 1]; on a
+    rating scale (every score an integer) the same on the observed range of the scores
+    (:mod:`._bounded`; ``interval`` names the family of each row)."""
     d = as_design(s, cluster, runs)
     rows: list[dict[str, Any]] = []
     vcovs: dict[str, pd.DataFrame] = {}
@@ -437,9 +438,10 @@ def system_means(s: EvalDesign | pd.DataFrame, systems: Sequence[str], *, level:
         pooled, Vp = _pool_tasks(out, vcovs, systems)
         out = pd.concat([out, pooled.assign(task=pooled_label, plain=False)], ignore_index=True)
         vcovs[pooled_label] = Vp
-    v = d.rows["score"].to_numpy(dtype=float)
+    scale = score_scale(d.rows["score"].to_numpy(dtype=float))
     lo, hi, fam = bounded_intervals(out["estimate"], out["std_error"], out["df"], out["n_items"], level,
-                                    out["plain"].to_numpy(dtype=bool), bounded=bool(((v >= 0) & (v <= 1)).all()))
+                                    out["plain"].to_numpy(dtype=bool), bounded=scale is not None,
+                                    scale=scale[:2] if scale else (0.0, 1.0), observed=bool(scale and scale[2]))
     out = out.drop(columns="plain").assign(conf_low=lo, conf_high=hi, interval=fam)
     return out, vcovs
 
