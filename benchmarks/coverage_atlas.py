@@ -754,7 +754,11 @@ FAMILY_TEXT = {
     "systems": "More systems (binary scores, accuracy 0.5 for system a): leaderboards, rank intervals, letters.",
     "clusters": "Clustered questions (cluster and system x cluster effects), 2 epochs, `cluster=` given.",
     "epochs": "Several epochs per question (averaged within the question).",
-    "runs": "Several runs per system, with and without run effects (run SD on the logit scale).",
+    "runs": "Several runs per system, with and without run effects (run SD on the logit scale). Two runs of two "
+            "systems, 100 questions, run SD 0.3: the high-rep row's 85.5% of 200 data sets is the cell's seed -- "
+            "the same rule covers 93.0% of 3,000 other data sets of this design simulated by the same code, "
+            "93.2% of the 20,000 of the runs-rule table (the package's rule and the vectorized one agree on the "
+            "cell's data sets); two run df leave any rule at the edge of the band there.",
     "plasmode": "Questions resampled from bundled real data; the full data's means are the truth. On the Kreutzer "
                 "TER cells the alternatives raised on every data set (atlas_peers' `DataError: data is not complete: "
                 "every system must answer every question in every run`; row `alternatives (all)`): only the default "
