@@ -153,15 +153,28 @@ def _prop_test_wilson(x, n, level=0.95):
     return max(centre - half, 0.0), min(centre + half, 1.0)
 
 
-def test_the_leaderboard_interval_of_an_accuracy_stays_in_0_1(max_result):
+def _modified_wilson_r(R, x, n, level=0.95):
+    """Brown, Cai & DasGupta's (2001, section 4.1.1) modified Wilson interval with x* = 3, in R:
+    ``prop.test(x, n, correct = FALSE)$conf.int`` with the lower limit min(it, qchisq(alpha/2, 2x) /
+    (2n)) for 1 <= x <= 3 and the upper max(it, 1 - qchisq(alpha/2, 2(n - x)) / (2n)) for 1 <= n - x <= 3."""
+    return tuple(np.asarray(R(f"""local({{x <- {int(x)}; n <- {int(n)}; a <- (1 - {level}) / 2
+        ci <- prop.test(x, n, conf.level = {level}, correct = FALSE)$conf.int
+        lo <- if (x >= 1 && x <= 3) min(ci[1], qchisq(a, 2 * x) / (2 * n)) else ci[1]
+        hi <- if (n - x >= 1 && n - x <= 3) max(ci[2], 1 - qchisq(a, 2 * (n - x)) / (2 * n)) else ci[2]
+        c(lo, hi)}})""")))
+
+
+def test_the_leaderboard_interval_of_an_accuracy_stays_in_0_1(max_result, R):
     board = max_result.leaderboard.set_index("name")
     assert (board["conf_low"] >= 0).all() and (board["conf_high"] <= 1).all()
     acc = max_result.accuracies.set_index("system")
     for name, r in board.iterrows():
         x = round(r["estimate"] * N)
-        lo, hi = _prop_test_wilson(x, N)
+        modified = min(x, N - x) in (1, 2, 3)
+        lo, hi = _modified_wilson_r(R, x, N) if modified else _prop_test_wilson(x, N)
         assert r["conf_low"] == pytest.approx(lo, abs=1e-12) and r["conf_high"] == pytest.approx(hi, abs=1e-12)
-        assert r["conf_low"] == pytest.approx(acc.loc[name, "wilson_low"], abs=1e-12)
+        if not modified:  # Inspect's ci_wilson() column is the plain Wilson interval
+            assert r["conf_low"] == pytest.approx(acc.loc[name, "wilson_low"], abs=1e-12)
 
 
 def test_inspects_own_ci_columns_are_kept_as_inspect_computes_them(max_result, max_logs):
@@ -185,7 +198,7 @@ def test_inspects_own_ci_columns_are_kept_as_inspect_computes_them(max_result, m
     assert acc["conf_high"].max() > 1  # Inspect's t interval leaves [0, 1]; the leaderboard's does not
 
 
-def test_system_means_names_the_family_of_each_row():
+def test_system_means_names_the_family_of_each_row(R):
     from mixedeval.workflows import _paired
 
     rng = np.random.default_rng(0)
@@ -199,8 +212,11 @@ def test_system_means_names_the_family_of_each_row():
     q = stats.t.ppf(0.975, n - 1)
     assert m.loc["middle", "conf_high"] == pytest.approx(m.loc["middle", "estimate"] + q * m.loc["middle",
                                                                                                   "std_error"])
-    assert m.loc["near_one", "interval"] == "Wilson"
-    assert (m.loc["near_one", "conf_low"], m.loc["near_one", "conf_high"]) == pytest.approx(_prop_test_wilson(39, n))
+    # 39 of 40: one failure, the modified Wilson interval (Brown, Cai & DasGupta 2001)
+    assert m.loc["near_one", "interval"] == "Wilson, modified"
+    assert (m.loc["near_one", "conf_low"], m.loc["near_one", "conf_high"]) == pytest.approx(_modified_wilson_r(R, 39, n),
+                                                                                            abs=1e-12)
+    assert m.loc["near_one", "conf_high"] > _prop_test_wilson(39, n)[1]  # the Poisson limit is the wider one
 
 
 def test_with_clusters_the_bounded_interval_is_inspects_clustered_ci_wilson():

@@ -48,6 +48,15 @@ from .._input_checks import check_cluster_labels, check_repeated_questions
 RUN_PRETEST_LEVEL = 0.25
 #: share of a negative method-of-moments run variance (MS_run < MS_res) added when the test pools it
 RUN_NEGATIVE_SHARE = 0.45
+#: at most this many run df (df_run = sum_s (R_s - 1): 2 runs of 2 or 3 systems) the run variance
+#: rests on too little to pool it on a test at ``RUN_PRETEST_LEVEL`` (issue 39's atlas: 89% coverage
+#: with 2 systems x 2 runs): the test's level is ``RUN_PRETEST_LEVEL_FEW_DF`` and no share of a
+#: negative estimate is added (:mod:`.._paired`)
+RUN_FEW_DF = 3
+RUN_PRETEST_LEVEL_FEW_DF = 0.5
+#: the Satterthwaite df of a variance with the run part added never fall below this (a difference of
+#: mean squares can push them below 1, where no t interval exists)
+RUN_MIN_DF = 1.0
 #: the variance of a difference (or of a system's mean) never falls below this share of its
 #: question-level variance through that share
 RUN_SHRINK_FLOOR = 0.25
@@ -110,17 +119,27 @@ class RunAnova:
         return float(stats.f.sf(self.ms_run / self.ms_res, self.df_run, self.df_res))
 
     @property
+    def few_df(self) -> bool:
+        """At most ``RUN_FEW_DF`` run df (:data:`RUN_FEW_DF`)."""
+        return bool(self.df_run <= RUN_FEW_DF)
+
+    @property
+    def level(self) -> float:
+        """The preliminary test's level: ``RUN_PRETEST_LEVEL``, ``RUN_PRETEST_LEVEL_FEW_DF`` with few run df."""
+        return RUN_PRETEST_LEVEL_FEW_DF if self.few_df else RUN_PRETEST_LEVEL
+
+    @property
     def kept(self) -> bool:
-        """Whether the run variance is added (the preliminary test rejects at ``RUN_PRETEST_LEVEL``)."""
+        """Whether the run variance is added (the preliminary test rejects at :attr:`level`)."""
         p = self.p_value
-        return bool(np.isfinite(p) and p < RUN_PRETEST_LEVEL and self.ms_run > self.ms_res)
+        return bool(np.isfinite(p) and p < self.level and self.ms_run > self.ms_res)
 
     def shrink(self, inv_runs: float) -> float:
         """When the test pools the run variance and the runs vary less than chance (MS_run <
         MS_res): ``RUN_NEGATIVE_SHARE`` of the negative estimate times ``inv_runs``, added to a
         variance whose total is then floored at ``RUN_SHRINK_FLOOR`` of it (:func:`floored`);
-        else 0."""
-        if self.kept or not self.df_run or not self.ms_run < self.ms_res:
+        else (and with few run df, :data:`RUN_FEW_DF`) 0."""
+        if self.kept or not self.df_run or self.few_df or not self.ms_run < self.ms_res:
             return 0.0
         return RUN_NEGATIVE_SHARE * inv_runs * (self.ms_run - self.ms_res) * self.df_run / self.weight
 
