@@ -1120,7 +1120,7 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
              "`benchmarks/results/coverage_atlas_no_peers.csv` keeps the earlier run of the whole full grid "
              "(134 cells x 60 reps) with the default answer only."]
     if len(hi):
-        parts += ["", f"**`{HIGH}`** rows: the default answer alone with the rules as they are now, "
+        parts += ["", f"**{HIGH}** rows: the default answer alone with the rules as they are now, "
                   f"{hi_reps} data sets per cell (Monte-Carlo SE of a 95% coverage about "
                   f"{_fmt(np.sqrt(0.95 * 0.05 / hi['reps'].max()))}-{_fmt(np.sqrt(0.95 * 0.05 / hi['reps'].min()))}), "
                   f"`benchmarks/results/coverage_atlas_defaults.csv`, {hi['key'].nunique()} designs with at least 30 "
@@ -1128,7 +1128,7 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
                   "--reps 400 --min-n 30 --csv benchmarks/results/coverage_atlas_defaults.csv`, resumable; the "
                   "filters `--families`, `--scores`, `--p`, `--runs`, `--max-n` pick the cells; about 2-5 minutes "
                   "per cell at 400 data sets on this shared machine, so the whole >= 30-question grid is several "
-                  "hours). The `mixedeval default` rows beside them are from the run with the alternatives "
+                  "hours). The 'mixedeval default' rows beside them are from the run with the alternatives "
                   "(40 data sets) and predate the changes below on the designs they touch (Likert means near a "
                   "bound, two runs, 0/1 means with 1-3 answers from 0 or n)."]
     parts += ["", "## The rule of each default", "",
