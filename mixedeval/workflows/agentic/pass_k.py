@@ -110,7 +110,7 @@ def clopper_pearson(x: Any, n: Any, level: float) -> tuple[np.ndarray, np.ndarra
 def exact_intervals(means: pd.DataFrame, level: float) -> pd.DataFrame:
     """The rows of a means table (``estimate``, ``std_error``, ``df``, ``n_items``, ``conf_low``,
     ``conf_high``, ``interval`` from :func:`mixedeval.workflows._paired.system_means`) whose
-    interval is a Wilson one -- the t interval reached 0 or 1, or ``T min(p, 1 - p) < 5``
+    interval is a Wilson one (plain or modified) -- the t interval reached 0 or 1, or ``T min(p, 1 - p) < 5``
     (:mod:`mixedeval.workflows._bounded`) -- get the Clopper-Pearson interval of ``p T``
     successes out of the ``T`` tasks instead (:func:`clopper_pearson`); with clusters (the
     ``"Wilson, effective n"`` rows) of ``p n*`` out of Korn & Graubard's (1998) effective
@@ -122,10 +122,11 @@ def exact_intervals(means: pd.DataFrame, level: float) -> pd.DataFrame:
     keep the t interval."""
     from scipy import stats  # noqa: PLC0415 - scipy.stats only for rows near 0 or 1 (import time of the module)
 
-    from .._bounded import WILSON, WILSON_EFFECTIVE  # noqa: PLC0415 - keeps the interval hunk self-contained
+    from .._bounded import WILSON, WILSON_EFFECTIVE, WILSON_MODIFIED  # noqa: PLC0415 - the interval hunk's own
 
     fam = means["interval"].to_numpy(dtype=object)
-    zone = (fam == WILSON) | (fam == WILSON_EFFECTIVE)
+    plain = (fam == WILSON) | (fam == WILSON_MODIFIED)  # the means' rule near 0 or 1 (modified: 1-3 from 0 or T)
+    zone = plain | (fam == WILSON_EFFECTIVE)
     if not zone.any():
         return means
     est = means["estimate"].to_numpy(dtype=float)
@@ -138,12 +139,12 @@ def exact_intervals(means: pd.DataFrame, level: float) -> pd.DataFrame:
     adj = np.where(ok_df, (stats.norm.ppf(0.5 + level / 2) / q_t) ** 2, 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where((num > 0) & (se > 0), np.minimum(n, num / se**2 * adj), n)
-    n_star = np.where(fam == WILSON, n, n_eff)
+    n_star = np.where(plain, n, n_eff)
     lo, hi = clopper_pearson(est * n_star, n_star, level)
     out = means.copy()
     out["conf_low"] = np.where(zone, lo, means["conf_low"].to_numpy(dtype=float))
     out["conf_high"] = np.where(zone, hi, means["conf_high"].to_numpy(dtype=float))
-    out["interval"] = np.where(fam == WILSON, CLOPPER_PEARSON, np.where(zone, CLOPPER_PEARSON_EFFECTIVE, fam))
+    out["interval"] = np.where(plain, CLOPPER_PEARSON, np.where(zone, CLOPPER_PEARSON_EFFECTIVE, fam))
     return out
 
 
