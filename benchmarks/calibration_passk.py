@@ -39,7 +39,7 @@ from scipy import special
 
 import mixedeval as me
 from mixedeval.workflows._bounded import bounded_intervals
-from mixedeval.workflows.agentic.pass_k import exact_intervals, pass_at_k_values, pass_hat_k_values
+from mixedeval.workflows.agentic.pass_k import pass_at_k_values, pass_hat_k_values, zone_intervals
 
 MEANS = (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98)
 #: the horizons' interval rules compared (``me.time_horizon(interval=)``)
@@ -70,8 +70,8 @@ def passk_intervals(c: np.ndarray, n: int, k: int, kind: str, level: float = 0.9
                                     np.ones(est.shape, dtype=bool))
     if rule == "old":
         return lo, hi
-    m = exact_intervals(pd.DataFrame({"estimate": est, "std_error": se, "df": T - 1.0, "n_items": float(T),
-                                      "conf_low": lo, "conf_high": hi, "interval": fam}), level)
+    m = zone_intervals(pd.DataFrame({"estimate": est, "std_error": se, "df": T - 1.0, "n_items": float(T),
+                                     "conf_low": lo, "conf_high": hi, "interval": fam}), level, k)
     return m["conf_low"].to_numpy(), m["conf_high"].to_numpy()
 
 

@@ -1042,12 +1042,44 @@ def runs_section(rr: pd.DataFrame | None) -> list[str]:
     return lines + [""]
 
 
+#: the continuous-scores-near-a-bound comparison of ``benchmarks/bounded_near_bounds.py``
+BOUNDED_CSV = RESULTS / "bounded_near_bounds.csv"
+
+
+def bounded_section(bt: pd.DataFrame | None) -> list[str]:
+    """Why continuous [0, 1] means near a bound keep the Wilson interval: per method, the lowest and
+    median coverage and the median width over the rows in the rule's zone, on the atlas' data model and
+    on all data models of ``bounded_near_bounds.py``."""
+    if bt is None or not len(bt):
+        return []
+    z = bt[bt["in_zone"] >= 0.5]
+    atlas = z[(z["model"] == "beta") & (z["parameter"] == 8.0) & (z["logit_sd"].round(3) == 1.118)]
+    lines = ["## Continuous scores near 0 or 1: why the Wilson interval stays", "",
+             "One system's mean of continuous [0, 1] scores where the interval rule's zone applies (accuracy "
+             "0.02 / 0.05 / 0.1 / 0.98, 30 / 50 / 100 questions; `python benchmarks/bounded_near_bounds.py`, "
+             f"`benchmarks/results/bounded_near_bounds.csv`, {int(bt['reps'].iloc[0]):,} data sets per row). "
+             "Data models: Beta scores of precision 0.5-50 around a logit-normal question mean (SD 0.5-3) and "
+             "means of 2-5 epochs of 0/1 answers; the atlas' `bounded` cells are Beta precision 8, SD 1.12. "
+             "Coverage lowest / median, median width (half-width / 1.96 over the true SD), rows below 93%.", "",
+             "| method | atlas' model | all models | rows below 93% |", "|---|---|---|---|"]
+    for meth in dict.fromkeys(bt["method"].astype(str)):
+        a, b = atlas[atlas["method"] == meth], z[z["method"] == meth]
+        lines.append(f"| {meth} | {_fmt(a['coverage'].min())} / {_fmt(a['coverage'].median())}, "
+                     f"{_fmt(a['width'].median(), False)} | {_fmt(b['coverage'].min())} / "
+                     f"{_fmt(b['coverage'].median())}, {_fmt(b['width'].median(), False)} | "
+                     f"{int((b['coverage'] < 0.93).sum())} of {len(b)} |")
+    return lines + ["", "A rule that reads the data's spread cannot see skew the sample has not caught: with 30 "
+                    "questions at a mean of 0.02 the few high questions that carry the variance are often "
+                    "absent. Only the bound of the variance a [0, 1] score can have, p (1 - p), holds on every "
+                    "model; its over-coverage on well-behaved scores is the price.", ""]
+
+
 def touched(r: dict) -> bool:
-    """A design whose default changed in this round of issue 39: two runs of 2-3 systems, Likert
-    means near a bound, 0/1 or bounded means near 0 or 1 with at most 100 questions (the modified
-    Wilson limits)."""
+    """A design whose default changed in issue 39's later rounds: several runs (two runs of 2-3
+    systems: the few-df rule; three or more: the preliminary test at 0.30), Likert means near a
+    bound, 0/1 or bounded means near 0 or 1 with at most 100 questions (the modified Wilson limits)."""
     if r["family"] == "runs":
-        return int(r["runs"]) == 2 and int(r["systems"]) <= 3
+        return int(r["runs"]) >= 2
     return (r["family"] == "scores" and r["scores"] in ("likert", "binary", "bounded") and r["p"] in (0.02, 0.98)
             and r["n"] <= 100)
 
@@ -1168,9 +1200,19 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
               "width 1.65-1.77x the true SD with i.i.d. runs (was 1.42-1.49; median 1.06-1.14). No rule that "
               "decides from the data reaches 93% at every run SD with two runs of two systems (table below); "
               "the t that ignores the runs (evalstats' `auto`, 1.03x) covers 54-76% with a run SD of 0.6. "
-              "Three or more runs are unchanged: 2 systems x 3 runs, 30 / 100 questions, i.i.d. runs: mean "
-              "half-width / 1.96 1.17x / 1.16x the true SD (median 1.02 / 0.99) at 94.0% / 94.6% coverage, "
-              "92.6-94.2% with run effects."]
+              "Three or more runs: see the next point.",
+              "* three or more runs (the run variance on 4 or more df): the preliminary test's level is 0.30 (was "
+              "0.25). At 0.25, 2 systems x 3 runs of 0/1 scores covered 92.5-93.0% at run SD 0.3-0.6 on 20,000 "
+              "data sets per design (the high-rep cell 90.0%); of the levels 0.2-0.6 and negative shares 0-0.7 "
+              "tried on 30 and 100 questions, 0.30 (share 0.45 kept) is the narrowest that keeps every run SD at "
+              "93% or more: 93.1% lowest, i.i.d. width 1.20x the true SD (was 1.17x; the issue's target 1.15x is "
+              "missed by 4% to keep the coverage), 3 x 3 93.8% / 1.13x, 2 x 5 94.4% / 1.10x, 2 x 10 94.8% / 1.06x "
+              "(mixedeval/workflows/_paired.py; the runs-rule table below).",
+              "* not changed, with the evidence: continuous [0, 1] scores near 0 or 1 keep the Wilson interval, "
+              "which covers 100% at 2.9-3.5x the true SD on the atlas' `bounded` cells. Narrower rules calibrated "
+              "there (the Wilson interval with an upper bound of the observed dispersion: 94-100% at 1.25-1.4x) "
+              "cover 65-68% on skewed scores (the next section), as do the t, the logit-t (evalstats' `auto`) and "
+              "the effective-n Wilson intervals; the Wilson interval covers 97.2-100% on every data model tried."]
     chg = changed_section(tab, before)
     if chg:
         parts += ["", "Before / after on the designs the changes touch (after: the high-rep rows; before: the rules "
@@ -1223,7 +1265,8 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
               + (f"{len(wider)}:" if wider else "none."), ""]
     parts += [f"* {x}" for x in wider] + ([""] if wider else [])
     if "quick" not in source:
-        parts += exact_section(_opt_csv(EXACT_CSV)) + runs_section(_opt_csv(RUNS_RULE_CSV))
+        parts += (exact_section(_opt_csv(EXACT_CSV)) + runs_section(_opt_csv(RUNS_RULE_CSV))
+                  + bounded_section(_opt_csv(BOUNDED_CSV)))
     for fam in dict.fromkeys(tab["family"].astype(str)):
         blk = tab[tab["family"] == fam].sort_values(["scores", "p", "n", "systems", "cluster", "epochs", "runs",
                                                      "sd_run"], kind="stable")

@@ -315,3 +315,26 @@ def test_cli_pass_k_json(tmp_path, capsys):
     assert out["answer"]["headline"]["better"] == api.headline.better
     assert out["table"][0]["estimate"] == pytest.approx(api.table["estimate"].iloc[0], rel=1e-12)
     assert main(["pass-k", str(path), "--k", "9", "--quiet"]) == 2  # k > attempts: a data error, exit 2
+
+
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_pass_at_1_has_the_interval_summarize_gives_the_same_scores(attempts):
+    """pass@1 is a system's mean score: near 1 (the zone of the means' rule) its interval and family
+    are those of me.summarize on the same attempts (epochs averaged within the task), not the
+    Clopper-Pearson interval of k >= 2 -- one rule for one quantity."""
+    rng = np.random.default_rng(40 + attempts)
+    T = 40
+    rows = pd.concat([pd.DataFrame({"system": s, "item": np.repeat(np.arange(T), attempts).astype(str),
+                                    "epoch": np.tile(np.arange(attempts), T),
+                                    "score": (rng.random(T * attempts) < p).astype(float)})
+                      for s, p in (("a", 0.97), ("b", 0.7))], ignore_index=True)
+    t = me.pass_at_k(rows, k=1, kind="pass@k").table.set_index("system")
+    lb = me.summarize(rows).answer.leaderboard.set_index("name")
+    a = t.loc["a"]
+    assert a["interval"].startswith("Wilson")  # in the zone: T (1 - p) < 5
+    for s in ("a", "b"):
+        for c in ("estimate", "conf_low", "conf_high"):
+            assert t.loc[s, c] == pytest.approx(lb.loc[s, c], rel=1e-12), (s, c)
+    k2 = me.pass_at_k(rows, k=2, kind="pass@k").table if attempts >= 2 else None
+    if k2 is not None:
+        assert set(k2["interval"]) <= {"t", "Clopper-Pearson"}

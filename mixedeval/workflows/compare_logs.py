@@ -14,7 +14,7 @@
    ``cluster=`` the cluster-robust SE of Inspect AI's ``stderr(cluster=)`` on clusters - 1 df;
    when some system has several runs, each question's score is its mean over runs and the
    between-run variance (method of moments, pooled over the systems) is added when a preliminary
-   F test finds it (Bancroft's 1944 sometimes-pool rule at level 0.25), with Satterthwaite df
+   F test finds it (Bancroft's 1944 sometimes-pool rule at level 0.30), with Satterthwaite df
    (0.45 of a negative estimate when the test pools it). The means' covariance matrix is that of the same analysis (the
    difference of two systems has exactly the headline's SE), so the rank intervals and letters
    agree with the pairwise table (``.table``, every pair per task and pooled, ``p_adj`` by
