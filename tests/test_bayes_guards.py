@@ -142,3 +142,19 @@ def test_a_small_call_is_unaffected_and_the_count_bounds_rstanarm_s_draws(limits
     p = guards.n_parameters(3, 6, 0, "binomial", True, False)
     assert res.parameter_draws.shape[1] <= p <= res.parameter_draws.shape[1] + 3
     assert res.parameter_draws.shape[0] == res.provenance["n_draws"] == 2 * (200 - 100)
+
+
+def test_cli_bayes_refuses_with_exit_status_2(monkeypatch, capsys, tmp_path):
+    from mixedeval.cli import EXIT_USAGE, main
+
+    df = _agent_table().rename(columns={"agent": "system", "task_id": "item", "attempt": "epoch", "success": "score"})
+    path = tmp_path / "agent.csv"
+    df.to_csv(path, index=False)
+    base = ["bayes", str(path), "--epoch", "epoch", "--json", "--quiet"]
+    assert main([*base, "--iter", "1000000000"]) == EXIT_USAGE
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["kind"] == "DataError" and "iter" in obj["error"] and "1,000,000" in obj["error"]
+    monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "50MB")
+    assert main([*base, "--iter", "1000000"]) == EXIT_USAGE
+    obj = json.loads(capsys.readouterr().out)
+    assert "the posterior draws of me.bayes_glmm" in obj["error"] and "MIXEDEVAL_MEMORY_LIMIT" in obj["error"]
