@@ -58,6 +58,7 @@ compare = _lazy(".inference.compare", "compare")
 bootstrap = _lazy(".resampling", "bootstrap")
 bradley_terry = _lazy(".workflows.preferences", "bradley_terry")
 arena_audit = _lazy(".workflows.arena.audit", "arena_audit")
+arena_audit_guard = _lazy(".workflows.arena.audit", "audit_guard")
 minimum_detectable_effect = _lazy(".workflows.power", "minimum_detectable_effect")
 power = _lazy(".workflows.power", "power")
 power_curve = _lazy(".workflows.power", "power_curve")
@@ -655,6 +656,8 @@ def cmd_preferences(args: argparse.Namespace) -> int:
     if args.no_judge:
         cols["judge"] = None
     covariates = list(args.covariate or []) + _style_columns(df, args.style)
+    if args.robustness:  # the audit's n_sim refused before the fit when it cannot fit in memory
+        arena_audit_guard(df, n_sim=args.n_sim)
     _progress(args, f"fitting the Bradley-Terry model to {len(df)} battles"
                     + (", sandwich intervals" if args.interval == "sandwich" else
                        f", {args.n_resamples} bootstrap replicates" if args.n_resamples else ""))

@@ -43,6 +43,7 @@ from ...results import ResultWarning
 from .._common import _WorkflowResult, dedupe_warnings
 from ..summarize import _read
 from . import _bayes_checks as checks
+from . import _bayes_guards as guards
 from ._bayes_draws import marginal_rate, p_matrix, pair_table, system_table
 
 FAMILIES = ("binomial", "gaussian", "beta")
@@ -151,17 +152,14 @@ def _priors(prior: Any) -> dict[str, dict[str, Any] | None]:
     return {s: _prior_spec(s, prior.get(s)) for s in PRIOR_SLOTS}
 
 
-def _check_args(family: str, chains: Any, iter: Any, rope: Any, cores: Any) -> None:  # noqa: A002 - Stan's name
+def _check_args(family: str, chains: Any, iter: Any, rope: Any, cores: Any,  # noqa: A002 - Stan's name
+                adapt_delta: Any = None) -> None:
     if family not in FAMILIES:
         raise DataError(f"family must be one of {FAMILIES}, got {family!r}")
-    for name, v, low in (("chains", chains, 1), ("iter", iter, 20)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise DataError(f"{name} must be an integer >= {low}, got {v!r}")
+    guards.check_sampler_args(chains, iter, cores, adapt_delta)
     if rope is not None and (isinstance(rope, bool) or not np.isfinite(float(rope)) or float(rope) <= 0):
         raise DataError(f"rope must be a positive number (the half-width of the region of practical equivalence, "
                         f"on the rate scale), got {rope!r}")
-    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1):
-        raise DataError(f"cores must be None or an integer >= 1, got {cores!r}")
 
 
 def model_data(design: Any, family: str) -> tuple[pd.DataFrame, list[str], bool]:
@@ -274,7 +272,13 @@ def bayes_glmm(
         SDs; stated in ``result.prior``) or a dict with keys ``prior``, ``prior_intercept``,
         ``prior_aux``, each ``{"dist": "normal"|"student_t"|"cauchy"|"exponential", "location",
         "scale", "df", "rate", "autoscale"}``.
-    chains, iter, adapt_delta : Stan's (``iter`` includes the warm-up half).
+    chains, iter, adapt_delta : Stan's (``iter`` includes the warm-up half). Before R starts, the
+        call is refused (:class:`mixedeval.DataError`) when chains > 256, iter > 1,000,000, when the
+        draws it would materialise exceed the memory limit (``MIXEDEVAL_MEMORY_LIMIT``,
+        :func:`mixedeval.set_memory_limit`; the estimate is in the message), and when the time
+        limit (:func:`mixedeval.set_time_limit`) has passed before a Stan fit starts (the model's
+        or loo's second one); a fit's duration is not estimated beforehand. See
+        :mod:`mixedeval.workflows.agentic._bayes_guards`.
     cores : chains run in parallel on this many R processes (None: min(chains, CPUs) for a model of
         at least :data:`PARALLEL_FROM` rows x iterations, else 1); the draws do not depend on it.
         As in ``Rscript``, the chains run in forked copies of this process (``parallel::mclapply``),
@@ -291,7 +295,8 @@ def bayes_glmm(
     higher_is_better : the score's direction (None: from the metric name; unknown: higher).
     progress : Stan's progress lines (``refresh = iter / 10``) on stderr; False: ``refresh = 0``.
     """
-    _check_args(family, chains, iter, rope, cores)
+    _check_args(family, chains, iter, rope, cores, adapt_delta)
+    dl = guards.deadline(int(chains), int(iter))  # the time limit, checked before each Stan fit
     level = float(level)
     if not 0.5 < level < 1:
         raise DataError(f"level must be in (0.5, 1), got {level!r}")
@@ -302,6 +307,9 @@ def bayes_glmm(
     frame, systems, clustered = model_data(design, family)
     seed = r_seed(random_state)
     chains, iter = int(chains), int(iter)
+    guards.check_draws_memory(frame, family, len(systems), chains=chains, iter=iter, items=bool(task_effects),
+                              clustered=clustered, ppc=bool(ppc), loo=bool(loo))
+    dl.check("before the Stan fit")
     cores = _default_cores(chains, len(frame), iter) if cores is None else int(cores)
     refresh = max(1, iter // 10) if progress and not os.environ.get("MIXEDEVAL_QUIET") else 0
     from ...engine import _bridge  # noqa: PLC0415 - R starts on the first call that needs it
@@ -327,6 +335,8 @@ def bayes_glmm(
     n_draws = len(draws)
     ppc_tab, ppc_data = (checks.ppc(fit.value["model"], frame, family, systems, seed, n_draws=min(n_draws, 1000))
                          if ppc else (None, None))
+    if loo:
+        dl.check("after the model's fit, before loo's second model")
     loo_tab, loo_warn = (checks.loo_table(frame, family, clustered, bool(task_effects), fit.value["model"], chains,
                                                   iter, seed, cores)
                          if loo else (None, []))

@@ -137,16 +137,38 @@ def _cell_probabilities(v: Votes, theta: np.ndarray) -> np.ndarray:
 SIM_BLOCK_CELLS = 4_000_000
 
 
-def sim_guard(n_sim: int) -> res.LoopGuard | None:
-    """The intransitivity probe's loop guard, its memory checked (the two statistics kept per
-    simulated table): created before any fit, so that an ``n_sim`` that cannot fit is refused first."""
+#: intransitivity: working copies of one block's simulated tables (block x cells x 3 doubles: the
+#: drawn counts, their float copy and the stacked table with its sums in :func:`_pair_counts`)
+SIM_TABLE_COPIES = 3
+#: intransitivity: working copies of one block's k x k pair matrices (wins, battles, their
+#: transposed sums, the margins and their masks in :func:`cyclic_triads`, einsum's product)
+SIM_PAIR_COPIES = 12
+
+
+def sim_block(n_cells: int, n_models: int) -> int:
+    """Simulated tables drawn at once: at most 50, cut to :data:`SIM_BLOCK_CELLS` cells x outcomes
+    (or k x k pair entries), at least one."""
+    return int(max(1, min(50, SIM_BLOCK_CELLS // max(1, 3 * n_cells, n_models * n_models))))
+
+
+def sim_guard(n_sim: int, n_cells: int = 0, n_models: int = 0) -> res.LoopGuard | None:
+    """The intransitivity probe's loop guard, its memory checked: the two statistics kept per
+    simulated table (``n_sim`` x 5 doubles: kept in blocks, concatenated, and their comparison) plus
+    one block's working arrays (:func:`sim_block` tables of ``n_cells`` cells, :data:`SIM_TABLE_COPIES`
+    copies, and of ``n_models`` x ``n_models`` pair matrices, :data:`SIM_PAIR_COPIES` copies). Made
+    before any fit from what the battle table tells up front (``n_cells``: its number of battles, an
+    upper bound of the cells; ``n_models``), so that an ``n_sim`` that cannot fit is refused first."""
     if n_sim <= 0:
         return None
     g = res.LoopGuard("the intransitivity probe of me.arena_audit", n_sim, count=f"n_sim={res.format_count(n_sim)}",
                       unit="simulated tables",
                       fix="Lower n_sim (near p = 0.05 the Monte-Carlo SE of the p-value is 0.015 with 199 "
                           "simulations, 0.007 with 999).")
-    g.check_memory(5 * 8.0)  # the two statistics per table, kept in blocks, concatenated, and their comparison
+    block = min(n_sim, sim_block(n_cells, n_models))
+    work = 8.0 * block * (SIM_TABLE_COPIES * 3 * n_cells + SIM_PAIR_COPIES * n_models * n_models)
+    detail = (f"{res.format_count(n_sim)} simulated tables x 40 bytes, plus {res.format_bytes(work)} for a block of "
+              f"{block} tables of {res.format_count(n_cells)} battles and {n_models} models") if work else ""
+    g.check_memory(5 * 8.0, fixed_bytes=work, detail=detail)
     return g
 
 
@@ -164,7 +186,7 @@ def intransitivity(v: Votes, n_sim: int, rng: np.random.Generator, alpha: float,
     prob = _cell_probabilities(v, v.theta)
     counts = d.counts
     sims = []
-    block = int(max(1, min(50, SIM_BLOCK_CELLS // max(1, 3 * len(counts), d.k * d.k))))
+    block = sim_block(len(counts), d.k)
     guard = guard or sim_guard(n_sim)
     guard.start()
     for i in range(0, n_sim, block):

@@ -408,6 +408,31 @@ def votes_to_flip(battles: Any, model_a: str = "model_a", model_b: str = "model_
 
 
 # ------------------------------------------------------------------------------------ audit
+def _n_models(df: pd.DataFrame, model_a: str, model_b: str) -> int:
+    """Distinct models of the battle table (0 when the columns are missing: the fit names them)."""
+    if model_a not in df.columns or model_b not in df.columns:
+        return 0
+    return int(pd.unique(np.concatenate([df[model_a].to_numpy(), df[model_b].to_numpy()])).size)
+
+
+def audit_guard(battles: Any, model_a: str = "model_a", model_b: str = "model_b", *, n_sim: Any = 200,
+                max_rounds: Any = 10, n_challengers: Any = 3,
+                n_confirm_judges: Any = _probes.N_CONFIRM_JUDGES) -> tuple[int, int, int, int, res.LoopGuard | None]:
+    """What :func:`arena_audit` checks before any fit, from what the battle table tells up front:
+    its integer arguments, and the intransitivity probe's memory (:func:`._probes.sim_guard`: ``n_sim``
+    simulated tables of at most as many cells as battles, the models counted in ``model_a`` /
+    ``model_b``), refused with :class:`mixedeval.DataError` above ``MIXEDEVAL_MEMORY_LIMIT``.
+    ``mixedeval preferences --robustness`` calls it before its Bradley-Terry fit. Returns n_sim,
+    max_rounds, n_challengers, n_confirm_judges and the probe's loop guard (None with n_sim=0)."""
+    n_sim = _check_int(n_sim, "n_sim", 0)
+    max_rounds = _check_int(max_rounds, "max_rounds", 1)
+    n_challengers = _check_int(n_challengers, "n_challengers", 1)
+    n_confirm_judges = _check_int(n_confirm_judges, "n_confirm_judges", 1)
+    df = as_pandas(battles) if not isinstance(battles, pd.DataFrame) else battles
+    guard = _probes.sim_guard(n_sim, len(df), _n_models(df, model_a, model_b))
+    return n_sim, max_rounds, n_challengers, n_confirm_judges, guard
+
+
 @_one_blas_thread
 def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b", winner: str = "winner", *,
                 prompt: str | None = None, judge: str | None = None, position: str | None = None,
@@ -436,9 +461,10 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
     """
     df = _prepare(battles, fit, prompt)
     s = _settings(fit, ties, position_bias, min_judge_battles, weight)
-    n_sim = _check_int(n_sim, "n_sim", 0)
-    n_confirm_judges = _check_int(n_confirm_judges, "n_confirm_judges", 1)
-    sim_guard = _probes.sim_guard(n_sim)  # refuses an n_sim that cannot fit before any fit
+    # arguments and the n_sim memory estimate before any fit
+    n_sim, max_rounds, n_challengers, n_confirm_judges, sim_guard = audit_guard(
+        df, model_a, model_b, n_sim=n_sim, max_rounds=max_rounds, n_challengers=n_challengers,
+        n_confirm_judges=n_confirm_judges)
     ss = seed_sequence(random_state)
     if fit is None:
         fit = bradley_terry(df, model_a, model_b, winner, prompt=prompt, judge=judge, position=position,
@@ -448,8 +474,7 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
                             **bt_kwargs)
     v = _votes(df, model_a, model_b, winner, judge, position, covariates, fit.reference, s)
     cols = {"model_a": model_a, "model_b": model_b, "winner": winner, "judge": judge, "prompt": prompt}
-    flips = _votes_result(v, df, cols, pairs, True, True, _check_int(max_rounds, "max_rounds", 1),
-                          _check_int(n_challengers, "n_challengers", 1), progress, level, s, answer=False)
+    flips = _votes_result(v, df, cols, pairs, True, True, max_rounds, n_challengers, progress, level, s, answer=False)
     alpha = 1.0 - level
     rng = np.random.default_rng(ss)
     order = [str(m) for m in fit.answer.leaderboard["name"]] if fit.answer is not None else list(fit.table["model"])
