@@ -105,7 +105,7 @@ def test_memory_limit_refuses_with_the_figure_and_the_fix(monkeypatch, limits, s
     assert msg.startswith(f"the posterior draws of me.bayes_glmm (chains=4, iter=200,000) need about "
                           f"{format_bytes(need)} (400,000 kept draws (4 chains x 100,000) x 17 parameters x 8 bytes")
     assert "above mixedeval's memory limit of 95.4 MiB" in msg
-    assert "ppc=False or loo=False" in msg and "raise the limit" in msg
+    assert "loo=False" in msg and "ppc=False" in msg and "raise the limit" in msg
     # without the checks' draws the same request needs less, and the message says what is counted
     need2 = _expected_bytes(4, 200_000, 17, 5, 30, 3, ppc=False, loo=False)
     with pytest.raises(DataError, match=rf"need about {format_bytes(need2)} \(.*plus the warm-up Stan keeps\)"):
@@ -158,3 +158,4 @@ def test_cli_bayes_refuses_with_exit_status_2(monkeypatch, capsys, tmp_path):
     assert main([*base, "--iter", "1000000"]) == EXIT_USAGE
     obj = json.loads(capsys.readouterr().out)
     assert "the posterior draws of me.bayes_glmm" in obj["error"] and "MIXEDEVAL_MEMORY_LIMIT" in obj["error"]
+    assert "--no-loo" in obj["error"] and "loo=False" not in obj["error"]  # the advice in the command's flags
