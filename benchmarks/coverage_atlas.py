@@ -272,10 +272,11 @@ def plasmode(c: Cell, null: bool, rng: np.random.Generator) -> tuple[pd.DataFram
 
 
 # ------------------------------------------------------------------------------ the default answer
-def default_answer(data: pd.DataFrame, clustered: bool) -> dict[str, Any]:
+def default_answer(data: pd.DataFrame, clustered: bool, higher: bool = True) -> dict[str, Any]:
     """mixedeval's default answer on one data set: the answer ``me.summarize`` and
     ``me.compare_logs`` hold (the call's design, then :func:`~mixedeval.workflows._logs_answer.logs_answer`
-    with the defaults: level 0.95, Holm, the direction from the score's name), without the
+    with the defaults: level 0.95, Holm; ``higher``: the score's direction, as ``me.summarize(...,
+    higher_is_better=)`` -- False for TER, whose truth ranks lower first), without the
     Inspect-style side tables (tests/test_coverage_atlas.py checks it equals ``me.summarize``'s
     answer). Per system estimate / interval / rank interval / letters, per pair (a - b) estimate /
     interval / p, the headline p and the interval families named."""
@@ -292,7 +293,7 @@ def default_answer(data: pd.DataFrame, clustered: bool) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         design = build_design(rows, cluster="cluster" if clustered else None)
-        direction = _answer.direction("score", None)
+        direction = _answer.direction("score", higher)
         ans = logs_answer(design, direction, level=LEVEL, adjust="holm", pooled_label="(all tasks)")
     return answer_dict(ans.leaderboard, ans.table, direction.higher_is_better,
                        ans.headline.p_value if ans.headline is not None else np.nan,
@@ -439,7 +440,7 @@ def run_cell(c: Cell, reps: int, random_state: int, with_peers: bool = True) -> 
             else:
                 data, tr = simulate(c, null, rng, mu), truths[null]
             try:
-                note(DEFAULT, null, default_answer(data, bool(c.cluster)), tr, None)
+                note(DEFAULT, null, default_answer(data, bool(c.cluster), higher), tr, None)
             except Exception as e:  # noqa: BLE001 - a data set that raises is a recorded failure
                 note(DEFAULT, null, None, tr, f"{type(e).__name__}: {str(e)[:160]}")
             if peers is not None:
@@ -755,10 +756,12 @@ FAMILY_TEXT = {
     "clusters": "Clustered questions (cluster and system x cluster effects), 2 epochs, `cluster=` given.",
     "epochs": "Several epochs per question (averaged within the question).",
     "runs": "Several runs per system, with and without run effects (run SD on the logit scale). Two runs of two "
-            "systems, 100 questions, run SD 0.3: the high-rep row's 85.5% of 200 data sets is the cell's seed -- "
-            "the same rule covers 93.0% of 3,000 other data sets of this design simulated by the same code, "
-            "93.2% of the 20,000 of the runs-rule table (the package's rule and the vectorized one agree on the "
-            "cell's data sets); two run df leave any rule at the edge of the band there.",
+            "systems, 100 questions, run SD 0.3: the high-rep row ran 1,000 data sets (its first 200 had covered "
+            "85.5%; all 1,000: 92.5%, within the Monte-Carlo error of 93%; the runs-rule table's 20,000: 93.2%). "
+            "Two run df leave any rule at the edge of the band with two systems: 92.2-93.0% at run SD 0.45-1.0 on "
+            "20,000 data sets (the runs-rule table), the one design with >= 30 questions where the default stays "
+            "just below 93% -- no rule deciding from the data reaches it (the module docstring of "
+            "mixedeval/workflows/_paired.py); three runs or more are the remedy.",
     "plasmode": "Questions resampled from bundled real data; the full data's means are the truth. On the Kreutzer "
                 "TER cells the alternatives raised on every data set (atlas_peers' `DataError: data is not complete: "
                 "every system must answer every question in every run`; row `alternatives (all)`): only the default "
@@ -1156,13 +1159,14 @@ def page_text(tab: pd.DataFrame, images: list[str], source: str) -> str:
                   f"{hi_reps} data sets per cell (Monte-Carlo SE of a 95% coverage about "
                   f"{_fmt(np.sqrt(0.95 * 0.05 / hi['reps'].max()))}-{_fmt(np.sqrt(0.95 * 0.05 / hi['reps'].min()))}), "
                   f"`benchmarks/results/coverage_atlas_defaults.csv`, {hi['key'].nunique()} designs with at least 30 "
-                  "questions so far, the ones flagged before first (`python benchmarks/coverage_atlas.py --no-peers "
-                  "--reps 400 --min-n 30 --csv benchmarks/results/coverage_atlas_defaults.csv`, resumable; the "
-                  "filters `--families`, `--scores`, `--p`, `--runs`, `--max-n` pick the cells; about 2-5 minutes "
-                  "per cell at 400 data sets on this shared machine, so the whole >= 30-question grid is several "
-                  "hours). The 'mixedeval default' rows beside them are from the run with the alternatives "
+                  "questions: every simulated and plasmode design of the grid with >= 30 questions (`python "
+                  "benchmarks/coverage_atlas.py --no-peers --reps 400 --min-n 30 --executor 2 --csv "
+                  "benchmarks/results/coverage_atlas_defaults.csv`, resumable; the filters `--families`, `--scores`, "
+                  "`--p`, `--runs`, `--max-n` pick the cells; measured 2026-11-29 on 2 cores with other jobs: about "
+                  "40-200 s per cell, the 112 cells about 2 hours; the early two-run cells ran 200 data sets, one of "
+                  "them 1,000). The 'mixedeval default' rows beside them are from the run with the alternatives "
                   "(40 data sets) and predate the changes below on the designs they touch (Likert means near a "
-                  "bound, two runs, 0/1 means with 1-3 answers from 0 or n)."]
+                  "bound, runs, 0/1 means with 1-3 answers from 0 or n)."]
     parts += ["", "## The rule of each default", "",
               "* differences: the paired question-level t (`paired t`); for 0/1 scores (one epoch, one run, no "
               "clusters) where some system of the pair has n min(p, 1 - p) < 5, Newcombe's hybrid score interval "
