@@ -71,7 +71,7 @@ def test_many_battles_and_models_count_even_with_a_small_n_sim(monkeypatch):
     with pytest.raises(DataError, match=r"n_sim=200\) need about .*20,000 battles and 40 models"):
         me.arena_audit(df, n_sim=200)
     monkeypatch.setenv("MIXEDEVAL_MEMORY_LIMIT", "none")
-    assert audit_module.audit_guard(df, n_sim=200)[0] == 200
+    assert audit_module._audit_guard(df, n_sim=200)[0] == 200
 
 
 def test_the_estimate_bounds_the_probe_s_measured_peak(monkeypatch):

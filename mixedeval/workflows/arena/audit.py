@@ -415,7 +415,7 @@ def _n_models(df: pd.DataFrame, model_a: str, model_b: str) -> int:
     return int(pd.unique(np.concatenate([df[model_a].to_numpy(), df[model_b].to_numpy()])).size)
 
 
-def audit_guard(battles: Any, model_a: str = "model_a", model_b: str = "model_b", *, n_sim: Any = 200,
+def _audit_guard(battles: Any, model_a: str = "model_a", model_b: str = "model_b", *, n_sim: Any = 200,
                 max_rounds: Any = 10, n_challengers: Any = 3,
                 n_confirm_judges: Any = _probes.N_CONFIRM_JUDGES) -> tuple[int, int, int, int, res.LoopGuard | None]:
     """What :func:`arena_audit` checks before any fit, from what the battle table tells up front:
@@ -462,7 +462,7 @@ def arena_audit(battles: Any, model_a: str = "model_a", model_b: str = "model_b"
     df = _prepare(battles, fit, prompt)
     s = _settings(fit, ties, position_bias, min_judge_battles, weight)
     # arguments and the n_sim memory estimate before any fit
-    n_sim, max_rounds, n_challengers, n_confirm_judges, sim_guard = audit_guard(
+    n_sim, max_rounds, n_challengers, n_confirm_judges, sim_guard = _audit_guard(
         df, model_a, model_b, n_sim=n_sim, max_rounds=max_rounds, n_challengers=n_challengers,
         n_confirm_judges=n_confirm_judges)
     ss = seed_sequence(random_state)
