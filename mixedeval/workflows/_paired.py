@@ -33,7 +33,8 @@ system are assumed to vary equally -- on the score's scale: with 0/1 scores, one
 logit scale moves a system near 0.5 more than one near 0.1, and the pooled variance is then too small
 for the first and too large for the second; 12 systems x 3 runs x 100 questions at accuracies 0.5
 down to 0.1, run SD 0.3-1.0 on the logit scale: the top pair's interval covered 91.6-92.6%, the
-bottom pair's 98-99%; at 0.5 down to 0.004, 80-88%; at 0.5 down to 0.25, 94.3-94.5%): SS_run,s = n_s * sum_r (run mean - mean)^2 on R_s - 1 df,
+bottom pair's 98-99%; at 0.5 down to 0.004, 80-88%; at 0.5 down to 0.25, 94.3-94.5%):
+SS_run,s = n_s * sum_r (run mean - mean)^2 on R_s - 1 df,
 the question x run residual on (n_s - 1)(R_s - 1) df, MS_run and MS_res the pooled mean squares
 (df_run = sum_s (R_s - 1), df_res = sum_s (n_s - 1)(R_s - 1)), and the method-of-moments estimate
 (Searle, Casella & McCulloch 1992, ch. 4)
@@ -191,8 +192,9 @@ METHOD = "paired question-level t (Miller 2024): epochs averaged within question
 CLUSTER_METHOD = ("paired question-level t, cluster-robust SE (Miller 2024 app. A; Inspect stderr(cluster)), df = "
                   "clusters - 1: epochs averaged within question")
 RUNS_METHOD = ("paired question-level t with the between-run variance (pooled over systems, method of moments) "
-               f"added when a preliminary F test finds it (Bancroft 1944, level {RUN_PRETEST_LEVEL:g}; Satterthwaite df), 0.45 of it "
-               "when it is negative: epochs averaged within question and run, runs averaged within question")
+               f"added when a preliminary F test finds it (Bancroft 1944, level {RUN_PRETEST_LEVEL:g}; Satterthwaite "
+               f"df), {RUN_NEGATIVE_SHARE:g} of it when it is negative: epochs averaged within question and run, runs "
+               "averaged within question")
 NEWCOMBE_METHOD = ("Newcombe hybrid score interval (Newcombe 1998, method 10) and exact McNemar test: 0/1 scores, "
                    f"one epoch and run, some system with n min(p, 1 - p) < {MIN_EXPECTED:g}")
 #: short names of the methods, for the headline's sentence

@@ -114,10 +114,12 @@ def check_draws_memory(frame: Any, family: str, n_systems: int, *, chains: int, 
                                n_systems=n_systems, ppc=ppc, loo=loo)
     res.check_memory(need, f"the posterior draws of me.bayes_glmm (chains={chains}, iter={res.format_count(iter)})",
                      "Use fewer iter or chains (chains=4, iter=2000 keep 4,000 draws, plenty for 95% intervals), "
-                     "loo=False (CLI: --no-loo) to skip loo's second fit, or raise the limit; in Python also ppc=False.", detail)
+                     "loo=False (CLI: --no-loo) to skip loo's second fit, or raise the limit; in Python also "
+                     "ppc=False.", detail)
 
 
 def deadline(chains: int, iter: int) -> res.Deadline:  # noqa: A002 - Stan's name
     """The time limit of one :func:`mixedeval.bayes_glmm` call, checked before each Stan fit."""
     return res.Deadline(f"me.bayes_glmm (chains={chains}, iter={res.format_count(iter)})",
-                        "Use fewer iter or chains, loo=False (CLI: --no-loo) to skip loo's second fit, or raise the time limit.")
+                        "Use fewer iter or chains, loo=False (CLI: --no-loo) to skip loo's second fit, or raise the "
+                        "time limit.")
